@@ -1,0 +1,105 @@
+"""The Privelet engine: frequency matrices, wavelet transforms, mechanisms, bounds, queries.
+
+Pure numpy (pandas at the edges); it never imports Qt. Everything public is
+re-exported here:
+
+>>> import numpy as np
+>>> from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, Schema, privelet_plus
+>>> schema = Schema([OrdinalAttribute.integer_range("age", 0, 99),
+...                  NominalAttribute("sex", Hierarchy.flat(["F", "M"]))])
+>>> release = privelet_plus(np.zeros(schema.shape), schema, epsilon=1.0, sa=["sex"])
+>>> release.noisy.shape
+(100, 2)
+"""
+
+from .bounds import (
+    AttributeFactors,
+    VarianceModel,
+    epsilon_for_variance,
+    paper_bound,
+    paper_factors,
+    query_variance,
+    recommend_sa,
+    variance_model,
+    worst_case_variance,
+)
+from .counting import CountReport, DroppedRowsWarning, FrequencyCounter, frequency_matrix
+from .errors import Cancelled, DomainError, HierarchyError, PriveletError, SchemaError
+from .haar import HaarTransform, haar_forward, haar_inverse, haar_weights
+from .hierarchy import Hierarchy, HierarchyNode, NodeInfo
+from .hn import TransformPlan, axis_transform, hn_forward, hn_inverse
+from .mechanisms import SAMPLER, Release, basic, privelet, privelet_plus
+from .noise import ADD_REMOVE_MAX_ROWS, NoiseCalibration, calibrate, discrete_laplace
+from .nominal import NominalTransform, nominal_forward, nominal_inverse, nominal_weights
+from .progress import Progress
+from .queries import (
+    PrefixSums,
+    QueryBatch,
+    RangeQuery,
+    random_workload,
+    relative_error,
+    sanity_bound,
+    square_error,
+)
+from .schema import Attribute, NominalAttribute, NumericBins, OrdinalAttribute, Schema
+from .transform import AxisTransform, IdentityTransform
+
+__all__ = [
+    "ADD_REMOVE_MAX_ROWS",
+    "Attribute",
+    "AttributeFactors",
+    "AxisTransform",
+    "Cancelled",
+    "CountReport",
+    "DomainError",
+    "DroppedRowsWarning",
+    "FrequencyCounter",
+    "HaarTransform",
+    "Hierarchy",
+    "HierarchyError",
+    "HierarchyNode",
+    "IdentityTransform",
+    "NodeInfo",
+    "NoiseCalibration",
+    "NominalAttribute",
+    "NominalTransform",
+    "NumericBins",
+    "OrdinalAttribute",
+    "PrefixSums",
+    "PriveletError",
+    "Progress",
+    "QueryBatch",
+    "RangeQuery",
+    "Release",
+    "SAMPLER",
+    "Schema",
+    "SchemaError",
+    "TransformPlan",
+    "VarianceModel",
+    "axis_transform",
+    "basic",
+    "calibrate",
+    "discrete_laplace",
+    "epsilon_for_variance",
+    "frequency_matrix",
+    "haar_forward",
+    "haar_inverse",
+    "haar_weights",
+    "hn_forward",
+    "hn_inverse",
+    "nominal_forward",
+    "nominal_inverse",
+    "nominal_weights",
+    "paper_bound",
+    "paper_factors",
+    "privelet",
+    "privelet_plus",
+    "query_variance",
+    "random_workload",
+    "recommend_sa",
+    "relative_error",
+    "sanity_bound",
+    "square_error",
+    "variance_model",
+    "worst_case_variance",
+]

@@ -1,0 +1,224 @@
+"""Noise-variance bounds: the paper's worst-case bounds and the exact variances.
+
+Both are data-independent: they can be shown before any release at no privacy cost.
+
+- Paper (Theorem 3, Corollary 1): ``(8 / epsilon^2) prod_{A in S_A} |A| prod_{A not in S_A} P(A)^2 H(A)``
+  for replace-one-tuple neighbours (a quarter of it for add/remove).
+- Exact: a box query ``q = q_1 x ... x q_d`` has noise variance
+  ``2 lambda^2 prod_i V_i(q_i)`` with ``V_i(q_i) = sum_c (R_i^T q_i)_c^2 / W_i(c)^2``;
+  the worst case over all boxes is ``2 lambda^2 prod_i max V_i``.
+
+:class:`VarianceModel` caches each attribute's factors (transformed and in S_A),
+so changing epsilon or S_A only multiplies a handful of numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+
+import numpy as np
+
+from .haar import HaarTransform
+from .hn import TransformPlan, axis_transform
+from .noise import Neighbours, check_epsilon
+from .queries import QueryBatch, RangeQuery
+from .schema import Attribute, NominalAttribute, Schema
+from .transform import AxisTransform
+
+__all__ = [
+    "paper_factors",
+    "paper_bound",
+    "recommend_sa",
+    "VarianceModel",
+    "AttributeFactors",
+    "variance_model",
+    "query_variance",
+    "worst_case_variance",
+    "epsilon_for_variance",
+]
+
+
+def paper_factors(attribute: Attribute) -> tuple[int, float]:
+    """``(P(A), H(A))``: ``1 + ceil(log2 |A|)`` and ``(2 + ceil(log2 |A|)) / 2`` for an
+    ordinal attribute; ``h`` and 4 for a nominal one."""
+    if isinstance(attribute, NominalAttribute):
+        return attribute.hierarchy.rho, 4.0
+    levels = math.ceil(math.log2(attribute.size)) if attribute.size > 1 else 0
+    return 1 + levels, (2 + levels) / 2
+
+
+def _multiplicity(neighbours: Neighbours) -> int:
+    if neighbours not in ("replace", "add-remove"):
+        raise ValueError(f"neighbours must be 'replace' or 'add-remove', got {neighbours!r}")
+    return 2 if neighbours == "replace" else 1
+
+
+def paper_bound(schema: Schema, epsilon: float, sa: Iterable[str] = (), *, neighbours: Neighbours = "replace") -> float:
+    """The paper's bound on the noise variance of every range-count query (Eq. 7).
+
+    ``sa`` = every attribute gives Basic's ``8 m / epsilon^2``; ``sa`` empty gives Privelet's.
+
+    Examples
+    --------
+    >>> from privelet_gui.engine import OrdinalAttribute, Schema
+    >>> s = Schema([OrdinalAttribute.integer_range("a", 1, 16)])
+    >>> paper_bound(s, 1.0), paper_bound(s, 1.0, sa=["a"])
+    (600.0, 128.0)
+    """
+    epsilon = check_epsilon(epsilon)
+    in_sa = set(schema.axes(list(sa)))
+    product = 1.0
+    for axis, attribute in enumerate(schema):
+        if axis in in_sa:
+            product *= attribute.size
+        else:
+            p, h = paper_factors(attribute)
+            product *= p * p * h
+    return 2 * _multiplicity(neighbours) ** 2 * product / epsilon**2
+
+
+def recommend_sa(schema: Schema) -> tuple[str, ...]:
+    """The attributes with ``|A| <= P(A)^2 H(A)``: putting them in S_A never hurts the bound."""
+    chosen = []
+    for attribute in schema:
+        p, h = paper_factors(attribute)
+        if attribute.size <= p * p * h:
+            chosen.append(attribute.name)
+    return tuple(chosen)
+
+
+@dataclass(frozen=True)
+class AttributeFactors:
+    """One attribute's worst-case variance factors, transformed and left in S_A."""
+
+    name: str
+    size: int
+    transformed: float  # max V over this attribute's queries under its wavelet
+    untransformed: float  # |A|: the whole domain, untransformed
+    rho: int
+    paper_p: int
+    paper_h: float
+
+
+class VarianceModel:
+    """Exact noise variances of box queries for one schema, with cached per-axis factors.
+
+    Examples
+    --------
+    >>> from privelet_gui.engine import OrdinalAttribute, Schema
+    >>> model = VarianceModel(Schema([OrdinalAttribute.integer_range("a", 1, 16)]))
+    >>> round(model.factors[0].transformed, 2)
+    1.42
+    >>> round(model.worst_case(1.0, sa=()), 1)  # 2 * (2 * 5 / 1)^2 * 1.42
+    284.4
+    """
+
+    def __init__(self, schema: Schema):
+        self.schema = schema
+
+    @cached_property
+    def transforms(self) -> tuple[AxisTransform, ...]:
+        return tuple(axis_transform(a) for a in self.schema)
+
+    @cached_property
+    def factors(self) -> tuple[AttributeFactors, ...]:
+        out = []
+        for attribute, transform in zip(self.schema, self.transforms):
+            p, h = paper_factors(attribute)
+            out.append(
+                AttributeFactors(
+                    name=attribute.name,
+                    size=attribute.size,
+                    transformed=transform.worst_case_factor(),
+                    untransformed=float(attribute.size),
+                    rho=transform.rho,
+                    paper_p=p,
+                    paper_h=h,
+                )
+            )
+        return tuple(out)
+
+    def _sa_axes(self, sa: Iterable[str]) -> frozenset[int]:
+        return frozenset(self.schema.axes(list(sa)))
+
+    def rho(self, sa: Iterable[str] = ()) -> int:
+        in_sa = self._sa_axes(sa)
+        return math.prod(f.rho for axis, f in enumerate(self.factors) if axis not in in_sa)
+
+    def coefficient_variance(self, epsilon: float, sa: Iterable[str] = (), *, neighbours: Neighbours = "replace") -> float:
+        """``2 lambda^2``: the Laplace variance per unit of V."""
+        lam = _multiplicity(neighbours) * self.rho(sa) / check_epsilon(epsilon)
+        return 2.0 * lam * lam
+
+    def worst_case(self, epsilon: float, sa: Iterable[str] = (), *, neighbours: Neighbours = "replace") -> float:
+        """The largest noise variance of any range-count query."""
+        in_sa = self._sa_axes(sa)
+        product = math.prod(
+            f.untransformed if axis in in_sa else f.transformed for axis, f in enumerate(self.factors)
+        )
+        return self.coefficient_variance(epsilon, sa, neighbours=neighbours) * product
+
+    def query(self, query: RangeQuery, epsilon: float, sa: Iterable[str] = (), *, neighbours: Neighbours = "replace") -> float:
+        """Exact noise variance of one query."""
+        batch = QueryBatch.of([query])
+        return float(self.batch(batch, epsilon, sa, neighbours=neighbours)[0])
+
+    def batch(
+        self, queries: QueryBatch, epsilon: float, sa: Iterable[str] = (), *, neighbours: Neighbours = "replace"
+    ) -> np.ndarray:
+        """Exact noise variance of every query of a batch."""
+        return self.coefficient_variance(epsilon, sa, neighbours=neighbours) * self.batch_factors(queries, sa)
+
+    def batch_factors(self, queries: QueryBatch, sa: Iterable[str] = ()) -> np.ndarray:
+        """``prod_i V_i(q_i)`` per query (variance per unit of ``2 lambda^2``)."""
+        in_sa = self._sa_axes(sa)
+        product = np.ones(len(queries))
+        for axis, transform in enumerate(self.transforms):
+            lo, hi = queries.lo[:, axis], queries.hi[:, axis]
+            if axis in in_sa:
+                product *= (hi - lo + 1).astype(np.float64)
+            elif isinstance(transform, HaarTransform):
+                product *= transform.interval_factor(lo, hi)
+            else:
+                product *= transform.node_factors[queries.nodes[:, axis]]  # type: ignore[attr-defined]
+        return product
+
+    def paper_bound(self, epsilon: float, sa: Iterable[str] = (), *, neighbours: Neighbours = "replace") -> float:
+        return paper_bound(self.schema, epsilon, sa, neighbours=neighbours)
+
+    def plan(self, sa: Iterable[str] = ()) -> TransformPlan:
+        return TransformPlan(self.schema, sa)
+
+
+@lru_cache(maxsize=16)
+def variance_model(schema: Schema) -> VarianceModel:
+    """A shared :class:`VarianceModel` per schema (its factors are computed once)."""
+    return VarianceModel(schema)
+
+
+def query_variance(
+    schema: Schema, epsilon: float, sa: Iterable[str], query: RangeQuery, *, neighbours: Neighbours = "replace"
+) -> float:
+    """Exact noise variance of ``query`` under Privelet+ with ``sa`` (math.md, "Exact variance")."""
+    return variance_model(schema).query(query, epsilon, sa, neighbours=neighbours)
+
+
+def worst_case_variance(
+    schema: Schema, epsilon: float, sa: Iterable[str] = (), *, neighbours: Neighbours = "replace"
+) -> float:
+    """Exact worst-case noise variance over all range-count queries."""
+    return variance_model(schema).worst_case(epsilon, sa, neighbours=neighbours)
+
+
+def epsilon_for_variance(variance_at_epsilon_one: float, target_variance: float) -> float:
+    """The smallest epsilon whose variance is at most ``target_variance``.
+
+    Every variance here scales as ``1 / epsilon^2``, so it is
+    ``sqrt(variance_at_epsilon_one / target_variance)``.
+    """
+    if not (target_variance > 0 and math.isfinite(target_variance)):
+        raise ValueError(f"the target variance must be a positive number, got {target_variance!r}")
+    return math.sqrt(variance_at_epsilon_one / target_variance)

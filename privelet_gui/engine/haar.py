@@ -1,0 +1,198 @@
+"""The Haar wavelet transform (HWT) along one axis, for ordinal attributes.
+
+The domain is padded with zeros to ``m' = 2**l`` entries, ``l = ceil(log2 |A|)``.
+Coefficients are stored in level order: the base coefficient (the mean of all
+``m'`` entries) first, then level 1 (the root of the decomposition tree), then
+level 2, and so on; a level-``i`` coefficient is ``(a1 - a2) / 2`` where ``a1``
+(``a2``) is the mean of its left (right) subtree.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cached_property
+
+import numpy as np
+
+from .transform import AxisTransform, front, resized
+
+__all__ = ["HaarTransform", "haar_forward", "haar_inverse", "haar_weights"]
+
+
+class HaarTransform(AxisTransform):
+    """Haar wavelet along one axis of length ``size`` (see the module docstring).
+
+    Examples
+    --------
+    >>> t = HaarTransform(8)
+    >>> t.weights.tolist()
+    [8.0, 8.0, 4.0, 4.0, 2.0, 2.0, 2.0, 2.0]
+    >>> t.forward(np.array([9., 3, 5, 7, 1, 1, 4, 2])).tolist()
+    [4.0, 2.0, 0.0, -1.0, 3.0, -1.0, 0.0, 1.0]
+    """
+
+    kind = "haar"
+
+    def __init__(self, size: int):
+        if size < 1:
+            raise ValueError(f"a Haar axis needs at least one value, got size {size}")
+        self.size = int(size)
+        self.levels = math.ceil(math.log2(self.size)) if self.size > 1 else 0
+        self.n_coefficients = 1 << self.levels
+
+    @property
+    def rho(self) -> int:
+        return 1 + self.levels
+
+    @property
+    def influence(self) -> int:
+        return 1 + self.levels
+
+    @cached_property
+    def weights(self) -> np.ndarray:
+        w = np.empty(self.n_coefficients)
+        w[0] = self.n_coefficients
+        for i in range(1, self.levels + 1):
+            w[1 << (i - 1) : 1 << i] = 1 << (self.levels - i + 1)
+        return w
+
+    @property
+    def divisors(self) -> np.ndarray:
+        # Weighted Haar coefficients W*c are the integer differences of subtree sums.
+        return self.weights
+
+    @cached_property
+    def denominators(self) -> np.ndarray:
+        return np.ones(self.n_coefficients)
+
+    def numerators(self, x: np.ndarray, axis: int = -1) -> np.ndarray:
+        """Subtree-sum differences ``S_left - S_right`` (base: the total); exact for integers."""
+        x = np.asarray(x, dtype=np.float64)
+        out = resized(x, axis, self.n_coefficients)
+        ov = front(out, axis)
+        sums = front(x, axis)
+        # Only the first `filled` subtree sums of a level can be non-zero; the rest cover
+        # the zero padding and cost no work.
+        filled = self.size
+        for level in range(self.levels, 0, -1):
+            first = 1 << (level - 1)  # index of the level's first coefficient = its node count
+            detail = ov[first : 2 * first]
+            pairs = filled // 2
+            parents = np.empty(((filled + 1) // 2, *sums.shape[1:]))
+            left, right = sums[0 : 2 * pairs : 2], sums[1 : 2 * pairs : 2]
+            np.subtract(left, right, out=detail[:pairs])
+            np.add(left, right, out=parents[:pairs])
+            if filled % 2:  # the last subtree's right sibling is all padding
+                detail[pairs] = parents[pairs] = sums[filled - 1]
+            detail[(filled + 1) // 2 :] = 0.0
+            sums, filled = parents, (filled + 1) // 2
+        ov[0] = sums[0]
+        return out
+
+    def inverse(self, c: np.ndarray, axis: int = -1) -> np.ndarray:
+        c = np.asarray(c, dtype=np.float64)
+        cv = front(c, axis)
+        if cv.shape[0] != self.n_coefficients:
+            raise ValueError(f"expected {self.n_coefficients} Haar coefficients along axis {axis}, got {cv.shape[0]}")
+        out = resized(c, axis, self.size)
+        means = cv[0:1]
+        for level in range(1, self.levels + 1):
+            detail = cv[1 << (level - 1) : 1 << level]
+            # Means one level finer; only those covering real (unpadded) values are needed.
+            count = -(-self.size // (1 << (self.levels - level)))
+            finer = front(out, axis) if level == self.levels else np.empty((count, *cv.shape[1:]))
+            evens, odds = (count + 1) // 2, count // 2
+            np.add(means[:evens], detail[:evens], out=finer[0:count:2])
+            np.subtract(means[:odds], detail[:odds], out=finer[1:count:2])
+            means = finer
+        if self.levels == 0:
+            front(out, axis)[0] = cv[0]
+        return out
+
+    # -- exact variance of interval queries -------------------------------------------
+    # V(q) = sum_c (R^T q)_c^2 / W(c)^2 is the noise variance of the count of q per unit
+    # 2 lambda^2. For an interval [a, b] only the nodes holding an end of it are partly
+    # covered, which gives a closed form in O(1) per interval from per-leaf suffix tables.
+
+    def interval_factor(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """``V`` of the intervals ``lo..hi`` (inclusive index arrays, ``lo <= hi``)."""
+        a = np.asarray(lo, dtype=np.int64)
+        b = np.asarray(hi, dtype=np.int64)
+        length = (b - a + 1).astype(np.float64)
+        if self.levels == 0:
+            return length**2
+        mp = self.n_coefficients
+        diff = a ^ b
+        # p: highest differing bit of a and b; the lowest common ancestor has width 2^(p+1).
+        p = np.where(diff > 0, np.floor(np.log2(np.maximum(diff, 1))).astype(np.int64), -1)
+        lca_level = self.levels - p  # == levels + 1 when a == b (no straddling node)
+        mid = (b >> np.maximum(p, 0)) << np.maximum(p, 0)
+        width = np.left_shift(1, p + 1).astype(np.float64)
+        straddle = np.where(diff > 0, (((mid - a) - (b - mid + 1)) / width) ** 2, 0.0)
+        above = self._above_sums[np.minimum(lca_level, self.levels + 1) - 1]
+        left_tail, right_tail = self._tail_sums
+        return (
+            length**2 * (1.0 / mp**2 + above)
+            + straddle
+            + left_tail[a, lca_level]
+            + right_tail[b, lca_level]
+        )
+
+    def worst_case_factor(self) -> float:
+        """The largest ``V`` over every interval of the (unpadded) domain."""
+        n = self.size
+        best = 0.0
+        rows = max(1, (1 << 21) // n)
+        for first in range(0, n, rows):
+            a = np.arange(first, min(first + rows, n))[:, None]
+            b = np.arange(n)[None, :]
+            a_full, b_full = np.broadcast_arrays(a, b)
+            mask = b_full >= a_full
+            best = max(best, float(self.interval_factor(a_full[mask], b_full[mask]).max()))
+        return best
+
+    @cached_property
+    def _above_sums(self) -> np.ndarray:
+        """``sum_{level < L} 1 / width(level)^2`` for L = 1 .. levels + 1 (index L - 1)."""
+        widths = np.array([1 << (self.levels - level + 1) for level in range(1, self.levels + 1)], dtype=np.float64)
+        return np.concatenate([[0.0], np.cumsum(1.0 / widths**2)])
+
+    @cached_property
+    def _tail_sums(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per leaf x and level L: the contributions of x's nodes below level L.
+
+        ``left[x, L]``: nodes at levels > L holding the interval's left end x, covered
+        from x to their end; ``right[x, L]``: nodes holding the right end x, covered from
+        their start to x. Shape ``(size, levels + 2)``.
+        """
+        x = np.arange(self.size, dtype=np.int64)[:, None]
+        levels = np.arange(1, self.levels + 1)[None, :]
+        width = np.left_shift(1, self.levels - levels + 1)
+        start = (x // width) * width
+        mid = start + width // 2
+        end = start + width
+        left = ((np.maximum(mid - x, 0) - (end - np.maximum(x, mid))) / width) ** 2
+        right = (((np.minimum(x, mid - 1) - start + 1) - np.maximum(x - mid + 1, 0)) / width) ** 2
+        # Suffix sums over levels > L, for L = 0 .. levels + 1.
+        def suffix(per_level: np.ndarray) -> np.ndarray:
+            out = np.zeros((self.size, self.levels + 2))
+            out[:, : self.levels] = np.cumsum(per_level[:, ::-1], axis=1)[:, ::-1]
+            return out
+
+        return suffix(left), suffix(right)
+
+
+def haar_weights(size: int) -> np.ndarray:
+    """Weights W_Haar of the ``2**ceil(log2 size)`` Haar coefficients."""
+    return HaarTransform(size).weights
+
+
+def haar_forward(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Haar coefficients of ``x`` along ``axis`` (zero-padded to a power of two)."""
+    x = np.asarray(x, dtype=np.float64)
+    return HaarTransform(x.shape[axis]).forward(x, axis)
+
+
+def haar_inverse(c: np.ndarray, size: int, axis: int = -1) -> np.ndarray:
+    """Invert :func:`haar_forward`: ``size`` values along ``axis`` (padding dropped)."""
+    return HaarTransform(size).inverse(c, axis)

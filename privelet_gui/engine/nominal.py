@@ -1,0 +1,188 @@
+"""The nominal wavelet transform along one axis, for attributes with a hierarchy.
+
+There is one coefficient per node of the hierarchy, in level order (the
+hierarchy's :attr:`~Hierarchy.labels` order): the root's coefficient is the sum
+of all counts (weight 1); any other node N whose parent has fan-out f gets
+``c_N = leafsum(N) - leafsum(parent) / f`` with weight ``f / (2f - 2)``. A
+node that is its parent's only child has ``c_N = 0`` for every input: it gets
+weight ``inf`` (no noise) and adds nothing to rho.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from .hierarchy import Hierarchy
+from .transform import AxisTransform, along, front, resized
+
+__all__ = ["NominalTransform", "nominal_forward", "nominal_inverse", "nominal_weights"]
+
+
+@dataclass(frozen=True)
+class _Depth:
+    block: slice  # the nodes at this depth (level order)
+    parents: slice | np.ndarray  # the internal nodes one level up, in order
+    fanouts: np.ndarray  # children per parent
+    offsets: np.ndarray  # start of each parent's children within the block
+    child_fanout: np.ndarray  # for each node of the block, its parent's fan-out
+
+
+def _as_slice(indices: np.ndarray) -> slice | np.ndarray:
+    """A slice when the indices are consecutive (cheaper to index with), else the indices."""
+    if len(indices) and np.array_equal(indices, np.arange(indices[0], indices[0] + len(indices))):
+        return slice(int(indices[0]), int(indices[0]) + len(indices))
+    return indices
+
+
+class NominalTransform(AxisTransform):
+    """Nominal wavelet along one axis whose entries are ``hierarchy.leaves``.
+
+    Examples
+    --------
+    The paper's Figure 3 (root -> {a, b}, a -> {v1, v2, v3}, b -> {v4, v5, v6}):
+
+    >>> h = Hierarchy.from_nested({"root": {"a": ["v1", "v2", "v3"], "b": ["v4", "v5", "v6"]}})
+    >>> t = NominalTransform(h)
+    >>> t.weights.tolist()
+    [1.0, 1.0, 1.0, 0.75, 0.75, 0.75, 0.75, 0.75, 0.75]
+    >>> t.forward(np.array([1., 2, 3, 4, 5, 6])).tolist()
+    [21.0, -4.5, 4.5, -1.0, 0.0, 1.0, -1.0, 0.0, 1.0]
+    """
+
+    kind = "nominal"
+
+    def __init__(self, hierarchy: Hierarchy):
+        self.hierarchy = hierarchy
+        self.size = hierarchy.size
+        self.n_coefficients = hierarchy.n_nodes
+        lay = hierarchy.layout
+        self._layout = lay
+        self._parent_fanout = lay.parent_fanout.astype(np.float64)
+        self._leaves = _as_slice(lay.leaf_nodes)
+        # Per depth d >= 2: the block of nodes at depth d, which is exactly the children of
+        # the internal nodes at depth d - 1, in order (level order); each sibling group is
+        # one parent's consecutive run in the block.
+        self._depths: list[_Depth] = []
+        starts = lay.depth_starts
+        for d in range(2, len(starts)):
+            above = np.arange(starts[d - 2], starts[d - 1])
+            parents = above[lay.fanout[above] > 0]
+            self._depths.append(
+                _Depth(
+                    block=slice(int(starts[d - 1]), int(starts[d])),
+                    parents=_as_slice(parents),
+                    fanouts=lay.fanout[parents],
+                    offsets=lay.first_child[parents] - starts[d - 1],
+                    child_fanout=self._parent_fanout[starts[d - 1] : starts[d]],
+                )
+            )
+
+    @property
+    def rho(self) -> int:
+        return self.hierarchy.rho
+
+    @cached_property
+    def influence(self) -> int:
+        lay = self._layout
+        touched = np.zeros(self.n_coefficients, dtype=np.int64)
+        touched[0] = 1
+        for i in range(1, self.n_coefficients):  # parents precede children
+            f = lay.fanout[lay.parent[i]]
+            touched[i] = touched[lay.parent[i]] + (f if f > 1 else 0)
+        return int(touched[lay.leaf_nodes].max())
+
+    @cached_property
+    def weights(self) -> np.ndarray:
+        f = self._parent_fanout
+        w = np.full(self.n_coefficients, np.inf)
+        branching = f > 1
+        w[branching] = f[branching] / (2 * f[branching] - 2)
+        w[0] = 1.0
+        return w
+
+    @property
+    def divisors(self) -> np.ndarray:
+        return self._parent_fanout
+
+    @cached_property
+    def denominators(self) -> np.ndarray:
+        f = self._parent_fanout
+        d = np.where(f > 1, 2 * f - 2, 1.0)
+        d[0] = 1.0
+        return d
+
+    @property
+    def growth(self) -> float:
+        # f * leafsum(N) is the largest intermediate: at most (largest fan-out) * L1 of the input.
+        return float(max(1, int(self._layout.fanout.max())))
+
+    def numerators(self, x: np.ndarray, axis: int = -1) -> np.ndarray:
+        """``z_N = f * leafsum(N) - leafsum(parent)`` (root: its leaf-sum); exact for integer input."""
+        x = np.asarray(x, dtype=np.float64)
+        out = resized(x, axis, self.n_coefficients)
+        sums = front(out, axis)
+        sums[self._leaves] = front(x, axis)
+        for depth in reversed(self._depths):  # leaf-sums bottom-up, one reduceat per depth
+            sums[depth.parents] = np.add.reduceat(sums[depth.block], depth.offsets, axis=0)
+        for depth in reversed(self._depths):  # deepest first: parents are still leaf-sums
+            block = sums[depth.block]
+            block *= along(depth.child_fanout, 0, block.ndim)
+            block -= np.repeat(sums[depth.parents], depth.fanouts, axis=0)
+        return out
+
+    def inverse(self, c: np.ndarray, axis: int = -1, *, mean_subtraction: bool = True) -> np.ndarray:
+        """Leaf values from coefficients, with mean subtraction in every sibling group."""
+        c = np.asarray(c, dtype=np.float64)
+        if c.shape[axis] != self.n_coefficients:
+            raise ValueError(f"expected {self.n_coefficients} nominal coefficients along axis {axis}, got {c.shape[axis]}")
+        sums = front(c.copy(), axis)
+        for depth in self._depths:
+            # leafsum(N) = c_N - mean(c of N's sibling group) + leafsum(parent) / f, top-down
+            fanouts = along(depth.fanouts.astype(np.float64), 0, sums.ndim)
+            shift = sums[depth.parents] / fanouts
+            if mean_subtraction:
+                shift -= np.add.reduceat(sums[depth.block], depth.offsets, axis=0) / fanouts
+            sums[depth.block] += np.repeat(shift, depth.fanouts, axis=0)
+        return np.moveaxis(sums[self._leaves], 0, axis)
+
+    # -- exact variance of node queries ----------------------------------------------
+    @cached_property
+    def node_factors(self) -> np.ndarray:
+        """``V`` of the query "this node" for every node, in level order.
+
+        With independent noise of variance ``1 / W^2`` per coefficient, mean subtraction
+        leaves ``(1 / W^2) (1 - 1/f)`` on each coefficient of a sibling group of size f,
+        and ``leafsum(N) = c_N + leafsum(parent) / f`` adds the parent's variance / f^2.
+        """
+        lay = self._layout
+        f = self._parent_fanout
+        own = np.zeros(self.n_coefficients)
+        branching = f > 1
+        own[branching] = (1.0 / self.weights[branching] ** 2) * (1.0 - 1.0 / f[branching])
+        v = np.empty(self.n_coefficients)
+        v[0] = 1.0
+        for d in range(2, len(lay.depth_starts)):
+            block = slice(lay.depth_starts[d - 1], lay.depth_starts[d])
+            v[block] = own[block] + v[lay.parent[block]] / f[block] ** 2
+        return v
+
+    def worst_case_factor(self) -> float:
+        return float(self.node_factors.max())
+
+
+def nominal_weights(hierarchy: Hierarchy) -> np.ndarray:
+    """Weights W_Nom of the nominal coefficients (level order; ``inf`` for only children)."""
+    return NominalTransform(hierarchy).weights
+
+
+def nominal_forward(x: np.ndarray, hierarchy: Hierarchy, axis: int = -1) -> np.ndarray:
+    """Nominal wavelet coefficients of ``x`` along ``axis`` (leaves in hierarchy order)."""
+    return NominalTransform(hierarchy).forward(x, axis)
+
+
+def nominal_inverse(c: np.ndarray, hierarchy: Hierarchy, axis: int = -1, *, mean_subtraction: bool = True) -> np.ndarray:
+    """Invert :func:`nominal_forward`, with the mean subtraction of math.md by default."""
+    return NominalTransform(hierarchy).inverse(c, axis, mean_subtraction=mean_subtraction)

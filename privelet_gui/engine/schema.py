@@ -1,0 +1,393 @@
+"""Attributes and schemas: the public domain of each column and how to encode it.
+
+An attribute's domain must be public knowledge (a census code list, an age
+range), never learned from the data being protected: the presence of a rare
+value in a data-derived domain is itself a disclosure.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Literal, Union
+
+import numpy as np
+import pandas as pd
+
+from .errors import SchemaError
+from .hierarchy import Hierarchy
+
+__all__ = [
+    "OutOfRange",
+    "NumericBins",
+    "OrdinalAttribute",
+    "NominalAttribute",
+    "Attribute",
+    "Schema",
+    "EncodedColumn",
+]
+
+OutOfRange = Literal["error", "clamp", "drop"]
+_OUT_OF_RANGE = ("error", "clamp", "drop")
+
+
+@dataclass(frozen=True)
+class NumericBins:
+    """Equal-width numeric bins ``[start, start + width), ...`` up to ``stop`` (exclusive)."""
+
+    start: float
+    stop: float
+    width: float
+
+    def __post_init__(self) -> None:
+        for name in ("start", "stop", "width"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise SchemaError(f"bins.{name} must be a finite number, got {value!r}")
+        if self.width <= 0:
+            raise SchemaError(f"bins.width must be positive, got {self.width!r}")
+        if self.stop <= self.start:
+            raise SchemaError(f"bins.stop ({self.stop!r}) must be greater than bins.start ({self.start!r})")
+
+    @property
+    def count(self) -> int:
+        return math.ceil((self.stop - self.start) / self.width)
+
+    def labels(self) -> tuple[str, ...]:
+        def fmt(x: float) -> str:
+            return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+        edges = [self.start + i * self.width for i in range(self.count)]
+        return tuple(f"[{fmt(a)}, {fmt(min(a + self.width, self.stop))})" for a in edges)
+
+
+@dataclass(frozen=True)
+class EncodedColumn:
+    """Axis indices of one column's values; ``-1`` marks rows to drop or report."""
+
+    codes: np.ndarray  # int64, one per row; -1 where the value is not in the domain
+    outside: np.ndarray | None  # rows whose number lies outside the range or bins (None: no such rows)
+    clamped: int  # rows moved to the first/last value by the clamp policy
+
+
+class _AttributeBase:
+    name: str
+    column: str | None
+    missing: str | None
+
+    @property
+    def source_column(self) -> str:
+        """The table column this attribute reads (its name unless ``column`` is set)."""
+        return self.column or self.name
+
+    @property
+    def size(self) -> int:
+        return len(self.labels)
+
+    @property
+    def labels(self) -> tuple[str, ...]:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    @cached_property
+    def _label_index(self) -> pd.Index:
+        return pd.Index(self.labels)
+
+    def index_of(self, label: object) -> int:
+        """Axis index of a domain value given as its text label."""
+        pos = self._label_index.get_indexer([str(label)])[0]
+        if pos < 0:
+            shown = ", ".join(self.labels[:5]) + (", ..." if self.size > 5 else "")
+            raise SchemaError(f"{label!r} is not a value of attribute {self.name!r} (values: {shown})")
+        return int(pos)
+
+    def _encode_text(self, column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+        """Codes of a column matched against the labels as text; also its missing mask."""
+        if isinstance(column.dtype, pd.CategoricalDtype):
+            categories = column.cat.categories
+            lookup = self._label_index.get_indexer(categories.astype(str))
+            raw = column.cat.codes.to_numpy()
+            missing = raw < 0
+            codes = np.where(missing, -1, lookup[np.maximum(raw, 0)]) if len(categories) else np.full(len(raw), -1)
+            return codes.astype(np.int64, copy=False), missing
+        missing = _missing_mask(column)
+        codes = self._label_index.get_indexer(column.astype(str))
+        if missing.any():
+            codes[missing] = -1
+        return codes.astype(np.int64, copy=False), missing
+
+    def _apply_missing(self, codes: np.ndarray, missing: np.ndarray) -> np.ndarray:
+        if self.missing is not None and missing.any():
+            codes = codes.copy()
+            codes[missing] = self.index_of(self.missing)
+        return codes
+
+
+@dataclass(frozen=True, eq=True)
+class OrdinalAttribute(_AttributeBase):
+    """An attribute with an ordered domain, transformed with the Haar wavelet.
+
+    ``values`` lists the domain in order. With ``bins``, the column is parsed as
+    numbers and each value falls into an equal-width bin; the labels are the bins.
+    ``out_of_range`` says what to do with a number outside an integer range or
+    the bins: ``"error"`` (default), ``"clamp"`` to the first/last value, or
+    ``"drop"`` the row. ``missing`` maps empty cells to a declared value.
+
+    Examples
+    --------
+    >>> age = OrdinalAttribute.integer_range("age", 0, 100)
+    >>> age.size, age.labels[:3]
+    (101, ('0', '1', '2'))
+    """
+
+    name: str
+    values: tuple[object, ...] = ()
+    bins: NumericBins | None = None
+    out_of_range: OutOfRange = "error"
+    missing: str | None = None
+    column: str | None = None
+    kind: Literal["ordinal"] = field(default="ordinal", init=False)
+
+    def __init__(
+        self,
+        name: str,
+        values: Iterable[object] = (),
+        *,
+        bins: NumericBins | None = None,
+        out_of_range: OutOfRange = "error",
+        missing: str | None = None,
+        column: str | None = None,
+    ):
+        object.__setattr__(self, "name", _check_name(name))
+        object.__setattr__(self, "values", tuple(values))
+        object.__setattr__(self, "bins", bins)
+        object.__setattr__(self, "out_of_range", out_of_range)
+        object.__setattr__(self, "missing", missing)
+        object.__setattr__(self, "column", column)
+        object.__setattr__(self, "kind", "ordinal")
+        if out_of_range not in _OUT_OF_RANGE:
+            raise SchemaError(f"attribute {name!r}: out_of_range must be one of {_OUT_OF_RANGE}, got {out_of_range!r}")
+        if bins is not None and self.values:
+            raise SchemaError(f"attribute {name!r}: give either values or bins, not both")
+        if bins is None and not self.values:
+            raise SchemaError(f"attribute {name!r} has an empty domain: list its values, a range or bins")
+        labels = self.labels
+        if len(set(labels)) != len(labels):
+            dup = pd.Index(labels)[pd.Index(labels).duplicated()][0]
+            raise SchemaError(f"attribute {name!r}: value {dup!r} is listed twice; each value must appear once")
+        if missing is not None and str(missing) not in set(labels):
+            raise SchemaError(f"attribute {name!r}: missing={missing!r} is not one of its values; declare it first")
+
+    @classmethod
+    def integer_range(cls, name: str, lo: int, hi: int, **options: object) -> OrdinalAttribute:
+        """The integers ``lo..hi`` inclusive, parsed from the column as numbers."""
+        for bound in (lo, hi):
+            if isinstance(bound, bool) or not isinstance(bound, (int, np.integer)):
+                raise SchemaError(f"attribute {name!r}: range bounds must be integers, got {bound!r}")
+        if hi < lo:
+            raise SchemaError(f"attribute {name!r}: range [{lo}, {hi}] is empty; the upper bound must be >= the lower")
+        return cls(name, range(int(lo), int(hi) + 1), **options)  # type: ignore[arg-type]
+
+    @cached_property
+    def labels(self) -> tuple[str, ...]:
+        if self.bins is not None:
+            return self.bins.labels()
+        return tuple(str(v) for v in self.values)
+
+    @cached_property
+    def integer_start(self) -> int | None:
+        """The first value when the domain is a run of consecutive integers, else None."""
+        vals = self.values
+        if not vals or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in vals):
+            return None
+        start = int(vals[0])
+        return start if all(int(v) == start + i for i, v in enumerate(vals)) else None
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.bins is not None or self.integer_start is not None
+
+    def encode(self, column: pd.Series) -> EncodedColumn:
+        """Axis index of every row (see :class:`EncodedColumn`)."""
+        if not self.is_numeric:
+            codes, missing = self._encode_text(column)
+            return EncodedColumn(self._apply_missing(codes, missing), None, 0)
+        if self.bins is None and _is_plain_integer(column):
+            # Fast path for integer columns: no parsing, no missing values possible.
+            codes = column.to_numpy().astype(np.int64) - self.integer_start
+            return self._limit(codes, None)
+        missing = _missing_mask(column)
+        numbers = _as_numbers(column)
+        if self.bins is not None:
+            position = np.floor((numbers - self.bins.start) / self.bins.width)
+            unparsable = ~missing & np.isnan(numbers)
+        else:
+            position = numbers - self.integer_start  # type: ignore[operator]
+            unparsable = ~missing & (np.isnan(numbers) | (np.floor(numbers) != numbers))
+        codes = np.where(missing | unparsable, 0, np.clip(position, -1, self.size)).astype(np.int64)
+        encoded = self._limit(codes, missing | unparsable)
+        codes = encoded.codes
+        codes[unparsable] = -1
+        codes[missing] = -1
+        return EncodedColumn(self._apply_missing(codes, missing), encoded.outside, encoded.clamped)
+
+    def _limit(self, codes: np.ndarray, skip: np.ndarray | None) -> EncodedColumn:
+        """Apply the out-of-range policy to integer positions (``skip`` rows are left alone)."""
+        outside = (codes < 0) | (codes >= self.size)
+        if skip is not None:
+            outside &= ~skip
+        if not outside.any():
+            return EncodedColumn(codes, None, 0)
+        if self.out_of_range == "clamp":
+            np.clip(codes, 0, self.size - 1, out=codes)
+            return EncodedColumn(codes, None, int(outside.sum()))
+        codes[outside] = -1
+        return EncodedColumn(codes, outside, 0)
+
+
+@dataclass(frozen=True, eq=True)
+class NominalAttribute(_AttributeBase):
+    """An unordered attribute with a hierarchy, transformed with the nominal wavelet.
+
+    The hierarchy's leaves are the domain; its leaf order is the axis order.
+    """
+
+    name: str
+    hierarchy: Hierarchy
+    missing: str | None = None
+    column: str | None = None
+    kind: Literal["nominal"] = field(default="nominal", init=False)
+
+    def __init__(self, name: str, hierarchy: Hierarchy, *, missing: str | None = None, column: str | None = None):
+        object.__setattr__(self, "name", _check_name(name))
+        if not isinstance(hierarchy, Hierarchy):
+            raise SchemaError(f"attribute {name!r}: hierarchy must be a Hierarchy, got {type(hierarchy).__name__}")
+        object.__setattr__(self, "hierarchy", hierarchy)
+        object.__setattr__(self, "missing", missing)
+        object.__setattr__(self, "column", column)
+        object.__setattr__(self, "kind", "nominal")
+        if missing is not None and missing not in set(hierarchy.leaves):
+            raise SchemaError(f"attribute {name!r}: missing={missing!r} is not a leaf of its hierarchy; add it first")
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return self.hierarchy.leaves
+
+    @property
+    def out_of_range(self) -> OutOfRange:
+        return "error"
+
+    def encode(self, column: pd.Series) -> EncodedColumn:
+        codes, missing = self._encode_text(column)
+        return EncodedColumn(self._apply_missing(codes, missing), None, 0)
+
+
+Attribute = Union[OrdinalAttribute, NominalAttribute]
+
+
+def _check_name(name: object) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise SchemaError(f"an attribute needs a non-empty name, got {name!r}")
+    return name
+
+
+def _is_plain_integer(column: pd.Series) -> bool:
+    return isinstance(column.dtype, np.dtype) and column.dtype.kind in "iu"
+
+
+def _missing_mask(column: pd.Series) -> np.ndarray:
+    """Empty cells: NA values, and blank text in text columns."""
+    missing = column.isna().to_numpy()
+    if column.dtype == object or isinstance(column.dtype, pd.StringDtype):
+        missing = missing | (column.astype("string").str.strip() == "").fillna(True).to_numpy(dtype=bool)
+    return missing
+
+
+def _as_numbers(column: pd.Series) -> np.ndarray:
+    if pd.api.types.is_numeric_dtype(column.dtype) and not pd.api.types.is_bool_dtype(column.dtype):
+        return column.to_numpy(dtype=np.float64, na_value=np.nan)
+    text = column.astype("string").str.strip()
+    return pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+class Schema(Sequence[Attribute]):
+    """An ordered list of attributes: the axes of the frequency matrix.
+
+    Examples
+    --------
+    >>> from privelet_gui.engine import Hierarchy
+    >>> s = Schema([OrdinalAttribute.integer_range("age", 0, 99),
+    ...             NominalAttribute("sex", Hierarchy.flat(["F", "M"]))])
+    >>> s.shape, s["sex"].size, s.index("age")
+    ((100, 2), 2, 0)
+    """
+
+    def __init__(self, attributes: Iterable[Attribute]):
+        attrs = tuple(attributes)
+        if not attrs:
+            raise SchemaError("a schema needs at least one attribute")
+        seen: set[str] = set()
+        for a in attrs:
+            if not isinstance(a, (OrdinalAttribute, NominalAttribute)):
+                raise SchemaError(f"schema entries must be OrdinalAttribute or NominalAttribute, got {type(a).__name__}")
+            if a.name in seen:
+                raise SchemaError(f"attribute name {a.name!r} is used twice; attribute names must be unique")
+            seen.add(a.name)
+        self._attributes = attrs
+        self._by_name = {a.name: i for i, a in enumerate(attrs)}
+
+    @property
+    def attributes(self) -> tuple[Attribute, ...]:
+        return self._attributes
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self._attributes)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(a.size for a in self._attributes)
+
+    @property
+    def size(self) -> int:
+        """m, the number of cells of the frequency matrix."""
+        return math.prod(self.shape)
+
+    def index(self, name: str) -> int:  # type: ignore[override]
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise SchemaError(
+                f"unknown attribute {name!r}; the schema has {', '.join(map(repr, self.names))}"
+            ) from None
+
+    def axes(self, names: Iterable[str]) -> tuple[int, ...]:
+        """Sorted axis numbers of the named attributes (duplicates rejected)."""
+        if isinstance(names, str):
+            names = [names]
+        axes = [self.index(n) for n in names]
+        if len(set(axes)) != len(axes):
+            raise SchemaError(f"an attribute is named twice in {list(names)!r}")
+        return tuple(sorted(axes))
+
+    def __getitem__(self, key: int | str) -> Attribute:  # type: ignore[override]
+        if isinstance(key, str):
+            return self._attributes[self.index(key)]
+        return self._attributes[key]
+
+    def __len__(self) -> int:
+        return len(self._attributes)
+
+    def __iter__(self) -> Iterator[Attribute]:
+        return iter(self._attributes)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Schema) and other._attributes == self._attributes
+
+    def __hash__(self) -> int:
+        return hash(self._attributes)
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{a.name}:{a.kind}[{a.size}]" for a in self._attributes)
+        return f"Schema({inner})"

@@ -1,0 +1,138 @@
+"""What every one-axis transform provides, and the identity axis of Privelet+.
+
+A transform maps the ``size`` entries along one axis to ``n_coefficients``
+coefficients. It is computed in two steps so that a release can round exactly:
+integer inputs give integer *numerators* ``z`` (exact in float64), and
+
+- the coefficient is ``c = z / divisors``;
+- the weighted coefficient is ``W * c = z / denominators``.
+
+``rho`` is the generalized sensitivity (largest weighted L1 norm of a column of
+the transform) and ``influence`` the largest number of coefficients one entry
+can change (K in math.md).
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+
+__all__ = ["AxisTransform", "IdentityTransform", "front", "resized", "along"]
+
+
+def front(x: np.ndarray, axis: int) -> np.ndarray:
+    """A view of ``x`` with ``axis`` moved to the front."""
+    return np.moveaxis(x, axis, 0)
+
+
+def along(vector: np.ndarray, axis: int, ndim: int) -> np.ndarray:
+    """``vector`` reshaped to broadcast along ``axis`` of an ``ndim``-dimensional array."""
+    shape = [1] * ndim
+    shape[axis] = -1
+    return np.reshape(vector, shape)
+
+
+def resized(x: np.ndarray, axis: int, length: int) -> np.ndarray:
+    """A new C-ordered float64 array shaped like ``x`` but ``length`` long on ``axis``."""
+    shape = list(x.shape)
+    shape[axis] = length
+    return np.empty(shape, dtype=np.float64)
+
+
+class AxisTransform:
+    """Interface of the per-axis transforms (Haar, nominal, identity)."""
+
+    kind: str
+    size: int
+    n_coefficients: int
+
+    @property
+    def rho(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def influence(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def weights(self) -> np.ndarray:
+        """W(c) per coefficient; ``inf`` for coefficients that are identically zero."""
+        raise NotImplementedError
+
+    @property
+    def divisors(self) -> np.ndarray:
+        raise NotImplementedError
+
+    @property
+    def denominators(self) -> np.ndarray:
+        """``z / denominators`` is the weighted coefficient (0 where the weight is ``inf``)."""
+        raise NotImplementedError
+
+    @property
+    def max_denominator(self) -> int:
+        return int(self.denominators.max())
+
+    @property
+    def growth(self) -> float:
+        """Bound on |intermediate| / (L1 of the input) while computing numerators."""
+        return 1.0
+
+    def numerators(self, x: np.ndarray, axis: int = -1) -> np.ndarray:
+        raise NotImplementedError
+
+    def forward(self, x: np.ndarray, axis: int = -1) -> np.ndarray:
+        """Coefficients of ``x`` along ``axis`` (``numerators / divisors``)."""
+        z = self.numerators(x, axis)
+        z /= along(self.divisors, axis, z.ndim)
+        return z
+
+    def inverse(self, c: np.ndarray, axis: int = -1) -> np.ndarray:
+        raise NotImplementedError
+
+    def worst_case_factor(self) -> float:
+        """Largest per-axis variance factor V over the queries this axis allows."""
+        raise NotImplementedError
+
+
+class IdentityTransform(AxisTransform):
+    """An attribute in S_A: no transform, weight 1, rho 1 (Basic on this axis)."""
+
+    kind = "identity"
+
+    def __init__(self, size: int):
+        self.size = int(size)
+        self.n_coefficients = self.size
+
+    @property
+    def rho(self) -> int:
+        return 1
+
+    @property
+    def influence(self) -> int:
+        return 1
+
+    @cached_property
+    def weights(self) -> np.ndarray:
+        return np.ones(self.size)
+
+    @property
+    def divisors(self) -> np.ndarray:
+        return self.weights
+
+    @property
+    def denominators(self) -> np.ndarray:
+        return self.weights
+
+    def numerators(self, x: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.array(x, dtype=np.float64)
+
+    def inverse(self, c: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.asarray(c, dtype=np.float64)
+
+    def interval_factor(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Noise variance factor of a box side: the number of cells it covers."""
+        return (np.asarray(hi) - np.asarray(lo) + 1).astype(np.float64)
+
+    def worst_case_factor(self) -> float:
+        return float(self.size)

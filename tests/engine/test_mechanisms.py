@@ -1,0 +1,218 @@
+"""Releases: calibration, exact rounding, the noise distribution, statistics, errors."""
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from privelet_gui.engine import (
+    Cancelled,
+    Hierarchy,
+    NominalAttribute,
+    OrdinalAttribute,
+    PriveletError,
+    RangeQuery,
+    Schema,
+    SchemaError,
+    basic,
+    discrete_laplace,
+    privelet,
+    privelet_plus,
+    query_variance,
+)
+from privelet_gui.engine.mechanisms import _blocks
+from privelet_gui.engine.noise import calibrate, discrete_laplace_variance, round_to_grid
+
+JOBS = Hierarchy.from_nested({"*": {"T": ["t1", "t2", "t3"], "O": {"O1": ["o1"]}, "S": ["s1", "s2"]}})
+SCHEMA = Schema([OrdinalAttribute.integer_range("age", 0, 5), NominalAttribute("job", JOBS)])
+TRUTH = np.arange(36, dtype=float).reshape(6, 6) % 7 * 3
+
+
+def releases(count, sa, epsilon=1.0, seed=20261129, **options):
+    rng = np.random.default_rng(seed)
+    return np.stack([privelet_plus(TRUTH, SCHEMA, epsilon, sa, rng, **options).noisy for _ in range(count)])
+
+
+@pytest.mark.parametrize("sa", [(), ("age",), ("job",)])
+def test_unbiased_and_variance_matches_the_exact_formula(sa):
+    count = 3000
+    samples = releases(count, sa)
+    # every cell's mean within 5 standard errors of the truth
+    standard_error = samples.std(axis=0, ddof=1) / math.sqrt(count)
+    assert (np.abs(samples.mean(axis=0) - TRUTH) <= 5 * standard_error).all()
+    # the empirical variance of box queries within 15% of query_variance
+    boxes = [
+        {},
+        {"age": ("1", "4")},
+        {"age": ("2", "2"), "job": "t2"},
+        {"job": "T"},
+        {"age": ("0", "3"), "job": "S"},
+        {"job": "O1"},
+    ]
+    for constraints in boxes:
+        q = RangeQuery.build(SCHEMA, constraints)
+        answers = samples[:, q.lo[0] : q.hi[0] + 1, q.lo[1] : q.hi[1] + 1].sum(axis=(1, 2))
+        expected = query_variance(SCHEMA, 1.0, sa, q)
+        assert answers.var(ddof=1) == pytest.approx(expected, rel=0.15), constraints
+
+
+def test_only_child_subtree_gets_the_same_noise_as_its_parent():
+    # "O" has the single leaf o1 (through the only child O1): its count is estimated once.
+    samples = releases(200, ())
+    o1 = JOBS.leaves.index("o1")
+    q_o = RangeQuery.build(SCHEMA, {"job": "O"})
+    q_o1 = RangeQuery.build(SCHEMA, {"job": "o1"})
+    assert query_variance(SCHEMA, 1.0, (), q_o) == pytest.approx(query_variance(SCHEMA, 1.0, (), q_o1))
+    assert samples[:, :, o1].shape == (200, 6)
+
+
+def test_basic_cell_variance_is_8_over_epsilon_squared():
+    rng = np.random.default_rng(5)
+    epsilon = 0.5
+    noise = np.stack([basic(TRUTH, epsilon, rng).noisy - TRUTH for _ in range(2000)])
+    assert noise.var() == pytest.approx(8 / epsilon**2, rel=0.03)
+    assert abs(noise.mean()) < 5 * math.sqrt(8 / epsilon**2 / noise.size)
+
+
+def test_add_remove_halves_the_noise_scale():
+    rng = np.random.default_rng(9)
+    replace = basic(TRUTH, 1.0, rng)
+    add_remove = basic(TRUTH, 1.0, rng, neighbours="add-remove")
+    assert add_remove.scale == pytest.approx(replace.scale / 2, rel=1e-5)
+    assert add_remove.neighbours == "add-remove"
+    noise = np.stack([basic(TRUTH, 1.0, rng, neighbours="add-remove").noisy - TRUTH for _ in range(2000)])
+    assert noise.var() == pytest.approx(2.0, rel=0.03)  # 2 (1 / epsilon)^2
+
+
+def test_mechanism_names_and_equivalences():
+    seeded = lambda: np.random.default_rng(11)  # noqa: E731
+    a = privelet(TRUTH, SCHEMA, 1.0, seeded())
+    b = privelet_plus(TRUTH, SCHEMA, 1.0, (), seeded())
+    np.testing.assert_array_equal(a.noisy, b.noisy)
+    assert (a.mechanism, privelet_plus(TRUTH, SCHEMA, 1.0, ["age"]).mechanism) == ("privelet", "privelet+")
+    c = basic(TRUTH, 1.0, seeded(), schema=SCHEMA)
+    d = privelet_plus(TRUTH, SCHEMA, 1.0, SCHEMA.names, seeded())
+    np.testing.assert_array_equal(c.noisy, d.noisy)
+    assert c.mechanism == d.mechanism == "basic" and c.rho == 1 and c.sa == ("age", "job")
+    assert basic(TRUTH, 1.0).schema is None
+
+
+def test_seeded_releases_are_reproducible_and_flagged():
+    r1 = privelet_plus(TRUTH, SCHEMA, 1.0, ["age"], np.random.default_rng(1))
+    r2 = privelet_plus(TRUTH, SCHEMA, 1.0, ["age"], np.random.default_rng(1))
+    np.testing.assert_array_equal(r1.noisy, r2.noisy)
+    assert r1.seeded
+    unseeded = [privelet_plus(TRUTH, SCHEMA, 1.0, ["age"]) for _ in range(2)]
+    assert not unseeded[0].seeded
+    assert not np.array_equal(unseeded[0].noisy, unseeded[1].noisy)
+
+
+def test_the_input_is_left_untouched():
+    m = TRUTH.copy()
+    release = privelet_plus(m, SCHEMA, 1.0, ["job"], np.random.default_rng(2))
+    np.testing.assert_array_equal(m, TRUTH)
+    assert not np.shares_memory(release.noisy, m)
+
+
+# -- the noise -------------------------------------------------------------------------------
+def test_round_to_grid_is_exact():
+    rng = np.random.default_rng(3)
+    d = rng.choice([1, 2, 4, 6, 10, 34, 106], 3000).astype(float)
+    # magnitudes keep |result| < 2^52 for every k below, as calibrate() guarantees
+    z = rng.integers(-(2**31), 2**31, 3000).astype(float)
+    # near ties on purpose: z / d within a hair of a half-integer
+    half = rng.integers(-(2**24), 2**24, 3000) * 2 + 1
+    near = np.floor(half * d / 2) + rng.integers(-1, 2, 3000)
+    for numerators in (z, near):
+        for k in (-20, -3, 0, 2):
+            got = round_to_grid(numerators, d, k)
+            assert got.dtype == np.float64
+            for zi, di, yi in zip(numerators, d, got):
+                exact = Fraction(int(zi), int(di)) / Fraction(2) ** k
+                assert yi == int(yi) and abs(Fraction(int(yi)) - exact) <= Fraction(1, 2)
+    assert round_to_grid(np.array([5.0, -5.0]), 1, 0).tolist() == [5, -5]
+    assert round_to_grid(np.array([5.0, -6.0]), 1, 1).tolist() == [2, -3]
+
+
+def test_discrete_laplace_has_the_right_distribution():
+    t = 0.7
+    rng = np.random.default_rng(4)
+    z = discrete_laplace(rng, 400_000, t)
+    np.testing.assert_array_equal(z, np.round(z))  # integer-valued
+    normaliser = (1 - math.exp(-t)) / (1 + math.exp(-t))
+    for value in range(-4, 5):
+        p = normaliser * math.exp(-t * abs(value))
+        observed = np.mean(z == value)
+        assert abs(observed - p) < 5 * math.sqrt(p * (1 - p) / len(z)), value
+    assert z.var() == pytest.approx(discrete_laplace_variance(t), rel=0.02)
+
+
+def test_grid_and_units_follow_math_md():
+    cal = calibrate(1.0, 33, 561, neighbours="replace", rows=10_000_000, max_denominator=62)
+    assert cal.grid_exponent == math.floor(math.log2(66)) - 30
+    assert cal.units == math.ceil(66 / cal.grid) + 2 * 561
+    assert cal.nominal_scale == 66
+    assert 66 < cal.scale < 66 * (1 + (2 * 561 + 1) * 2.0**-30)
+
+
+def test_releases_from_the_same_input_share_the_output_grid():
+    # Basic: outputs are multiples of the grid g for every input, so no output value is
+    # impossible under a neighbouring input (the Mironov attack on floating-point Laplace).
+    m0 = np.zeros((50,))
+    m1 = m0.copy()
+    m1[3] = 1
+    for m in (m0, m1):
+        release = basic(m, 1.0, np.random.default_rng(0))
+        units = release.noisy / release.calibration.grid
+        np.testing.assert_array_equal(units, np.round(units))
+
+
+# -- progress, cancel, errors ----------------------------------------------------------------
+def test_progress_is_monotone_and_cancel_stops():
+    seen = []
+    privelet_plus(TRUTH, SCHEMA, 1.0, (), np.random.default_rng(0), progress=lambda f, s: seen.append((f, s)))
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert any("noise" in s for _, s in seen) and any("invert" in s for _, s in seen)
+    with pytest.raises(Cancelled):
+        privelet_plus(TRUTH, SCHEMA, 1.0, (), should_cancel=lambda: True)
+
+
+@pytest.mark.parametrize("epsilon", [0, -1, float("nan"), float("inf"), "1", None])
+def test_bad_epsilon_says_what_to_fix(epsilon):
+    with pytest.raises(PriveletError, match="epsilon must be a"):
+        privelet_plus(TRUTH, SCHEMA, epsilon)
+    with pytest.raises(PriveletError, match="epsilon must be a"):
+        basic(TRUTH, epsilon)
+
+
+def test_bad_matrices_and_sa_say_what_to_fix():
+    with pytest.raises(PriveletError, match=r"shape \(5, 6\) but the schema needs \(6, 6\)"):
+        privelet_plus(TRUTH[:5], SCHEMA, 1.0)
+    with pytest.raises(SchemaError, match="unknown attribute 'sex'.*'age', 'job'"):
+        privelet_plus(TRUTH, SCHEMA, 1.0, ["sex"])
+    with pytest.raises(PriveletError, match="negative or fractional"):
+        privelet_plus(TRUTH - 1, SCHEMA, 1.0)
+    with pytest.raises(PriveletError, match="negative or fractional"):
+        privelet_plus(TRUTH + 0.5, SCHEMA, 1.0)
+    with pytest.raises(PriveletError, match="NaN"):
+        privelet_plus(np.full(SCHEMA.shape, np.nan), SCHEMA, 1.0)
+    with pytest.raises(PriveletError, match="neighbours"):
+        privelet_plus(TRUTH, SCHEMA, 1.0, neighbours="swap")
+    with pytest.raises(PriveletError, match="Generator"):
+        privelet_plus(TRUTH, SCHEMA, 1.0, rng=42)
+
+
+@pytest.mark.parametrize(
+    "shape, axes, target",
+    [((101, 2, 16, 8), (0, 1), 200), ((7, 5, 3), (0, 2), 4), ((7, 5), (), 4), ((9, 4), (0, 1), 10**6), ((3, 3, 3), (0, 1, 2), 1)],
+)
+def test_blocks_cover_every_cell_exactly_once(shape, axes, target):
+    hits = np.zeros(shape, dtype=int)
+    for index in _blocks(shape, axes, target):
+        hits[index] += 1
+        for axis, part in enumerate(index):
+            if axis not in axes:
+                assert part == slice(None)
+    assert (hits == 1).all()
