@@ -153,13 +153,14 @@ class VarianceModel:
         lam = _multiplicity(neighbours) * self.rho(sa) / check_epsilon(epsilon)
         return 2.0 * lam * lam
 
+    def worst_factor(self, sa: Iterable[str] = ()) -> float:
+        """``prod_i max V_i``: the worst case per unit of ``2 lambda^2``."""
+        in_sa = self._sa_axes(sa)
+        return math.prod(f.untransformed if axis in in_sa else f.transformed for axis, f in enumerate(self.factors))
+
     def worst_case(self, epsilon: float, sa: Iterable[str] = (), *, neighbours: Neighbours = "replace") -> float:
         """The largest noise variance of any range-count query."""
-        in_sa = self._sa_axes(sa)
-        product = math.prod(
-            f.untransformed if axis in in_sa else f.transformed for axis, f in enumerate(self.factors)
-        )
-        return self.coefficient_variance(epsilon, sa, neighbours=neighbours) * product
+        return self.coefficient_variance(epsilon, sa, neighbours=neighbours) * self.worst_factor(sa)
 
     def query(self, query: RangeQuery, epsilon: float, sa: Iterable[str] = (), *, neighbours: Neighbours = "replace") -> float:
         """Exact noise variance of one query."""

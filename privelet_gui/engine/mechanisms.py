@@ -18,10 +18,12 @@ from typing import Literal
 
 import numpy as np
 
+from .bounds import variance_model
 from .errors import PriveletError
 from .hn import TransformPlan
 from .noise import Neighbours, NoiseCalibration, calibrate, default_rng, discrete_laplace, round_to_grid
 from .progress import CancelCallback, Progress, ProgressCallback
+from .queries import QueryBatch, RangeQuery
 from .schema import Schema
 from .transform import along
 
@@ -71,6 +73,23 @@ class Release:
     def coefficient_variance(self) -> float:
         """Variance of the noise on each weighted coefficient (``~ 2 scale^2``)."""
         return self.calibration.variance
+
+    def variances(self, queries: QueryBatch) -> np.ndarray:
+        """Exact noise variance of each query's answer on this release (data-independent)."""
+        if self.schema is None:
+            raise PriveletError("this release has no schema: exact variances need the attributes' transforms")
+        return self.coefficient_variance * variance_model(self.schema).batch_factors(queries, self.sa)
+
+    def variance(self, query: RangeQuery) -> float:
+        """Exact noise variance of one query's answer on this release."""
+        return float(self.variances(QueryBatch.of([query]))[0])
+
+    @property
+    def worst_case_variance(self) -> float:
+        """The largest noise variance of any range-count query on this release."""
+        if self.schema is None:  # Basic without a schema: the worst query is the whole matrix
+            return self.coefficient_variance * self.noisy.size
+        return self.coefficient_variance * variance_model(self.schema).worst_factor(self.sa)
 
 
 def privelet_plus(

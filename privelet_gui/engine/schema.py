@@ -130,6 +130,8 @@ class OrdinalAttribute(_AttributeBase):
 
     ``values`` lists the domain in order. With ``bins``, the column is parsed as
     numbers and each value falls into an equal-width bin; the labels are the bins.
+    ``domain_from_data`` records that the values were learned from the table being
+    protected (not private: see the module docstring); it changes nothing else.
     ``out_of_range`` says what to do with a number outside an integer range or
     the bins: ``"error"`` (default), ``"clamp"`` to the first/last value, or
     ``"drop"`` the row. ``missing`` maps empty cells to a declared value.
@@ -147,6 +149,7 @@ class OrdinalAttribute(_AttributeBase):
     out_of_range: OutOfRange = "error"
     missing: str | None = None
     column: str | None = None
+    domain_from_data: bool = False
     kind: Literal["ordinal"] = field(default="ordinal", init=False)
 
     def __init__(
@@ -158,6 +161,7 @@ class OrdinalAttribute(_AttributeBase):
         out_of_range: OutOfRange = "error",
         missing: str | None = None,
         column: str | None = None,
+        domain_from_data: bool = False,
     ):
         object.__setattr__(self, "name", _check_name(name))
         object.__setattr__(self, "values", tuple(values))
@@ -165,6 +169,7 @@ class OrdinalAttribute(_AttributeBase):
         object.__setattr__(self, "out_of_range", out_of_range)
         object.__setattr__(self, "missing", missing)
         object.__setattr__(self, "column", column)
+        object.__setattr__(self, "domain_from_data", bool(domain_from_data))
         object.__setattr__(self, "kind", "ordinal")
         if out_of_range not in _OUT_OF_RANGE:
             raise SchemaError(f"attribute {name!r}: out_of_range must be one of {_OUT_OF_RANGE}, got {out_of_range!r}")
@@ -251,21 +256,33 @@ class NominalAttribute(_AttributeBase):
     """An unordered attribute with a hierarchy, transformed with the nominal wavelet.
 
     The hierarchy's leaves are the domain; its leaf order is the axis order.
+    ``domain_from_data`` records that the leaves were learned from the table being
+    protected (not private: see the module docstring); it changes nothing else.
     """
 
     name: str
     hierarchy: Hierarchy
     missing: str | None = None
     column: str | None = None
+    domain_from_data: bool = False
     kind: Literal["nominal"] = field(default="nominal", init=False)
 
-    def __init__(self, name: str, hierarchy: Hierarchy, *, missing: str | None = None, column: str | None = None):
+    def __init__(
+        self,
+        name: str,
+        hierarchy: Hierarchy,
+        *,
+        missing: str | None = None,
+        column: str | None = None,
+        domain_from_data: bool = False,
+    ):
         object.__setattr__(self, "name", _check_name(name))
         if not isinstance(hierarchy, Hierarchy):
             raise SchemaError(f"attribute {name!r}: hierarchy must be a Hierarchy, got {type(hierarchy).__name__}")
         object.__setattr__(self, "hierarchy", hierarchy)
         object.__setattr__(self, "missing", missing)
         object.__setattr__(self, "column", column)
+        object.__setattr__(self, "domain_from_data", bool(domain_from_data))
         object.__setattr__(self, "kind", "nominal")
         if missing is not None and missing not in set(hierarchy.leaves):
             raise SchemaError(f"attribute {name!r}: missing={missing!r} is not a leaf of its hierarchy; add it first")
@@ -340,6 +357,11 @@ class Schema(Sequence[Attribute]):
     @property
     def attributes(self) -> tuple[Attribute, ...]:
         return self._attributes
+
+    @property
+    def domain_from_data(self) -> tuple[str, ...]:
+        """Attributes whose domain was learned from the data (a privacy warning)."""
+        return tuple(a.name for a in self._attributes if a.domain_from_data)
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -216,3 +216,24 @@ def test_blocks_cover_every_cell_exactly_once(shape, axes, target):
             if axis not in axes:
                 assert part == slice(None)
     assert (hits == 1).all()
+
+
+def test_release_reports_exact_variances_with_its_own_scale():
+    release = privelet_plus(TRUTH, SCHEMA, 0.8, ["age"], np.random.default_rng(0))
+    q = RangeQuery.build(SCHEMA, {"age": ("1", "3"), "job": "T"})
+    # the release's effective scale exceeds lambda negligibly; its variance matches the formula
+    assert release.variance(q) == pytest.approx(query_variance(SCHEMA, 0.8, ["age"], q), rel=1e-6)
+    from privelet_gui.engine import worst_case_variance
+
+    assert release.worst_case_variance == pytest.approx(worst_case_variance(SCHEMA, 0.8, ["age"]), rel=1e-6)
+    plain = basic(TRUTH, 1.0, np.random.default_rng(0))
+    assert plain.worst_case_variance == pytest.approx(8 * TRUTH.size, rel=1e-6)
+    with pytest.raises(PriveletError, match="no schema"):
+        plain.variance(q)
+
+
+def test_data_derived_domains_are_flagged_on_the_schema():
+    flagged = Schema([OrdinalAttribute.integer_range("age", 0, 5, domain_from_data=True), NominalAttribute("job", JOBS)])
+    assert flagged.domain_from_data == ("age",)
+    assert SCHEMA.domain_from_data == ()
+    assert flagged != SCHEMA
