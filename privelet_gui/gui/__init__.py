@@ -1,0 +1,1 @@
+"""The desktop application (PySide6 + pyqtgraph): the only package that imports Qt."""
