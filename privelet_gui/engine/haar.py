@@ -10,11 +10,11 @@ level 2, and so on; a level-``i`` coefficient is ``(a1 - a2) / 2`` where ``a1``
 from __future__ import annotations
 
 import math
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
-from .transform import AxisTransform, front, resized
+from .transform import AxisTransform, back, outer
 
 __all__ = ["HaarTransform", "haar_forward", "haar_inverse", "haar_weights"]
 
@@ -67,47 +67,37 @@ class HaarTransform(AxisTransform):
 
     def numerators(self, x: np.ndarray, axis: int = -1) -> np.ndarray:
         """Subtree-sum differences ``S_left - S_right`` (base: the total); exact for integers."""
-        x = np.asarray(x, dtype=np.float64)
-        out = resized(x, axis, self.n_coefficients)
-        ov = front(out, axis)
-        sums = front(x, axis)
-        # Only the first `filled` subtree sums of a level can be non-zero; the rest cover
-        # the zero padding and cost no work.
-        filled = self.size
-        for level in range(self.levels, 0, -1):
-            first = 1 << (level - 1)  # index of the level's first coefficient = its node count
-            detail = ov[first : 2 * first]
-            pairs = filled // 2
-            parents = np.empty(((filled + 1) // 2, *sums.shape[1:]))
-            left, right = sums[0 : 2 * pairs : 2], sums[1 : 2 * pairs : 2]
-            np.subtract(left, right, out=detail[:pairs])
-            np.add(left, right, out=parents[:pairs])
-            if filled % 2:  # the last subtree's right sibling is all padding
-                detail[pairs] = parents[pairs] = sums[filled - 1]
-            detail[(filled + 1) // 2 :] = 0.0
-            sums, filled = parents, (filled + 1) // 2
-        ov[0] = sums[0]
-        return out
+        sums = outer(x, axis)
+        ov = np.empty((self.n_coefficients, *sums.shape[1:]))
+        coarse = min(self.levels, _COARSE_LEVELS)
+        sums, filled = _fine_levels_forward(sums, self.size, ov, self.levels, coarse)
+        # The coarse levels hold few nodes: one small exact matrix product does them all
+        # (integer entries and sums below 2^53, so any summation order is exact).
+        head = _coarse_forward(coarse)[:, :filled] @ sums[:filled].reshape(filled, -1)
+        ov[: 1 << coarse] = head.reshape((1 << coarse, *sums.shape[1:]))
+        return back(ov, axis)
 
     def inverse(self, c: np.ndarray, axis: int = -1) -> np.ndarray:
-        c = np.asarray(c, dtype=np.float64)
-        cv = front(c, axis)
+        cv = outer(c, axis)
         if cv.shape[0] != self.n_coefficients:
             raise ValueError(f"expected {self.n_coefficients} Haar coefficients along axis {axis}, got {cv.shape[0]}")
-        out = resized(c, axis, self.size)
-        means = cv[0:1]
-        for level in range(1, self.levels + 1):
+        coarse = min(self.levels, _COARSE_LEVELS)
+        # Means of the subtrees below the coarse levels (only those covering real values).
+        count = -(-self.size // (1 << (self.levels - coarse)))
+        head = cv[: 1 << coarse].reshape(1 << coarse, -1)
+        means = (_coarse_inverse(coarse)[:count] @ head).reshape((count, *cv.shape[1:]))
+        if coarse == self.levels:
+            return back(means, axis)
+        out = np.empty((self.size, *cv.shape[1:]))
+        for level in range(coarse + 1, self.levels + 1):
             detail = cv[1 << (level - 1) : 1 << level]
-            # Means one level finer; only those covering real (unpadded) values are needed.
             count = -(-self.size // (1 << (self.levels - level)))
-            finer = front(out, axis) if level == self.levels else np.empty((count, *cv.shape[1:]))
+            finer = out if level == self.levels else np.empty((count, *cv.shape[1:]))
             evens, odds = (count + 1) // 2, count // 2
             np.add(means[:evens], detail[:evens], out=finer[0:count:2])
             np.subtract(means[:odds], detail[:odds], out=finer[1:count:2])
             means = finer
-        if self.levels == 0:
-            front(out, axis)[0] = cv[0]
-        return out
+        return back(out, axis)
 
     # -- exact variance of interval queries -------------------------------------------
     # V(q) = sum_c (R^T q)_c^2 / W(c)^2 is the noise variance of the count of q per unit
@@ -180,6 +170,54 @@ class HaarTransform(AxisTransform):
             return out
 
         return suffix(left), suffix(right)
+
+
+# Levels with at most 2**5 nodes are done by one small matrix product (fewer numpy calls).
+_COARSE_LEVELS = 5
+
+
+def _fine_levels_forward(
+    sums: np.ndarray, filled: int, out: np.ndarray, top: int, stop: int
+) -> tuple[np.ndarray, int]:
+    """Numerators of levels ``top`` down to ``stop + 1``, pairing subtree sums level by level.
+
+    ``sums`` holds the subtree sums of the level below ``top``; only its first ``filled``
+    rows can be non-zero (the rest cover the zero padding and cost no work). Returns the
+    sums of the subtrees at level ``stop + 1`` and how many of them are filled.
+    """
+    for level in range(top, stop, -1):
+        first = 1 << (level - 1)  # index of the level's first coefficient = its node count
+        detail = out[first : 2 * first]
+        pairs = filled // 2
+        parents = np.empty(((filled + 1) // 2, *sums.shape[1:]))
+        left, right = sums[0 : 2 * pairs : 2], sums[1 : 2 * pairs : 2]
+        np.subtract(left, right, out=detail[:pairs])
+        np.add(left, right, out=parents[:pairs])
+        if filled % 2:  # the last subtree's right sibling is all padding
+            detail[pairs] = parents[pairs] = sums[filled - 1]
+        detail[(filled + 1) // 2 :] = 0.0
+        sums, filled = parents, (filled + 1) // 2
+    return sums, filled
+
+
+@lru_cache(maxsize=None)
+def _coarse_forward(levels: int) -> np.ndarray:
+    """Numerators of the base and levels 1..``levels`` from the 2**levels subtree sums below."""
+    n = 1 << levels
+    out = np.empty((n, n))
+    sums, _ = _fine_levels_forward(np.eye(n), n, out, levels, 0)
+    out[0] = sums[0]
+    return out
+
+
+@lru_cache(maxsize=None)
+def _coarse_inverse(levels: int) -> np.ndarray:
+    """Means of the 2**levels subtrees below level ``levels`` from the coefficients above."""
+    n = 1 << levels
+    weights = HaarTransform(n).weights
+    # numerators = F @ sums; coefficients = numerators / W; means = sums / (leaves per subtree),
+    # with one leaf per subtree here: means = F^-1 @ (W * coefficients).
+    return np.linalg.inv(_coarse_forward(levels)) * weights[None, :]
 
 
 def haar_weights(size: int) -> np.ndarray:

@@ -104,7 +104,7 @@ class TransformPlan:
         for done, axis in enumerate(axes):
             z = self.transforms[axis].numerators(z, axis)
             if progress is not None:
-                progress.report((done + 1) / len(axes), f"transforming {self._name(axis)}")
+                progress.report((done + 1) / len(axes), f"transforming {self.axis_name(axis)}")
         return z
 
     def inverse(self, coefficients: np.ndarray, progress: Progress | None = None) -> np.ndarray:
@@ -114,10 +114,10 @@ class TransformPlan:
         for done, axis in enumerate(axes):
             out = self.transforms[axis].inverse(out, axis)
             if progress is not None:
-                progress.report((done + 1) / len(axes), f"inverting {self._name(axis)}")
+                progress.report((done + 1) / len(axes), f"inverting {self.axis_name(axis)}")
         return out
 
-    def _name(self, axis: int) -> str:
+    def axis_name(self, axis: int) -> str:
         return self.schema[axis].name if self.schema is not None else f"axis {axis}"
 
     def divide(self, array: np.ndarray, per_axis: str) -> np.ndarray:

@@ -11,8 +11,11 @@ multiple of one block, and the blocks fit the CPU cache.
 from __future__ import annotations
 
 import math
+import os
 import time
-from collections.abc import Iterable, Iterator
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -21,7 +24,8 @@ import numpy as np
 from .bounds import variance_model
 from .errors import PriveletError
 from .hn import TransformPlan
-from .noise import Neighbours, NoiseCalibration, calibrate, default_rng, discrete_laplace, round_to_grid
+from ._memory import recycle_block_buffers
+from .noise import Neighbours, NoiseCalibration, add_discrete_laplace, calibrate, default_rng, round_to_grid
 from .progress import CancelCallback, Progress, ProgressCallback
 from .queries import QueryBatch, RangeQuery
 from .schema import Schema
@@ -103,11 +107,14 @@ def privelet_plus(
     progress: ProgressCallback | None = None,
     should_cancel: CancelCallback | None = None,
     mechanism: Mechanism | None = None,
+    workers: int | None = None,
 ) -> Release:
     """Privelet+ (math.md): the HN transform on attributes outside ``sa``, noise, inverse.
 
     ``matrix`` is M (non-negative integer counts, shape ``schema.shape``). ``rng`` is for
-    reproducible tests only; by default the noise is seeded from OS entropy.
+    reproducible tests only; by default the noise is seeded from OS entropy. The S_A
+    blocks are processed by ``workers`` threads (default: one per CPU core); the result
+    does not depend on their number.
 
     Examples
     --------
@@ -122,7 +129,7 @@ def privelet_plus(
     plan = TransformPlan(schema, sa)
     if mechanism is None:
         mechanism = "privelet" if not plan.sa else ("basic" if not plan.transformed_axes else "privelet+")
-    return _release(matrix, plan, epsilon, rng, neighbours, Progress(progress, should_cancel), mechanism)
+    return _release(matrix, plan, epsilon, rng, neighbours, Progress(progress, should_cancel), mechanism, workers)
 
 
 def privelet(
@@ -145,6 +152,7 @@ def basic(
     neighbours: Neighbours = "replace",
     progress: ProgressCallback | None = None,
     should_cancel: CancelCallback | None = None,
+    workers: int | None = None,
 ) -> Release:
     """Basic (Dwork et al.): noise of scale 2/epsilon (replace) on every cell of M.
 
@@ -156,7 +164,7 @@ def basic(
         plan = TransformPlan(schema, schema.names)
     else:
         plan = TransformPlan.untransformed(matrix.shape)
-    return _release(matrix, plan, epsilon, rng, neighbours, Progress(progress, should_cancel), "basic")
+    return _release(matrix, plan, epsilon, rng, neighbours, Progress(progress, should_cancel), "basic", workers)
 
 
 def _release(
@@ -167,6 +175,7 @@ def _release(
     neighbours: Neighbours,
     steps: Progress,
     mechanism: Mechanism,
+    workers: int | None,
 ) -> Release:
     started = time.perf_counter()
     matrix = np.asarray(matrix, dtype=np.float64)
@@ -176,6 +185,7 @@ def _release(
             f"the matrix has shape {matrix.shape} but the schema needs {expected}; "
             "count the table with this schema or fix the schema"
         )
+    threads = _worker_count(workers)
     seeded = rng is not None
     generator = default_rng(rng)
     rows = _total_count(matrix)
@@ -192,25 +202,23 @@ def _release(
         rows=rows,
         max_denominator=plan.max_denominator,
     )
-    denominators = _denominators(plan)
-    per_unit = calibration.epsilon / calibration.units
-    grid = calibration.grid
+    recycle_block_buffers()
+    pipeline = _BlockPipeline(plan, calibration)
     noisy = np.empty(matrix.shape)
     blocks = list(_blocks(matrix.shape, plan.identity_axes, _BLOCK_CELLS))
-    for number, index in enumerate(blocks):
-        part = steps.slice(number / len(blocks), (number + 1) / len(blocks))
+    streams = _spawn(generator, len(blocks))  # one noise stream per block: same result for any thread count
+
+    def fill(number: int, progress: Progress | None = None) -> None:
+        index = blocks[number]
         cells = matrix[index]
         _check_counts(cells)
-        z = plan.numerators(cells, part.slice(0.0, 0.4) if len(blocks) == 1 else None)
-        part.report(0.4, "adding noise")
-        # Exact grid units + integer noise: both below 2^53, so the sum is exact too.
-        coefficients = round_to_grid(z, denominators, calibration.grid_exponent)
-        coefficients += discrete_laplace(generator, coefficients.shape, per_unit)
-        coefficients *= grid
-        plan.divide(coefficients, "weights")
-        part.report(0.6, "inverting")
-        noisy[index] = plan.inverse(coefficients, part.slice(0.6, 1.0) if len(blocks) == 1 else None)
-        part.report(1.0, "inverting")
+        noisy[index] = pipeline.run(cells, streams[number], progress)
+
+    if len(blocks) == 1:
+        fill(0, steps)
+    else:
+        _run_blocks(fill, len(blocks), threads, steps)
+    steps.report(1.0, "adding noise")
     return Release(
         noisy=noisy,
         epsilon=calibration.epsilon,
@@ -242,15 +250,128 @@ def _check_counts(cells: np.ndarray) -> None:
         )
 
 
-def _denominators(plan: TransformPlan) -> np.ndarray | int:
-    """Product of per-axis denominators, broadcastable to the coefficients (1 if none)."""
-    ndim = len(plan.transforms)
-    product: np.ndarray | int = 1
-    for axis in plan.transformed_axes:
-        d = plan.transforms[axis].denominators
-        if np.any(d != 1):
-            product = product * along(d, axis, ndim)
-    return product
+class _BlockPipeline:
+    """Privelet+ on one block of M: forward transform, exact rounding, noise, inverse.
+
+    The last transformed axis is processed tile by tile together with the rounding and
+    the noise (they are independent across the other axes), so that this, the bulk of
+    the work, runs on tiles that fit the CPU cache.
+    """
+
+    def __init__(self, plan: TransformPlan, calibration: NoiseCalibration):
+        self.plan = plan
+        self.calibration = calibration
+        self.per_unit = calibration.epsilon / calibration.units
+        ndim = len(plan.transforms)
+        self.denominators: list[np.ndarray] = []  # y = z / prod(d): per-axis, broadcastable
+        self.to_coefficients: list[np.ndarray] = []  # c = (grid units) * g / prod(W)
+        for axis in plan.transformed_axes:
+            t = plan.transforms[axis]
+            if np.any(t.denominators != 1):
+                self.denominators.append(along(t.denominators, axis, ndim))
+            # Identically-zero coefficients (W = inf) get factor 0: they receive no noise.
+            self.to_coefficients.append(along(1.0 / t.weights, axis, ndim))
+
+    def run(self, cells: np.ndarray, rng: np.random.Generator, progress: Progress | None = None) -> np.ndarray:
+        """The noisy block (thread-safe: each call has its own generator and buffers)."""
+        transforms = self.plan.transforms
+        axes = self.plan.transformed_axes
+        if not axes:  # Basic: the cells themselves are the weighted coefficients
+            whole = tuple(slice(None) for _ in cells.shape)
+            return self._noisy_coefficients(np.asarray(cells, dtype=np.float64), whole, rng)
+        *outer_axes, last = axes
+        array = cells
+        for done, axis in enumerate(outer_axes):
+            array = transforms[axis].numerators(array, axis)
+            if progress is not None:
+                progress.report(0.3 * (done + 1) / len(outer_axes), f"transforming {self.plan.axis_name(axis)}")
+        result = np.empty(array.shape)
+        tiles = list(_tiles(array.shape, last, transforms[last].n_coefficients))
+        for done, index in enumerate(tiles):
+            z = transforms[last].numerators(array[index], last)
+            result[index] = transforms[last].inverse(self._noisy_coefficients(z, index, rng), last)
+            if progress is not None:
+                progress.report(0.3 + 0.5 * (done + 1) / len(tiles), "adding noise")
+        for done, axis in enumerate(reversed(outer_axes)):
+            result = transforms[axis].inverse(result, axis)
+            if progress is not None:
+                progress.report(0.8 + 0.2 * (done + 1) / len(outer_axes), f"inverting {self.plan.axis_name(axis)}")
+        return result
+
+    def _noisy_coefficients(self, numerators: np.ndarray, index: tuple[slice, ...], rng: np.random.Generator) -> np.ndarray:
+        """Noisy coefficients of a tile (``index``: where the tile sits on the other axes)."""
+        denominators = math.prod((_restrict(d, index) for d in self.denominators), start=np.float64(1.0))
+        # Exact grid units + integer noise: both below 2^53, so the sum is exact too.
+        units = round_to_grid(numerators, denominators, self.calibration.grid_exponent)
+        add_discrete_laplace(rng, units, self.per_unit)
+        units *= self.calibration.grid
+        for factor in self.to_coefficients:
+            units *= _restrict(factor, index)
+        return units
+
+
+def _spawn(generator: np.random.Generator, count: int) -> list[np.random.Generator]:
+    """Independent child generators (SeedSequence spawning), one per block."""
+    try:
+        return generator.spawn(count)
+    except (TypeError, ValueError, AttributeError):  # a generator built without a SeedSequence
+        seeds = generator.integers(0, 2**63, size=count)
+        return [np.random.Generator(np.random.PCG64(int(seed))) for seed in seeds]
+
+
+def _worker_count(workers: int | None) -> int:
+    if workers is None:
+        available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        return max(1, min(available, 8))
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise PriveletError(f"workers must be a positive integer, got {workers!r}")
+    return workers
+
+
+def _run_blocks(fill: Callable[[int], None], count: int, workers: int, steps: Progress) -> None:
+    """Run ``fill(0..count-1)`` on a thread pool, reporting progress and honouring cancel in order."""
+    if workers == 1:
+        for number in range(count):
+            fill(number)
+            steps.report((number + 1) / count, "adding noise")
+        return
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="privelet") as pool:
+        window: deque[Future[None]] = deque()
+        submitted = 0
+        try:
+            for number in range(count):
+                while submitted < count and len(window) < 2 * workers:
+                    window.append(pool.submit(fill, submitted))
+                    submitted += 1
+                window.popleft().result()
+                steps.report((number + 1) / count, "adding noise")
+        finally:  # on error or cancel: drop queued blocks; the pool waits for running ones
+            for future in window:
+                future.cancel()
+
+
+def _restrict(vector: np.ndarray, index: tuple[slice, ...]) -> np.ndarray:
+    """The part of a broadcastable per-axis vector that applies to the tile ``index``."""
+    return vector[tuple(part if length > 1 else slice(None) for part, length in zip(index, vector.shape))]
+
+
+# Cells per tile of the last transformed axis: about 512 KiB, to stay in the L2 cache.
+_TILE_CELLS = 1 << 17
+
+
+def _tiles(shape: tuple[int, ...], axis: int, coefficients: int) -> Iterator[tuple[slice, ...]]:
+    """Cut ``shape`` along its largest axis other than ``axis`` into cache-sized tiles."""
+    others = [a for a in range(len(shape)) if a != axis and shape[a] > 1]
+    if not others:
+        yield tuple(slice(None) for _ in shape)
+        return
+    tile_axis = max(others, key=lambda a: shape[a])
+    per_index = math.prod(shape) // (shape[tile_axis] * shape[axis]) * coefficients
+    step = max(1, _TILE_CELLS // per_index)
+    index = [slice(None)] * len(shape)
+    for start in range(0, shape[tile_axis], step):
+        index[tile_axis] = slice(start, start + step)
+        yield tuple(index)
 
 
 def _blocks(shape: tuple[int, ...], split_axes: tuple[int, ...], target: int) -> Iterator[tuple[slice, ...]]:

@@ -10,16 +10,15 @@ whatever the input.
 Why the rounding is exact: counts are integers, so each transform's integer
 numerator ``z`` is computed exactly in float64 (the engine checks that every
 intermediate stays below 2**53), and ``y = z / d`` for a small integer
-denominator ``d``. ``round(y / g)`` is computed with one correctly rounded
-division, and the few values too close to a tie for that to be certain are
-recomputed in int64 arithmetic, so every rounded value is exactly a nearest
-grid point.
+denominator ``d``. ``round(y / g)`` then needs one correctly rounded division
+and ``rint``: see :func:`round_to_grid` for why that is exactly a nearest grid
+point, given the grid condition below.
 
-Grid: ``k = floor(log2 lambda) - 30``, raised only as far as int64 arithmetic
-requires for a public bound ``B`` on ``|y|`` (``|y| <= n`` for every Privelet
-coefficient): ``B = n`` under replace-one-tuple (n is the same for all
-neighbouring tables, so the grid reveals nothing) and the fixed cap
-``ADD_REMOVE_MAX_ROWS`` under add/remove (where n itself is private).
+Grid: ``k = floor(log2 lambda) - 30``, raised only as far as exact rounding
+requires (``(B / g) d < 2**52``) for a public bound ``B`` on ``|y|`` (``|y| <= n``
+for every Privelet coefficient): ``B = n`` under replace-one-tuple (n is the
+same for all neighbouring tables, so the grid reveals nothing) and the fixed
+cap ``ADD_REMOVE_MAX_ROWS`` under add/remove (where n itself is private).
 
 Sensitivity in grid units: ``D = ceil(s * rho / g) + s * K`` with ``s = 2``
 (replace) or ``1`` (add/remove) and ``K`` the most coefficients one cell
@@ -47,6 +46,7 @@ __all__ = [
     "ADD_REMOVE_MAX_ROWS",
     "round_to_grid",
     "discrete_laplace",
+    "add_discrete_laplace",
     "discrete_laplace_variance",
     "default_rng",
 ]
@@ -59,7 +59,6 @@ NEIGHBOURS: tuple[str, ...] = ("replace", "add-remove")
 ADD_REMOVE_MAX_ROWS = 1 << 32
 
 _GRID_BITS_BELOW_SCALE = 30
-_INT64_HEADROOM = 1 << 61  # keep |2 * z * 2^-k + d| well inside int64
 _FLOAT_EXACT = 2.0**52
 
 
@@ -124,9 +123,11 @@ def calibrate(
         bound = max(int(rows), 1)
     lam = multiplicity * rho / epsilon
     k = math.floor(math.log2(lam)) - _GRID_BITS_BELOW_SCALE
-    # Rounded values must stay exact in float64 (B / g < 2^52) and in the int64 arithmetic
-    # of exact rounding (2 (B / g) d < 2^61); raise the grid only if that fails.
-    while bound * 2.0 ** (-k) >= _FLOAT_EXACT or 2 * bound * max_denominator * 2.0 ** (-k) >= _INT64_HEADROOM:
+    # Exact rounding (see round_to_grid) needs (B / g) d 2^max(k, 0) < 2^52; raise the grid
+    # only if that fails (it then costs a negligible (s K + 1) g / (s rho) of extra scale).
+    while bound * max_denominator * 2.0 ** (max(k, 0) - k) >= _FLOAT_EXACT:
+        if k > 1023:
+            raise PriveletError("the table is too large to release with exact rounding")
         k += 1
     units = math.ceil(multiplicity * rho / 2.0**k) + multiplicity * influence
     return NoiseCalibration(
@@ -154,58 +155,52 @@ def check_epsilon(epsilon: object) -> float:
 def round_to_grid(numerators: np.ndarray, denominators: np.ndarray | int, grid_exponent: int) -> np.ndarray:
     """``round((numerators / denominators) / 2**k)`` exactly, as integer-valued float64.
 
-    ``numerators`` hold integers (exact in float64); ``denominators`` are positive
-    integers broadcasting against them. Each result is a nearest integer (either
-    one at an exact tie). The caller keeps the results below 2**52 in magnitude.
+    ``numerators`` hold integers (exact in float64) and ``denominators`` small positive
+    integers d broadcasting against them. The exact quotient q is a fraction with
+    denominator ``d * 2**max(k, 0)``, so unless it is exactly a half-integer it lies at
+    least ``1 / (2 d 2**max(k, 0))`` away from one; one correctly rounded division is off
+    by at most ``2**-53 |q|``, which :func:`calibrate` keeps below that distance
+    (``|q| d 2**max(k, 0) < 2**52``). Hence ``rint`` of the float quotient is a nearest
+    integer to the exact one (at an exact tie the quotient is exact and either neighbour
+    is nearest).
     """
-    scale = 2.0**grid_exponent
-    if np.isscalar(denominators) and denominators == 1:
-        q = numerators / scale  # exact: a power-of-two scaling
-        return np.rint(q, out=q) if grid_exponent > 0 else q
-    d = np.asarray(denominators, dtype=np.float64)
-    q = numerators / (d * scale)  # one correctly rounded division: |q - exact| <= 2^-53 |q|
-    nearest = np.rint(q)
-    # rint(q) is a nearest integer to the exact quotient unless that lies within 2^-53 |q|
-    # of a half-integer; flag those (with margin) and redo them in int64.
-    gap = np.abs(q - nearest)
-    gap += np.abs(q) * 2.0**-50
-    doubtful = gap >= 0.5
-    if doubtful.any():
-        d_full = np.broadcast_to(d, q.shape)
-        nearest[doubtful] = _exact_round(numerators[doubtful], d_full[doubtful], grid_exponent)
-    return nearest
+    d = denominators if np.isscalar(denominators) else np.asarray(denominators, dtype=np.float64)
+    q = numerators / (d * 2.0**grid_exponent)
+    if np.isscalar(d) and d == 1 and grid_exponent <= 0:
+        return q  # integers times a power of two: already exact integers
+    return np.rint(q, out=q)
 
 
-def _exact_round(numerators: np.ndarray, denominators: np.ndarray, grid_exponent: int) -> np.ndarray:
-    """Nearest integer (ties up) to ``z / (d 2^k)`` in int64 arithmetic."""
-    z = numerators.astype(np.int64)
-    d = denominators.astype(np.int64)
-    if grid_exponent <= 0:
-        z <<= -grid_exponent
-    else:
-        d <<= grid_exponent
-    return ((2 * z + d) // (2 * d)).astype(np.float64)
-
-
-def discrete_laplace(
-    rng: np.random.Generator, shape: tuple[int, ...] | int, epsilon_per_unit: float, *, out: np.ndarray | None = None
-) -> np.ndarray:
+def discrete_laplace(rng: np.random.Generator, shape: tuple[int, ...] | int, epsilon_per_unit: float) -> np.ndarray:
     """Integer-valued noise with ``P(Z = z)`` proportional to ``exp(-epsilon_per_unit * |z|)``.
 
     ``Z = G1 - G2`` for two independent geometric variables counting failures with
     success probability ``1 - exp(-epsilon_per_unit)``; each is ``floor(E / t)`` for an
     exponential E (``P(floor(E / t) >= j) = exp(-j t)``). Returned as float64 holding
-    integers (exact below 2**53), in ``out`` when given.
+    integers (exact below 2**53).
     """
+    noise = np.zeros(shape)
+    add_discrete_laplace(rng, noise, epsilon_per_unit)
+    return noise
+
+
+def add_discrete_laplace(rng: np.random.Generator, target: np.ndarray, epsilon_per_unit: float) -> None:
+    """Add :func:`discrete_laplace` noise to ``target`` in place."""
     inverse_rate = 1.0 / epsilon_per_unit
-    first = rng.standard_exponential(shape) if out is None else rng.standard_exponential(out=out)
-    first *= inverse_rate
-    np.floor(first, out=first)
-    second = rng.standard_exponential(first.shape)
-    second *= inverse_rate
-    np.floor(second, out=second)
-    first -= second
-    return first
+    geometric = np.empty(target.size)
+    # Work in the target's memory order (it may be a transposed layout): one flat view.
+    flat = target.ravel(order="K")
+    if not np.shares_memory(flat, target):
+        raise ValueError("add_discrete_laplace needs a target that is contiguous in memory")
+    target = flat
+    for sign in (1.0, -1.0):
+        rng.standard_exponential(out=geometric)
+        geometric *= inverse_rate
+        np.floor(geometric, out=geometric)
+        if sign > 0:
+            target += geometric
+        else:
+            target -= geometric
 
 
 def discrete_laplace_variance(epsilon_per_unit: float) -> float:

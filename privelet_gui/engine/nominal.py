@@ -16,7 +16,7 @@ from functools import cached_property
 import numpy as np
 
 from .hierarchy import Hierarchy
-from .transform import AxisTransform, along, front, resized
+from .transform import AxisTransform, along, back, outer
 
 __all__ = ["NominalTransform", "nominal_forward", "nominal_inverse", "nominal_weights"]
 
@@ -121,24 +121,23 @@ class NominalTransform(AxisTransform):
 
     def numerators(self, x: np.ndarray, axis: int = -1) -> np.ndarray:
         """``z_N = f * leafsum(N) - leafsum(parent)`` (root: its leaf-sum); exact for integer input."""
-        x = np.asarray(x, dtype=np.float64)
-        out = resized(x, axis, self.n_coefficients)
-        sums = front(out, axis)
-        sums[self._leaves] = front(x, axis)
+        x = outer(x, axis)
+        sums = np.empty((self.n_coefficients, *x.shape[1:]))
+        sums[self._leaves] = x
         for depth in reversed(self._depths):  # leaf-sums bottom-up, one reduceat per depth
             sums[depth.parents] = np.add.reduceat(sums[depth.block], depth.offsets, axis=0)
         for depth in reversed(self._depths):  # deepest first: parents are still leaf-sums
             block = sums[depth.block]
             block *= along(depth.child_fanout, 0, block.ndim)
             block -= np.repeat(sums[depth.parents], depth.fanouts, axis=0)
-        return out
+        return back(sums, axis)
 
     def inverse(self, c: np.ndarray, axis: int = -1, *, mean_subtraction: bool = True) -> np.ndarray:
         """Leaf values from coefficients, with mean subtraction in every sibling group."""
         c = np.asarray(c, dtype=np.float64)
         if c.shape[axis] != self.n_coefficients:
             raise ValueError(f"expected {self.n_coefficients} nominal coefficients along axis {axis}, got {c.shape[axis]}")
-        sums = front(c.copy(), axis)
+        sums = outer(c, axis, copy=True)
         for depth in self._depths:
             # leafsum(N) = c_N - mean(c of N's sibling group) + leafsum(parent) / f, top-down
             fanouts = along(depth.fanouts.astype(np.float64), 0, sums.ndim)
@@ -146,7 +145,7 @@ class NominalTransform(AxisTransform):
             if mean_subtraction:
                 shift -= np.add.reduceat(sums[depth.block], depth.offsets, axis=0) / fanouts
             sums[depth.block] += np.repeat(shift, depth.fanouts, axis=0)
-        return np.moveaxis(sums[self._leaves], 0, axis)
+        return back(sums[self._leaves], axis)
 
     # -- exact variance of node queries ----------------------------------------------
     @cached_property

@@ -67,9 +67,10 @@ class NumericBins:
 class EncodedColumn:
     """Axis indices of one column's values; ``-1`` marks rows to drop or report."""
 
-    codes: np.ndarray  # int64, one per row; -1 where the value is not in the domain
+    codes: np.ndarray  # integers, one per row; -1 where the value is not in the domain (read-only)
     outside: np.ndarray | None  # rows whose number lies outside the range or bins (None: no such rows)
     clamped: int  # rows moved to the first/last value by the clamp policy
+    all_valid: bool = False  # known without looking: every code is a valid axis index
 
 
 class _AttributeBase:
@@ -102,24 +103,31 @@ class _AttributeBase:
             raise SchemaError(f"{label!r} is not a value of attribute {self.name!r} (values: {shown})")
         return int(pos)
 
-    def _encode_text(self, column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-        """Codes of a column matched against the labels as text; also its missing mask."""
+    def _encode_text(self, column: pd.Series) -> tuple[np.ndarray, np.ndarray | None]:
+        """Codes of a column matched against the labels as text; also its missing mask.
+
+        Codes may be any integer dtype and may share memory with ``column``: callers
+        must not write to them. The mask is None when no value is missing.
+        """
         if isinstance(column.dtype, pd.CategoricalDtype):
-            categories = column.cat.categories
-            lookup = self._label_index.get_indexer(categories.astype(str))
-            raw = column.cat.codes.to_numpy()
-            missing = raw < 0
-            codes = np.where(missing, -1, lookup[np.maximum(raw, 0)]) if len(categories) else np.full(len(raw), -1)
-            return codes.astype(np.int64, copy=False), missing
+            raw = column.cat.codes.to_numpy()  # -1 marks a missing value
+            lookup = self._label_index.get_indexer(column.cat.categories.astype(str))
+            has_missing = len(raw) > 0 and raw.min() < 0
+            if np.array_equal(lookup, np.arange(len(lookup))):
+                codes = raw  # categories are the labels, in order: the codes are the axis indices
+            else:
+                codes = np.append(lookup, -1)[raw]  # raw == -1 picks the appended -1
+            return codes, (raw < 0) if has_missing else None
         missing = _missing_mask(column)
         codes = self._label_index.get_indexer(column.astype(str))
         if missing.any():
             codes[missing] = -1
-        return codes.astype(np.int64, copy=False), missing
+            return codes, missing
+        return codes, None
 
-    def _apply_missing(self, codes: np.ndarray, missing: np.ndarray) -> np.ndarray:
-        if self.missing is not None and missing.any():
-            codes = codes.copy()
+    def _apply_missing(self, codes: np.ndarray, missing: np.ndarray | None) -> np.ndarray:
+        if self.missing is not None and missing is not None and missing.any():
+            codes = codes.astype(np.int64)  # a copy: codes may share memory with the table
             codes[missing] = self.index_of(self.missing)
         return codes
 
@@ -220,8 +228,13 @@ class OrdinalAttribute(_AttributeBase):
             return EncodedColumn(self._apply_missing(codes, missing), None, 0)
         if self.bins is None and _is_plain_integer(column):
             # Fast path for integer columns: no parsing, no missing values possible.
-            codes = column.to_numpy().astype(np.int64) - self.integer_start
-            return self._limit(codes, None)
+            values = column.to_numpy()
+            start = self.integer_start
+            assert start is not None
+            if len(values) and start <= values.min() and values.max() < start + self.size:
+                codes = values - values.dtype.type(start) if start else values
+                return EncodedColumn(codes, None, 0, all_valid=True)
+            return self._limit(values.astype(np.int64) - start, None)
         missing = _missing_mask(column)
         numbers = _as_numbers(column)
         if self.bins is not None:

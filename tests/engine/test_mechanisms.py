@@ -119,10 +119,10 @@ def test_the_input_is_left_untouched():
 def test_round_to_grid_is_exact():
     rng = np.random.default_rng(3)
     d = rng.choice([1, 2, 4, 6, 10, 34, 106], 3000).astype(float)
-    # magnitudes keep |result| < 2^52 for every k below, as calibrate() guarantees
+    # magnitudes keep |quotient| * d < 2^52 for every k below, as calibrate() guarantees
     z = rng.integers(-(2**31), 2**31, 3000).astype(float)
     # near ties on purpose: z / d within a hair of a half-integer
-    half = rng.integers(-(2**24), 2**24, 3000) * 2 + 1
+    half = rng.integers(-(2**22), 2**22, 3000) * 2 + 1
     near = np.floor(half * d / 2) + rng.integers(-1, 2, 3000)
     for numerators in (z, near):
         for k in (-20, -3, 0, 2):
@@ -149,11 +149,19 @@ def test_discrete_laplace_has_the_right_distribution():
 
 
 def test_grid_and_units_follow_math_md():
-    cal = calibrate(1.0, 33, 561, neighbours="replace", rows=10_000_000, max_denominator=62)
+    cal = calibrate(1.0, 33, 561, neighbours="replace", rows=1_000_000, max_denominator=62)
     assert cal.grid_exponent == math.floor(math.log2(66)) - 30
     assert cal.units == math.ceil(66 / cal.grid) + 2 * 561
     assert cal.nominal_scale == 66
     assert 66 < cal.scale < 66 * (1 + (2 * 561 + 1) * 2.0**-30)
+    # larger tables: the grid is raised just enough for exact rounding, (n / g) d < 2^52
+    big = calibrate(1.0, 33, 561, neighbours="replace", rows=10_000_000, max_denominator=62)
+    assert 10_000_000 / big.grid * 62 < 2**52 <= 10_000_000 / (big.grid / 2) * 62
+    assert 66 < big.scale < 66 * (1 + 1e-5)
+    # add/remove: the grid depends on the public row cap, never on n
+    a = calibrate(1.0, 33, 561, neighbours="add-remove", rows=10, max_denominator=62)
+    b = calibrate(1.0, 33, 561, neighbours="add-remove", rows=10**9, max_denominator=62)
+    assert a == b
 
 
 def test_releases_from_the_same_input_share_the_output_grid():
@@ -237,3 +245,50 @@ def test_data_derived_domains_are_flagged_on_the_schema():
     assert flagged.domain_from_data == ("age",)
     assert SCHEMA.domain_from_data == ()
     assert flagged != SCHEMA
+
+
+def test_tiled_pipeline_reconstructs_the_matrix_when_noise_is_negligible():
+    # big enough for several blocks and several cache tiles per block, uneven tile ends
+    groups = {f"g{g}": [f"v{g}-{i}" for i in range(1 + g % 7)] for g in range(60)}
+    wide = Hierarchy.from_nested({"*": groups})
+    schema = Schema(
+        [
+            OrdinalAttribute.integer_range("a", 0, 2),
+            NominalAttribute("n", wide),
+            OrdinalAttribute.integer_range("o", 0, 300),
+        ]
+    )
+    m = np.random.default_rng(0).integers(0, 50, schema.shape).astype(float)
+    for sa in [("a",), (), ("a", "o"), ("n",)]:
+        release = privelet_plus(m, schema, 1e7, sa, np.random.default_rng(1))
+        np.testing.assert_allclose(release.noisy, m, atol=1e-3)
+
+
+def test_tiles_cover_every_cell_exactly_once():
+    from privelet_gui.engine.mechanisms import _tiles
+
+    for shape, axis in [((3, 500, 257), 2), ((1, 1, 535, 1001), 3), ((7,), 0), ((40, 9), 0)]:
+        hits = np.zeros(shape, dtype=int)
+        for index in _tiles(shape, axis, 1024):
+            hits[index] += 1
+            assert index[axis] == slice(None)
+        assert (hits == 1).all()
+
+
+def test_threads_do_not_change_the_result_and_cancel_stops_them():
+    h = Hierarchy.from_nested({"*": {f"g{g}": [f"v{g}-{i}" for i in range(5)] for g in range(20)}})
+    schema = Schema([OrdinalAttribute.integer_range("a", 0, 39), NominalAttribute("n", h), OrdinalAttribute.integer_range("o", 0, 99)])
+    m = np.random.default_rng(3).integers(0, 4, schema.shape).astype(float)
+    one = privelet_plus(m, schema, 1.0, ["a"], np.random.default_rng(5), workers=1)
+    two = privelet_plus(m, schema, 1.0, ["a"], np.random.default_rng(5), workers=2)
+    np.testing.assert_array_equal(one.noisy, two.noisy)
+    calls = []
+
+    def cancel_after_three() -> bool:
+        calls.append(1)
+        return len(calls) > 3
+
+    with pytest.raises(Cancelled):
+        privelet_plus(m, schema, 1.0, ["a"], workers=2, should_cancel=cancel_after_three)
+    with pytest.raises(PriveletError, match="workers must be a positive integer"):
+        privelet_plus(m, schema, 1.0, ["a"], workers=0)
