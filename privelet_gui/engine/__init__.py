@@ -25,6 +25,7 @@ from .bounds import (
 )
 from .counting import CountReport, DroppedRowsWarning, FrequencyCounter, frequency_matrix
 from .errors import Cancelled, DomainError, HierarchyError, PriveletError, SchemaError
+from .evaluation import EvaluationRow, QuintileRow, coverage_groups, evaluate, expected_errors, quintile_summary
 from .haar import HaarTransform, haar_forward, haar_inverse, haar_weights
 from .hierarchy import Hierarchy, HierarchyNode, NodeInfo
 from .hn import TransformPlan, axis_transform, hn_forward, hn_inverse
@@ -53,6 +54,7 @@ __all__ = [
     "CountReport",
     "DomainError",
     "DroppedRowsWarning",
+    "EvaluationRow",
     "FrequencyCounter",
     "HaarTransform",
     "Hierarchy",
@@ -67,6 +69,7 @@ __all__ = [
     "OrdinalAttribute",
     "PrefixSums",
     "PriveletError",
+    "QuintileRow",
     "Progress",
     "QueryBatch",
     "RangeQuery",
@@ -79,8 +82,11 @@ __all__ = [
     "axis_transform",
     "basic",
     "calibrate",
+    "coverage_groups",
     "discrete_laplace",
     "epsilon_for_variance",
+    "evaluate",
+    "expected_errors",
     "frequency_matrix",
     "haar_forward",
     "haar_inverse",
@@ -94,6 +100,7 @@ __all__ = [
     "paper_factors",
     "privelet",
     "privelet_plus",
+    "quintile_summary",
     "query_variance",
     "random_workload",
     "recommend_sa",

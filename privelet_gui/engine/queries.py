@@ -170,9 +170,13 @@ class QueryBatch:
             np.array([q.nodes for q in queries], dtype=np.int64).reshape(len(queries), -1),
         )
 
+    def cells(self) -> np.ndarray:
+        """Number of M's cells inside each box."""
+        return np.prod(self.hi - self.lo + 1, axis=1)
+
     def coverage(self, shape: tuple[int, ...]) -> np.ndarray:
-        """Fraction of M's cells inside each box."""
-        return np.prod((self.hi - self.lo + 1) / np.asarray(shape, dtype=np.float64), axis=1)
+        """Fraction of M's cells inside each box (equal boxes get exactly equal values)."""
+        return self.cells() / float(np.prod(shape, dtype=np.float64))
 
     def query(self, schema: Schema, i: int) -> RangeQuery:
         return RangeQuery(schema, tuple(map(int, self.lo[i])), tuple(map(int, self.hi[i])), tuple(map(int, self.nodes[i])))

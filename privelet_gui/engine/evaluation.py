@@ -1,0 +1,175 @@
+"""The paper's evaluation (Figures 8 and 9) and the data-independent error preview.
+
+Errors of noisy answers are measured against the *true* answers, so everything
+here except :func:`expected_errors` reads the true data: run it only on the
+custodian's own machine, never publish its output beside a release. Summaries
+hold error statistics only, never a true count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .bounds import variance_model
+from .mechanisms import basic, privelet_plus
+from .noise import Neighbours, check_epsilon
+from .progress import CancelCallback, Progress, ProgressCallback
+from .queries import PrefixSums, QueryBatch, random_workload, relative_error, sanity_bound, square_error
+from .schema import Schema
+
+__all__ = [
+    "QUINTILES",
+    "QuintileRow",
+    "coverage_groups",
+    "quintile_summary",
+    "expected_errors",
+    "evaluate",
+    "EVALUATED_MECHANISMS",
+    "EvaluationRow",
+]
+
+QUINTILES = 5
+EVALUATED_MECHANISMS = ("basic", "privelet+")
+
+
+@dataclass(frozen=True)
+class QuintileRow:
+    """Average errors of the queries in one coverage quintile."""
+
+    quintile: int  # 1 (smallest coverage) .. 5
+    coverage: float  # average coverage (fraction of M's cells)
+    square_error: float  # average (x - act)^2
+    relative_error: float  # average |x - act| / max(act, s); nan where not measured
+    queries: int
+
+
+def coverage_groups(coverage: np.ndarray, parts: int = QUINTILES) -> np.ndarray:
+    """Group of each query (0..parts-1) by the rank of its coverage: equal-size groups.
+
+    "All queries in the i-th subset have coverage between the (i-1)-th and i-th
+    quintiles of the query coverage distribution"; ties are split by query order.
+    """
+    coverage = np.asarray(coverage, dtype=np.float64)
+    order = np.argsort(coverage, kind="stable")
+    groups = np.empty(len(coverage), dtype=np.int64)
+    groups[order] = np.arange(len(coverage)) * parts // max(len(coverage), 1)
+    return groups
+
+
+def quintile_summary(
+    coverage: np.ndarray,
+    square_errors: np.ndarray,
+    relative_errors: np.ndarray | None = None,
+    parts: int = QUINTILES,
+) -> list[QuintileRow]:
+    """Average coverage and errors per coverage quintile (see :func:`coverage_groups`).
+
+    Examples
+    --------
+    >>> rows = quintile_summary(np.arange(10) / 10, np.arange(10.0))
+    >>> [(r.quintile, r.coverage, r.square_error, r.queries) for r in rows[:2]]
+    [(1, 0.05, 0.5, 2), (2, 0.25, 2.5, 2)]
+    """
+    groups = coverage_groups(coverage, parts)
+    rows = []
+    for g in range(parts):
+        members = groups == g
+        count = int(members.sum())
+        rows.append(
+            QuintileRow(
+                quintile=g + 1,
+                coverage=float(np.mean(coverage[members])) if count else float("nan"),
+                square_error=float(np.mean(square_errors[members])) if count else float("nan"),
+                relative_error=(
+                    float(np.mean(relative_errors[members])) if count and relative_errors is not None else float("nan")
+                ),
+                queries=count,
+            )
+        )
+    return rows
+
+
+def expected_errors(
+    schema: Schema,
+    epsilon: float,
+    sa: Iterable[str],
+    workload: QueryBatch,
+    *,
+    neighbours: Neighbours = "replace",
+) -> dict[str, list[QuintileRow]]:
+    """Expected square error (= exact noise variance) per coverage quintile, Basic vs Privelet+.
+
+    Data-independent: it uses the schema only, so it costs no privacy and can be shown
+    before any release.
+    """
+    model = variance_model(schema)
+    coverage = workload.coverage(schema.shape)
+    out = {}
+    for mechanism, chosen in (("basic", schema.names), ("privelet+", tuple(sa))):
+        variances = model.batch(workload, epsilon, chosen, neighbours=neighbours)
+        out[mechanism] = quintile_summary(coverage, variances)
+    return out
+
+
+@dataclass(frozen=True)
+class EvaluationRow:
+    """One line of ``summary.csv``."""
+
+    epsilon: float
+    mechanism: str
+    row: QuintileRow
+
+
+def evaluate(
+    matrix: np.ndarray,
+    schema: Schema,
+    epsilons: Sequence[float],
+    sa: Iterable[str],
+    *,
+    queries: int = 40_000,
+    rng: np.random.Generator | None = None,
+    neighbours: Neighbours = "replace",
+    progress: ProgressCallback | None = None,
+    should_cancel: CancelCallback | None = None,
+) -> tuple[QueryBatch, list[EvaluationRow]]:
+    """The paper's experiment on the custodian's own data: Basic and Privelet+ per epsilon.
+
+    Draws ``queries`` random queries (math.md), releases M with Basic and with Privelet+
+    (S_A = ``sa``) at every epsilon, and summarises square and relative errors (sanity
+    bound 0.1% of n) per coverage quintile. Uses the true matrix: not for publication.
+    """
+    epsilons = [check_epsilon(e) for e in epsilons]
+    sa = tuple(sa)
+    generator = rng if rng is not None else np.random.default_rng()
+    steps = Progress(progress, should_cancel)
+    workload = random_workload(schema, queries, generator)
+    coverage = workload.coverage(schema.shape)
+    steps.report(0.02, "answering the queries on the true data")
+    actual = PrefixSums(matrix).answer_batch(workload)
+    sanity = sanity_bound(float(np.sum(matrix)))
+    rows: list[EvaluationRow] = []
+    runs = [(e, m) for e in epsilons for m in EVALUATED_MECHANISMS]
+    for number, (epsilon, mechanism) in enumerate(runs):
+        part = steps.slice(0.05 + 0.95 * number / len(runs), 0.05 + 0.95 * (number + 1) / len(runs))
+        part.report(0.0, f"{mechanism} at epsilon {epsilon:g}")
+        options = {
+            "neighbours": neighbours,
+            "progress": part.slice(0.0, 0.8).report if progress is not None else None,
+            "should_cancel": should_cancel,
+        }
+        if mechanism == "basic":
+            release = basic(matrix, epsilon, generator, schema=schema, **options)
+        else:
+            release = privelet_plus(matrix, schema, epsilon, sa, generator, **options)
+        part.report(0.8, f"answering the queries ({mechanism}, epsilon {epsilon:g})")
+        noisy = PrefixSums(release.noisy).answer_batch(workload)
+        del release
+        summary = quintile_summary(
+            coverage, square_error(noisy, actual), relative_error(noisy, actual, sanity)
+        )
+        rows.extend(EvaluationRow(epsilon, mechanism, row) for row in summary)
+        part.report(1.0, f"{mechanism} at epsilon {epsilon:g} done")
+    return workload, rows

@@ -1,0 +1,119 @@
+"""The paper's evaluation: quintile tables against brute force; the data-free preview."""
+
+import numpy as np
+import pytest
+
+from privelet_gui.engine import (
+    Cancelled,
+    Hierarchy,
+    NominalAttribute,
+    OrdinalAttribute,
+    Schema,
+    basic,
+    privelet_plus,
+    random_workload,
+    variance_model,
+)
+from privelet_gui.engine.evaluation import coverage_groups, evaluate, expected_errors, quintile_summary
+
+JOBS = Hierarchy.from_nested({"*": {"T": ["t1", "t2", "t3"], "O": ["o1", "o2"], "S": ["s1", "s2", "s3", "s4"]}})
+SCHEMA = Schema(
+    [
+        OrdinalAttribute.integer_range("age", 0, 9),
+        NominalAttribute("sex", Hierarchy.flat(["F", "M"])),
+        NominalAttribute("job", JOBS),
+        OrdinalAttribute.integer_range("income", 0, 20),
+    ]
+)
+
+
+def test_coverage_groups_are_equal_sized_and_ordered():
+    coverage = np.array([0.5, 0.1, 0.9, 0.3, 0.7, 0.2, 0.8, 0.4, 0.6, 1.0])
+    groups = coverage_groups(coverage)
+    assert np.bincount(groups).tolist() == [2, 2, 2, 2, 2]
+    for g in range(4):
+        assert coverage[groups == g].max() <= coverage[groups == g + 1].min()
+
+
+def test_quintile_table_matches_brute_force():
+    rng = np.random.default_rng(42)
+    matrix = rng.integers(0, 6, SCHEMA.shape).astype(float)
+    epsilons = [0.5, 1.0]
+    workload, rows = evaluate(matrix, SCHEMA, epsilons, ["age", "sex"], queries=500, rng=np.random.default_rng(7))
+    # Replay the same random stream: the workload, then Basic and Privelet+ per epsilon.
+    replay = np.random.default_rng(7)
+    queries = random_workload(SCHEMA, 500, replay)
+    np.testing.assert_array_equal(queries.lo, workload.lo)
+    boxes = [tuple(slice(a, b + 1) for a, b in zip(lo, hi)) for lo, hi in zip(queries.lo, queries.hi)]
+    actual = np.array([matrix[box].sum() for box in boxes])
+    cells = np.array([np.prod([s.stop - s.start for s in box]) for box in boxes])
+    coverage = cells / SCHEMA.size
+    sanity = 0.001 * matrix.sum()
+    order = np.argsort(coverage, kind="stable")
+    expected = []
+    for epsilon in epsilons:
+        for mechanism in ("basic", "privelet+"):
+            if mechanism == "basic":
+                noisy_matrix = basic(matrix, epsilon, replay, schema=SCHEMA).noisy
+            else:
+                noisy_matrix = privelet_plus(matrix, SCHEMA, epsilon, ["age", "sex"], replay).noisy
+            noisy = np.array([noisy_matrix[box].sum() for box in boxes])
+            for q in range(5):
+                members = order[q * 100 : (q + 1) * 100]
+                expected.append(
+                    (
+                        epsilon,
+                        mechanism,
+                        q + 1,
+                        coverage[members].mean(),
+                        ((noisy - actual) ** 2)[members].mean(),
+                        (np.abs(noisy - actual) / np.maximum(actual, sanity))[members].mean(),
+                        100,
+                    )
+                )
+    got = [
+        (r.epsilon, r.mechanism, r.row.quintile, r.row.coverage, r.row.square_error, r.row.relative_error, r.row.queries)
+        for r in rows
+    ]
+    assert len(got) == len(expected) == 20
+    for g, e in zip(got, expected):
+        assert g[:3] == e[:3] and g[6] == e[6]
+        np.testing.assert_allclose(g[3:6], e[3:6], rtol=1e-9)
+
+
+def test_expected_errors_are_the_exact_variances():
+    workload = random_workload(SCHEMA, 2000, np.random.default_rng(1))
+    preview = expected_errors(SCHEMA, 0.5, ["age", "sex"], workload)
+    model = variance_model(SCHEMA)
+    coverage = workload.coverage(SCHEMA.shape)
+    groups = coverage_groups(coverage)
+    basic_var = model.batch(workload, 0.5, SCHEMA.names)
+    for row in preview["basic"]:
+        assert row.square_error == pytest.approx(basic_var[groups == row.quintile - 1].mean())
+        # Basic: 8 k / epsilon^2 for a box of k cells
+        assert row.square_error == pytest.approx(8 / 0.25 * SCHEMA.size * row.coverage)
+    assert [r.queries for r in preview["privelet+"]] == [400] * 5
+
+
+def test_privelet_plus_beats_basic_on_large_queries_as_in_the_paper():
+    from privelet_gui.bench import brazil_schema
+
+    big = brazil_schema()
+    workload = random_workload(big, 4000, np.random.default_rng(3))
+    preview = expected_errors(big, 1.0, ["Age", "Gender"], workload)
+    assert preview["privelet+"][-1].square_error * 10 < preview["basic"][-1].square_error
+    basic_errors = [r.square_error for r in preview["basic"]]
+    assert basic_errors == sorted(basic_errors)  # Basic grows with coverage
+
+
+def test_evaluate_cancels_and_rejects_bad_epsilons():
+    matrix = np.ones(SCHEMA.shape)
+    with pytest.raises(Cancelled):
+        evaluate(matrix, SCHEMA, [1.0], [], queries=50, should_cancel=lambda: True)
+    with pytest.raises(ValueError, match="epsilon"):
+        evaluate(matrix, SCHEMA, [0.0], [], queries=50)
+
+
+def test_quintile_summary_with_fewer_queries_than_quintiles():
+    rows = quintile_summary(np.array([0.2, 0.4]), np.array([1.0, 3.0]))
+    assert [r.queries for r in rows] == [1, 0, 0, 0, 1] or sum(r.queries for r in rows) == 2
