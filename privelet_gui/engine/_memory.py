@@ -1,28 +1,52 @@
-"""Let glibc recycle the per-block buffers of a release instead of re-faulting them.
+"""Memory for the engine's big arrays, and reuse of its per-block buffers.
 
-A release allocates and frees a few buffers of one block (a few MiB each) per block,
-hundreds of times. glibc's default trim threshold returns such memory to the OS as
-soon as it is freed, so every block pays page faults again (measured: about 2x slower
-block processing). Raising the trim threshold and fixing the mmap threshold keeps up
-to 256 MiB of freed heap for reuse; arrays above 64 MiB (M itself, the output) still
-come straight from the OS and go back to it when freed. Other platforms: no change.
+Two measured problems, two remedies:
+
+- Big arrays (M, the noisy output: hundreds of MB). numpy asks the kernel for
+  transparent huge pages on large allocations; where huge pages are set to
+  "madvise" with direct compaction (common on virtual machines), first touching
+  such memory was 5 to 20 times slower than with ordinary pages (1.5 s instead of
+  0.1 s for 828 MB, measured here), and it happened while the GIL was held.
+  :func:`zeros` maps anonymous memory instead: the OS supplies zeroed pages lazily,
+  without that compaction, and gives them back when the array is freed.
+- Block buffers (a few MB each, allocated and freed hundreds of times per release).
+  glibc returns them to the OS right away and every block pays page faults again
+  (about 2x slower). :func:`recycle_block_buffers` raises glibc's trim threshold so
+  that up to 256 MiB of freed heap is kept for reuse. Other platforms: no change.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import math
+import mmap
 import sys
 
-__all__ = ["recycle_block_buffers"]
+import numpy as np
+
+__all__ = ["recycle_block_buffers", "zeros"]
 
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 _tuned = False
 
+# Arrays from this size on come from an anonymous memory map.
+_MAPPED_BYTES = 64 << 20
+
+
+def zeros(shape: int | tuple[int, ...]) -> np.ndarray:
+    """A float64 array of zeros; large ones are mapped lazily (see the module docstring)."""
+    count = math.prod(shape) if isinstance(shape, tuple) else int(shape)
+    nbytes = count * 8
+    if nbytes < _MAPPED_BYTES:
+        return np.zeros(shape)
+    memory = mmap.mmap(-1, nbytes)  # anonymous: zero-filled, released with the array
+    return np.frombuffer(memory, dtype=np.float64, count=count).reshape(shape)
+
 
 def recycle_block_buffers() -> None:
-    """Apply the allocator settings above once per process (glibc only)."""
+    """Keep freed block buffers for reuse (glibc only; applied once per process)."""
     global _tuned
     if _tuned or not sys.platform.startswith("linux"):
         return
@@ -32,5 +56,5 @@ def recycle_block_buffers() -> None:
         mallopt = libc.mallopt
     except (OSError, AttributeError):  # not glibc (e.g. musl): keep its defaults
         return
-    mallopt(_M_MMAP_THRESHOLD, 64 << 20)
+    mallopt(_M_MMAP_THRESHOLD, _MAPPED_BYTES)
     mallopt(_M_TRIM_THRESHOLD, 256 << 20)

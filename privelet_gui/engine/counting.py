@@ -10,6 +10,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from ._memory import zeros
 from .errors import DomainError, SchemaError
 from .progress import CancelCallback, Progress, ProgressCallback
 from .schema import Attribute, Schema
@@ -73,9 +74,9 @@ class FrequencyCounter:
         """Count the rows of one chunk."""
         flat = self.flat_codes(table)
         m = self.schema.size
-        if len(flat) * _ADD_AT_RATIO < m:
+        if len(flat) * _ADD_AT_RATIO < m:  # few rows for many cells: scatter them
             if self._counts is None:
-                self._counts = np.zeros(m)
+                self._counts = zeros(m)
             np.add.at(self._counts, flat, 1.0)
             return
         # Weighted bincount returns float64 counts directly (exact below 2^53).
@@ -139,11 +140,10 @@ class FrequencyCounter:
         return np.zeros_like(rejected)
 
     def matrix(self) -> np.ndarray:
-        """The float64 frequency matrix, shape ``schema.shape``. Ends the counter."""
-        counts = self._counts if self._counts is not None else np.zeros(self.schema.size)
+        """The float64 frequency matrix, shape ``schema.shape`` (true counts: never publish
+        it). Ends the counter; :attr:`report` says what happened to the rows."""
+        counts = self._counts if self._counts is not None else zeros(self.schema.size)
         self._counts = None
-        if self.report.rows_dropped:
-            warnings.warn(DroppedRowsWarning(self.report.summary()), stacklevel=2)
         return counts.reshape(self.schema.shape)
 
 
@@ -181,6 +181,8 @@ def frequency_matrix(
         done = counter.report.rows_read
         steps.report(done / total_rows if total_rows else 0.0, f"counting rows ({done:,})")
     matrix = counter.matrix()
+    if counter.report.rows_dropped:
+        warnings.warn(DroppedRowsWarning(counter.report.summary()), stacklevel=2)
     steps.report(1.0, "counting done")
     return matrix
 

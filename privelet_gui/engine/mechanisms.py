@@ -24,7 +24,7 @@ import numpy as np
 from .bounds import variance_model
 from .errors import PriveletError
 from .hn import TransformPlan
-from ._memory import recycle_block_buffers
+from ._memory import recycle_block_buffers, zeros
 from .noise import Neighbours, NoiseCalibration, add_discrete_laplace, calibrate, default_rng, round_to_grid
 from .progress import CancelCallback, Progress, ProgressCallback
 from .queries import QueryBatch, RangeQuery
@@ -204,7 +204,7 @@ def _release(
     )
     recycle_block_buffers()
     pipeline = _BlockPipeline(plan, calibration)
-    noisy = np.empty(matrix.shape)
+    noisy = zeros(matrix.shape)
     blocks = list(_blocks(matrix.shape, plan.identity_axes, _BLOCK_CELLS))
     streams = _spawn(generator, len(blocks))  # one noise stream per block: same result for any thread count
 

@@ -68,9 +68,13 @@ class EncodedColumn:
     """Axis indices of one column's values; ``-1`` marks rows to drop or report."""
 
     codes: np.ndarray  # integers, one per row; -1 where the value is not in the domain (read-only)
-    outside: np.ndarray | None  # rows whose number lies outside the range or bins (None: no such rows)
-    clamped: int  # rows moved to the first/last value by the clamp policy
+    outside: np.ndarray | None = None  # rows whose number lies outside the range or bins (None: none)
+    clamped_rows: np.ndarray | None = None  # rows moved to the first/last value by the clamp policy
     all_valid: bool = False  # known without looking: every code is a valid axis index
+
+    @property
+    def clamped(self) -> int:
+        return 0 if self.clamped_rows is None else int(self.clamped_rows.sum())
 
 
 class _AttributeBase:
@@ -103,21 +107,41 @@ class _AttributeBase:
             raise SchemaError(f"{label!r} is not a value of attribute {self.name!r} (values: {shown})")
         return int(pos)
 
-    def _encode_text(self, column: pd.Series) -> tuple[np.ndarray, np.ndarray | None]:
-        """Codes of a column matched against the labels as text; also its missing mask.
+    def encode(self, column: pd.Series) -> EncodedColumn:
+        """Axis index of every row (see :class:`EncodedColumn`).
 
-        Codes may be any integer dtype and may share memory with ``column``: callers
-        must not write to them. The mask is None when no value is missing.
+        A categorical column is encoded one distinct value at a time and its rows only
+        gathered, which is how tables read from CSV are counted quickly.
         """
         if isinstance(column.dtype, pd.CategoricalDtype):
-            raw = column.cat.codes.to_numpy()  # -1 marks a missing value
-            lookup = self._label_index.get_indexer(column.cat.categories.astype(str))
-            has_missing = len(raw) > 0 and raw.min() < 0
-            if np.array_equal(lookup, np.arange(len(lookup))):
-                codes = raw  # categories are the labels, in order: the codes are the axis indices
-            else:
-                codes = np.append(lookup, -1)[raw]  # raw == -1 picks the appended -1
-            return codes, (raw < 0) if has_missing else None
+            return self._encode_categorical(column)
+        return self._encode_rows(column)
+
+    def _encode_rows(self, column: pd.Series) -> EncodedColumn:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _encode_categorical(self, column: pd.Series) -> EncodedColumn:
+        raw = column.cat.codes.to_numpy()  # -1 marks an empty cell
+        values = self._encode_rows(pd.Series(column.cat.categories.astype(str), dtype=object))
+        missing_code = self.index_of(self.missing) if self.missing is not None else -1
+        complete = len(raw) == 0 or raw.min() >= 0
+        valid = values.codes.min() >= 0 if len(values.codes) else True
+        if complete and valid and values.clamped_rows is None and np.array_equal(values.codes, np.arange(len(values.codes))):
+            return EncodedColumn(raw, all_valid=True)  # the categories are the labels, in order
+
+        def gathered(per_value: np.ndarray | None) -> np.ndarray | None:
+            return None if per_value is None else np.append(per_value, False)[raw]
+
+        return EncodedColumn(
+            np.append(values.codes, missing_code)[raw],  # code -1 picks the appended entry
+            gathered(values.outside),
+            gathered(values.clamped_rows),
+            all_valid=valid and (complete or missing_code >= 0),
+        )
+
+    def _encode_text(self, column: pd.Series) -> tuple[np.ndarray, np.ndarray | None]:
+        """Codes of a column matched against the labels as text; also its missing mask
+        (None when no value is missing)."""
         missing = _missing_mask(column)
         codes = self._label_index.get_indexer(column.astype(str))
         if missing.any():
@@ -221,11 +245,10 @@ class OrdinalAttribute(_AttributeBase):
     def is_numeric(self) -> bool:
         return self.bins is not None or self.integer_start is not None
 
-    def encode(self, column: pd.Series) -> EncodedColumn:
-        """Axis index of every row (see :class:`EncodedColumn`)."""
+    def _encode_rows(self, column: pd.Series) -> EncodedColumn:
         if not self.is_numeric:
             codes, missing = self._encode_text(column)
-            return EncodedColumn(self._apply_missing(codes, missing), None, 0)
+            return EncodedColumn(self._apply_missing(codes, missing))
         if self.bins is None and _is_plain_integer(column):
             # Fast path for integer columns: no parsing, no missing values possible.
             values = column.to_numpy()
@@ -233,7 +256,7 @@ class OrdinalAttribute(_AttributeBase):
             assert start is not None
             if len(values) and start <= values.min() and values.max() < start + self.size:
                 codes = values - values.dtype.type(start) if start else values
-                return EncodedColumn(codes, None, 0, all_valid=True)
+                return EncodedColumn(codes, all_valid=True)
             return self._limit(values.astype(np.int64) - start, None)
         missing = _missing_mask(column)
         numbers = _as_numbers(column)
@@ -248,7 +271,7 @@ class OrdinalAttribute(_AttributeBase):
         codes = encoded.codes
         codes[unparsable] = -1
         codes[missing] = -1
-        return EncodedColumn(self._apply_missing(codes, missing), encoded.outside, encoded.clamped)
+        return EncodedColumn(self._apply_missing(codes, missing), encoded.outside, encoded.clamped_rows)
 
     def _limit(self, codes: np.ndarray, skip: np.ndarray | None) -> EncodedColumn:
         """Apply the out-of-range policy to integer positions (``skip`` rows are left alone)."""
@@ -256,12 +279,12 @@ class OrdinalAttribute(_AttributeBase):
         if skip is not None:
             outside &= ~skip
         if not outside.any():
-            return EncodedColumn(codes, None, 0)
+            return EncodedColumn(codes)
         if self.out_of_range == "clamp":
             np.clip(codes, 0, self.size - 1, out=codes)
-            return EncodedColumn(codes, None, int(outside.sum()))
+            return EncodedColumn(codes, clamped_rows=outside)
         codes[outside] = -1
-        return EncodedColumn(codes, outside, 0)
+        return EncodedColumn(codes, outside)
 
 
 @dataclass(frozen=True, eq=True)
@@ -308,9 +331,9 @@ class NominalAttribute(_AttributeBase):
     def out_of_range(self) -> OutOfRange:
         return "error"
 
-    def encode(self, column: pd.Series) -> EncodedColumn:
+    def _encode_rows(self, column: pd.Series) -> EncodedColumn:
         codes, missing = self._encode_text(column)
-        return EncodedColumn(self._apply_missing(codes, missing), None, 0)
+        return EncodedColumn(self._apply_missing(codes, missing))
 
 
 Attribute = Union[OrdinalAttribute, NominalAttribute]

@@ -1,0 +1,105 @@
+"""Atomic file writes: a temporary file in the target folder, then one rename.
+
+A reader never sees a half-written file, and an interrupted or failed write leaves the
+target untouched (and no temporary file behind).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from .errors import OutputExistsError
+
+__all__ = ["atomic_write", "check_writable"]
+
+
+def check_writable(path: str | os.PathLike[str], *, force: bool = False) -> Path:
+    """Fail early, before any long work, if ``path`` cannot be written.
+
+    Raises :class:`OutputExistsError` when the file exists and ``force`` is false, and
+    :class:`FileNotFoundError` when its folder does not exist.
+    """
+    target = Path(path)
+    if target.is_dir():
+        raise IsADirectoryError(f"{target} is a folder; give a file name")
+    if target.exists() and not force:
+        raise OutputExistsError(target)
+    if not target.parent.is_dir():
+        raise FileNotFoundError(f"cannot write {target}: the folder {target.parent} does not exist")
+    return target
+
+
+@contextlib.contextmanager
+def atomic_write(
+    path: str | os.PathLike[str],
+    *,
+    force: bool = False,
+    mode: str = "wb",
+    encoding: str | None = None,
+    newline: str | None = None,
+) -> Iterator[IO[Any]]:
+    """Open a temporary file beside ``path``; on success, rename it to ``path``.
+
+    ``mode`` is ``"wb"`` (default) or ``"w"`` (text; ``encoding`` defaults to UTF-8).
+    If the block raises (including ``KeyboardInterrupt``), the temporary file is deleted
+    and ``path`` is left as it was. Without ``force``, an existing ``path`` is never
+    replaced: :class:`OutputExistsError` is raised, before the block runs and again at
+    the rename if the file appeared meanwhile.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> with atomic_write(folder / "out.txt", mode="w") as f:
+    ...     _ = f.write("hello")
+    >>> (folder / "out.txt").read_text()
+    'hello'
+    """
+    if mode not in ("wb", "w"):
+        raise ValueError(f"mode must be 'wb' or 'w', got {mode!r}")
+    target = check_writable(path, force=force)
+    # Created with O_EXCL and mode 0o666 so that the user's umask applies, as for any new file.
+    temp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        if mode == "wb":
+            handle: IO[Any] = os.fdopen(fd, "wb")
+        else:
+            handle = os.fdopen(fd, "w", encoding=encoding or "utf-8", newline=newline)
+    except BaseException:
+        os.close(fd)
+        temp.unlink(missing_ok=True)
+        raise
+    try:
+        with handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        _commit(temp, target, force)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+
+
+def _commit(temp: Path, target: Path, force: bool) -> None:
+    if force:
+        os.replace(temp, target)
+        return
+    try:
+        # A hard link fails if the target exists: no window in which another writer's
+        # file could be replaced.
+        os.link(temp, target)
+    except FileExistsError:
+        raise OutputExistsError(target) from None
+    except OSError:
+        # Filesystems without hard links: check, then rename (a tiny race window).
+        if target.exists():
+            raise OutputExistsError(target) from None
+        os.replace(temp, target)
+        return
+    temp.unlink()

@@ -1,0 +1,31 @@
+"""Errors raised by the readers and writers.
+
+All are :class:`~privelet_gui.engine.PriveletError` (a ``ValueError``), so the command
+line prints them as one line and exits with code 1, and the desktop app shows them in
+a dialog. Each message says what is wrong, where, and how to fix it.
+"""
+
+from __future__ import annotations
+
+from ..engine.errors import PriveletError
+
+__all__ = ["TableError", "OutputExistsError", "ReleaseFileError"]
+
+
+class TableError(PriveletError):
+    """A table file cannot be read (missing, undecodable, malformed, wrong columns)."""
+
+
+class OutputExistsError(PriveletError, FileExistsError):
+    """The output file exists already and ``force`` was not given.
+
+    Also a :class:`FileExistsError`, so ``except FileExistsError`` catches it too.
+    """
+
+    def __init__(self, path: object):
+        super().__init__(f"{path} exists already; choose another name or overwrite it (--force / force=True)")
+        self.path = str(path)  # not ``filename``: OSError would then format the message differently
+
+
+class ReleaseFileError(PriveletError):
+    """A file is not a valid Privelet release (wrong format, damaged, or from a newer version)."""

@@ -1,0 +1,393 @@
+"""Release files (one self-describing ``.npz``), long-format exports, and queries on releases.
+
+A release file holds two entries:
+
+- ``noisy``: the noisy frequency matrix (float64, the schema's shape);
+- ``metadata``: JSON text with everything needed to interpret and audit it: the
+  schema (hierarchies inlined), epsilon, S_A, mechanism, neighbour relation, rho, the
+  noise scale and sampler, the noise calibration (grid exponent, units, influence),
+  the paper's bound and the exact worst-case variance, the software version, the
+  creation time (UTC), whether (and with which seed) the noise was seeded, and which
+  domains were learned from the data.
+
+It never holds a true count, nor the number of rows of the table. Files are written
+atomically and never overwrite an existing file unless asked to.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import zipfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from .. import __version__
+from ..engine import (
+    NominalAttribute,
+    NoiseCalibration,
+    PriveletError,
+    RangeQuery,
+    Release,
+    Schema,
+    SchemaError,
+    paper_bound,
+)
+from .atomic import atomic_write, check_writable
+from .errors import ReleaseFileError
+from .schema import schema_from_json, schema_to_json
+
+__all__ = [
+    "RELEASE_FORMAT",
+    "RELEASE_FORMAT_VERSION",
+    "release_metadata",
+    "save_release",
+    "load_release",
+    "load_release_metadata",
+    "export_release",
+    "release_frame",
+    "parse_where",
+    "QueryAnswer",
+    "answer_query",
+]
+
+RELEASE_FORMAT = "privelet-release"
+RELEASE_FORMAT_VERSION = 1
+_Z95 = 1.959963984540054  # two-sided 95% normal quantile
+
+ExportFormat = Literal["csv", "parquet"]
+
+
+# -- metadata ----------------------------------------------------------------------------------
+
+
+def release_metadata(
+    release: Release, *, seed: int | None = None, metadata: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The JSON metadata stored with a release (see the module docstring)."""
+    schema = release.schema
+    cal = release.calibration
+    if schema is not None:
+        bound = paper_bound(schema, release.epsilon, release.sa, neighbours=release.neighbours)
+    else:  # Basic without a schema: 2 s^2 m / epsilon^2
+        bound = 2.0 * cal.multiplicity**2 * release.noisy.size / release.epsilon**2
+    if seed is not None and not release.seeded:
+        raise PriveletError("a seed was given for a release made without one; pass the seed used to make it")
+    if metadata is not None:
+        try:
+            json.dumps(metadata, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise PriveletError(f"release metadata must be plain JSON values: {exc}") from None
+    return {
+        "format": RELEASE_FORMAT,
+        "format_version": RELEASE_FORMAT_VERSION,
+        "software": "privelet-gui",
+        "software_version": __version__,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "mechanism": release.mechanism,
+        "epsilon": float(release.epsilon),
+        "sa": list(release.sa),
+        "neighbours": release.neighbours,
+        "rho": release.rho,
+        "scale": float(release.scale),
+        "nominal_scale": float(release.nominal_scale),
+        "sampler": release.sampler,
+        "calibration": {
+            "epsilon": float(cal.epsilon),
+            "neighbours": cal.neighbours,
+            "rho": cal.rho,
+            "influence": int(cal.influence),
+            "grid_exponent": int(cal.grid_exponent),
+            "units": int(cal.units),
+        },
+        "coefficient_variance": float(release.coefficient_variance),
+        "paper_bound": float(bound),
+        "exact_worst_case_variance": float(release.worst_case_variance),
+        "shape": list(release.noisy.shape),
+        "schema": None if schema is None else schema_to_json(schema),
+        "seeded": bool(release.seeded),
+        "seed": seed,
+        "domain_from_data": [] if schema is None else list(schema.domain_from_data),
+        "extra": dict(metadata or {}),
+    }
+
+
+def save_release(
+    release: Release,
+    path: str | os.PathLike[str],
+    *,
+    force: bool = False,
+    metadata: Mapping[str, Any] | None = None,
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """Write ``release`` to one ``.npz`` file, atomically; returns the metadata written.
+
+    ``metadata`` (plain JSON values) is stored under ``"extra"``; ``seed`` records the
+    seed of a seeded (test) release. An existing file is replaced only with ``force``.
+    """
+    noisy = np.ascontiguousarray(release.noisy, dtype=np.float64)
+    if release.schema is not None and noisy.shape != release.schema.shape:
+        raise PriveletError(f"the release's matrix has shape {noisy.shape} but its schema needs {release.schema.shape}")
+    meta = release_metadata(release, seed=seed, metadata=metadata)
+    text = json.dumps(meta, ensure_ascii=False, allow_nan=False)
+    check_writable(path, force=force)
+    with atomic_write(path, force=force) as f:
+        np.savez(f, noisy=noisy, metadata=np.array(text))
+    return meta
+
+
+def _open_npz(path: str | os.PathLike[str]) -> tuple[np.lib.npyio.NpzFile, Path]:
+    p = Path(path)
+    if not p.is_file():
+        raise ReleaseFileError(f"no such release file: {p}" if not p.exists() else f"{p} is not a file")
+    try:
+        npz = np.load(p, allow_pickle=False)
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
+        raise ReleaseFileError(f"{p} is not a Privelet release file ({_brief(exc)}); make one with 'privelet release'") from None
+    if not isinstance(npz, np.lib.npyio.NpzFile):
+        raise ReleaseFileError(f"{p} is a single numpy array, not a Privelet release file")
+    return npz, p
+
+
+def _brief(exc: BaseException) -> str:
+    text = str(exc).split("\n")[0]
+    return text[:120] if text else type(exc).__name__
+
+
+def _read_metadata(npz: np.lib.npyio.NpzFile, p: Path) -> dict[str, Any]:
+    if "metadata" not in npz.files or "noisy" not in npz.files:
+        raise ReleaseFileError(f"{p} is not a Privelet release file (it holds {', '.join(npz.files) or 'nothing'})")
+    try:
+        raw = npz["metadata"]
+        meta = json.loads(str(raw[()]))
+    except (ValueError, zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise ReleaseFileError(f"{p}: the release metadata is damaged ({_brief(exc)})") from None
+    if not isinstance(meta, dict) or meta.get("format") != RELEASE_FORMAT:
+        raise ReleaseFileError(f"{p} is not a Privelet release file (no '{RELEASE_FORMAT}' metadata)")
+    version = meta.get("format_version")
+    if not isinstance(version, int) or version > RELEASE_FORMAT_VERSION:
+        raise ReleaseFileError(
+            f"{p} has release format version {version!r}; this Privelet Studio reads version "
+            f"{RELEASE_FORMAT_VERSION}: update it"
+        )
+    return meta
+
+
+def load_release_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The JSON metadata of a release file (without loading the matrix)."""
+    npz, p = _open_npz(path)
+    with npz:
+        return _read_metadata(npz, p)
+
+
+def load_release(path: str | os.PathLike[str]) -> Release:
+    """Read a release file back into an engine :class:`~privelet_gui.engine.Release`.
+
+    The schema, calibration, S_A and flags are rebuilt from the metadata, so exact
+    variances (``release.variance(query)``) work on the loaded release.
+    """
+    npz, p = _open_npz(path)
+    with npz:
+        meta = _read_metadata(npz, p)
+        try:
+            noisy = np.asarray(npz["noisy"], dtype=np.float64)
+        except (ValueError, zipfile.BadZipFile, OSError, EOFError) as exc:
+            raise ReleaseFileError(f"{p}: the noisy matrix is damaged ({_brief(exc)})") from None
+    try:
+        schema = None if meta.get("schema") is None else schema_from_json(meta["schema"], source=f"{p} (schema)")
+        cal = meta["calibration"]
+        calibration = NoiseCalibration(
+            epsilon=float(cal["epsilon"]),
+            neighbours=cal["neighbours"],
+            rho=cal["rho"],
+            influence=int(cal["influence"]),
+            grid_exponent=int(cal["grid_exponent"]),
+            units=int(cal["units"]),
+        )
+        release = Release(
+            noisy=noisy,
+            epsilon=float(meta["epsilon"]),
+            sa=tuple(meta["sa"]),
+            rho=meta["rho"],
+            scale=float(meta["scale"]),
+            mechanism=meta["mechanism"],
+            neighbours=meta["neighbours"],
+            calibration=calibration,
+            schema=schema,
+            seeded=bool(meta["seeded"]),
+            sampler=str(meta["sampler"]),
+        )
+    except (KeyError, TypeError) as exc:
+        raise ReleaseFileError(f"{p}: the release metadata is incomplete ({_brief(exc)})") from None
+    if schema is not None and noisy.shape != schema.shape:
+        raise ReleaseFileError(f"{p}: the matrix has shape {noisy.shape} but its schema needs {schema.shape}")
+    if tuple(meta.get("shape", noisy.shape)) != noisy.shape:
+        raise ReleaseFileError(f"{p}: the matrix has shape {noisy.shape}, the metadata says {tuple(meta['shape'])}")
+    return release
+
+
+# -- exports -------------------------------------------------------------------------------------
+
+COUNT_COLUMN = "noisy_count"
+
+
+def release_frame(release: Release) -> pd.DataFrame:
+    """The long format: one row per cell, a label column per attribute, then ``noisy_count``.
+
+    Rows follow the matrix in C order (the last attribute varies fastest). Label
+    columns are categorical (each label stored once).
+    """
+    noisy = release.noisy
+    schema = release.schema
+    if schema is not None:
+        names = list(schema.names)
+        labels = [list(a.labels) for a in schema]
+    else:
+        names = [f"axis_{i}" for i in range(noisy.ndim)]
+        labels = [[str(j) for j in range(n)] for n in noisy.shape]
+    if COUNT_COLUMN in names:
+        raise SchemaError(f"an attribute is called {COUNT_COLUMN!r}, the name of the count column; rename it")
+    columns: dict[str, Any] = {}
+    shape = noisy.shape
+    for axis, (name, cats) in enumerate(zip(names, labels)):
+        inner = math.prod(shape[axis + 1 :])
+        outer = math.prod(shape[:axis])
+        dtype = np.min_scalar_type(max(len(cats) - 1, 0))
+        codes = np.tile(np.repeat(np.arange(len(cats), dtype=dtype), inner), outer)
+        columns[name] = pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
+    columns[COUNT_COLUMN] = noisy.reshape(-1)
+    return pd.DataFrame(columns, copy=False)
+
+
+def _export_format(path: Path, given: str | None) -> tuple[ExportFormat, bool]:
+    name = path.name.lower()
+    gz = name.endswith(".gz")
+    if given is not None:
+        if given not in ("csv", "parquet"):
+            raise PriveletError(f"export format must be 'csv' or 'parquet', got {given!r}")
+        return given, gz and given == "csv"  # type: ignore[return-value]
+    if name.endswith((".csv", ".csv.gz", ".txt")):
+        return "csv", gz
+    if name.endswith((".parquet", ".pq")):
+        return "parquet", False
+    raise PriveletError(f"cannot tell the export format from {path.name!r}; use a .csv or .parquet name, or give the format")
+
+
+def export_release(
+    release: Release,
+    path: str | os.PathLike[str],
+    *,
+    format: ExportFormat | None = None,
+    force: bool = False,
+) -> int:
+    """Export the long format (:func:`release_frame`) to CSV (``.csv``, ``.csv.gz``) or Parquet.
+
+    Writes atomically; returns the number of rows (= cells). Noisy counts keep full
+    precision (they may be negative or fractional: that is the noise, and rounding or
+    clipping them would bias sums).
+    """
+    p = Path(path)
+    fmt, gz = _export_format(p, format)
+    check_writable(p, force=force)
+    frame = release_frame(release)
+    with atomic_write(p, force=force) as f:
+        if fmt == "csv":
+            frame.to_csv(f, index=False, compression="gzip" if gz else None, chunksize=1 << 18, lineterminator="\n")
+        else:
+            frame.to_parquet(f, index=False)
+    return len(frame)
+
+
+# -- queries on a release ----------------------------------------------------------------------------
+
+
+def _value_label(attribute: Any, text: str) -> str:
+    """A text end of an ordinal interval as one of the attribute's labels."""
+    if text in attribute.labels:
+        return text
+    try:
+        number = float(text)
+    except ValueError:
+        return text  # RangeQuery.build reports it with the attribute's values
+    if attribute.bins is not None and math.isfinite(number):
+        b = attribute.bins
+        index = math.floor((number - b.start) / b.width)
+        if not 0 <= index < attribute.size:
+            raise SchemaError(
+                f"{text} is outside attribute {attribute.name!r} (bins from {b.start} to {b.stop}, stop excluded)"
+            )
+        return attribute.labels[index]
+    if attribute.integer_start is not None and number.is_integer():
+        return str(int(number))
+    return text
+
+
+def parse_where(schema: Schema, clauses: Sequence[str]) -> RangeQuery:
+    """A box query from ``name=value`` clauses (as in ``privelet query --where``).
+
+    ``value`` is a hierarchy node label (nominal), or for an ordinal attribute one value
+    or an inclusive range ``first..last`` (either end may be left open). For binned
+    attributes a number selects the bin that holds it.
+
+    Examples
+    --------
+    >>> from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, Schema
+    >>> s = Schema([OrdinalAttribute.integer_range("age", 0, 99),
+    ...             NominalAttribute("sex", Hierarchy.flat(["F", "M"]))])
+    >>> q = parse_where(s, ["age=20..30", "sex=F"])
+    >>> q.lo, q.hi
+    ((20, 0), (30, 0))
+    """
+    constraints: dict[str, object] = {}
+    for clause in clauses:
+        name, sep, value = clause.partition("=")
+        name, value = name.strip(), value.strip()
+        if not sep or not name or not value:
+            raise SchemaError(f"a condition is written name=value (e.g. age=20..30), got {clause!r}")
+        attribute = schema[schema.index(name)]
+        if name in constraints:
+            raise SchemaError(f"attribute {name!r} is constrained twice; combine the conditions into one")
+        if isinstance(attribute, NominalAttribute) or value in attribute.labels or ".." not in value:
+            constraints[name] = value if isinstance(attribute, NominalAttribute) else _value_label(attribute, value)
+            continue
+        first, _, last = value.partition("..")
+        first, last = first.strip(), last.strip()
+        constraints[name] = (
+            _value_label(attribute, first) if first else None,
+            _value_label(attribute, last) if last else None,
+        )
+    return RangeQuery.build(schema, constraints)
+
+
+@dataclass(frozen=True)
+class QueryAnswer:
+    """A query's noisy answer, its exact noise variance and a 95% interval.
+
+    The interval is ``noisy_count +/- 1.96 sqrt(variance)`` (normal approximation of
+    the noise, which is a sum of many independent discrete-Laplace terms).
+    """
+
+    query: str
+    noisy_count: float
+    variance: float
+    ci95: tuple[float, float]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"noisy_count": self.noisy_count, "variance": self.variance, "ci95": list(self.ci95)}
+
+
+def answer_query(release: Release, query: RangeQuery) -> QueryAnswer:
+    """Answer a box query on a release, with its exact noise variance."""
+    box = tuple(slice(lo, hi + 1) for lo, hi in zip(query.lo, query.hi))
+    noisy = float(release.noisy[box].sum())
+    variance = float(release.variance(query))
+    half = _Z95 * math.sqrt(variance)
+    return QueryAnswer(query.describe(), noisy, variance, (noisy - half, noisy + half))
+

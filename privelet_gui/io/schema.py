@@ -1,0 +1,562 @@
+"""Schema files (versioned JSON) and schema inference.
+
+Format, version 1::
+
+    {"version": 1,
+     "attributes": [
+       {"name": "age", "type": "ordinal", "range": [0, 100]},
+       {"name": "income", "column": "PINCP", "type": "ordinal",
+        "bins": {"start": 0, "stop": 500000, "width": 1000}, "out_of_range": "clamp"},
+       {"name": "education", "type": "ordinal", "values": ["Preschool", "1st-4th", "Bachelors"]},
+       {"name": "sex", "type": "nominal", "hierarchy": {"*": ["Male", "Female"]}},
+       {"name": "occupation", "type": "nominal", "hierarchy_file": "hierarchy_occupation.csv"}]}
+
+Every attribute has a ``name`` and a ``type``; ``column`` names the table column when
+it differs from the name. An ordinal attribute has exactly one of ``range``
+(inclusive integers, parsed as numbers), ``bins`` (equal-width numeric bins,
+``stop`` exclusive) or ``values`` (text labels in order). A nominal attribute has a
+``hierarchy`` (nested JSON), a ``hierarchy_file`` (ARX CSV or JSON, relative to the
+schema file) or plain ``values`` (a flat hierarchy under ``*``). Optional keys:
+``out_of_range`` (``error``, ``clamp`` or ``drop``; for ``range`` and ``bins``),
+``missing`` (the label empty cells count as) and ``domain_from_data`` (true when the
+domain was learned from the data: not private).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..engine import (
+    Hierarchy,
+    HierarchyError,
+    NominalAttribute,
+    NumericBins,
+    OrdinalAttribute,
+    PriveletError,
+    Schema,
+    SchemaError,
+)
+from ..engine.schema import Attribute
+from .atomic import atomic_write, check_writable
+from .hierarchies import read_hierarchy, write_arx_hierarchy
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "schema_from_json",
+    "schema_to_json",
+    "load_schema",
+    "save_schema",
+    "dumps_schema",
+    "infer_schema",
+    "INFERRED_DOMAIN_WARNING",
+]
+
+SCHEMA_VERSION = 1
+
+_COMMON_KEYS = ("name", "type", "column", "missing", "domain_from_data")
+_ORDINAL_KEYS = (*_COMMON_KEYS, "range", "bins", "values", "out_of_range")
+_NOMINAL_KEYS = (*_COMMON_KEYS, "hierarchy", "hierarchy_file", "values")
+_OUT_OF_RANGE = ("error", "clamp", "drop")
+
+#: Printed (loudly) wherever an inferred schema is shown or saved.
+INFERRED_DOMAIN_WARNING = (
+    "This schema was learned from the data, so it is NOT private: a value's mere presence in a domain "
+    "can reveal a rare person (one 97-year-old, one unusual occupation). Before publishing, replace "
+    "every domain with a public one (a code list, a fixed age range) and remove \"domain_from_data\"."
+)
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+class _Context:
+    """Where in the JSON we are, for error messages."""
+
+    def __init__(self, source: str):
+        self.source = source
+
+    def error(self, path: str, message: str, fix: str, *, attribute: str | None = None, hierarchy: bool = False):
+        where = f"{self.source}: " if self.source else ""
+        who = f"attribute {attribute!r} at {path}" if attribute else path
+        cls = HierarchyError if hierarchy else SchemaError
+        return cls(f"{where}{who}: {message}; {fix}")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return (
+        isinstance(value, (int, float, np.integer, np.floating))
+        and not isinstance(value, bool)
+        and math.isfinite(float(value))
+    )
+
+
+def schema_from_json(obj: object, base_dir: str | os.PathLike[str] | None = None, *, source: str = "") -> Schema:
+    """Build a :class:`~privelet_gui.engine.Schema` from a parsed schema file.
+
+    ``base_dir`` resolves ``hierarchy_file`` paths (default: the current folder).
+    Errors (:class:`SchemaError`, :class:`HierarchyError`) name the attribute, the
+    JSON path (e.g. ``attributes[1].bins.width``) and how to fix it.
+
+    Examples
+    --------
+    >>> s = schema_from_json({"version": 1, "attributes": [
+    ...     {"name": "age", "type": "ordinal", "range": [0, 99]},
+    ...     {"name": "sex", "type": "nominal", "hierarchy": {"*": ["F", "M"]}}]})
+    >>> s.shape
+    (100, 2)
+    >>> schema_from_json({"version": 1, "attributes": [
+    ...     {"name": "w", "type": "ordinal", "bins": {"start": 0, "stop": 10, "width": 0}}]})
+    Traceback (most recent call last):
+    ...
+    privelet_gui.engine.errors.SchemaError: attribute 'w' at attributes[0].bins.width: the bin width must be a positive number, got 0; e.g. "width": 1000
+    """
+    ctx = _Context(source)
+    base = Path(base_dir) if base_dir is not None else Path.cwd()
+    if not isinstance(obj, Mapping):
+        raise ctx.error(
+            "the file", f"a schema is a JSON object, got {type(obj).__name__}",
+            'write {"version": 1, "attributes": [...]}',
+        )
+    unknown = [k for k in obj if k not in ("version", "attributes")]
+    if unknown:
+        raise ctx.error(unknown[0], "unknown key", 'a schema has only "version" and "attributes"')
+    if "version" not in obj:
+        raise ctx.error("version", "missing", f'add "version": {SCHEMA_VERSION}')
+    version = obj["version"]
+    if not _is_int(version):
+        raise ctx.error("version", f"must be an integer, got {version!r}", f'use "version": {SCHEMA_VERSION}')
+    if version > SCHEMA_VERSION:
+        raise ctx.error(
+            "version", f"this file has version {version}, newer than this Privelet Studio understands "
+            f"({SCHEMA_VERSION})", "update Privelet Studio",
+        )
+    if version < 1:
+        raise ctx.error("version", f"unknown version {version}", f'use "version": {SCHEMA_VERSION}')
+    attributes = obj.get("attributes")
+    if not isinstance(attributes, list) or not attributes:
+        raise ctx.error(
+            "attributes", "must be a non-empty list of attributes",
+            'e.g. "attributes": [{"name": "age", "type": "ordinal", "range": [0, 100]}]',
+        )
+    built: list[Attribute] = []
+    names: dict[str, int] = {}
+    for i, entry in enumerate(attributes):
+        attribute = _attribute(entry, f"attributes[{i}]", ctx, base)
+        if attribute.name in names:
+            raise ctx.error(
+                f"attributes[{i}].name", f"the name {attribute.name!r} is also used by attributes[{names[attribute.name]}]",
+                "give every attribute its own name (use \"column\" to read the same column twice)",
+                attribute=attribute.name,
+            )
+        names[attribute.name] = i
+        built.append(attribute)
+    return Schema(built)
+
+
+def _attribute(entry: object, path: str, ctx: _Context, base: Path) -> Attribute:
+    if not isinstance(entry, Mapping):
+        raise ctx.error(path, f"an attribute is a JSON object, got {type(entry).__name__}",
+                        'e.g. {"name": "age", "type": "ordinal", "range": [0, 100]}')
+    name = entry.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise ctx.error(f"{path}.name", f"every attribute needs a non-empty text name, got {name!r}",
+                        'add e.g. "name": "age"')
+    kind = entry.get("type")
+    if kind not in ("ordinal", "nominal"):
+        raise ctx.error(f"{path}.type", f"type must be \"ordinal\" or \"nominal\", got {kind!r}",
+                        "ordinal for ordered values (ages, incomes), nominal for categories with a hierarchy",
+                        attribute=name)
+    allowed = _ORDINAL_KEYS if kind == "ordinal" else _NOMINAL_KEYS
+    for key in entry:
+        if key not in allowed:
+            raise ctx.error(f"{path}.{key}", f"unknown key for a {kind} attribute",
+                            "allowed keys: " + ", ".join(allowed), attribute=name)
+    column = entry.get("column")
+    if column is not None and (not isinstance(column, str) or not column):
+        raise ctx.error(f"{path}.column", f"must be the table column's name, got {column!r}",
+                        "remove it to read the column with the attribute's name", attribute=name)
+    flag = entry.get("domain_from_data", False)
+    if not isinstance(flag, bool):
+        raise ctx.error(f"{path}.domain_from_data", f"must be true or false, got {flag!r}",
+                        "use true only for domains learned from the data", attribute=name)
+    missing = entry.get("missing")
+    if missing is not None and not (isinstance(missing, str) or _is_int(missing)):
+        raise ctx.error(f"{path}.missing", f"must be one of the attribute's labels, got {missing!r}",
+                        'e.g. "missing": "Unknown"', attribute=name)
+    missing_label = None if missing is None else str(missing)
+    try:
+        if kind == "ordinal":
+            return _ordinal(entry, path, ctx, name, column, flag, missing_label)
+        return _nominal(entry, path, ctx, base, name, column, flag, missing_label)
+    except (SchemaError, HierarchyError) as exc:
+        if getattr(exc, "_privelet_located", False):
+            raise
+        error = ctx.error(path, str(exc), "fix the attribute", attribute=name,
+                          hierarchy=isinstance(exc, HierarchyError))
+        raise error from None
+
+
+def _located(error: PriveletError) -> PriveletError:
+    error._privelet_located = True  # type: ignore[attr-defined]
+    return error
+
+
+def _ordinal(entry: Mapping[str, Any], path: str, ctx: _Context, name: str, column: str | None,
+             flag: bool, missing: str | None) -> OrdinalAttribute:
+    given = [k for k in ("range", "bins", "values") if k in entry]
+    if len(given) != 1:
+        raise _located(ctx.error(
+            path, "an ordinal attribute needs exactly one of \"range\", \"bins\" or \"values\""
+            + (f", got {' and '.join(given)}" if given else ""),
+            'e.g. "range": [0, 100] or "bins": {"start": 0, "stop": 500000, "width": 1000}', attribute=name))
+    out = entry.get("out_of_range", "error")
+    if out not in _OUT_OF_RANGE:
+        raise _located(ctx.error(f"{path}.out_of_range", f"must be \"error\", \"clamp\" or \"drop\", got {out!r}",
+                                 "clamp moves outside numbers to the first/last value, drop skips their rows",
+                                 attribute=name))
+    # ``missing`` is checked below, against the labels, with a located message.
+    options: dict[str, Any] = dict(out_of_range=out, column=column, domain_from_data=flag)
+    key = given[0]
+    if key == "range":
+        bounds = entry["range"]
+        if not (isinstance(bounds, list) and len(bounds) == 2 and all(_is_int(b) for b in bounds)):
+            raise _located(ctx.error(f"{path}.range", f"must be two integers [first, last], got {bounds!r}",
+                                     'e.g. "range": [0, 100] (both ends included)', attribute=name))
+        lo, hi = int(bounds[0]), int(bounds[1])
+        if hi < lo:
+            raise _located(ctx.error(f"{path}.range", f"[{lo}, {hi}] is empty",
+                                     "the last value must be at least the first", attribute=name))
+        if hi - lo >= 1 << 26:
+            raise _located(ctx.error(f"{path}.range", f"[{lo}, {hi}] has {hi - lo + 1:,} values, too many for one axis",
+                                     "use \"bins\" to group the numbers", attribute=name))
+        attribute = OrdinalAttribute.integer_range(name, lo, hi, **options)
+    elif key == "bins":
+        attribute = OrdinalAttribute(name, bins=_bins(entry["bins"], f"{path}.bins", ctx, name), **options)
+    else:
+        values = entry["values"]
+        if not isinstance(values, list) or not values:
+            raise _located(ctx.error(f"{path}.values", f"must be a non-empty list of values in order, got {values!r}",
+                                     'e.g. "values": ["low", "medium", "high"]', attribute=name))
+        seen: dict[str, int] = {}
+        for j, value in enumerate(values):
+            if not (isinstance(value, str) or _is_int(value)) or value == "":
+                raise _located(ctx.error(f"{path}.values[{j}]", f"must be non-empty text or an integer, got {value!r}",
+                                         "write each value as it appears in the table", attribute=name))
+            if str(value) in seen:
+                raise _located(ctx.error(f"{path}.values[{j}]",
+                                         f"{value!r} is listed twice (also at values[{seen[str(value)]}])",
+                                         "list each value once", attribute=name))
+            seen[str(value)] = j
+        attribute = OrdinalAttribute(name, values, **options)
+    if out != "error" and not attribute.is_numeric:
+        raise _located(ctx.error(f"{path}.out_of_range", "applies only to numeric domains (range or bins)",
+                                 "remove it: a text value outside \"values\" is always an error", attribute=name))
+    if missing is not None:
+        if missing not in set(attribute.labels):
+            raise _located(ctx.error(f"{path}.missing", f"{missing!r} is not one of the attribute's values",
+                                     "use one of its labels, e.g. " + repr(attribute.labels[0]), attribute=name))
+        if key == "bins":
+            attribute = OrdinalAttribute(name, bins=attribute.bins, missing=missing, **options)
+        else:
+            attribute = OrdinalAttribute(name, attribute.values, missing=missing, **options)
+    return attribute
+
+
+def _bins(spec: object, path: str, ctx: _Context, name: str) -> NumericBins:
+    example = '"bins": {"start": 0, "stop": 500000, "width": 1000}'
+    if not isinstance(spec, Mapping):
+        raise _located(ctx.error(path, f"must be an object with start, stop and width, got {spec!r}",
+                                 f"e.g. {example}", attribute=name))
+    for key in spec:
+        if key not in ("start", "stop", "width"):
+            raise _located(ctx.error(f"{path}.{key}", "unknown key", "bins have only start, stop and width",
+                                     attribute=name))
+    for key in ("start", "stop", "width"):
+        if key not in spec:
+            raise _located(ctx.error(f"{path}.{key}", "missing", f"e.g. {example}", attribute=name))
+        if not _is_number(spec[key]):
+            raise _located(ctx.error(f"{path}.{key}", f"must be a finite number, got {spec[key]!r}",
+                                     f"e.g. {example}", attribute=name))
+    start, stop, width = spec["start"], spec["stop"], spec["width"]
+    if width <= 0:
+        raise _located(ctx.error(f"{path}.width", f"the bin width must be a positive number, got {width!r}",
+                                 'e.g. "width": 1000', attribute=name))
+    if stop <= start:
+        raise _located(ctx.error(f"{path}.stop", f"stop ({stop!r}) must be greater than start ({start!r})",
+                                 "stop is the end of the last bin (exclusive)", attribute=name))
+    if (stop - start) / width > 1 << 26:
+        raise _located(ctx.error(f"{path}.width", f"{(stop - start) / width:,.0f} bins are too many for one axis",
+                                 "use wider bins", attribute=name))
+    return NumericBins(start, stop, width)
+
+
+def _nominal(entry: Mapping[str, Any], path: str, ctx: _Context, base: Path, name: str, column: str | None,
+             flag: bool, missing: str | None) -> NominalAttribute:
+    given = [k for k in ("hierarchy", "hierarchy_file", "values") if k in entry]
+    if len(given) != 1:
+        raise _located(ctx.error(
+            path, "a nominal attribute needs exactly one of \"hierarchy\", \"hierarchy_file\" or \"values\""
+            + (f", got {' and '.join(given)}" if given else ""),
+            'e.g. "hierarchy": {"*": ["Male", "Female"]} or "hierarchy_file": "hierarchy_sex.csv"', attribute=name))
+    key = given[0]
+    try:
+        if key == "hierarchy":
+            hierarchy = Hierarchy.from_nested(entry["hierarchy"])
+        elif key == "values":
+            values = entry["values"]
+            if not isinstance(values, list) or not values:
+                raise _located(ctx.error(f"{path}.values", f"must be a non-empty list of labels, got {values!r}",
+                                         'e.g. "values": ["Male", "Female"]', attribute=name))
+            root = "*" if "*" not in {str(v) for v in values} else "(all)"
+            hierarchy = Hierarchy.flat(values, root=root)
+        else:
+            ref = entry["hierarchy_file"]
+            if not isinstance(ref, str) or not ref:
+                raise _located(ctx.error(f"{path}.hierarchy_file", f"must be a file name, got {ref!r}",
+                                         'e.g. "hierarchy_file": "hierarchy_occupation.csv"', attribute=name))
+            file = (base / ref) if not Path(ref).is_absolute() else Path(ref)
+            if not file.is_file():
+                raise _located(ctx.error(f"{path}.hierarchy_file", f"no such file: {file}",
+                                         "hierarchy files are found relative to the schema file", attribute=name,
+                                         hierarchy=True))
+            hierarchy = read_hierarchy(file)
+    except HierarchyError as exc:
+        if getattr(exc, "_privelet_located", False):
+            raise
+        raise _located(ctx.error(f"{path}.{key}", str(exc), "fix the hierarchy", attribute=name,
+                                 hierarchy=True)) from None
+    if missing is not None and missing not in hierarchy.leaves:
+        raise _located(ctx.error(f"{path}.missing", f"{missing!r} is not a leaf of the hierarchy",
+                                 "add it as a leaf, or map empty cells to an existing leaf", attribute=name))
+    return NominalAttribute(name, hierarchy, missing=missing, column=column, domain_from_data=flag)
+
+
+def load_schema(path: str | os.PathLike[str]) -> Schema:
+    """Read a schema file; ``hierarchy_file`` paths are relative to its folder."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise SchemaError(f"no such schema file: {p}") from None
+    except IsADirectoryError:
+        raise SchemaError(f"{p} is a folder, not a schema file") from None
+    except UnicodeDecodeError:
+        raise SchemaError(f"{p}: not UTF-8 text; save the schema file as UTF-8 JSON") from None
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SchemaError(
+            f"{p}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}; "
+            "check commas, quotes and brackets"
+        ) from None
+    return schema_from_json(obj, p.parent, source=str(p))
+
+
+# -- writing -----------------------------------------------------------------------------------
+
+
+def _json_value(value: object) -> object:
+    if _is_int(value):
+        return int(value)  # type: ignore[arg-type]
+    if isinstance(value, (float, np.floating)):
+        return float(value)
+    return str(value)
+
+
+def _file_stem(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "attribute"
+
+
+def hierarchy_file_names(schema: Schema) -> dict[str, str]:
+    """The file name ``hierarchy_<name>.csv`` used for each nominal attribute (unique)."""
+    names: dict[str, str] = {}
+    used: set[str] = set()
+    for attribute in schema:
+        if isinstance(attribute, NominalAttribute):
+            stem = f"hierarchy_{_file_stem(attribute.name)}"
+            name, k = f"{stem}.csv", 2
+            while name.lower() in used:
+                name, k = f"{stem}_{k}.csv", k + 1
+            used.add(name.lower())
+            names[attribute.name] = name
+    return names
+
+
+def schema_to_json(schema: Schema, *, hierarchy_files: bool = False) -> dict[str, Any]:
+    """The schema file's content (see the module docstring).
+
+    Hierarchies are inlined as nested JSON, or with ``hierarchy_files=True`` referenced
+    as ``hierarchy_<name>.csv`` (:func:`save_schema` writes those files).
+
+    Examples
+    --------
+    >>> from privelet_gui.engine import OrdinalAttribute, Schema
+    >>> schema_to_json(Schema([OrdinalAttribute.integer_range("age", 0, 100, domain_from_data=True)]))
+    {'version': 1, 'attributes': [{'name': 'age', 'type': 'ordinal', 'range': [0, 100], 'domain_from_data': True}]}
+    """
+    files = hierarchy_file_names(schema) if hierarchy_files else {}
+    out: list[dict[str, Any]] = []
+    for attribute in schema:
+        entry: dict[str, Any] = {"name": attribute.name}
+        if attribute.column is not None:
+            entry["column"] = attribute.column
+        entry["type"] = attribute.kind
+        if isinstance(attribute, NominalAttribute):
+            if hierarchy_files:
+                entry["hierarchy_file"] = files[attribute.name]
+            else:
+                entry["hierarchy"] = attribute.hierarchy.to_nested()
+        else:
+            if attribute.bins is not None:
+                b = attribute.bins
+                entry["bins"] = {"start": _json_value(b.start), "stop": _json_value(b.stop),
+                                 "width": _json_value(b.width)}
+            elif attribute.integer_start is not None:
+                entry["range"] = [attribute.integer_start, attribute.integer_start + attribute.size - 1]
+            else:
+                entry["values"] = [_json_value(v) for v in attribute.values]
+            if attribute.out_of_range != "error":
+                entry["out_of_range"] = attribute.out_of_range
+        if attribute.missing is not None:
+            entry["missing"] = attribute.missing
+        if attribute.domain_from_data:
+            entry["domain_from_data"] = True
+        out.append(entry)
+    return {"version": SCHEMA_VERSION, "attributes": out}
+
+
+def dumps_schema(schema: Schema, *, hierarchy_files: bool = False) -> str:
+    """The schema file's text: indented JSON, short lists of leaves kept on one line."""
+    return _dumps(schema_to_json(schema, hierarchy_files=hierarchy_files))
+
+
+def _dumps(obj: object, indent: int = 0) -> str:
+    pad = "  " * indent
+    inner = "  " * (indent + 1)
+    if isinstance(obj, Mapping):
+        if not obj:
+            return "{}"
+        flat = json.dumps(obj, ensure_ascii=False)
+        if len(flat) + len(pad) <= 100 and not any(isinstance(v, Mapping) and v and indent < 1 for v in obj.values()):
+            return flat
+        items = [f"{inner}{json.dumps(k, ensure_ascii=False)}: {_dumps(v, indent + 1)}" for k, v in obj.items()]
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    if isinstance(obj, list):
+        flat = json.dumps(obj, ensure_ascii=False)
+        if len(flat) + len(pad) <= 100 or all(not isinstance(v, (Mapping, list)) for v in obj):
+            return flat
+        return "[\n" + ",\n".join(inner + _dumps(v, indent + 1) for v in obj) + "\n" + pad + "]"
+    return json.dumps(obj, ensure_ascii=False)
+
+
+def save_schema(
+    schema: Schema, path: str | os.PathLike[str], *, force: bool = False, hierarchy_files: bool = False
+) -> None:
+    """Write a schema file (atomically). With ``hierarchy_files=True`` each nominal
+    attribute's hierarchy goes to ``hierarchy_<name>.csv`` (ARX) beside it."""
+    p = Path(path)
+    check_writable(p, force=force)
+    files = hierarchy_file_names(schema) if hierarchy_files else {}
+    for file in files.values():
+        check_writable(p.parent / file, force=force)
+    for attribute in schema:
+        if attribute.name in files:
+            write_arx_hierarchy(attribute.hierarchy, p.parent / files[attribute.name], force=force)  # type: ignore[union-attr]
+    with atomic_write(p, force=force, mode="w", encoding="utf-8", newline="\n") as f:
+        f.write(dumps_schema(schema, hierarchy_files=hierarchy_files) + "\n")
+
+
+# -- inference -----------------------------------------------------------------------------------
+
+#: Integer columns spanning at most this many values become an integer range; wider ones, bins.
+INFER_MAX_RANGE = 1000
+#: Number of bins proposed for wide or fractional numeric columns.
+INFER_BINS = 100
+_MISSING_LABEL = "(missing)"
+
+
+def infer_schema(table: pd.DataFrame, *, max_range: int = INFER_MAX_RANGE, bins: int = INFER_BINS) -> Schema:
+    """Propose a schema from a table. **Not private**: see :data:`INFERRED_DOMAIN_WARNING`.
+
+    Integer columns spanning at most ``max_range`` values become an ordinal range,
+    other numeric columns ``bins`` equal-width bins with round edges, and text columns
+    a flat nominal hierarchy of their sorted distinct values under ``*`` (with a
+    ``(missing)`` leaf if some cells are empty). Every attribute is marked
+    ``domain_from_data``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> s = infer_schema(pd.DataFrame({"age": ["30", "41"], "sex": ["M", "F"]}))
+    >>> [(a.name, a.kind, a.labels[:2], a.domain_from_data) for a in s]
+    [('age', 'ordinal', ('30', '31'), True), ('sex', 'nominal', ('F', 'M'), True)]
+    """
+    if table.shape[1] == 0:
+        raise SchemaError("the table has no columns to infer a schema from")
+    attributes: list[Attribute] = []
+    for name in table.columns:
+        attributes.append(_infer_attribute(str(name), table[name], max_range, bins))
+    return Schema(attributes)
+
+
+def _infer_attribute(name: str, column: pd.Series, max_range: int, bins: int) -> Attribute:
+    if pd.api.types.is_numeric_dtype(column.dtype) and not pd.api.types.is_bool_dtype(column.dtype):
+        numbers = pd.Series(column.to_numpy(dtype=np.float64, na_value=np.nan))
+        text = None
+    else:
+        text = column.astype("string").str.strip()
+        text = text.mask(text == "")
+        numbers = pd.to_numeric(text, errors="coerce")
+    present = numbers.notna() if text is None else text.notna()
+    has_missing = bool((~present).any())
+    values = numbers[present]
+    if len(values) and values.notna().all() and not has_missing:
+        arr = values.to_numpy(dtype=np.float64)
+        lo, hi = float(arr.min()), float(arr.max())
+        if np.array_equal(arr, np.floor(arr)) and hi - lo + 1 <= max_range:
+            return OrdinalAttribute.integer_range(name, int(lo), int(hi), domain_from_data=True)
+        width = _nice_width((hi - lo) / bins if hi > lo else 1.0)
+        start = math.floor(lo / width) * width
+        stop = (math.floor(hi / width) + 1) * width
+        return OrdinalAttribute(name, bins=NumericBins(_tidy(start), _tidy(stop), _tidy(width)), domain_from_data=True)
+    labels = sorted({str(v) for v in (column[present] if text is None else column[present].astype(str))})
+    if not labels:
+        labels = [_MISSING_LABEL]
+    missing = None
+    if has_missing:
+        if _MISSING_LABEL not in labels:
+            labels.append(_MISSING_LABEL)
+        missing = _MISSING_LABEL
+    root = "*" if "*" not in labels else "(all)"
+    return NominalAttribute(name, Hierarchy.flat(labels, root=root), missing=missing, domain_from_data=True)
+
+
+def _nice_width(raw: float) -> float:
+    """The smallest 1, 2 or 5 times a power of ten that is >= raw."""
+    if raw <= 0:
+        return 1.0
+    exponent = math.floor(math.log10(raw))
+    for mantissa in (1, 2, 5, 10):
+        width = mantissa * 10.0**exponent
+        if width >= raw * (1 - 1e-12):
+            return width
+    return 10.0 ** (exponent + 1)
+
+
+def _tidy(x: float) -> int | float:
+    rounded = round(x, 12)
+    return int(rounded) if float(rounded).is_integer() else rounded
+

@@ -1,0 +1,634 @@
+"""Reading tables: CSV/TSV (plain or gzip-compressed) and Parquet, whole or in chunks.
+
+CSV is read with the pandas C parser. Cells are text unless a schema asks for
+numbers; only empty cells are missing (``NA``, ``None``, ``?`` ... are ordinary
+values, as they are in many census files). Counting streams the file chunk by chunk
+into the engine's :class:`~privelet_gui.engine.FrequencyCounter`, so memory depends on
+the chunk size and the matrix, never on the number of rows.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import csv
+import gzip
+import io
+import os
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import IO, Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from ..engine import CountReport, FrequencyCounter, Schema
+from ..engine.progress import CancelCallback, Progress, ProgressCallback
+from .errors import TableError
+
+__all__ = [
+    "TableOptions",
+    "DELIMITERS",
+    "sniff_table",
+    "preview_table",
+    "read_table",
+    "iter_table_chunks",
+    "count_table",
+    "table_columns",
+    "DEFAULT_CHUNK_BYTES",
+]
+
+#: The delimiters :func:`sniff_table` chooses among.
+DELIMITERS: tuple[str, ...] = (",", ";", "\t", "|")
+
+#: Chunks hold about this many bytes of CSV text (between 10,000 and 524,288 rows): large
+#: enough that per-chunk overheads vanish, small enough to keep memory low (about 50 MB).
+DEFAULT_CHUNK_BYTES = 32 << 20
+_MIN_CHUNK_ROWS = 10_000
+_MAX_CHUNK_ROWS = 1 << 19
+
+_SAMPLE_BYTES = 1 << 16
+_SAMPLE_LINES = 100
+_PARQUET_MAGIC = b"PAR1"
+_GZIP_MAGIC = b"\x1f\x8b"
+_NUMBER = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$")
+
+TableFormat = Literal["csv", "parquet"]
+
+
+@dataclass(frozen=True)
+class TableOptions:
+    """How to read a table file.
+
+    ``delimiter`` is one character, or ``None`` to sniff it among ``, ; TAB |``.
+    ``encoding`` is any Python codec name (a UTF-8 byte-order mark is skipped).
+    ``header`` says whether the first row names the columns; without one, columns are
+    called ``column_1``, ``column_2``, ... ``format`` is ``"csv"`` or ``"parquet"``, or
+    ``None`` to decide from the file's content (gzip-compressed CSV is detected too).
+
+    Examples
+    --------
+    >>> TableOptions(delimiter=";").delimiter
+    ';'
+    >>> TableOptions(delimiter="::")
+    Traceback (most recent call last):
+    ...
+    privelet_gui.io.errors.TableError: the delimiter must be one character (e.g. ',', ';', '|' or a tab), got '::'
+    """
+
+    delimiter: str | None = None
+    encoding: str = "utf-8"
+    header: bool = True
+    format: TableFormat | None = None
+
+    def __post_init__(self) -> None:
+        if self.delimiter is not None and (not isinstance(self.delimiter, str) or len(self.delimiter) != 1):
+            raise TableError(
+                f"the delimiter must be one character (e.g. ',', ';', '|' or a tab), got {self.delimiter!r}"
+            )
+        if self.delimiter in ('"', "\n", "\r"):
+            raise TableError(f"{self.delimiter!r} cannot be a delimiter; use ',', ';', '|' or a tab")
+        try:
+            codecs.lookup(self.encoding)
+        except (LookupError, TypeError):
+            raise TableError(
+                f"unknown encoding {self.encoding!r}; use a Python codec name such as 'utf-8', 'latin-1' or 'cp1252'"
+            ) from None
+        if self.format not in (None, "csv", "parquet"):
+            raise TableError(f"format must be 'csv', 'parquet' or None (detect), got {self.format!r}")
+
+
+# -- file access ------------------------------------------------------------------------
+
+
+def _check_file(path: str | os.PathLike[str]) -> Path:
+    p = Path(path)
+    if not p.exists():
+        raise TableError(f"no such file: {p}")
+    if p.is_dir():
+        raise TableError(f"{p} is a folder, not a table file")
+    return p
+
+
+def _detect_format(path: Path, options: TableOptions) -> tuple[TableFormat, bool]:
+    """(format, gzip-compressed), from the options or the file's first bytes."""
+    with open(path, "rb") as f:
+        head = f.read(4)
+    gz = head[:2] == _GZIP_MAGIC
+    if options.format is not None:
+        return options.format, gz and options.format == "csv"
+    if head == _PARQUET_MAGIC or path.suffix.lower() in (".parquet", ".pq"):
+        return "parquet", False
+    return "csv", gz
+
+
+@contextlib.contextmanager
+def _open_csv(path: Path, gz: bool) -> Iterator[tuple[IO[bytes], IO[bytes]]]:
+    """(raw file, byte stream to parse): the raw file's position measures progress."""
+    raw = open(path, "rb")
+    try:
+        stream: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw
+        yield raw, stream
+    finally:
+        raw.close()
+
+
+def _read_sample(path: Path, gz: bool, size: int = _SAMPLE_BYTES) -> tuple[bytes, bool]:
+    """The first ``size`` bytes of the (decompressed) file, and whether that is all of it."""
+    with _open_csv(path, gz) as (_, stream):
+        try:
+            data = stream.read(size + 1)
+        except (OSError, EOFError) as exc:
+            raise TableError(f"{path}: cannot decompress the file ({exc}); is it a valid .gz file?") from None
+    return data[:size], len(data) <= size
+
+
+def _decode_sample(path: Path, data: bytes, complete: bool, encoding: str) -> str:
+    decoder = codecs.getincrementaldecoder(_python_encoding(encoding))()
+    try:
+        return decoder.decode(data, final=complete)
+    except UnicodeDecodeError as exc:
+        raise _decode_error(path, encoding, exc) from None
+
+
+def _python_encoding(encoding: str) -> str:
+    """UTF-8 read with BOM skipping."""
+    return "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
+
+
+def _decode_error(path: Path, encoding: str, exc: UnicodeDecodeError) -> TableError:
+    return TableError(
+        f"{path}: the bytes at offset {exc.start} are not valid {encoding} text; "
+        "choose the file's encoding (e.g. latin-1 or cp1252 for older Windows exports)"
+    )
+
+
+def _sample_lines(text: str, complete: bool) -> list[str]:
+    lines = text.splitlines()
+    if not complete and len(lines) > 1:
+        lines = lines[:-1]  # the last line may be cut off
+    return [line for line in lines if line.strip()][:_SAMPLE_LINES]
+
+
+def _split(line: str, delimiter: str) -> list[str]:
+    return next(csv.reader([line], delimiter=delimiter), [])
+
+
+def sniff_delimiter(lines: Sequence[str], candidates: Sequence[str] = DELIMITERS) -> str:
+    """The candidate that splits every line into the same number (> 1) of fields.
+
+    Among consistent candidates the one giving the most fields wins (ties: the
+    earlier candidate). With none consistent, the one most lines agree on; a file
+    with no candidate at all is one column (``","``).
+
+    Examples
+    --------
+    >>> sniff_delimiter(["a;b;c", "1;2,5;3"])
+    ';'
+    >>> sniff_delimiter(["a|b", "x|y"])
+    '|'
+    """
+    best: tuple[tuple[int, int, int], str] | None = None
+    for rank, d in enumerate(candidates):
+        counts = [len(_split(line, d)) for line in lines]
+        if not counts or max(counts) < 2:
+            continue
+        mode = max(set(counts), key=counts.count)
+        agree = counts.count(mode)
+        score = (1 if agree == len(counts) else 0, agree if agree != len(counts) else mode, -rank)
+        if mode > 1 and (best is None or score > best[0]):
+            best = (score, d)
+    return best[1] if best else ","
+
+
+def _guess_header(rows: list[list[str]]) -> bool:
+    """Whether the first row looks like column names rather than data."""
+    if not rows:
+        return True
+    first, rest = rows[0], rows[1:]
+    if any(_NUMBER.match(v) for v in first):
+        return False
+    if not rest:
+        return True
+    width = len(first)
+    for col in range(width):
+        values = [r[col] for r in rest if col < len(r) and r[col] != ""]
+        if values and all(_NUMBER.match(v) for v in values):
+            return True  # a text name over a numeric column
+    # Every first-row value also occurs further down its column: it looks like data.
+    columns = [{r[col] for r in rest if col < len(r)} for col in range(width)]
+    return not all(first[col] in columns[col] for col in range(width))
+
+
+def _guess_encoding(data: bytes) -> str:
+    if data.startswith(codecs.BOM_UTF8):
+        return "utf-8"
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "utf-16"
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(data, final=False)
+        return "utf-8"
+    except UnicodeDecodeError:
+        pass
+    try:
+        data.decode("cp1252")
+        return "cp1252"
+    except UnicodeDecodeError:
+        return "latin-1"
+
+
+def sniff_table(path: str | os.PathLike[str]) -> TableOptions:
+    """Guess how to read a table: its format, delimiter, encoding and header.
+
+    Looks at the first 64 KiB only. The result is a guess: show it to the user and
+    let them override it.
+    """
+    p = _check_file(path)
+    fmt, gz = _detect_format(p, TableOptions())
+    if fmt == "parquet":
+        return TableOptions(format="parquet")
+    data, complete = _read_sample(p, gz)
+    encoding = _guess_encoding(data)
+    lines = _sample_lines(_decode_sample(p, data, complete, encoding), complete)
+    delimiter = sniff_delimiter(lines)
+    rows = [_split(line, delimiter) for line in lines]
+    return TableOptions(delimiter=delimiter, encoding=encoding, header=_guess_header(rows), format="csv")
+
+
+@dataclass(frozen=True)
+class _Source:
+    """A table file resolved for reading: format, compression, delimiter and columns."""
+
+    path: Path
+    options: TableOptions
+    format: TableFormat
+    gzip: bool
+    columns: tuple[str, ...]
+    row_bytes: float  # average bytes per row in the sample (CSV), for the chunk size
+
+
+def _resolve(path: str | os.PathLike[str], options: TableOptions | None) -> _Source:
+    p = _check_file(path)
+    options = options or TableOptions()
+    fmt, gz = _detect_format(p, options)
+    if fmt == "parquet":
+        return _Source(p, replace(options, format="parquet"), "parquet", False, _parquet_columns(p), 0.0)
+    data, complete = _read_sample(p, gz)
+    text = _decode_sample(p, data, complete, options.encoding)
+    lines = _sample_lines(text, complete)
+    if not lines:
+        raise TableError(f"{p} is empty: a table needs at least a header row" if options.header else f"{p} is empty")
+    delimiter = options.delimiter or sniff_delimiter(lines)
+    first = _split(lines[0], delimiter)
+    if options.header:
+        columns = tuple(first)
+        blank = [i + 1 for i, name in enumerate(columns) if not name.strip()]
+        if blank:
+            raise TableError(
+                f"{p}: column {blank[0]} of the header row has no name; name every column "
+                "(or read the file without a header)"
+            )
+    else:
+        columns = tuple(f"column_{i + 1}" for i in range(len(first)))
+    _check_sample_rows(p, text, complete, delimiter, len(columns))
+    row_bytes = max(len(data) / max(len(text.splitlines()), 1), 1.0)
+    return _Source(p, replace(options, delimiter=delimiter, format="csv"), "csv", gz, columns, row_bytes)
+
+
+def _check_sample_rows(path: Path, text: str, complete: bool, delimiter: str, width: int) -> None:
+    """Report rows of the first 64 KiB whose number of fields differs from the header's.
+
+    The parser itself only reports rows with extra fields when it reads every column
+    (reading a subset, it ignores them), and it pads short rows with empty cells; this
+    check catches a wrong delimiter or broken quoting early, with the line number.
+    """
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    rows = []
+    try:
+        for row in reader:
+            rows.append((reader.line_num, row))
+    except csv.Error:
+        return  # let the parser report it
+    if not complete and rows:
+        rows = rows[:-1]  # the last row may be cut off
+    for line, row in rows:
+        if not row or (len(row) == 1 and not row[0].strip()):
+            continue  # blank lines are skipped
+        if len(row) != width:
+            raise TableError(
+                f"{path}: line {line} has {len(row)} fields but the {'header' if line > 1 else 'table'} has "
+                f"{width}; check the delimiter ({_show_delimiter(delimiter)}) and the quoting of values that "
+                "contain it"
+            )
+
+
+def _show_delimiter(delimiter: str) -> str:
+    return {"\t": "tab", ",": "comma", ";": "semicolon", "|": "pipe"}.get(delimiter, repr(delimiter))
+
+
+def _parquet_columns(path: Path) -> tuple[str, ...]:
+    import pyarrow.parquet as pq
+
+    try:
+        return tuple(pq.ParquetFile(path).schema_arrow.names)
+    except Exception as exc:  # pyarrow raises several types for damaged files
+        raise TableError(f"{path}: not a readable Parquet file ({exc})") from None
+
+
+def table_columns(path: str | os.PathLike[str], options: TableOptions | None = None) -> tuple[str, ...]:
+    """The column names of a table (from its header; ``column_1, ...`` without one)."""
+    return _resolve(path, options).columns
+
+
+def _check_columns(source: _Source, wanted: Sequence[str] | None) -> list[str] | None:
+    if wanted is None:
+        return None
+    wanted = list(dict.fromkeys(wanted))
+    missing = [c for c in wanted if c not in source.columns]
+    if missing:
+        shown = ", ".join(map(repr, source.columns[:30])) + (", ..." if len(source.columns) > 30 else "")
+        raise TableError(
+            f"{source.path} has no column {', '.join(map(repr, missing))}; its columns are {shown}. "
+            "Rename the column in the file, or set the attribute's \"column\" in the schema"
+            + ("" if source.options.header else " (without a header, columns are column_1, column_2, ...)")
+        )
+    return wanted
+
+
+def _chunk_rows(source: _Source, chunksize: int | None) -> int:
+    if chunksize is not None:
+        if isinstance(chunksize, bool) or not isinstance(chunksize, int) or chunksize < 1:
+            raise TableError(f"chunksize must be a positive number of rows, got {chunksize!r}")
+        return chunksize
+    if source.format == "parquet":
+        return 1 << 18
+    return int(min(max(DEFAULT_CHUNK_BYTES / source.row_bytes, _MIN_CHUNK_ROWS), _MAX_CHUNK_ROWS))
+
+
+# -- reading ------------------------------------------------------------------------------
+
+DtypeArg = Any  # a pandas dtype, or a mapping column -> dtype
+
+
+def _csv_kwargs(source: _Source, usecols: list[str] | None, dtype: DtypeArg) -> dict[str, Any]:
+    options = source.options
+    kwargs: dict[str, Any] = dict(
+        sep=options.delimiter,
+        encoding=options.encoding,
+        engine="c",
+        dtype=dtype,
+        keep_default_na=False,  # "NA", "None", "?" are values; only empty cells are missing
+        na_values=[""],
+        usecols=usecols,
+    )
+    if options.header:
+        kwargs["header"] = 0
+    else:
+        kwargs["header"] = None
+        kwargs["names"] = list(source.columns)
+    return kwargs
+
+
+def _iter_csv(
+    source: _Source,
+    usecols: list[str] | None,
+    dtype: DtypeArg,
+    chunksize: int,
+    nrows: int | None,
+    position: Callable[[float], None] | None,
+) -> Iterator[pd.DataFrame]:
+    size = max(source.path.stat().st_size, 1)
+    with _open_csv(source.path, source.gzip) as (raw, stream):
+        try:
+            reader = pd.read_csv(
+                stream, chunksize=chunksize, nrows=nrows, **_csv_kwargs(source, usecols, dtype)
+            )
+            with reader:
+                for chunk in reader:
+                    if position is not None:
+                        position(min(raw.tell() / size, 1.0))
+                    yield chunk
+                    del chunk  # not alive while the next chunk is parsed
+        except UnicodeDecodeError as exc:
+            raise _decode_error(source.path, source.options.encoding, exc) from None
+        except pd.errors.EmptyDataError:
+            raise TableError(f"{source.path} is empty: a table needs at least a header row") from None
+        except pd.errors.ParserError as exc:
+            raise TableError(f"{source.path}: {_short(exc)}; check the delimiter and the quoting") from None
+        except (OSError, EOFError) as exc:
+            if isinstance(exc, FileNotFoundError):
+                raise
+            raise TableError(f"{source.path}: cannot read the file ({exc})") from None
+
+
+def _short(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text.removeprefix("Error tokenizing data. C error: ")
+
+
+def _iter_parquet(
+    source: _Source,
+    usecols: list[str] | None,
+    chunksize: int,
+    nrows: int | None,
+    position: Callable[[float], None] | None,
+    categorical: bool,
+) -> Iterator[pd.DataFrame]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(source.path, read_dictionary=list(usecols or source.columns) if categorical else None)
+        total = max(pf.metadata.num_rows, 1)
+        done = 0
+        for batch in pf.iter_batches(batch_size=chunksize, columns=usecols):
+            if nrows is not None and done >= nrows:
+                return
+            if nrows is not None and done + batch.num_rows > nrows:
+                batch = batch.slice(0, nrows - done)
+            done += batch.num_rows
+            frame = batch.to_pandas()
+            del batch
+            if position is not None:
+                position(min(done / total, 1.0))
+            yield frame
+            del frame
+    except (pa.ArrowException, OSError) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise TableError(f"{source.path}: cannot read the Parquet file ({exc})") from None
+
+
+def _as_text(frame: pd.DataFrame) -> pd.DataFrame:
+    """Parquet columns as text, the way they would read from a CSV file."""
+    out = {}
+    for name in frame.columns:
+        column = frame[name]
+        if pd.api.types.is_string_dtype(column.dtype) and not isinstance(column.dtype, pd.CategoricalDtype):
+            out[name] = column.astype("str")
+        else:
+            out[name] = _text_of(column)
+    return pd.DataFrame(out, index=frame.index)
+
+
+def _text_of(column: pd.Series) -> pd.Series:
+    """A typed column as text, missing values kept missing (vectorised)."""
+    if pd.api.types.is_float_dtype(column.dtype):
+        values = column.to_numpy(dtype=np.float64, na_value=np.nan)
+        finite = np.isfinite(values)
+        whole = values[finite]
+        if len(whole) and np.array_equal(whole, np.floor(whole)) and np.abs(whole).max() < 2**53:
+            column = column.astype("Int64")  # 20.0 -> "20", as a CSV would hold it
+    return column.astype("str")
+
+
+def read_table(
+    path: str | os.PathLike[str],
+    options: TableOptions | None = None,
+    *,
+    columns: Sequence[str] | None = None,
+    nrows: int | None = None,
+) -> pd.DataFrame:
+    """Read a whole table (or its first ``nrows`` rows), every column as text
+    (empty cells are missing).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "t.csv"
+    >>> _ = path.write_text("age;sex\\n30;F\\n41;M\\n")
+    >>> read_table(path)
+      age sex
+    0  30   F
+    1  41   M
+    """
+    chunks = list(iter_table_chunks(path, options, columns=columns, nrows=nrows, chunksize=None))
+    if len(chunks) == 1:
+        return chunks[0].reset_index(drop=True)
+    return pd.concat(chunks, ignore_index=True)
+
+
+def preview_table(path: str | os.PathLike[str], options: TableOptions | None = None, rows: int = 20) -> pd.DataFrame:
+    """The first ``rows`` rows, every column as text (for a data preview)."""
+    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
+        raise TableError(f"rows must be a non-negative integer, got {rows!r}")
+    return read_table(path, options, nrows=rows)
+
+
+def iter_table_chunks(
+    path: str | os.PathLike[str],
+    options: TableOptions | None = None,
+    *,
+    columns: Sequence[str] | None = None,
+    chunksize: int | None = None,
+    nrows: int | None = None,
+    progress: ProgressCallback | None = None,
+) -> Iterator[pd.DataFrame]:
+    """Read a table chunk by chunk (``chunksize`` rows; by default about 32 MiB of text).
+
+    Columns are text, as in :func:`read_table`. ``progress(fraction, stage)`` receives
+    the fraction of the file's bytes read so far.
+    """
+    source = _resolve(path, options)
+    usecols = _check_columns(source, columns)
+    rows = _chunk_rows(source, chunksize)
+    if nrows is not None and (isinstance(nrows, bool) or not isinstance(nrows, int) or nrows < 0):
+        raise TableError(f"nrows must be a non-negative integer, got {nrows!r}")
+    position = None if progress is None else (lambda f: progress(f, "reading table"))
+    if nrows == 0:
+        yield _empty_frame(source, usecols)
+        return
+    if source.format == "parquet":
+        for frame in _iter_parquet(source, usecols, rows, nrows, position, categorical=False):
+            yield _as_text(frame)
+        return
+    produced = False
+    for chunk in _iter_csv(source, usecols, str, rows, nrows, position):
+        produced = True
+        yield chunk
+    if not produced:
+        yield _empty_frame(source, usecols)
+
+
+def _empty_frame(source: _Source, usecols: list[str] | None) -> pd.DataFrame:
+    names = usecols if usecols is not None else list(source.columns)
+    return pd.DataFrame({name: pd.Series([], dtype="str") for name in names})
+
+
+def _schema_columns(schema: Schema) -> list[str]:
+    return list(dict.fromkeys(a.source_column for a in schema))
+
+
+# -- counting -------------------------------------------------------------------------------
+
+
+def _iter_for_counting(
+    path: str | os.PathLike[str],
+    options: TableOptions | None,
+    schema: Schema,
+    chunksize: int | None,
+    progress: ProgressCallback,
+) -> Iterator[pd.DataFrame]:
+    """Raw chunks of the schema's columns: categoricals from CSV, native types from Parquet."""
+    source = _resolve(path, options)
+    usecols = _check_columns(source, _schema_columns(schema))
+    rows = _chunk_rows(source, chunksize)
+
+    def position(fraction: float) -> None:
+        progress(fraction, "reading table")
+
+    if source.format == "parquet":
+        yield from _iter_parquet(source, usecols, rows, None, position, categorical=True)
+    else:
+        yield from _iter_csv(source, usecols, "category", rows, None, position)
+
+
+def count_table(
+    path: str | os.PathLike[str],
+    schema: Schema,
+    options: TableOptions | None = None,
+    *,
+    invalid: Literal["error", "drop"] = "error",
+    progress: ProgressCallback | None = None,
+    should_cancel: CancelCallback | None = None,
+    chunksize: int | None = None,
+) -> tuple[np.ndarray, CountReport]:
+    """Count a table file into its frequency matrix, one chunk at a time.
+
+    Returns ``(M, report)``: M is float64 of shape ``schema.shape`` holding the true
+    counts (never publish it), ``report`` says how many rows were read, counted,
+    dropped and clamped. ``invalid="drop"`` drops rows with values outside the domain
+    instead of raising :class:`~privelet_gui.engine.DomainError`. ``progress`` gets the
+    fraction of the file's bytes read; ``should_cancel`` is checked between chunks
+    (raising :class:`~privelet_gui.engine.Cancelled`). Memory: the matrix plus one chunk.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, Schema
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "t.csv"
+    >>> _ = path.write_text("age,sex\\n0,F\\n2,M\\n2,M\\n")
+    >>> schema = Schema([OrdinalAttribute.integer_range("age", 0, 2),
+    ...                  NominalAttribute("sex", Hierarchy.flat(["F", "M"]))])
+    >>> m, report = count_table(path, schema)
+    >>> m.tolist(), report.rows_counted
+    ([[1.0, 0.0], [0.0, 0.0], [0.0, 2.0]], 3)
+    """
+    counter = FrequencyCounter(schema, invalid=invalid)
+    steps = Progress(progress, should_cancel)
+    read = [0.0]
+
+    def on_bytes(fraction: float, _stage: str) -> None:
+        read[0] = fraction
+
+    steps.report(0.0, "reading table")
+    # Categorical chunks: the engine encodes each distinct value once and gathers the rows.
+    for chunk in _iter_for_counting(path, options, schema, chunksize, on_bytes):
+        counter.add(chunk)
+        del chunk  # one chunk alive at a time
+        steps.report(read[0], f"counting rows ({counter.report.rows_read:,})")
+    matrix = counter.matrix()
+    steps.report(1.0, "counting done")
+    return matrix, counter.report

@@ -1,0 +1,224 @@
+"""Schema files: the versioned JSON format, validation messages, round trips, inference."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pandas as pd
+import pytest
+
+from privelet_gui.engine import (
+    Hierarchy,
+    HierarchyError,
+    NominalAttribute,
+    NumericBins,
+    OrdinalAttribute,
+    Schema,
+    SchemaError,
+)
+from privelet_gui.io import (
+    OutputExistsError,
+    dumps_schema,
+    infer_schema,
+    load_schema,
+    save_schema,
+    schema_from_json,
+    schema_to_json,
+)
+
+ISSUE_EXAMPLE = {
+    "version": 1,
+    "attributes": [
+        {"name": "age", "type": "ordinal", "range": [0, 100]},
+        {
+            "name": "income",
+            "column": "PINCP",
+            "type": "ordinal",
+            "bins": {"start": 0, "stop": 500000, "width": 1000},
+            "out_of_range": "clamp",
+        },
+        {"name": "education", "type": "ordinal", "values": ["Preschool", "1st-4th", "Bachelors"]},
+        {"name": "sex", "type": "nominal", "hierarchy": {"*": ["Male", "Female"]}},
+        {"name": "occupation", "type": "nominal", "hierarchy_file": "hierarchy_occupation.csv"},
+    ],
+}
+
+
+@pytest.fixture
+def schema_file(tmp_path):
+    (tmp_path / "hierarchy_occupation.csv").write_text(
+        "Tech-support;Technical;*\nCraft-repair;Technical;*\nSales;Nontechnical;*\n"
+    )
+    path = tmp_path / "schema.json"
+    path.write_text(json.dumps(ISSUE_EXAMPLE))
+    return path
+
+
+def test_the_issue_example_loads(schema_file):
+    schema = load_schema(schema_file)
+    assert schema.names == ("age", "income", "education", "sex", "occupation")
+    assert schema.shape == (101, 500, 3, 2, 3)
+    assert schema["income"].source_column == "PINCP"
+    assert schema["income"].out_of_range == "clamp"
+    assert schema["income"].bins == NumericBins(0, 500000, 1000)
+    assert schema["age"].is_numeric and not schema["education"].is_numeric
+    assert schema["occupation"].hierarchy.leaves == ("Tech-support", "Craft-repair", "Sales")
+    assert schema.domain_from_data == ()
+
+
+def test_round_trip_inline_and_with_hierarchy_files(schema_file, tmp_path):
+    schema = load_schema(schema_file)
+    obj = schema_to_json(schema)
+    assert obj["attributes"][4]["hierarchy"] == {"*": {"Technical": ["Tech-support", "Craft-repair"],
+                                                       "Nontechnical": ["Sales"]}}
+    assert obj["attributes"][1] == ISSUE_EXAMPLE["attributes"][1]
+    assert schema_from_json(json.loads(json.dumps(obj))) == schema
+    out = tmp_path / "out" / "schema.json"
+    out.parent.mkdir()
+    save_schema(schema, out, hierarchy_files=True)
+    written = json.loads(out.read_text())
+    assert written["attributes"][4]["hierarchy_file"] == "hierarchy_occupation.csv"
+    assert (out.parent / "hierarchy_occupation.csv").read_text().startswith("Tech-support;Technical;*")
+    assert load_schema(out) == schema
+    with pytest.raises(OutputExistsError):
+        save_schema(schema, out)
+    save_schema(schema, out, force=True)
+    assert load_schema(out) == schema
+
+
+def test_every_option_round_trips_including_domain_from_data():
+    schema = Schema(
+        [
+            OrdinalAttribute.integer_range("age", -5, 120, out_of_range="drop", domain_from_data=True),
+            OrdinalAttribute("w", bins=NumericBins(0.5, 10.5, 0.25), missing="[0.5, 0.75)", column="wage"),
+            OrdinalAttribute("grade", ["low", "mid", "high"], missing="mid"),
+            OrdinalAttribute("code", [3, 1, 2]),  # integers, not consecutive: text labels in this order
+            NominalAttribute(
+                "job",
+                Hierarchy.from_nested({"ALL": ["solo", {"G": ["a", {"H": ["b"]}]}]}),
+                missing="solo",
+                domain_from_data=True,
+            ),
+        ]
+    )
+    obj = schema_to_json(schema)
+    text = dumps_schema(schema)
+    assert '"domain_from_data": true' in text
+    assert obj["attributes"][0] == {"name": "age", "type": "ordinal", "range": [-5, 120],
+                                    "out_of_range": "drop", "domain_from_data": True}
+    assert obj["attributes"][3]["values"] == [3, 1, 2]
+    again = schema_from_json(json.loads(text))
+    assert again == schema
+    assert again.domain_from_data == ("age", "job")
+    assert again["w"].labels == schema["w"].labels
+
+
+def bad(path: str, value, *, delete: bool = False) -> dict:
+    """ISSUE_EXAMPLE with one value at ``path`` (like 'attributes.1.bins.width') replaced."""
+    obj = copy.deepcopy(ISSUE_EXAMPLE)
+    obj["attributes"][4] = {"name": "occupation", "type": "nominal", "hierarchy": {"*": ["a", "b"]}}
+    *parents, last = path.split(".")
+    target = obj
+    for key in parents:
+        target = target[int(key)] if isinstance(target, list) else target[key]
+    key = int(last) if isinstance(target, list) else last
+    if delete:
+        del target[key]
+    else:
+        target[key] = value
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("obj", "message"),
+    [
+        (bad("attributes.1.bins.width", -5),
+         r"attribute 'income' at attributes\[1\]\.bins\.width: the bin width must be a positive number, got -5; "
+         r"e\.g\. \"width\": 1000"),
+        (bad("attributes.1.bins.stop", 0), r"'income' at attributes\[1\]\.bins\.stop: stop \(0\) must be greater"),
+        (bad("attributes.1.bins.start", "zero"), r"attributes\[1\]\.bins\.start: must be a finite number"),
+        (bad("attributes.1.bins.step", 3), r"attributes\[1\]\.bins\.step: unknown key"),
+        (bad("attributes.0.range", [10, 5]), r"'age' at attributes\[0\]\.range: \[10, 5\] is empty"),
+        (bad("attributes.0.range", [0.5, 5]), r"'age' at attributes\[0\]\.range: must be two integers"),
+        (bad("attributes.0.type", "numeric"), r"'age' at attributes\[0\]\.type: type must be \"ordinal\" or \"nominal\""),
+        (bad("attributes.0.rnage", [0, 1]), r"'age' at attributes\[0\]\.rnage: unknown key for a ordinal attribute"),
+        (bad("attributes.0.name", ""), r"attributes\[0\]\.name: every attribute needs a non-empty text name"),
+        (bad("attributes.2.values", ["a", "b", "a"]), r"'education' at attributes\[2\]\.values\[2\]: 'a' is listed twice"),
+        (bad("attributes.2.out_of_range", "clamp"), r"'education' at attributes\[2\]\.out_of_range: applies only to numeric"),
+        (bad("attributes.1.out_of_range", "ignore"), r"'income' at attributes\[1\]\.out_of_range: must be \"error\""),
+        (bad("attributes.0.bins", {"start": 0, "stop": 9, "width": 1}),
+         r"'age' at attributes\[0\]: an ordinal attribute needs exactly one of .* got range and bins"),
+        (bad("attributes.3.missing", "Unknown"), r"'sex' at attributes\[3\]\.missing: 'Unknown' is not a leaf"),
+        (bad("attributes.2.missing", "PhD"), r"'education' at attributes\[2\]\.missing: 'PhD' is not one of"),
+        (bad("attributes.3.domain_from_data", "yes"), r"'sex' at attributes\[3\]\.domain_from_data: must be true or false"),
+        (bad("attributes.4.name", "age"), r"'age' at attributes\[4\]\.name: the name 'age' is also used by attributes\[0\]"),
+        (bad("version", 2), r"version: this file has version 2, newer"),
+        (bad("version", None, delete=True), r"version: missing; add \"version\": 1"),
+        (bad("attributes", []), r"attributes: must be a non-empty list"),
+        (bad("extra", 1), r"extra: unknown key"),
+    ],
+)
+def test_schema_errors_name_the_attribute_the_path_and_the_fix(obj, message):
+    with pytest.raises(SchemaError, match=message):
+        schema_from_json(obj)
+
+
+@pytest.mark.parametrize(
+    ("hierarchy", "message"),
+    [
+        ({"*": {"A": ["x", "y"], "B": ["x"]}}, r"'occupation' at attributes\[4\]\.hierarchy: label 'x' appears twice"),
+        ({"*": {"A": []}}, r"'occupation' at attributes\[4\]\.hierarchy: group \* > A is empty"),
+        (["a", "b"], r"attributes\[4\]\.hierarchy: a nested hierarchy must be a mapping"),
+    ],
+)
+def test_hierarchy_errors_in_a_schema(hierarchy, message):
+    with pytest.raises(HierarchyError, match=message):
+        schema_from_json(bad("attributes.4.hierarchy", hierarchy))
+
+
+def test_hierarchy_file_errors_name_the_file(tmp_path):
+    obj = bad("attributes.4", {"name": "occupation", "type": "nominal", "hierarchy_file": "h.csv"})
+    with pytest.raises(HierarchyError, match=r"'occupation' at attributes\[4\]\.hierarchy_file: no such file"):
+        schema_from_json(obj, tmp_path)
+    (tmp_path / "h.csv").write_text("a;G;*\na;H;*\n")
+    with pytest.raises(HierarchyError, match=r"attributes\[4\]\.hierarchy_file: .*h\.csv: leaf 'a' is listed twice"):
+        schema_from_json(obj, tmp_path)
+
+
+def test_schema_file_errors(tmp_path):
+    with pytest.raises(SchemaError, match="no such schema file"):
+        load_schema(tmp_path / "missing.json")
+    path = tmp_path / "s.json"
+    path.write_text('{"version": 1,\n "attributes": [\n {"name": "age",}]}')
+    with pytest.raises(SchemaError, match=r"s\.json: not valid JSON: .* at line 3"):
+        load_schema(path)
+    path.write_bytes(b'{"version": 1, "attributes": [{"name": "\xe9"}]}')
+    with pytest.raises(SchemaError, match="not UTF-8"):
+        load_schema(path)
+    path.write_text('{"version": 1, "attributes": [{"name": "age", "type": "ordinal", "range": [0]}]}')
+    with pytest.raises(SchemaError, match=rf"^{path}: attribute 'age' at attributes\[0\]\.range"):
+        load_schema(path)
+
+
+def test_infer_schema_marks_every_domain_as_learned_from_data():
+    table = pd.DataFrame(
+        {
+            "age": ["30", "41", "17", "90"],
+            "sex": ["M", "F", "F", None],
+            "wage": ["0", "12.5", "9999", "310"],
+            "big": ["0", "5000", "100000", "7"],
+        }
+    )
+    schema = infer_schema(table)
+    assert schema.domain_from_data == ("age", "sex", "wage", "big")
+    assert schema["age"].labels[0] == "17" and schema["age"].size == 74
+    assert schema["sex"].hierarchy.leaves == ("F", "M", "(missing)")
+    assert schema["sex"].missing == "(missing)"
+    assert schema["wage"].bins is not None and schema["wage"].bins.start == 0 and schema["wage"].bins.stop > 9999
+    assert schema["big"].bins is not None and schema["big"].size <= 101
+    assert schema_from_json(schema_to_json(schema)) == schema
+    # the proposal counts its own table without errors
+    from privelet_gui.engine import frequency_matrix
+
+    assert frequency_matrix(table, schema).sum() == 4
