@@ -1,0 +1,156 @@
+"""Every question the app asks the user, behind one replaceable object.
+
+The main window calls ``window.dialogs.<method>``; tests install a fake with the same
+methods (pyqtgraph's habit: a dialog only when the caller gave no answer), so no test
+ever blocks on a modal dialog.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
+
+from ..engine import PriveletError
+from .settings import Settings
+from .tasks import format_exception
+
+__all__ = ["Dialogs", "FILTERS", "SaveChoice"]
+
+SaveChoice = Literal["save", "discard", "cancel"]
+
+FILTERS = {
+    "table": "Tables (*.csv *.tsv *.txt *.csv.gz *.tsv.gz *.gz *.parquet *.pq);;All files (*)",
+    "project": "Privelet Studio projects (*.privelet);;All files (*)",
+    "hierarchy": "Hierarchies (*.csv *.json);;ARX hierarchy CSV (*.csv);;JSON hierarchy (*.json);;All files (*)",
+    "release": "Release file (*.npz)",
+    "csv": "CSV, long format (*.csv)",
+    "parquet": "Parquet, long format (*.parquet)",
+    "any": "Projects, tables and hierarchies (*.privelet *.csv *.tsv *.gz *.parquet *.json);;All files (*)",
+}
+
+SUFFIX = {"project": ".privelet", "release": ".npz", "csv": ".csv", "parquet": ".parquet", "hierarchy": ".csv"}
+
+
+class Dialogs:
+    """Modal dialogs over a parent window (the real implementation)."""
+
+    def __init__(self, parent: QWidget, settings: Settings):
+        self.parent = parent
+        self.settings = settings
+
+    def error(self, title: str, error: BaseException | str) -> None:
+        """Show what went wrong and how to fix it; the traceback only for unexpected errors."""
+        box = QMessageBox(self.parent)
+        box.setIcon(QMessageBox.Icon.Warning)
+        box.setWindowTitle(title)
+        box.setText(title)
+        if isinstance(error, BaseException):
+            message = str(error) or type(error).__name__
+            if not isinstance(error, (PriveletError, OSError)):
+                box.setIcon(QMessageBox.Icon.Critical)
+                message = f"An unexpected error occurred ({type(error).__name__}): {message}"
+                box.setDetailedText(format_exception(error))
+        else:
+            message = error
+        box.setInformativeText(_sentence(message))
+        box.exec()
+
+    def ask_save_changes(self, what: str) -> SaveChoice:
+        answer = QMessageBox.question(
+            self.parent,
+            "Unsaved changes",
+            f"The project has unsaved changes. Save them before {what}?",
+            QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel,
+            QMessageBox.StandardButton.Save,
+        )
+        if answer == QMessageBox.StandardButton.Save:
+            return "save"
+        if answer == QMessageBox.StandardButton.Discard:
+            return "discard"
+        return "cancel"
+
+    def confirm(self, title: str, text: str) -> bool:
+        answer = QMessageBox.question(self.parent, title, text)
+        return answer == QMessageBox.StandardButton.Yes
+
+    def get_text(self, title: str, label: str, text: str = "") -> str | None:
+        value, ok = QInputDialog.getText(self.parent, title, label, text=text)
+        return value if ok and value.strip() else None
+
+    def import_options(self, path: Path, current: object = None) -> object | None:
+        """The import dialog: preview and reading options; None if cancelled."""
+        from .panels.import_dialog import ImportDialog
+
+        dialog = ImportDialog(path, current, self.parent)
+        if dialog.exec() != ImportDialog.DialogCode.Accepted:
+            return None
+        try:
+            return dialog.options()
+        except PriveletError as exc:
+            self.error("Invalid reading options", exc)
+            return None
+
+    def open_path(self, kind: str, title: str | None = None) -> Path | None:
+        folder = self.settings.last_folder(kind)
+        path, _ = QFileDialog.getOpenFileName(self.parent, title or f"Open {kind}", folder, FILTERS.get(kind, FILTERS["any"]))
+        if not path:
+            return None
+        self.settings.set_last_folder(kind, Path(path))
+        return Path(path)
+
+    def save_path(self, kind: str, title: str | None = None, suggested: str = "") -> Path | None:
+        folder = self.settings.last_folder(kind)
+        start = str(Path(folder) / suggested) if suggested else folder
+        filters = FILTERS.get(kind, FILTERS["any"])
+        path, _ = QFileDialog.getSaveFileName(self.parent, title or f"Save {kind}", start, filters)
+        if not path:
+            return None
+        target = Path(path)
+        suffix = SUFFIX.get(kind)
+        if suffix and not target.name.lower().endswith(suffix) and not (kind == "hierarchy" and target.suffix.lower() == ".json"):
+            target = target.with_name(target.name + suffix)
+        self.settings.set_last_folder(kind, target)
+        return target
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    if not text:
+        return text
+    text = text[0].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+class HeadlessDialogs:
+    """Answers without asking (scripted runs such as ``--screenshots``): errors go to stderr."""
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+
+    def error(self, title: str, error: BaseException | str) -> None:
+        import sys
+
+        self.errors.append(f"{title}: {error}")
+        print(f"{title}: {error}", file=sys.stderr)
+
+    def ask_save_changes(self, what: str) -> SaveChoice:
+        return "discard"
+
+    def confirm(self, title: str, text: str) -> bool:
+        return True
+
+    def get_text(self, title: str, label: str, text: str = "") -> str | None:
+        return text or None
+
+    def import_options(self, path: Path, current: object = None) -> object | None:
+        from .. import io as pio
+
+        return current if current is not None else pio.sniff_table(path)
+
+    def open_path(self, kind: str, title: str | None = None) -> Path | None:
+        return None
+
+    def save_path(self, kind: str, title: str | None = None, suggested: str = "") -> Path | None:
+        return None

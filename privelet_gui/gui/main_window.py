@@ -1,0 +1,708 @@
+"""The main window: the step flow, menus, status bar, files, projects and the task runner."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QSize, Qt, QUrl, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QGuiApplication, QKeySequence, QPalette
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QDockWidget,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QMainWindow,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QStackedWidget,
+    QTextBrowser,
+    QUndoView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from .. import __version__
+from .. import io as pio
+from ..engine import PriveletError
+from ..io.project import PROJECT_SUFFIX, load_project, save_project
+from . import icons
+from .dialogs import Dialogs
+from .document import STEPS, Document
+from .guide import GUIDE_HTML, about_html
+from .jobs import ReleaseOutcome, TableSummary, classify_file, export_release_file, run_release, summarize_table
+from .panels.attributes_panel import AttributesPanel
+from .panels.data_panel import DataPanel
+from .panels.hierarchy_panel import HierarchyPanel
+from .panels.privacy_panel import PrivacyPanel
+from .panels.release_panel import ReleasePanel
+from .settings import Settings
+from .tasks import TaskRunner
+
+__all__ = ["MainWindow"]
+
+STEP_TITLES = {"data": "Data", "attributes": "Attributes", "hierarchies": "Hierarchies", "privacy": "Privacy", "release": "Release"}
+
+
+class MainWindow(QMainWindow):
+    """Privelet Studio's single window.
+
+    Signals report the end of background work (tests wait on them with ``qtbot.waitSignal``).
+    """
+
+    tableLoaded = Signal(object)  # TableSummary
+    tableFailed = Signal(str)
+    projectOpened = Signal(object)  # Path
+    releaseStarted = Signal()
+    releaseFinished = Signal(object)  # ReleaseOutcome
+    releaseFailed = Signal(object)  # exception
+    releaseCancelled = Signal()
+    exportFinished = Signal(object)  # Path
+    exportFailed = Signal(object)
+
+    def __init__(self, settings: Settings | None = None, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.settings = settings or Settings()
+        self.dialogs: Any = Dialogs(self, self.settings)
+        self.document = Document(self)
+        self.runner = TaskRunner(self)
+        self._handlers: dict[int, dict[str, Callable[..., None]]] = {}
+        self._task_kind = ""
+
+        self.setWindowTitle("Privelet Studio[*]")
+        self.setWindowIcon(icons.app_icon())
+        self.setAcceptDrops(True)
+        self.setMinimumSize(QSize(720, 540))
+        self._build_ui()
+        self._build_menus()
+        self._build_status_bar()
+        self.steps.setCurrentRow(0)
+
+        self.runner.progressed.connect(self._on_progress)
+        self.runner.succeeded.connect(self._on_succeeded)
+        self.runner.failed.connect(self._on_failed)
+        self.runner.cancelled.connect(self._on_cancelled)
+        self.runner.busyChanged.connect(self._busy_changed)
+        self.document.stateChanged.connect(self._refresh_steps)
+        self.document.modifiedChanged.connect(self.setWindowModified)
+        self.document.projectPathChanged.connect(self._update_title)
+        self.document.tableChanged.connect(self._update_title)
+        hints = QGuiApplication.styleHints()
+        if hasattr(hints, "colorSchemeChanged"):
+            hints.colorSchemeChanged.connect(self._scheme_changed)
+
+        geometry = self.settings.geometry()
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(1200, 820)
+        state = self.settings.window_state()
+        if state is not None:
+            self.restoreState(state)
+        self._refresh_steps()
+        self._update_title()
+
+    # -- construction ---------------------------------------------------------------------------------
+    def _build_ui(self) -> None:
+        central = QWidget()
+        layout = QHBoxLayout(central)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+
+        sidebar = QFrame()
+        sidebar.setObjectName("sidebar")
+        sidebar.setFrameShape(QFrame.Shape.NoFrame)
+        side = QVBoxLayout(sidebar)
+        side.setContentsMargins(12, 16, 12, 12)
+        side.setSpacing(8)
+        brand = QLabel("Privelet Studio")
+        font = brand.font()
+        font.setPointSizeF(font.pointSizeF() * 1.2)
+        font.setBold(True)
+        brand.setFont(font)
+        side.addWidget(brand)
+        self.steps = QListWidget()
+        self.steps.setAccessibleName("Steps")
+        self.steps.setFrameShape(QFrame.Shape.NoFrame)
+        self.steps.setIconSize(QSize(20, 20))
+        self.steps.setSpacing(2)
+        self.steps.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.steps.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.steps.setStyleSheet(
+            "QListWidget { background: transparent; outline: 0; }"
+            " QListWidget::item { padding: 6px 6px; border-radius: 6px; }"
+            " QListWidget::item:selected { background: palette(highlight); color: palette(highlighted-text); }"
+            " QListWidget::item:hover:!selected { background: palette(midlight); }"
+        )
+        for number, key in enumerate(STEPS, 1):
+            item = QListWidgetItem(f"{number}   {STEP_TITLES[key]}")
+            item.setData(Qt.ItemDataRole.UserRole, key)
+            self.steps.addItem(item)
+        metrics = self.steps.fontMetrics()
+        self.steps.setFixedWidth(metrics.horizontalAdvance("5   Hierarchies") + 90)
+        row = max(self.steps.sizeHintForRow(0), metrics.height() + 16) + 2 * self.steps.spacing() + 6
+        self.steps.setFixedHeight(row * len(STEPS) + 8)
+        side.addWidget(self.steps)
+        self.step_status = QLabel()
+        self.step_status.setWordWrap(True)
+        self.step_status.setFixedWidth(self.steps.width())
+        self.step_status.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        side.addWidget(self.step_status)
+        side.addStretch(1)
+        self.next_button = QPushButton("Next step")
+        self.next_button.clicked.connect(self.next_step)
+        side.addWidget(self.next_button)
+        layout.addWidget(sidebar)
+
+        line = QFrame()
+        line.setFrameShape(QFrame.Shape.VLine)
+        line.setFrameShadow(QFrame.Shadow.Plain)
+        line.setForegroundRole(QPalette.ColorRole.Mid)
+        layout.addWidget(line)
+
+        self.stack = QStackedWidget()
+        content = QWidget()
+        content_layout = QVBoxLayout(content)
+        content_layout.setContentsMargins(20, 16, 20, 12)
+        content_layout.addWidget(self.stack)
+        layout.addWidget(content, 1)
+        self.setCentralWidget(central)
+
+        self.data_panel = DataPanel(self.document)
+        self.attributes_panel = AttributesPanel(self.document)
+        self.hierarchy_panel = HierarchyPanel(self.document, lambda: self.dialogs)
+        self.privacy_panel = PrivacyPanel(self.document)
+        self.release_panel = ReleasePanel(self.document)
+        self.panels = {
+            "data": self.data_panel,
+            "attributes": self.attributes_panel,
+            "hierarchies": self.hierarchy_panel,
+            "privacy": self.privacy_panel,
+            "release": self.release_panel,
+        }
+        for key in STEPS:
+            self.stack.addWidget(self.panels[key])
+        self.steps.currentRowChanged.connect(self._step_changed)
+
+        self.data_panel.openTableRequested.connect(lambda: self.open_table())
+        self.data_panel.openSampleRequested.connect(self.open_sample)
+        self.data_panel.changeOptionsRequested.connect(self.change_table_options)
+        self.attributes_panel.editHierarchyRequested.connect(self._edit_hierarchy)
+        self.release_panel.runRequested.connect(self.run_release)
+        self.release_panel.cancelRequested.connect(self.cancel_task)
+        self.release_panel.exportRequested.connect(lambda kind: self.export_release(kind))
+
+        self.undo_dock = QDockWidget("Undo history", self)
+        self.undo_dock.setObjectName("undo-history")
+        self.undo_dock.setWidget(QUndoView(self.document.undo_stack))
+        self.undo_dock.hide()
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.undo_dock)
+
+    def _action(self, menu: Any, text: str, slot: Callable[[], object], shortcut: Any = None, tip: str = "") -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            if isinstance(shortcut, list):
+                action.setShortcuts(shortcut)
+            else:
+                action.setShortcut(QKeySequence(shortcut))
+        if tip:
+            action.setStatusTip(tip)
+        action.triggered.connect(lambda _=False: slot())
+        menu.addAction(action)
+        return action
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        file_menu = bar.addMenu("&File")
+        self.act_open_table = self._action(file_menu, "Open &table...", lambda: self.open_table(), QKeySequence.StandardKey.Open,
+                                           "Open a CSV, TSV, .csv.gz or Parquet table")
+        self.act_open_sample = self._action(file_menu, "Open the sample (UCI Adult)", self.open_sample)
+        self.act_open_project = self._action(file_menu, "Open &project...", lambda: self.open_project(), "Ctrl+Shift+O")
+        self.recent_menu = file_menu.addMenu("Recent files")
+        self.recent_menu.aboutToShow.connect(self._fill_recent)
+        file_menu.addSeparator()
+        self.act_save = self._action(file_menu, "&Save project", lambda: self.save_project(), QKeySequence.StandardKey.Save)
+        self.act_save_as = self._action(file_menu, "Save project &as...", lambda: self.save_project_as(), QKeySequence.StandardKey.SaveAs)
+        file_menu.addSeparator()
+        export_menu = file_menu.addMenu("&Export release")
+        self.act_export_release = self._action(export_menu, "Release file (.npz)...", lambda: self.export_release("release"), "Ctrl+Shift+E")
+        self.act_export_csv = self._action(export_menu, "CSV, long format...", lambda: self.export_release("csv"))
+        self.act_export_parquet = self._action(export_menu, "Parquet, long format...", lambda: self.export_release("parquet"))
+        file_menu.addSeparator()
+        self.act_quit = self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit)
+        self.act_quit.setMenuRole(QAction.MenuRole.QuitRole)
+
+        edit_menu = bar.addMenu("&Edit")
+        stack = self.document.undo_stack
+        self.act_undo = stack.createUndoAction(self, "&Undo")
+        self.act_undo.setShortcuts(QKeySequence.keyBindings(QKeySequence.StandardKey.Undo))
+        self.act_redo = stack.createRedoAction(self, "&Redo")
+        redo_keys = list(QKeySequence.keyBindings(QKeySequence.StandardKey.Redo))
+        if QKeySequence("Ctrl+Shift+Z") not in redo_keys:
+            redo_keys.append(QKeySequence("Ctrl+Shift+Z"))
+        self.act_redo.setShortcuts(redo_keys)
+        edit_menu.addAction(self.act_undo)
+        edit_menu.addAction(self.act_redo)
+        edit_menu.addSeparator()
+        edit_menu.addAction(self.undo_dock.toggleViewAction())
+
+        go_menu = bar.addMenu("&Go")
+        for number, key in enumerate(STEPS, 1):
+            self._action(go_menu, f"&{number} {STEP_TITLES[key]}", partial(self.go_to, key), f"Ctrl+{number}")
+        go_menu.addSeparator()
+        self._action(go_menu, "Next step", self.next_step, "Ctrl+PgDown")
+        self._action(go_menu, "Previous step", self.previous_step, "Ctrl+PgUp")
+
+        release_menu = bar.addMenu("&Release")
+        self.act_run = self._action(release_menu, "&Run release", self.run_release, "Ctrl+R")
+        self.act_cancel = self._action(release_menu, "&Cancel", self.cancel_task, "Ctrl+.")
+        self.act_cancel.setEnabled(False)
+
+        help_menu = bar.addMenu("&Help")
+        self._action(help_menu, "&User guide", self.show_guide, QKeySequence.StandardKey.HelpContents)
+        self.act_about = self._action(help_menu, "&About Privelet Studio", self.show_about)
+        self.act_about.setMenuRole(QAction.MenuRole.AboutRole)
+
+    def _build_status_bar(self) -> None:
+        status = self.statusBar()
+        self.task_label = QLabel()
+        self.task_progress = QProgressBar()
+        self.task_progress.setRange(0, 1000)
+        self.task_progress.setMaximumWidth(220)
+        self.task_progress.setTextVisible(False)
+        self.task_label.hide()
+        self.task_progress.hide()
+        self.settings_label = QLabel()
+        status.addPermanentWidget(self.task_label)
+        status.addPermanentWidget(self.task_progress)
+        status.addPermanentWidget(self.settings_label)
+        self.document.privacyChanged.connect(self._update_settings_label)
+        self.document.attributesChanged.connect(self._update_settings_label)
+        self._update_settings_label()
+        status.showMessage("Open a table to start (File > Open table), or drop a file here.")
+
+    # -- steps ---------------------------------------------------------------------------------------
+    def go_to(self, step: str) -> None:
+        self.steps.setCurrentRow(STEPS.index(step))
+
+    def current_step(self) -> str:
+        return STEPS[self.stack.currentIndex()]
+
+    def next_step(self) -> None:
+        self.steps.setCurrentRow(min(self.steps.currentRow() + 1, len(STEPS) - 1))
+
+    def previous_step(self) -> None:
+        self.steps.setCurrentRow(max(self.steps.currentRow() - 1, 0))
+
+    def _step_changed(self, row: int) -> None:
+        if row < 0:
+            return
+        self.stack.setCurrentIndex(row)
+        self._refresh_steps()
+
+    def _refresh_steps(self) -> None:
+        statuses = self.document.step_statuses()
+        for row, key in enumerate(STEPS):
+            status = statuses[key]
+            item = self.steps.item(row)
+            item.setIcon(icons.icon(status.state))
+            item.setToolTip(f"{STEP_TITLES[key]}: {status.message}")
+            item.setData(Qt.ItemDataRole.AccessibleDescriptionRole, status.message)
+        current = STEPS[max(self.steps.currentRow(), 0)]
+        status = statuses[current]
+        state_text = {"done": "Complete", "todo": "To do", "warning": "Complete, with a warning", "error": "Needs attention"}
+        self.step_status.setText(f"<b>{state_text[status.state]}</b><br>{_escape(status.message)}")
+        self.next_button.setEnabled(self.steps.currentRow() < len(STEPS) - 1)
+        self.act_run.setEnabled(not self.runner.busy)
+        has_release = self.document.outcome is not None
+        for action in (self.act_export_release, self.act_export_csv, self.act_export_parquet):
+            action.setEnabled(has_release and not self.runner.busy)
+
+    def _update_title(self) -> None:
+        path = self.document.project_path
+        if path is not None:
+            name = path.name
+        elif self.document.summary is not None:
+            name = f"{self.document.summary.path.name} (unsaved project)"
+        else:
+            name = "New project"
+        self.setWindowTitle(f"{name}[*] - Privelet Studio")
+
+    def _update_settings_label(self) -> None:
+        doc = self.document
+        names = {"privelet+": "Privelet+", "privelet": "Privelet", "basic": "Basic"}
+        self.settings_label.setText(f"ε = {doc.epsilon:g} · {names[doc.mechanism]} · S_A = {{{', '.join(doc.effective_sa())}}}")
+
+    def _edit_hierarchy(self, column: str) -> None:
+        self.go_to("hierarchies")
+        self.hierarchy_panel.set_attribute(column)
+
+    def _scheme_changed(self, *_: object) -> None:
+        icons.clear_cache()
+        self._refresh_steps()
+        for panel in self.panels.values():
+            panel.update()
+
+    # -- tasks -----------------------------------------------------------------------------------------
+    def _start(self, kind: str, fn: Any, name: str, *, success: Callable[[Any], None],
+               failure: Callable[[BaseException], None] | None = None, cancelled: Callable[[], None] | None = None) -> int:
+        self._task_kind = kind
+        generation = self.runner.submit(fn, name)
+        self._handlers = {generation: {"success": success, "failure": failure or (lambda e: None),
+                                       "cancelled": cancelled or (lambda: None)}}
+        self.task_label.setText(name)
+        self.task_label.show()
+        self.task_progress.setValue(0)
+        self.task_progress.show()
+        self.act_cancel.setEnabled(True)
+        if kind == "table":
+            self.data_panel.set_progress(0.0, name)
+        return generation
+
+    def _finish_task(self) -> None:
+        self.task_label.hide()
+        self.task_progress.hide()
+        self.act_cancel.setEnabled(False)
+        self.data_panel.set_progress(None)
+        if self._task_kind == "release":
+            self.release_panel.set_running(False)
+        self._task_kind = ""
+        self._refresh_steps()
+
+    def _on_progress(self, generation: int, fraction: float, stage: str) -> None:
+        self.task_progress.setValue(int(fraction * 1000))
+        self.task_label.setText(stage[:1].upper() + stage[1:])
+        if self._task_kind == "release":
+            self.release_panel.set_progress(fraction, stage)
+        elif self._task_kind == "table":
+            self.data_panel.set_progress(fraction, stage)
+
+    def _on_succeeded(self, generation: int, result: object) -> None:
+        handlers = self._handlers.pop(generation, None)
+        self._finish_task()
+        if handlers:
+            handlers["success"](result)
+
+    def _on_failed(self, generation: int, error: object) -> None:
+        handlers = self._handlers.pop(generation, None)
+        self._finish_task()
+        if handlers:
+            handlers["failure"](error)  # type: ignore[arg-type]
+
+    def _on_cancelled(self, generation: int) -> None:
+        handlers = self._handlers.pop(generation, None)
+        self._finish_task()
+        self.statusBar().showMessage("Cancelled.", 5000)
+        if handlers:
+            handlers["cancelled"]()
+
+    def _busy_changed(self, busy: bool) -> None:
+        for action in (self.act_open_table, self.act_open_sample, self.act_open_project):
+            action.setEnabled(not busy)
+        self.data_panel.setEnabled(not busy or self._task_kind != "release")
+        self._refresh_steps()
+
+    def cancel_task(self) -> None:
+        """Stop the running task (cooperatively: the engine stops at its next check)."""
+        if self.runner.busy:
+            self.runner.cancel()
+            self.statusBar().showMessage("Cancelling...")
+            if self._task_kind == "release":
+                self.release_panel.set_finished("Cancelling...", False)
+
+    def _refuse_if_busy(self) -> bool:
+        if self.runner.busy:
+            self.statusBar().showMessage(f"Wait for '{self.runner.current_name}' to finish, or cancel it.", 5000)
+            return True
+        return False
+
+    # -- files -------------------------------------------------------------------------------------------
+    def open_path(self, path: str | Path) -> None:
+        """Open a dropped or command-line file: project, table or hierarchy (by its content)."""
+        path = Path(path)
+        if not path.is_file():
+            self.dialogs.error(f"Cannot open {path.name}", f"no such file: {path}")
+            return
+        kind = classify_file(path)
+        if kind == "project":
+            self.open_project(path)
+        elif kind == "hierarchy":
+            if self.hierarchy_panel.model is None:
+                self.dialogs.error(
+                    f"Cannot import the hierarchy {path.name}",
+                    "open a table and make an attribute nominal first; the hierarchy is then imported for it",
+                )
+                return
+            self.go_to("hierarchies")
+            self.hierarchy_panel.import_hierarchy(path)
+        else:
+            self.open_table(path)
+
+    def _confirm_discard(self, what: str) -> bool:
+        """Ask about unsaved changes; True if the caller may go on."""
+        if not self.document.modified or not self.document.configs:
+            return True
+        choice = self.dialogs.ask_save_changes(what)
+        if choice == "save":
+            return self.save_project()
+        return choice == "discard"
+
+    def open_table(self, path: str | Path | None = None, options: Any = None, *, schema: Any = None,
+                   keep_settings: bool = False) -> bool:
+        """Read a table in the worker; the import dialog asks for options unless given."""
+        if self._refuse_if_busy():
+            return False
+        if not keep_settings and not self._confirm_discard("opening another table"):
+            return False
+        if path is None:
+            path = self.dialogs.open_path("table", "Open table")
+            if path is None:
+                return False
+        path = Path(path)
+        if options is None:
+            options = self.dialogs.import_options(path)
+            if options is None:
+                return False
+        project = self.document.to_project() if keep_settings else None
+        self.go_to("data")
+        self.statusBar().showMessage(f"Reading {path.name}...")
+
+        def success(summary: TableSummary) -> None:
+            self.document.set_table(summary, schema=schema, project=project)
+            self.settings.add_recent_file(path)
+            self.settings.set_last_folder("table", path)
+            self.statusBar().showMessage(f"Read {summary.rows:,} rows from {path.name} in {summary.seconds:.1f} s.", 8000)
+            self.tableLoaded.emit(summary)
+
+        def failure(error: BaseException) -> None:
+            self.document.set_table_error(path, f"Cannot read {path.name}: {error}")
+            self.statusBar().showMessage(f"Cannot read {path.name}.", 8000)
+            self.dialogs.error(f"Cannot read the table {path.name}", error)
+            self.tableFailed.emit(str(error))
+
+        self._start("table", partial(summarize_table, path, options), f"Reading {path.name}", success=success, failure=failure)
+        return True
+
+    def change_table_options(self) -> None:
+        summary = self.document.summary
+        if summary is None:
+            return
+        options = self.dialogs.import_options(summary.path, summary.options)
+        if options is not None:
+            self.open_table(summary.path, options, keep_settings=True)
+
+    def open_sample(self) -> bool:
+        """The bundled UCI Adult sample with its schema (public ARX hierarchies)."""
+        try:
+            table = pio.sample_table_path()
+            schema = pio.load_schema(pio.sample_schema_path())
+            options = pio.sniff_table(table)
+        except (PriveletError, OSError) as exc:
+            self.dialogs.error("Cannot open the sample", exc)
+            return False
+        return self.open_table(table, options, schema=schema)
+
+    def open_project(self, path: str | Path | None = None) -> bool:
+        if self._refuse_if_busy() or not self._confirm_discard("opening a project"):
+            return False
+        if path is None:
+            path = self.dialogs.open_path("project", "Open project")
+            if path is None:
+                return False
+        path = Path(path)
+        try:
+            project = load_project(path)
+        except (PriveletError, OSError) as exc:
+            self.dialogs.error(f"Cannot open the project {path.name}", exc)
+            return False
+        self.settings.add_recent_file(path)
+        self.settings.set_last_folder("project", path)
+        table = project.table_path
+        if table is None or not table.is_file():
+            self.document.apply_project(project, path, None)
+            if table is not None:
+                self.document.set_table_error(table, f"The project's table {table} is missing; open it with File > Open table")
+            self.go_to("data")
+            self.projectOpened.emit(path)
+            return True
+
+        def success(summary: TableSummary) -> None:
+            self.document.apply_project(project, path, summary)
+            self.statusBar().showMessage(f"Opened {path.name}.", 8000)
+            self.projectOpened.emit(path)
+
+        def failure(error: BaseException) -> None:
+            self.document.apply_project(project, path, None)
+            self.document.set_table_error(table, f"Cannot read {table.name}: {error}")
+            self.dialogs.error(f"Cannot read the project's table {table.name}", error)
+            self.projectOpened.emit(path)
+
+        self._start("table", partial(summarize_table, table, project.table_options), f"Reading {table.name}",
+                    success=success, failure=failure)
+        return True
+
+    def save_project(self, path: str | Path | None = None) -> bool:
+        """Save to ``path``, or to the current project file, or ask (Save As)."""
+        target = Path(path) if path is not None else self.document.project_path
+        if target is None:
+            return self.save_project_as()
+        try:
+            save_project(self.document.to_project(), target)
+        except (PriveletError, OSError) as exc:
+            self.dialogs.error(f"Cannot save the project {target.name}", exc)
+            return False
+        self.document.mark_saved(target)
+        self.settings.add_recent_file(target)
+        self.statusBar().showMessage(f"Saved {target.name}.", 5000)
+        return True
+
+    def save_project_as(self, path: str | Path | None = None) -> bool:
+        if path is None:
+            suggested = (self.document.summary.path.stem if self.document.summary else "project") + PROJECT_SUFFIX
+            path = self.dialogs.save_path("project", "Save project as", suggested)
+            if path is None:
+                return False
+        return self.save_project(path)
+
+    def _fill_recent(self) -> None:
+        self.recent_menu.clear()
+        recent = self.settings.recent_files()
+        for path in recent:
+            action = self.recent_menu.addAction(path.name, partial(self.open_path, path))
+            action.setStatusTip(str(path))
+            action.setToolTip(str(path))
+            action.setEnabled(path.is_file())
+        if recent:
+            self.recent_menu.addSeparator()
+            self.recent_menu.addAction("Clear the list", self.settings.clear_recent_files)
+        else:
+            self.recent_menu.addAction("(none yet)").setEnabled(False)
+
+    # -- release ----------------------------------------------------------------------------------------
+    def run_release(self) -> bool:
+        """Start counting and Privelet in the worker (one task, one progress bar)."""
+        if self._refuse_if_busy():
+            return False
+        try:
+            job = self.document.release_job()
+        except PriveletError as exc:
+            self.dialogs.error("Not ready to release", exc)
+            return False
+        self.go_to("release")
+        self.releaseStarted.emit()
+
+        def success(outcome: ReleaseOutcome) -> None:
+            self.document.set_release_outcome(outcome)
+            self.release_panel.set_finished(f"Released in {outcome.seconds:.1f} s", True)
+            self.statusBar().showMessage(f"Release finished in {outcome.seconds:.1f} s. Export it from the Release step.", 10000)
+            self.releaseFinished.emit(outcome)
+
+        def failure(error: BaseException) -> None:
+            self.release_panel.set_finished("Failed: nothing was released", False)
+            self.dialogs.error("The release failed", error)
+            self.releaseFailed.emit(error)
+
+        def cancelled() -> None:
+            self.release_panel.set_finished("Cancelled: nothing was released", False)
+            self.releaseCancelled.emit()
+
+        self._start("release", partial(run_release, job), "Releasing", success=success, failure=failure, cancelled=cancelled)
+        self.release_panel.set_running(True)
+        return True
+
+    def export_release(self, kind: str = "release", path: str | Path | None = None, *, force: bool = False) -> bool:
+        """Write the last release (dialog only when no path is given)."""
+        outcome = self.document.outcome
+        if outcome is None:
+            self.dialogs.error("Nothing to export", "run a release first (Release step)")
+            return False
+        if self._refuse_if_busy():
+            return False
+        if path is None:
+            stem = Path(outcome.table_name).stem.removesuffix(".csv") or "release"
+            path = self.dialogs.save_path(kind, "Export release", f"{stem}-release")
+            if path is None:
+                return False
+            force = True  # the file dialog asked before overwriting
+        target = Path(path)
+
+        def success(written: Path) -> None:
+            self.settings.set_last_folder("export", target)
+            self.statusBar().showMessage(f"Wrote {target.name}.", 8000)
+            self.exportFinished.emit(target)
+
+        def failure(error: BaseException) -> None:
+            self.dialogs.error(f"Cannot write {target.name}", error)
+            self.exportFailed.emit(error)
+
+        fmt = {"release": "release", "csv": "csv", "parquet": "parquet"}[kind]
+        self._start("export", partial(export_release_file, outcome, target, fmt, force=force), f"Writing {target.name}",
+                    success=success, failure=failure)
+        return True
+
+    # -- help ------------------------------------------------------------------------------------------
+    def show_guide(self) -> None:
+        dialog = QDialog(self)
+        dialog.setWindowTitle("Privelet Studio user guide")
+        dialog.resize(720, 640)
+        layout = QVBoxLayout(dialog)
+        browser = QTextBrowser()
+        browser.setOpenExternalLinks(True)
+        browser.setHtml(GUIDE_HTML)
+        layout.addWidget(browser)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(dialog.reject)
+        layout.addWidget(buttons)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.show()
+        self._guide = dialog
+
+    def show_about(self) -> None:
+        QMessageBox.about(self, f"About Privelet Studio {__version__}", about_html())
+
+    # -- drag and drop ------------------------------------------------------------------------------------
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        urls = event.mimeData().urls() if event.mimeData().hasUrls() else []
+        if urls and all(url.isLocalFile() for url in urls):
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        paths = [Path(url.toLocalFile()) for url in event.mimeData().urls() if url.isLocalFile()]
+        if not paths:
+            event.ignore()
+            return
+        event.acceptProposedAction()
+        # Projects first, then tables, then hierarchies (which need the table's attributes).
+        order = {"project": 0, "table": 1, "hierarchy": 2}
+        for path in sorted(paths, key=lambda p: order.get(classify_file(p) if p.is_file() else "table", 1))[:1]:
+            self.open_path(path)
+
+    @staticmethod
+    def file_urls(paths: list[Path]) -> list[QUrl]:
+        return [QUrl.fromLocalFile(str(p)) for p in paths]
+
+    # -- closing ---------------------------------------------------------------------------------------
+    def closeEvent(self, event: QCloseEvent) -> None:
+        if not self._confirm_discard("closing"):
+            event.ignore()
+            return
+        # Close = cancel + wait: no worker outlives the window.
+        self.runner.shutdown()
+        self.privacy_panel.runner.shutdown()
+        self.settings.set_geometry(self.saveGeometry())
+        self.settings.set_window_state(self.saveState())
+        self.settings.sync()
+        event.accept()
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -1,0 +1,457 @@
+"""Step 2, Attributes: which columns to release, their type and their public domain."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QModelIndex, QSignalBlocker, Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QButtonGroup,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QRadioButton,
+    QSpinBox,
+    QSplitter,
+    QStyledItemDelegate,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ...engine import Hierarchy, HierarchyError, NumericBins, PriveletError
+from ..document import AttributeConfig, Document
+from ..jobs import MAX_CELLS
+from ..models.attributes_model import AttributesModel
+from ..widgets import Banner, StepHeader, SwitchBox, fmt_bytes
+
+__all__ = ["AttributesPanel", "AttributeEditor"]
+
+_OUT_OF_RANGE = [
+    ("Stop with an error", "error"),
+    ("Clamp to the first or last value", "clamp"),
+    ("Drop the row", "drop"),
+]
+_MODES = [("Integer range", "range"), ("Numeric bins", "bins"), ("Explicit values (in order)", "values")]
+
+
+class _TypeDelegate(QStyledItemDelegate):
+    """A combo box for the Type column."""
+
+    def createEditor(self, parent, option, index):  # type: ignore[override]
+        combo = QComboBox(parent)
+        combo.addItems(["ordinal", "nominal"])
+        combo.activated.connect(lambda _=0: self.commitData.emit(combo))
+        return combo
+
+    def setEditorData(self, editor, index):  # type: ignore[override]
+        editor.setCurrentText(str(index.data(Qt.ItemDataRole.EditRole)))
+
+    def setModelData(self, editor, model, index):  # type: ignore[override]
+        model.setData(index, editor.currentText(), Qt.ItemDataRole.EditRole)
+
+
+class AttributeEditor(QGroupBox):
+    """The domain of the selected attribute. Every change is an undoable document edit."""
+
+    editHierarchyRequested = Signal(str)  # column
+
+    def __init__(self, document: Document, parent: QWidget | None = None):
+        super().__init__("Attribute", parent)
+        self._doc = document
+        self._column: str | None = None
+        layout = QVBoxLayout(self)
+        layout.setSpacing(8)
+
+        type_row = QHBoxLayout()
+        type_row.addWidget(QLabel("Type:"))
+        self.ordinal = QRadioButton("Ordinal (ordered values)")
+        self.nominal = QRadioButton("Nominal (a hierarchy of groups)")
+        self.kind_group = QButtonGroup(self)
+        self.kind_group.addButton(self.ordinal)
+        self.kind_group.addButton(self.nominal)
+        type_row.addWidget(self.ordinal)
+        type_row.addWidget(self.nominal)
+        type_row.addStretch(1)
+        layout.addLayout(type_row)
+
+        self.pages = SwitchBox()
+        layout.addWidget(self.pages)
+
+        # -- ordinal page
+        ordinal_page = QWidget()
+        form = QFormLayout(ordinal_page)
+        form.setContentsMargins(0, 0, 0, 0)
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)
+        self.mode = QComboBox()
+        for text, value in _MODES:
+            self.mode.addItem(text, value)
+        form.addRow("Domain:", self.mode)
+        self.mode_pages = SwitchBox()
+        form.addRow(self.mode_pages)
+
+        range_page = QWidget()
+        range_layout = QHBoxLayout(range_page)
+        range_layout.setContentsMargins(0, 0, 0, 0)
+        self.lo = QSpinBox()
+        self.hi = QSpinBox()
+        for spin in (self.lo, self.hi):
+            spin.setRange(-(10**9), 10**9)
+            spin.setKeyboardTracking(False)
+            spin.setGroupSeparatorShown(False)
+        self.lo.setAccessibleName("Range from")
+        self.hi.setAccessibleName("Range to")
+        range_layout.addWidget(QLabel("From"))
+        range_layout.addWidget(self.lo)
+        range_layout.addWidget(QLabel("to"))
+        range_layout.addWidget(self.hi)
+        range_layout.addWidget(QLabel("(inclusive)"))
+        range_layout.addStretch(1)
+        self.mode_pages.addWidget(range_page)
+
+        bins_page = QWidget()
+        bins_layout = QHBoxLayout(bins_page)
+        bins_layout.setContentsMargins(0, 0, 0, 0)
+        self.start = QDoubleSpinBox()
+        self.stop = QDoubleSpinBox()
+        self.width = QDoubleSpinBox()
+        for spin, name in ((self.start, "Start"), (self.stop, "Stop"), (self.width, "Width")):
+            spin.setRange(-1e12, 1e12)
+            spin.setDecimals(4)
+            spin.setKeyboardTracking(False)
+            spin.setAccessibleName(f"Bins {name.lower()}")
+            bins_layout.addWidget(QLabel(name))
+            bins_layout.addWidget(spin)
+        self.width.setMinimum(1e-4)
+        self.bins_count = QLabel()
+        bins_layout.addWidget(self.bins_count)
+        bins_layout.addStretch(1)
+        self.mode_pages.addWidget(bins_page)
+
+        values_page = QWidget()
+        values_layout = QVBoxLayout(values_page)
+        values_layout.setContentsMargins(0, 0, 0, 0)
+        self.values = QPlainTextEdit()
+        self.values.setPlaceholderText("One value per line, in order")
+        self.values.setMaximumHeight(self.fontMetrics().height() * 7)
+        values_layout.addWidget(self.values)
+        values_buttons = QHBoxLayout()
+        self.apply_values = QPushButton("Apply values")
+        self.apply_values.clicked.connect(self._apply_values)
+        values_buttons.addWidget(self.apply_values)
+        values_buttons.addStretch(1)
+        values_layout.addLayout(values_buttons)
+        self.mode_pages.addWidget(values_page)
+
+        self.out_of_range = QComboBox()
+        for text, value in _OUT_OF_RANGE:
+            self.out_of_range.addItem(text, value)
+        form.addRow("Out of range:", self.out_of_range)
+        self.pages.addWidget(ordinal_page)
+
+        # -- nominal page
+        nominal_page = QWidget()
+        nominal_layout = QHBoxLayout(nominal_page)
+        nominal_layout.setContentsMargins(0, 0, 0, 0)
+        self.hierarchy_label = QLabel()
+        self.hierarchy_label.setWordWrap(True)
+        nominal_layout.addWidget(self.hierarchy_label, 1)
+        self.edit_hierarchy = QPushButton("Edit hierarchy...")
+        self.edit_hierarchy.clicked.connect(lambda: self._column and self.editHierarchyRequested.emit(self._column))
+        self.flat_hierarchy = QPushButton("Reset to flat")
+        self.flat_hierarchy.setToolTip("Every value directly under the root (height 2)")
+        self.flat_hierarchy.clicked.connect(self._reset_flat)
+        nominal_layout.addWidget(self.edit_hierarchy)
+        nominal_layout.addWidget(self.flat_hierarchy)
+        self.pages.addWidget(nominal_page)
+
+        missing_row = QHBoxLayout()
+        self.missing_label = QLabel("Empty cells:")
+        self.missing = QComboBox()
+        self.missing.setAccessibleName("Empty cells")
+        missing_row.addWidget(self.missing_label)
+        missing_row.addWidget(self.missing)
+        missing_row.addStretch(1)
+        layout.addLayout(missing_row)
+
+        self.private_banner = Banner(
+            "warning",
+            "<b>Not private:</b> this domain was taken from the data. The mere presence of a rare value can "
+            "reveal a person. Replace it with a public code list or range, or confirm it is public knowledge.",
+            "It is public knowledge",
+        )
+        self.private_banner.actionTriggered.connect(self._confirm_public)
+        layout.addWidget(self.private_banner)
+        self.issues = QLabel()
+        self.issues.setWordWrap(True)
+        self.issues.setTextFormat(Qt.TextFormat.RichText)
+        layout.addWidget(self.issues)
+        layout.addStretch(1)
+
+        self.ordinal.toggled.connect(self._kind_changed)
+        self.mode.currentIndexChanged.connect(self._mode_changed)
+        self.lo.valueChanged.connect(self._range_changed)
+        self.hi.valueChanged.connect(self._range_changed)
+        for spin in (self.start, self.stop, self.width):
+            spin.valueChanged.connect(self._bins_changed)
+        self.out_of_range.currentIndexChanged.connect(self._out_of_range_changed)
+        self.missing.currentIndexChanged.connect(self._missing_changed)
+        document.attributesChanged.connect(self.refresh)
+        document.privacyChanged.connect(self.refresh)
+        self.set_column(None)
+
+    # -- binding --------------------------------------------------------------------------------
+    def set_column(self, column: str | None) -> None:
+        self._column = column
+        self.refresh()
+
+    def _config(self) -> AttributeConfig | None:
+        if self._column is None:
+            return None
+        try:
+            return self._doc.config(self._column)
+        except KeyError:
+            return None
+
+    def refresh(self) -> None:
+        config = self._config()
+        self.setEnabled(config is not None)
+        if config is None:
+            self.setTitle("Attribute (select one in the table)")
+            self.private_banner.hide()
+            self.issues.clear()
+            return
+        self.setTitle(f"Attribute {config.name!r}" + ("" if config.include else " (not included)"))
+        blockers = [QSignalBlocker(w) for w in (self.ordinal, self.nominal, self.mode, self.lo, self.hi, self.start,
+                                                 self.stop, self.width, self.out_of_range, self.missing)]
+        self.ordinal.setChecked(config.kind == "ordinal")
+        self.nominal.setChecked(config.kind == "nominal")
+        self.pages.setCurrentIndex(0 if config.kind == "ordinal" else 1)
+        self.mode.setCurrentIndex(self.mode.findData(config.mode))
+        self.mode_pages.setCurrentIndex(self.mode.currentIndex())
+        self.lo.setValue(int(config.lo))
+        self.hi.setValue(int(config.hi))
+        start, stop, width = config.bins
+        self.start.setValue(float(start))
+        self.stop.setValue(float(stop))
+        self.width.setValue(float(width))
+        try:
+            self.bins_count.setText(f"= {NumericBins(start, stop, width).count:,} bins")
+        except PriveletError:
+            self.bins_count.setText("(invalid)")
+        if not self.values.hasFocus():
+            self.values.setPlainText("\n".join(map(str, config.values)))
+        self.out_of_range.setCurrentIndex(max(self.out_of_range.findData(config.out_of_range), 0))
+        self._fill_missing(config)
+        del blockers
+        if config.hierarchy is not None:
+            try:
+                h = config.hierarchy.to_hierarchy()
+                self.hierarchy_label.setText(
+                    f"Hierarchy with <b>{h.size:,}</b> values, height <b>{h.height}</b>. "
+                    "Edit its groups in the Hierarchies step."
+                )
+            except HierarchyError as exc:
+                self.hierarchy_label.setText(f"The hierarchy has problems: {exc}")
+        else:
+            self.hierarchy_label.setText("No hierarchy yet.")
+        self.private_banner.setVisible(config.domain_from_data)
+        issues = [(state, text) for state, text in self._doc.attribute_issues(config) if "not private" not in text]
+        if issues:
+            colours = {"error": "#c62828", "warning": "#b26a00"}
+            self.issues.setText(
+                "<br>".join(f"<span style='color:{colours.get(s, 'gray')}'>&#9679;</span> {_html(t)}" for s, t in issues)
+            )
+        else:
+            self.issues.clear()
+
+    def _fill_missing(self, config: AttributeConfig) -> None:
+        summary = self._doc.column_summary(config.column)
+        empty = summary.missing if summary is not None else 0
+        show = bool(empty) or config.missing is not None
+        self.missing_label.setVisible(show)
+        self.missing.setVisible(show)
+        if not show:
+            return
+        self.missing_label.setText(f"Empty cells ({empty:,}):")
+        self.missing.clear()
+        self.missing.addItem("Not allowed (stop with an error)", None)
+        try:
+            labels = config.to_attribute().labels
+        except PriveletError:
+            labels = ()
+        for label in labels[:2000]:
+            self.missing.addItem(f"Count as {label!r}", label)
+        index = self.missing.findData(config.missing) if config.missing is not None else 0
+        self.missing.setCurrentIndex(max(index, 0))
+
+    # -- edits ---------------------------------------------------------------------------------
+    def _kind_changed(self, ordinal: bool) -> None:
+        config = self._config()
+        if config is None:
+            return
+        kind = "ordinal" if ordinal else "nominal"
+        self._doc.set_attribute(config.column, f"Make {config.name} {kind}", kind=kind)
+
+    def _mode_changed(self) -> None:
+        config = self._config()
+        if config is None:
+            return
+        mode = self.mode.currentData()
+        changes: dict[str, object] = {"mode": mode}
+        summary = self._doc.column_summary(config.column)
+        if mode == "values" and not config.values and summary is not None and summary.values:
+            changes["values"] = summary.values
+        self._doc.set_attribute(config.column, f"{config.name}: domain as {self.mode.currentText().lower()}", **changes)
+
+    def _range_changed(self) -> None:
+        config = self._config()
+        if config is not None:
+            self._doc.set_attribute(config.column, f"{config.name}: range {self.lo.value()}..{self.hi.value()}",
+                                    merge="range", lo=self.lo.value(), hi=self.hi.value())
+
+    def _bins_changed(self) -> None:
+        config = self._config()
+        if config is not None:
+            bins = (self.start.value(), self.stop.value(), self.width.value())
+            self._doc.set_attribute(config.column, f"{config.name}: bins", merge="bins", bins=bins)
+
+    def _apply_values(self) -> None:
+        config = self._config()
+        if config is None:
+            return
+        values = tuple(line.strip() for line in self.values.toPlainText().splitlines() if line.strip())
+        self._doc.set_attribute(config.column, f"{config.name}: {len(values)} values", values=values)
+        self.values.clearFocus()
+        self.refresh()
+
+    def _out_of_range_changed(self) -> None:
+        config = self._config()
+        if config is not None:
+            self._doc.set_attribute(config.column, f"{config.name}: out of range -> {self.out_of_range.currentData()}",
+                                    out_of_range=self.out_of_range.currentData())
+
+    def _missing_changed(self) -> None:
+        config = self._config()
+        if config is not None and self.missing.count():
+            self._doc.set_attribute(config.column, f"{config.name}: empty cells", missing=self.missing.currentData())
+
+    def _confirm_public(self) -> None:
+        config = self._config()
+        if config is not None:
+            self._doc.set_attribute(config.column, f"{config.name}: domain confirmed public", domain_from_data=False)
+
+    def _reset_flat(self) -> None:
+        config = self._config()
+        if config is None or config.hierarchy is None:
+            return
+        leaves = config.hierarchy.leaves()
+        try:
+            config.hierarchy.replace(Hierarchy.flat(list(leaves), root=config.hierarchy.root.label), "Flat hierarchy")
+        except HierarchyError as exc:
+            self.issues.setText(_html(str(exc)))
+
+
+def _html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+class AttributesPanel(QWidget):
+    editHierarchyRequested = Signal(str)
+
+    def __init__(self, document: Document, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._doc = document
+        layout = QVBoxLayout(self)
+        layout.setSpacing(10)
+        layout.addWidget(
+            StepHeader(
+                2,
+                "Attributes",
+                "Choose the columns to release and give each a public domain: the values it can take, known "
+                "without looking at the data (a code list, an age range). Ordinal attributes have ordered values; "
+                "nominal ones are grouped by a hierarchy.",
+            )
+        )
+        self.size_label = QLabel()
+        self.size_label.setWordWrap(True)
+        layout.addWidget(self.size_label)
+        self.banner = Banner("warning")
+        self.banner.hide()
+        layout.addWidget(self.banner)
+
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        self.model = AttributesModel(document, self)
+        self.table = QTableView()
+        self.table.setModel(self.model)
+        self.table.setAlternatingRowColors(True)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(
+            QAbstractItemView.EditTrigger.DoubleClicked
+            | QAbstractItemView.EditTrigger.SelectedClicked
+            | QAbstractItemView.EditTrigger.EditKeyPressed
+        )
+        self.table.setItemDelegateForColumn(AttributesModel.TYPE, _TypeDelegate(self.table))
+        self.table.verticalHeader().hide()
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 10)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(AttributesModel.DOMAIN, QHeaderView.ResizeMode.Stretch)
+        splitter.addWidget(self.table)
+        self.editor = AttributeEditor(document)
+        self.editor.editHierarchyRequested.connect(self.editHierarchyRequested)
+        splitter.addWidget(self.editor)
+        splitter.setStretchFactor(0, 1)
+        splitter.setStretchFactor(1, 0)
+        splitter.setChildrenCollapsible(False)
+        layout.addWidget(splitter, 1)
+
+        self.table.selectionModel().currentRowChanged.connect(self._current_changed)
+        self.model.modelReset.connect(self._after_reset)
+        document.stateChanged.connect(self.refresh)
+        self.refresh()
+
+    def _after_reset(self) -> None:
+        if self.model.rowCount():
+            self.table.selectRow(0)
+        else:
+            self.editor.set_column(None)
+
+    def _current_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        self.editor.set_column(self.model.config(current.row()).column if current.isValid() else None)
+
+    def select(self, column: str) -> None:
+        for row, config in enumerate(self._doc.configs):
+            if config.column == column:
+                self.table.selectRow(row)
+                return
+
+    def refresh(self) -> None:
+        included = self._doc.included()
+        schema = self._doc.schema()
+        if not self._doc.configs:
+            self.size_label.setText("Open a table first.")
+        elif schema is None:
+            self.size_label.setText(f"{len(included)} of {len(self._doc.configs)} columns included.")
+        else:
+            cells = schema.size
+            shape = " x ".join(f"{n:,}" for n in schema.shape)
+            too_big = cells > MAX_CELLS
+            self.size_label.setText(
+                f"{len(included)} of {len(self._doc.configs)} columns included. Frequency matrix: {shape} = "
+                f"<b>{cells:,}</b> cells ({fmt_bytes(cells * 8)} in memory)"
+                + (" <span style='color:#c62828'>too large: exclude attributes or coarsen domains</span>" if too_big else "")
+            )
+        derived = [c.name for c in included if c.domain_from_data]
+        if derived:
+            self.banner.set_text(
+                f"<b>Not private:</b> the domain of {', '.join(derived)} was taken from the data. Releasing such a "
+                "domain can reveal that a rare value occurs. Use public domains where you can."
+            )
+        self.banner.setVisible(bool(derived))

@@ -1,0 +1,276 @@
+"""Step 5, Release: run Privelet in the worker, follow its progress, see and export the result.
+
+The panel is a QTabWidget: "Run and export" now; later views (an error preview with
+pyqtgraph plots) are added with :meth:`ReleasePanel.add_tab`.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSizePolicy,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ...engine import PriveletError
+from ..document import Document
+from ..jobs import ReleaseOutcome
+from ..widgets import Banner, StepHeader, fmt_count, fmt_number
+
+__all__ = ["ReleasePanel"]
+
+_MECHANISM_NAMES = {"privelet+": "Privelet+", "privelet": "Privelet", "basic": "Basic"}
+_NEIGHBOUR_NAMES = {"replace": "replace one record", "add-remove": "add or remove one record"}
+
+
+class ReleasePanel(QWidget):
+    runRequested = Signal()
+    cancelRequested = Signal()
+    exportRequested = Signal(str)  # "release", "csv" or "parquet"
+
+    def __init__(self, document: Document, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._doc = document
+        self._running = False
+        layout = QVBoxLayout(self)
+        layout.setSpacing(10)
+        layout.addWidget(
+            StepHeader(
+                5,
+                "Release",
+                "Count the table and add calibrated noise with Privelet. Only the noisy table is kept and can be "
+                "exported; the true counts are discarded as soon as the noise is added.",
+            )
+        )
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        layout.addWidget(self.tabs, 1)
+
+        run_tab = QWidget()
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setWidget(run_tab)
+        self.tabs.addTab(scroll, "Run and export")
+        run = QVBoxLayout(run_tab)
+        run.setSpacing(12)
+
+        setup = QGroupBox("What will be released")
+        self.setup_form = QFormLayout(setup)
+        self.setup_form.setLabelAlignment(Qt.AlignmentFlag.AlignRight)
+        self.setup_labels: dict[str, QLabel] = {}
+        for key, title in (("table", "Table"), ("attributes", "Attributes"), ("mechanism", "Mechanism"),
+                           ("epsilon", "Epsilon"), ("bound", "Worst-case error")):
+            label = QLabel()
+            label.setWordWrap(True)
+            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            self.setup_labels[key] = label
+            self.setup_form.addRow(f"{title}:", label)
+        self.invalid = QComboBox()
+        self.invalid.addItem("Stop with an error (recommended)", "error")
+        self.invalid.addItem("Drop them and report how many", "drop")
+        self.invalid.setToolTip("What to do with rows whose values are outside the declared domains")
+        self.invalid.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+        self.setup_form.addRow("Rows outside the domains:", self.invalid)
+        run.addWidget(setup)
+
+        self.blockers = Banner("error")
+        self.blockers.hide()
+        run.addWidget(self.blockers)
+
+        controls = QHBoxLayout()
+        self.run_button = QPushButton("Run release")
+        self.run_button.setDefault(True)
+        self.run_button.setMinimumWidth(self.fontMetrics().horizontalAdvance("Run release") + 48)
+        self.run_button.clicked.connect(self.runRequested)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(self.cancelRequested)
+        controls.addWidget(self.run_button)
+        controls.addWidget(self.cancel_button)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setValue(0)
+        self.progress.setFormat("Ready")
+        self.progress.setTextVisible(True)
+        controls.addWidget(self.progress, 1)
+        run.addLayout(controls)
+        self.stage = QLabel(" ")
+        self.stage.setAccessibleName("Stage")
+        run.addWidget(self.stage)
+
+        self.result_box = QGroupBox("Last release")
+        result_layout = QVBoxLayout(self.result_box)
+        self.result_form = QFormLayout()
+        self.result_form.setLabelAlignment(Qt.AlignmentFlag.AlignRight)
+        self.result_labels: dict[str, QLabel] = {}
+        for key, title in (
+            ("mechanism", "Mechanism"),
+            ("epsilon", "Epsilon"),
+            ("sa", "S_A"),
+            ("neighbours", "Neighbours"),
+            ("rho", "Generalized sensitivity ρ"),
+            ("lambda", "Noise scale λ"),
+            ("paper", "Paper bound (variance)"),
+            ("exact", "Exact worst-case variance"),
+            ("margin", "Worst query, 95%"),
+            ("rows", "Rows"),
+            ("time", "Time taken"),
+            ("shape", "Released table"),
+        ):
+            label = QLabel()
+            label.setWordWrap(True)
+            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            self.result_labels[key] = label
+            self.result_form.addRow(f"{title}:", label)
+        result_layout.addLayout(self.result_form)
+        self.stale = Banner("info", "The settings changed since this release; run again to release with them.")
+        self.stale.hide()
+        result_layout.addWidget(self.stale)
+        exports = QHBoxLayout()
+        self.export_release = QPushButton("Save release file (.npz)...")
+        self.export_csv = QPushButton("Export CSV...")
+        self.export_parquet = QPushButton("Export Parquet...")
+        self.export_release.clicked.connect(lambda: self.exportRequested.emit("release"))
+        self.export_csv.clicked.connect(lambda: self.exportRequested.emit("csv"))
+        self.export_parquet.clicked.connect(lambda: self.exportRequested.emit("parquet"))
+        for button in (self.export_release, self.export_csv, self.export_parquet):
+            exports.addWidget(button)
+        exports.addStretch(1)
+        result_layout.addLayout(exports)
+        note = QLabel("Exports hold only noisy counts (long format: one row per cell). Files are written atomically.")
+        note.setWordWrap(True)
+        result_layout.addWidget(note)
+        run.addWidget(self.result_box)
+        run.addStretch(1)
+
+        self.invalid.currentIndexChanged.connect(self._invalid_changed)
+        document.stateChanged.connect(self.refresh)
+        document.releaseChanged.connect(self.refresh)
+        self.refresh()
+
+    def add_tab(self, widget: QWidget, title: str) -> int:
+        """Add a view of the release (e.g. the error preview of a later issue)."""
+        return self.tabs.addTab(widget, title)
+
+    # -- state ------------------------------------------------------------------------------------
+    def refresh(self) -> None:
+        doc = self._doc
+        index = self.invalid.findData(doc.invalid)
+        self.invalid.blockSignals(True)
+        self.invalid.setCurrentIndex(max(index, 0))
+        self.invalid.blockSignals(False)
+        schema = doc.schema()
+        labels = self.setup_labels
+        labels["table"].setText(
+            f"{doc.summary.path.name} ({doc.summary.rows:,} rows)" if doc.summary is not None else
+            (str(doc.table_path.name) if doc.table_path else "none")
+        )
+        if schema is not None:
+            labels["attributes"].setText(
+                ", ".join(f"{a.name} ({a.size:,})" for a in schema) + f" = {schema.size:,} cells"
+            )
+            sa = doc.effective_sa()
+            same = ""
+            if doc.mechanism == "privelet+" and len(sa) == len(schema):
+                same = " (every attribute in S_A: this is Basic)"
+            elif doc.mechanism == "privelet+" and not sa:
+                same = " (S_A empty: this is Privelet)"
+            labels["mechanism"].setText(
+                f"{_MECHANISM_NAMES[doc.mechanism]}, S_A = {{{', '.join(sa)}}}{same}; "
+                f"neighbours: {_NEIGHBOUR_NAMES[doc.neighbours]}"
+            )
+        else:
+            labels["attributes"].setText("—")
+            labels["mechanism"].setText(_MECHANISM_NAMES[doc.mechanism])
+        labels["epsilon"].setText(f"{doc.epsilon:g}")
+        labels["bound"].setText(self._bound_text())
+        try:
+            doc.release_job()
+            blocked = None
+        except PriveletError as exc:
+            blocked = str(exc)
+        self.blockers.set_text(f"Not ready: {blocked}" if blocked else "")
+        self.blockers.setVisible(bool(blocked))
+        self.run_button.setEnabled(blocked is None and not self._running)
+        self._show_outcome(doc.outcome)
+
+    def _bound_text(self) -> str:
+        from ...engine import variance_model
+
+        schema = self._doc.schema()
+        if schema is None:
+            return "—"
+        model = variance_model(schema)
+        if "factors" not in model.__dict__:
+            return "computing..."
+        variance = model.worst_case(self._doc.epsilon, self._doc.effective_sa(), neighbours=self._doc.neighbours)
+        return f"variance {fmt_number(variance)}, about ± {fmt_count(1.96 * variance ** 0.5)} at 95%"
+
+    def _show_outcome(self, outcome: ReleaseOutcome | None) -> None:
+        self.result_box.setVisible(outcome is not None)
+        if outcome is None:
+            return
+        r = outcome.release
+        labels = self.result_labels
+        labels["mechanism"].setText(_MECHANISM_NAMES.get(r.mechanism, r.mechanism) + ("  (seeded: for tests only)" if r.seeded else ""))
+        labels["epsilon"].setText(f"{r.epsilon:g}")
+        labels["sa"].setText("{" + ", ".join(r.sa) + "}")
+        labels["neighbours"].setText(_NEIGHBOUR_NAMES.get(r.neighbours, r.neighbours))
+        labels["rho"].setText(f"{r.rho:g}")
+        labels["lambda"].setText(f"{r.nominal_scale:.6g} (effective scale on the exact grid: {r.scale:.9g})")
+        labels["paper"].setText(fmt_number(outcome.paper_bound))
+        labels["exact"].setText(fmt_number(outcome.worst_case_variance))
+        labels["margin"].setText(f"± {fmt_count(outcome.margin95)} (1.96 standard deviations)")
+        labels["rows"].setText(outcome.report.summary() + "  (shown here only; never exported)")
+        labels["time"].setText(
+            f"{outcome.seconds:.2f} s (counting {outcome.counting_seconds:.2f} s, noise {r.seconds:.2f} s), "
+            f"finished {outcome.finished_at}"
+        )
+        labels["shape"].setText(" x ".join(f"{n:,}" for n in r.noisy.shape) + f" noisy counts from {outcome.table_name}")
+        self.stale.setVisible(self._is_stale(outcome))
+        for button in (self.export_release, self.export_csv, self.export_parquet):
+            button.setEnabled(not self._running)
+
+    def _is_stale(self, outcome: ReleaseOutcome) -> bool:
+        doc = self._doc
+        r = outcome.release
+        return (
+            doc.schema() != r.schema
+            or abs(doc.epsilon - r.epsilon) > 1e-12
+            or doc.neighbours != r.neighbours
+            or tuple(doc.effective_sa()) != tuple(r.sa)
+        )
+
+    def _invalid_changed(self) -> None:
+        self._doc.set_privacy("Rows outside the domains: " + str(self.invalid.currentData()), invalid=self.invalid.currentData())
+
+    # -- progress ---------------------------------------------------------------------------------
+    def set_running(self, running: bool) -> None:
+        self._running = running
+        self.cancel_button.setEnabled(running)
+        if running:
+            self.progress.setValue(0)
+            self.progress.setFormat("Starting... %p%")
+            self.stage.setText("Starting")
+        self.refresh()
+
+    def set_progress(self, fraction: float, stage: str) -> None:
+        self.progress.setValue(int(round(fraction * 1000)))
+        self.progress.setFormat(f"{stage[:1].upper()}{stage[1:]}  %p%")
+        self.stage.setText(stage[:1].upper() + stage[1:])
+
+    def set_finished(self, text: str, ok: bool) -> None:
+        self.progress.setValue(1000 if ok else 0)
+        self.progress.setFormat(text)
+        self.stage.setText(text)

@@ -1,0 +1,277 @@
+"""Error previews drawn with pyqtgraph, each exportable as PNG, SVG and CSV.
+
+Two kinds of views, labelled honestly:
+
+- data-independent ones (expected error from the exact variances, per-attribute
+  factors, the noisy release itself) cost no privacy;
+- views that compare with the true data carry a visible banner saying so: they are
+  for the custodian's own machine and nothing from them goes into a release export.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pyqtgraph as pg
+import pyqtgraph.exporters as exporters
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QRect
+from PySide6.QtGui import QImage, QPainter
+from PySide6.QtSvg import QSvgGenerator
+from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from ..engine import AttributeFactors, QuintileRow
+from ..io import atomic_write
+from .widgets import Banner
+
+__all__ = [
+    "TRUE_DATA_WARNING",
+    "PlotView",
+    "ErrorByCoveragePlot",
+    "AttributeFactorPlot",
+    "MarginalComparisonPlot",
+    "HeatmapPlot",
+]
+
+#: Shown on every view that reads the true data.
+TRUE_DATA_WARNING = (
+    "Uses the true data: for checking on this machine only, not for publication. "
+    "Nothing shown here goes into an exported release."
+)
+
+# Colour-blind-safe pair (Okabe-Ito): Basic in vermillion, Privelet+ in blue.
+MECHANISM_COLOURS = {"basic": "#D55E00", "privelet+": "#0072B2", "true": "#7F7F7F", "noisy": "#0072B2"}
+MECHANISM_NAMES = {"basic": "Basic", "privelet+": "Privelet+"}
+
+
+class PlotView(QWidget):
+    """A titled pyqtgraph plot with export buttons and, if it uses true data, a warning banner.
+
+    ``export_png``/``export_svg``/``export_csv`` take a path (tests, scripts) or, with
+    none, ask with a file dialog (pyqtgraph's ``export(path=None)`` convention).
+    """
+
+    def __init__(self, title: str, *, uses_true_data: bool = False, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.uses_true_data = uses_true_data
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.banner = Banner("warning", TRUE_DATA_WARNING)
+        self.banner.setVisible(uses_true_data)
+        layout.addWidget(self.banner)
+        self.plot_widget = pg.PlotWidget()
+        self.plot_widget.setBackground(None)
+        self.plot_item: pg.PlotItem = self.plot_widget.getPlotItem()
+        self.plot_item.setTitle(title)
+        self.plot_item.showGrid(x=True, y=True, alpha=0.25)
+        self.legend = self.plot_item.addLegend(offset=(10, 10))
+        layout.addWidget(self.plot_widget, 1)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        self.empty_label = QLabel("")
+        buttons.insertWidget(0, self.empty_label)
+        for text, slot in (("PNG…", self.export_png), ("SVG…", self.export_svg), ("Data (CSV)…", self.export_csv)):
+            button = QPushButton(text)
+            button.setToolTip(f"Export this view as {text.rstrip('…')}")
+            button.clicked.connect(lambda _=False, s=slot: s())
+            buttons.addWidget(button)
+        layout.addLayout(buttons)
+        self._header: list[str] = []
+        self._rows: list[Sequence[object]] = []
+
+    # -- data behind the plot ---------------------------------------------------------
+    def set_table(self, header: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+        """The numbers drawn, as exported by :meth:`export_csv`."""
+        self._header = list(header)
+        self._rows = [list(r) for r in rows]
+        self.empty_label.setText("" if rows else "No data yet")
+
+    @property
+    def table(self) -> tuple[list[str], list[list[object]]]:
+        return self._header, [list(r) for r in self._rows]
+
+    # -- exports ----------------------------------------------------------------------
+    def export_png(self, path: str | Path | None = None) -> Path | None:
+        exporter = exporters.ImageExporter(self.plot_item)
+        exporter.parameters()["width"] = max(800, int(self.plot_widget.width()))
+        return self._write(path, "PNG image (*.png)", lambda: _png_bytes(exporter.export(toBytes=True)))
+
+    def export_svg(self, path: str | Path | None = None) -> Path | None:
+        # pyqtgraph 0.14's SVGExporter cannot parse the closed paths ("... Z") that Qt 6.12
+        # writes (pyqtgraph issue #3485), so the plot is drawn through Qt's own SVG generator.
+        return self._write(path, "SVG image (*.svg)", self._svg_bytes)
+
+    def _svg_bytes(self) -> bytes:
+        data = QByteArray()
+        buffer = QBuffer(data)
+        buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+        generator = QSvgGenerator()
+        generator.setOutputDevice(buffer)
+        size = self.plot_widget.size()
+        generator.setSize(size)
+        generator.setViewBox(QRect(0, 0, size.width(), size.height()))
+        generator.setTitle(self.plot_item.titleLabel.text or "Privelet Studio plot")
+        painter = QPainter(generator)
+        self.plot_widget.render(painter)
+        painter.end()
+        buffer.close()
+        return bytes(data)
+
+    def export_csv(self, path: str | Path | None = None) -> Path | None:
+        def table() -> bytes:
+            text = io.StringIO()
+            writer = csv.writer(text, lineterminator="\n")
+            writer.writerow(self._header)
+            writer.writerows(self._rows)
+            return text.getvalue().encode("utf-8")
+
+        return self._write(path, "CSV table (*.csv)", table)
+
+    def _write(self, path: str | Path | None, pattern: str, render: Callable[[], bytes]) -> Path | None:
+        target = self._target(path, pattern)
+        if target is None:
+            return None
+        data = render()
+        with atomic_write(target, force=True) as handle:  # never a half-written file
+            handle.write(data)
+        return target
+
+    def _target(self, path: str | Path | None, pattern: str) -> Path | None:
+        if path is None:
+            chosen, _ = QFileDialog.getSaveFileName(self, "Export", "", pattern)
+            if not chosen:
+                return None
+            path = chosen
+        return Path(path)
+
+
+def _png_bytes(image: QImage) -> bytes:
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    image.save(buffer, "PNG")
+    buffer.close()
+    return bytes(data)
+
+
+class ErrorByCoveragePlot(PlotView):
+    """Average error per coverage quintile, Basic against Privelet+ (Figures 8/9), log scale.
+
+    ``error`` is the :class:`QuintileRow` field drawn: ``"square_error"`` or ``"relative_error"``.
+    """
+
+    def __init__(self, title: str, *, error: str = "square_error", uses_true_data: bool = False,
+                 parent: QWidget | None = None):
+        super().__init__(title, uses_true_data=uses_true_data, parent=parent)
+        self.error = error
+        self.plot_item.setLogMode(x=False, y=True)
+        self.plot_item.setLabel("bottom", "average query coverage (fraction of the matrix)")
+        label = "average square error" if error == "square_error" else "average relative error"
+        self.plot_item.setLabel("left", label)
+
+    def set_rows(self, rows: Mapping[str, Sequence[QuintileRow]], *, epsilon: float | None = None) -> None:
+        """Draw one line per mechanism (``{"basic": rows, "privelet+": rows}``)."""
+        self.plot_item.clear()
+        table = []
+        for mechanism, quintiles in rows.items():
+            xs = np.array([r.coverage for r in quintiles])
+            ys = np.array([getattr(r, self.error) for r in quintiles])
+            good = np.isfinite(xs) & np.isfinite(ys) & (ys > 0)
+            colour = MECHANISM_COLOURS.get(mechanism, "#444444")
+            self.plot_item.plot(
+                xs[good], ys[good], pen=pg.mkPen(colour, width=2), symbol="o", symbolBrush=colour,
+                symbolPen=None, name=MECHANISM_NAMES.get(mechanism, mechanism),
+            )
+            for r in quintiles:
+                table.append([
+                    "" if epsilon is None else epsilon, mechanism, r.quintile, r.coverage, getattr(r, self.error), r.queries,
+                ])
+        self.set_table(["epsilon", "mechanism", "quintile", "average_coverage", self.error, "queries"], table)
+
+
+class AttributeFactorPlot(PlotView):
+    """Each attribute's worst-case variance factor, transformed versus left in S_A.
+
+    Bars on a log scale: the taller bar of an attribute is what it multiplies the
+    worst-case variance by; putting it in S_A swaps one bar for the other.
+    """
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__("Worst-case variance factor per attribute", parent=parent)
+        self.plot_item.setLogMode(x=False, y=True)
+        self.plot_item.setLabel("left", "factor (log scale)")
+
+    def set_factors(self, factors: Sequence[AttributeFactors], sa: Sequence[str]) -> None:
+        self.plot_item.clear()
+        chosen = set(sa)
+        n = len(factors)
+        xs = np.arange(n, dtype=float)
+        transformed = np.array([f.transformed for f in factors])
+        untransformed = np.array([f.untransformed for f in factors])
+        # Log mode: bars are drawn from log10(1) = 0 up to log10(value).
+        for offset, values, colour, name, in_use in (
+            (-0.2, transformed, MECHANISM_COLOURS["privelet+"], "wavelet (not in S_A)", [f.name not in chosen for f in factors]),
+            (0.2, untransformed, MECHANISM_COLOURS["basic"], "untransformed (in S_A)", [f.name in chosen for f in factors]),
+        ):
+            brushes = [pg.mkBrush(colour if used else colour + "55") for used in in_use]
+            bars = pg.BarGraphItem(x=xs + offset, height=np.log10(np.maximum(values, 1e-12)), width=0.38,
+                                   brushes=brushes, pen=None, name=name)
+            self.plot_item.addItem(bars)
+        axis = self.plot_item.getAxis("bottom")
+        axis.setTicks([[(i, f.name) for i, f in enumerate(factors)]])
+        self.plot_item.setYRange(0, math.log10(max(1.0, float(max(transformed.max(), untransformed.max())))) * 1.1 + 0.1)
+        self.set_table(
+            ["attribute", "size", "transformed_factor", "untransformed_factor", "in_sa"],
+            [[f.name, f.size, f.transformed, f.untransformed, f.name in chosen] for f in factors],
+        )
+
+
+class MarginalComparisonPlot(PlotView):
+    """True and noisy one-attribute marginals side by side (uses the true data)."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__("Marginal counts: true and noisy", uses_true_data=True, parent=parent)
+        self.plot_item.setLabel("left", "count")
+
+    def set_marginals(self, attribute: str, labels: Sequence[str], true: np.ndarray, noisy: np.ndarray) -> None:
+        self.plot_item.clear()
+        xs = np.arange(len(labels), dtype=float)
+        for offset, values, key, name in ((-0.2, true, "true", "true"), (0.2, noisy, "noisy", "noisy (released)")):
+            self.plot_item.addItem(pg.BarGraphItem(
+                x=xs + offset, height=values, width=0.38, brush=MECHANISM_COLOURS[key], pen=None, name=name,
+            ))
+        self.plot_item.setLabel("bottom", attribute)
+        step = max(1, len(labels) // 20)
+        self.plot_item.getAxis("bottom").setTicks([[(i, labels[i]) for i in range(0, len(labels), step)]])
+        self.set_table(
+            [attribute, "true_count", "noisy_count"],
+            [[label, float(t), float(n)] for label, t, n in zip(labels, true, noisy)],
+        )
+
+
+class HeatmapPlot(PlotView):
+    """A noisy two-attribute marginal as a heat map (the release only: no true data)."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__("Noisy two-attribute marginal", parent=parent)
+        self.image = pg.ImageItem()
+        self.plot_item.addItem(self.image)
+        self.colour_bar = pg.ColorBarItem(colorMap=pg.colormap.get("viridis"), label="noisy count")
+        self.colour_bar.setImageItem(self.image, insert_in=self.plot_item)
+
+    def set_marginal(self, rows: tuple[str, Sequence[str]], columns: tuple[str, Sequence[str]], values: np.ndarray) -> None:
+        values = np.asarray(values, dtype=float)
+        self.image.setImage(values, autoLevels=False)
+        low, high = float(values.min()), float(values.max())
+        self.colour_bar.setLevels((low, high if high > low else low + 1))
+        self.plot_item.setLabel("bottom", rows[0])
+        self.plot_item.setLabel("left", columns[0])
+        self.set_table(
+            [rows[0], columns[0], "noisy_count"],
+            [[r, c, float(values[i, j])] for i, r in enumerate(rows[1]) for j, c in enumerate(columns[1])],
+        )
+        self.plot_item.getViewBox().autoRange()

@@ -1,0 +1,114 @@
+"""A scripted walk through every step on the sample, saving one screenshot per step.
+
+Used by ``privelet-gui --demo --screenshots DIR`` for documentation and as a smoke test.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QEventLoop
+from PySide6.QtWidgets import QApplication
+
+if TYPE_CHECKING:
+    from .main_window import MainWindow
+
+__all__ = ["run_tour", "wait_until"]
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 60.0) -> bool:
+    """Process events until ``predicate()`` is true or ``timeout`` seconds passed."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        QApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
+        time.sleep(0.005)
+    return True
+
+
+def _settle() -> None:
+    for _ in range(5):
+        QApplication.processEvents()
+
+
+def run_tour(window: MainWindow, folder: Path, timeout: float = 120.0) -> int:
+    """Walk Data -> Attributes -> Hierarchies -> Privacy -> Release; 0 on success."""
+    from .panels.import_dialog import ImportDialog
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    doc = window.document
+    saved: list[Path] = []
+
+    def shoot(name: str, widget: object = None) -> None:
+        _settle()
+        target = folder / f"{name}.png"
+        pixmap = (widget or window).grab()  # type: ignore[union-attr]
+        if not pixmap.save(str(target), "PNG"):
+            raise OSError(f"cannot write {target}")
+        saved.append(target)
+
+    def fail(message: str) -> int:
+        print(f"privelet-gui --screenshots: {message}", file=sys.stderr)
+        return 1
+
+    if not wait_until(lambda: doc.summary is not None or doc.table_error is not None, timeout):
+        return fail("the sample table did not load in time")
+    if doc.summary is None:
+        return fail(f"the sample table could not be read: {doc.table_error}")
+
+    window.go_to("data")
+    shoot("01-data")
+    dialog = ImportDialog(doc.summary.path, doc.summary.options, window)
+    dialog.resize(900, 560)
+    dialog.show()
+    shoot("01-data-import-dialog", dialog)
+    dialog.close()
+    dialog.deleteLater()
+
+    window.go_to("attributes")
+    nominal = [c for c in doc.included() if c.kind == "nominal"]
+    ordinal = [c for c in doc.included() if c.kind == "ordinal"]
+    if ordinal:
+        window.attributes_panel.select(ordinal[0].column)
+    shoot("02-attributes")
+
+    window.go_to("hierarchies")
+    if nominal:
+        richest = max(nominal, key=lambda c: (c.hierarchy.to_hierarchy().height if c.hierarchy and c.hierarchy.is_valid() else 0,
+                                              len(c.hierarchy.leaves()) if c.hierarchy else 0))
+        panel = window.hierarchy_panel
+        panel.set_attribute(richest.column)
+        panel.view.expandAll()
+        if panel.model is not None:
+            first_leaf = next(panel.model.root.leaves(), None)
+            if first_leaf is not None:
+                panel.select_nodes([first_leaf])
+    shoot("03-hierarchies")
+
+    window.go_to("privacy")
+    doc.set_sa(doc.recommended_sa())
+    if not wait_until(lambda: all("exact" in b for b in window.privacy_panel.bounds.values()) and bool(window.privacy_panel.bounds), timeout):
+        return fail("the bounds were not computed in time")
+    shoot("04-privacy")
+
+    outcome: list[object] = []
+    failure: list[object] = []
+    window.releaseFinished.connect(outcome.append)
+    window.releaseFailed.connect(failure.append)
+    if not window.run_release():
+        return fail("the release could not start: " + "; ".join(s.message for s in doc.step_statuses().values()))
+    if not wait_until(lambda: bool(outcome or failure), timeout):
+        window.cancel_task()
+        return fail("the release did not finish in time")
+    if failure:
+        return fail(f"the release failed: {failure[0]}")
+    window.go_to("release")
+    shoot("05-release")
+    print("\n".join(str(p) for p in saved))
+    return 0

@@ -1,0 +1,165 @@
+"""Small shared widgets: step headers, banners, number formatting."""
+
+from __future__ import annotations
+
+import math
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor, QFont, QPalette
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
+
+from . import icons
+
+__all__ = ["StepHeader", "Banner", "fmt_number", "fmt_count", "fmt_bytes", "section_label"]
+
+
+def fmt_number(x: float, digits: int = 4) -> str:
+    """A readable number: thousands separators, or scientific notation when huge or tiny."""
+    if x is None or not math.isfinite(x):
+        return "n/a"
+    ax = abs(x)
+    if ax == 0:
+        return "0"
+    if ax >= 1e9 or ax < 1e-3:
+        return f"{x:.{max(digits - 1, 1)}e}"
+    if ax >= 1000:
+        return f"{x:,.0f}"
+    return f"{x:.{digits}g}"
+
+
+def fmt_count(x: float) -> str:
+    """A +/- count, rounded to what is meaningful."""
+    if not math.isfinite(x):
+        return "n/a"
+    if x >= 1e9:
+        return f"{x:.3e}"
+    if x >= 100:
+        return f"{x:,.0f}"
+    return f"{x:.1f}"
+
+
+def fmt_bytes(n: float) -> str:
+    for unit in ("bytes", "KB", "MB", "GB", "TB"):
+        if n < 1024 or unit == "TB":
+            return f"{n:,.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TB"  # pragma: no cover
+
+
+def section_label(text: str) -> QLabel:
+    label = QLabel(text)
+    font = label.font()
+    font.setBold(True)
+    label.setFont(font)
+    return label
+
+
+class StepHeader(QWidget):
+    """A step's title and a sentence saying what to do here."""
+
+    def __init__(self, number: int, title: str, text: str, parent: QWidget | None = None):
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 4)
+        layout.setSpacing(2)
+        self.title = QLabel(f"{number}. {title}")
+        font = self.title.font()
+        font.setPointSizeF(font.pointSizeF() * 1.45)
+        font.setWeight(QFont.Weight.DemiBold)
+        self.title.setFont(font)
+        self.title.setAccessibleName(f"Step {number}: {title}")
+        self.text = QLabel(text)
+        self.text.setWordWrap(True)
+        self.text.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        layout.addWidget(self.title)
+        layout.addWidget(self.text)
+
+
+class Banner(QFrame):
+    """A coloured strip with an icon, a message and an optional action button."""
+
+    actionTriggered = Signal()
+
+    COLOURS = {"warning": icons.AMBER, "error": icons.RED, "info": icons.BLUE, "done": icons.GREEN}
+
+    def __init__(self, kind: str = "warning", text: str = "", action: str | None = None, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("banner")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(10, 6, 10, 6)
+        layout.setSpacing(10)
+        self.icon = QLabel()
+        self.icon.setAlignment(Qt.AlignmentFlag.AlignTop)
+        self.label = QLabel(text)
+        self.label.setWordWrap(True)
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.label.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        layout.addWidget(self.icon)
+        layout.addWidget(self.label, 1)
+        self.button = QPushButton(action or "")
+        self.button.setVisible(bool(action))
+        self.button.clicked.connect(self.actionTriggered)
+        layout.addWidget(self.button, 0, Qt.AlignmentFlag.AlignVCenter)
+        self.set_kind(kind)
+
+    def set_kind(self, kind: str) -> None:
+        self._kind = kind
+        name = {"info": "lock"}.get(kind, kind)
+        size = self.fontMetrics().height() + 4
+        self.icon.setPixmap(icons.icon(name).pixmap(size, size))
+        colour = QColor(self.COLOURS.get(kind, icons.AMBER))
+        fill = QColor(colour)
+        fill.setAlpha(28)
+        border = QColor(colour)
+        border.setAlpha(150)
+        self.setStyleSheet(
+            f"QFrame#banner {{ background: rgba({fill.red()},{fill.green()},{fill.blue()},{fill.alpha()});"
+            f" border: 1px solid rgba({border.red()},{border.green()},{border.blue()},{border.alpha()});"
+            " border-radius: 6px; }"
+        )
+
+    def set_text(self, text: str) -> None:
+        self.label.setText(text)
+
+    def text(self) -> str:
+        return self.label.text()
+
+    def set_action(self, text: str | None) -> None:
+        self.button.setText(text or "")
+        self.button.setVisible(bool(text))
+
+
+class SwitchBox(QWidget):
+    """Like QStackedWidget, but only the visible page counts for the size (no empty gaps)."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._layout = QVBoxLayout(self)
+        self._layout.setContentsMargins(0, 0, 0, 0)
+        self._pages: list[QWidget] = []
+        self._current = -1
+
+    def addWidget(self, widget: QWidget) -> int:  # noqa: N802 - Qt naming, a drop-in for QStackedWidget
+        self._pages.append(widget)
+        self._layout.addWidget(widget)
+        widget.setVisible(len(self._pages) == 1)
+        if self._current < 0:
+            self._current = 0
+        return len(self._pages) - 1
+
+    def setCurrentIndex(self, index: int) -> None:  # noqa: N802
+        self._current = index
+        for i, page in enumerate(self._pages):
+            page.setVisible(i == index)
+
+    def currentIndex(self) -> int:  # noqa: N802
+        return self._current

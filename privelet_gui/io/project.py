@@ -1,0 +1,275 @@
+"""Project files: the whole setup of a release, as versioned JSON (``*.privelet``).
+
+A project holds the table's path and reading options, the schema (attributes with
+their domains and hierarchies, written with :func:`schema_to_json`), the privacy
+settings (epsilon, S_A, neighbouring notion, mechanism) and the counting policy.
+It never holds data or counts. Hierarchies that are being edited and are not valid
+yet (an empty group, a duplicate label) are kept as *drafts* so that nothing the
+user did is lost.
+
+The file carries ``"format"`` and ``"version"``; older versions are migrated on
+load (Orange3's ``migrate_settings`` habit) and newer ones are refused with a clear
+message. Table paths are stored relative to the project file when the table lies
+in the same folder tree, so a project folder can be moved as a whole.
+
+Examples
+--------
+>>> import tempfile, pathlib
+>>> from privelet_gui.engine import OrdinalAttribute, Schema
+>>> folder = pathlib.Path(tempfile.mkdtemp())
+>>> project = Project(table_path=folder / "t.csv",
+...                   schema=Schema([OrdinalAttribute.integer_range("age", 0, 99)]), epsilon=0.5)
+>>> save_project(project, folder / "p.privelet")
+>>> load_project(folder / "p.privelet") == project
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..engine.errors import PriveletError
+from ..engine.schema import Schema
+from .atomic import atomic_write
+
+__all__ = [
+    "PROJECT_FORMAT",
+    "PROJECT_VERSION",
+    "PROJECT_SUFFIX",
+    "Project",
+    "ProjectError",
+    "project_to_json",
+    "project_from_json",
+    "save_project",
+    "load_project",
+    "migrate_project",
+]
+
+PROJECT_FORMAT = "privelet-studio-project"
+PROJECT_VERSION = 1
+PROJECT_SUFFIX = ".privelet"
+
+_NEIGHBOURS = ("replace", "add-remove")
+_MECHANISMS = ("privelet+", "privelet", "basic")
+_INVALID = ("error", "drop")
+
+
+class ProjectError(PriveletError):
+    """A project file cannot be read (not JSON, not a project, a newer version, bad values)."""
+
+
+@dataclass(frozen=True)
+class Project:
+    """Everything needed to redo a release, except the data itself.
+
+    ``attribute_order`` lists the included attributes in axis order; it equals
+    ``schema.names`` unless some attributes are ``drafts`` (name -> ``{"column": ...,
+    "tree": {...}}``: a nominal attribute whose hierarchy is not valid yet; the tree is
+    ``{"label": ..., "children": [...]}`` with groups marked by ``children``).
+    ``table_options`` is an :class:`~privelet_gui.io.TableOptions` (or None: sniff).
+    """
+
+    table_path: Path | None = None
+    table_options: Any = None
+    schema: Schema | None = None
+    epsilon: float = 1.0
+    sa: tuple[str, ...] = ()
+    neighbours: str = "replace"
+    mechanism: str = "privelet+"
+    invalid: str = "error"
+    attribute_order: tuple[str, ...] = ()
+    drafts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.table_path is not None and not isinstance(self.table_path, Path):
+            object.__setattr__(self, "table_path", Path(self.table_path))
+        object.__setattr__(self, "sa", tuple(self.sa))
+        if not self.attribute_order and self.schema is not None:
+            object.__setattr__(self, "attribute_order", self.schema.names)
+        object.__setattr__(self, "attribute_order", tuple(self.attribute_order))
+        if not (isinstance(self.epsilon, (int, float)) and not isinstance(self.epsilon, bool)) or not (
+            math.isfinite(self.epsilon) and self.epsilon > 0
+        ):
+            raise ProjectError(f"epsilon must be a positive number, got {self.epsilon!r}")
+        if self.neighbours not in _NEIGHBOURS:
+            raise ProjectError(f"neighbours must be one of {_NEIGHBOURS}, got {self.neighbours!r}")
+        if self.mechanism not in _MECHANISMS:
+            raise ProjectError(f"mechanism must be one of {_MECHANISMS}, got {self.mechanism!r}")
+        if self.invalid not in _INVALID:
+            raise ProjectError(f"invalid must be one of {_INVALID}, got {self.invalid!r}")
+        known = set(self.attribute_order)
+        unknown = [name for name in self.sa if name not in known]
+        if unknown:
+            raise ProjectError(f"S_A names {', '.join(map(repr, unknown))}, which is not an included attribute")
+
+
+# -- JSON ---------------------------------------------------------------------------------------
+
+
+def _options_to_json(options: Any) -> dict[str, Any] | None:
+    if options is None:
+        return None
+    if dataclasses.is_dataclass(options):
+        return dataclasses.asdict(options)  # type: ignore[arg-type]
+    raise ProjectError(f"table options must be a TableOptions, got {type(options).__name__}")
+
+
+def _options_from_json(obj: Any) -> Any:
+    if obj is None:
+        return None
+    from .tables import TableOptions
+
+    if not isinstance(obj, Mapping):
+        raise ProjectError(f'"table.options" must be an object, got {type(obj).__name__}')
+    names = {f.name for f in dataclasses.fields(TableOptions)}
+    return TableOptions(**{k: v for k, v in obj.items() if k in names})
+
+
+def _path_to_json(path: Path | None, base_dir: Path | None) -> str | None:
+    if path is None:
+        return None
+    path = Path(path)
+    if base_dir is not None and path.is_absolute():
+        try:
+            return Path(os.path.relpath(path, base_dir)).as_posix() if _inside(path, base_dir) else str(path)
+        except ValueError:  # another drive on Windows
+            return str(path)
+    return path.as_posix() if not path.is_absolute() else str(path)
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def _path_from_json(text: Any, base_dir: Path | None) -> Path | None:
+    if text is None:
+        return None
+    if not isinstance(text, str) or not text:
+        raise ProjectError(f'"table.path" must be a file path, got {text!r}')
+    path = Path(text)
+    if not path.is_absolute() and base_dir is not None:
+        path = Path(os.path.normpath(base_dir / path))
+    return path
+
+
+def project_to_json(project: Project, base_dir: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """The JSON object of a project; table paths relative to ``base_dir`` when inside it."""
+    from .. import __version__
+    from .schema import schema_to_json
+
+    base = Path(base_dir) if base_dir is not None else None
+    return {
+        "format": PROJECT_FORMAT,
+        "version": PROJECT_VERSION,
+        "saved_by": f"Privelet Studio {__version__}",
+        "table": {
+            "path": _path_to_json(project.table_path, base),
+            "options": _options_to_json(project.table_options),
+        },
+        "schema": schema_to_json(project.schema) if project.schema is not None else None,
+        "attribute_order": list(project.attribute_order),
+        "drafts": {name: dict(draft) for name, draft in project.drafts.items()},
+        "privacy": {
+            "epsilon": project.epsilon,
+            "sa": list(project.sa),
+            "neighbours": project.neighbours,
+            "mechanism": project.mechanism,
+        },
+        "counting": {"invalid": project.invalid},
+    }
+
+
+def migrate_project(obj: Any) -> dict[str, Any]:
+    """Bring a project object of any known version to the current one."""
+    if not isinstance(obj, Mapping) or obj.get("format") != PROJECT_FORMAT:
+        raise ProjectError(
+            f'not a Privelet Studio project (expected "format": "{PROJECT_FORMAT}"); '
+            "open tables with File > Open table, hierarchies in the Hierarchies step"
+        )
+    version = obj.get("version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ProjectError(f"the project has an invalid version {version!r}; it must be a positive integer")
+    if version > PROJECT_VERSION:
+        raise ProjectError(
+            f"the project was saved by a newer Privelet Studio (format version {version}, this one reads up to "
+            f"{PROJECT_VERSION}); update Privelet Studio to open it"
+        )
+    # Version 1 is the current format; future migrations go here, one version at a time.
+    return dict(obj)
+
+
+def project_from_json(obj: Any, base_dir: str | os.PathLike[str] | None = None) -> Project:
+    """Read a project object (see :func:`project_to_json`); relative paths resolve against ``base_dir``."""
+    from .schema import schema_from_json
+
+    obj = migrate_project(obj)
+    base = Path(base_dir) if base_dir is not None else None
+    table = obj.get("table") or {}
+    privacy = obj.get("privacy") or {}
+    counting = obj.get("counting") or {}
+    if not isinstance(table, Mapping) or not isinstance(privacy, Mapping) or not isinstance(counting, Mapping):
+        raise ProjectError('"table", "privacy" and "counting" must be JSON objects')
+    schema_obj = obj.get("schema")
+    try:
+        schema = schema_from_json(schema_obj, base_dir=base) if schema_obj is not None else None
+    except PriveletError as exc:
+        raise ProjectError(f"the project's schema is invalid: {exc}") from None
+    drafts = obj.get("drafts") or {}
+    if not isinstance(drafts, Mapping) or not all(
+        isinstance(d, Mapping) and isinstance(d.get("tree"), Mapping) for d in drafts.values()
+    ):
+        raise ProjectError('"drafts" must map attribute names to {"column": ..., "tree": {...}}')
+    order = obj.get("attribute_order")
+    if order is None:
+        order = list(schema.names) if schema is not None else []
+    sa = privacy.get("sa", [])
+    if not isinstance(sa, list) or not all(isinstance(s, str) for s in sa):
+        raise ProjectError('"privacy.sa" must be a list of attribute names')
+    epsilon = privacy.get("epsilon", 1.0)
+    return Project(
+        table_path=_path_from_json(table.get("path"), base),
+        table_options=_options_from_json(table.get("options")),
+        schema=schema,
+        epsilon=float(epsilon) if isinstance(epsilon, (int, float)) and not isinstance(epsilon, bool) else epsilon,
+        sa=tuple(sa),
+        neighbours=privacy.get("neighbours", "replace"),
+        mechanism=privacy.get("mechanism", "privelet+"),
+        invalid=counting.get("invalid", "error"),
+        attribute_order=tuple(order),
+        drafts={str(k): dict(v) for k, v in drafts.items()},
+    )
+
+
+def save_project(project: Project, path: str | os.PathLike[str], *, force: bool = True) -> None:
+    """Write a project file atomically (overwriting by default: saving a project updates it)."""
+    target = Path(path)
+    text = json.dumps(project_to_json(project, target.parent.absolute()), indent=2, ensure_ascii=False)
+    with atomic_write(target, force=force, mode="w", encoding="utf-8") as f:
+        f.write(text + "\n")
+
+
+def load_project(path: str | os.PathLike[str]) -> Project:
+    """Read a project file written by :func:`save_project`."""
+    source = Path(path)
+    try:
+        text = source.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ProjectError(f"no such project file: {source}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProjectError(f"cannot read the project file {source}: {exc}") from None
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        raise ProjectError(f"{source} is not valid JSON ({exc}); is it a Privelet Studio project?") from None
+    return project_from_json(obj, source.parent.absolute())

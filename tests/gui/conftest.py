@@ -1,0 +1,196 @@
+"""Qt fixtures: fresh settings per test, no leftover threads or timers, Qt warnings fail tests.
+
+Modelled on napari's conftest (dangling QThreads / QTimers fail the test) and
+pyqtgraph's habit of failing on Qt warnings.
+"""
+
+from __future__ import annotations
+
+import traceback
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+from PySide6.QtCore import QSettings, QThread, QTimer  # noqa: E402
+
+from privelet_gui import io as pio  # noqa: E402
+
+# Qt messages of the offscreen platform that say nothing about our code.
+QT_LOG_IGNORE = [
+    r"This plugin does not support propagateSizeHints\(\)",
+    r"This plugin does not support raise\(\)",
+    r"This plugin does not support grabbing the keyboard",
+    r"QFont::setPointSizeF: Point size <= 0",
+]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if Path(str(item.fspath)).is_relative_to(here):
+            item.add_marker(pytest.mark.qt_log_level_fail("WARNING"))
+            item.add_marker(pytest.mark.qt_log_ignore(*QT_LOG_IGNORE))
+
+
+@pytest.fixture(autouse=True)
+def fresh_settings(qapp: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Every test gets its own empty QSettings (INI files in a temporary folder)."""
+    folder = tmp_path_factory.mktemp("settings")
+    QSettings.setDefaultFormat(QSettings.Format.IniFormat)
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(folder))
+    old = (qapp.organizationName(), qapp.applicationName())
+    qapp.setOrganizationName("PriveletStudioTests")
+    qapp.setApplicationName(f"test-{uuid.uuid4().hex[:8]}")
+    yield folder
+    qapp.setOrganizationName(old[0])
+    qapp.setApplicationName(old[1])
+
+
+def _where() -> str:
+    stack = traceback.extract_stack()[:-2]
+    frames = [f for f in stack if "site-packages" not in f.filename and "conftest" not in f.filename]
+    return "".join(traceback.format_list(frames[-3:]))
+
+
+@pytest.fixture(autouse=True)
+def no_dangling_threads_or_timers(qtbot: Any, monkeypatch: pytest.MonkeyPatch, fresh_settings: Any) -> Any:
+    """Fail a test that leaves a QThread running or a QTimer active (napari style)."""
+    threads: list[tuple[QThread, str]] = []
+    timers: list[tuple[QTimer, str]] = []
+    pending_single_shots: list[str] = []
+
+    original_thread_start = QThread.start
+    original_timer_start = QTimer.start
+    original_single_shot = QTimer.singleShot
+
+    def thread_start(self: QThread, *args: Any) -> None:
+        threads.append((self, _where()))
+        original_thread_start(self, *args)
+
+    def timer_start(self: QTimer, *args: Any) -> None:
+        timers.append((self, _where()))
+        original_timer_start(self, *args)
+
+    def single_shot(*args: Any) -> None:
+        args = list(args)
+        where = _where()
+        for i, arg in enumerate(args):
+            if callable(arg) and not hasattr(arg, "metaObject"):
+                pending_single_shots.append(where)
+
+                def fire(fn: Any = arg, tag: str = where) -> None:
+                    pending_single_shots.remove(tag)
+                    fn()
+
+                args[i] = fire
+                break
+        original_single_shot(*args)
+
+    monkeypatch.setattr(QThread, "start", thread_start)
+    monkeypatch.setattr(QTimer, "start", timer_start)
+    monkeypatch.setattr(QTimer, "singleShot", staticmethod(single_shot))
+    yield
+    problems = []
+    for thread, where in threads:
+        try:
+            running = thread.isRunning()
+        except RuntimeError:  # already deleted: it finished
+            continue
+        if running:
+            problems.append(f"a QThread is still running, started at:\n{where}")
+            thread.quit()
+            thread.wait(5000)
+    for timer, where in timers:
+        try:
+            active = timer.isActive()
+        except RuntimeError:
+            continue
+        if active:
+            problems.append(f"a QTimer is still active, started at:\n{where}")
+            timer.stop()
+    if pending_single_shots:
+        try:  # a single shot due any moment is not a leak
+            qtbot.waitUntil(lambda: not pending_single_shots, timeout=1000)
+        except AssertionError:
+            pass
+        problems.extend(f"a QTimer.singleShot has not fired, set at:\n{w}" for w in pending_single_shots)
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
+
+
+class FakeDialogs:
+    """Answers the app's questions without showing anything, and records what was asked."""
+
+    def __init__(self) -> None:
+        self.errors: list[tuple[str, str]] = []
+        self.save_answer = "discard"
+        self.confirm_answer = True
+        self.text_answer: str | None = None
+        self.open_answer: Path | None = None
+        self.save_path_answer: Path | None = None
+        self.asked: list[str] = []
+
+    def error(self, title: str, error: BaseException | str) -> None:
+        self.errors.append((title, str(error)))
+
+    def ask_save_changes(self, what: str) -> str:
+        self.asked.append(what)
+        return self.save_answer
+
+    def confirm(self, title: str, text: str) -> bool:
+        self.asked.append(title)
+        return self.confirm_answer
+
+    def get_text(self, title: str, label: str, text: str = "") -> str | None:
+        return self.text_answer
+
+    def import_options(self, path: Path, current: object = None) -> object | None:
+        return current if current is not None else pio.sniff_table(path)
+
+    def open_path(self, kind: str, title: str | None = None) -> Path | None:
+        return self.open_answer
+
+    def save_path(self, kind: str, title: str | None = None, suggested: str = "") -> Path | None:
+        return self.save_path_answer
+
+
+@pytest.fixture
+def dialogs() -> FakeDialogs:
+    return FakeDialogs()
+
+
+@pytest.fixture
+def window(qtbot: Any, dialogs: FakeDialogs, no_dangling_threads_or_timers: Any) -> Any:
+    """A main window whose dialogs are answered by :class:`FakeDialogs`; closed (cancel + wait) after the test."""
+    from privelet_gui.gui.main_window import MainWindow
+
+    win = MainWindow()
+    win.dialogs = dialogs
+    win.resize(1200, 800)
+    win.show()
+    yield win
+    dialogs.save_answer = "discard"
+    win.close()
+    assert not win.runner.is_running()
+    win.deleteLater()
+    qtbot.wait(1)
+
+
+def open_sample(win: Any, qtbot: Any, *, with_schema: bool = True) -> Any:
+    """Open the bundled sample in ``win`` and wait until it is read."""
+    path = pio.sample_table_path()
+    schema = pio.load_schema(pio.sample_schema_path()) if with_schema else None
+    with qtbot.waitSignal(win.tableLoaded, timeout=30_000):
+        assert win.open_table(path, pio.sniff_table(path), schema=schema)
+    return win.document.summary
+
+
+@pytest.fixture
+def sample_window(window: Any, qtbot: Any) -> Any:
+    open_sample(window, qtbot)
+    return window

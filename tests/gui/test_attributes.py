@@ -1,0 +1,125 @@
+"""Attributes step: domains, data checks, the not-private warning, live factors, undo."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+
+from privelet_gui import io as pio
+from privelet_gui.engine import NumericBins, paper_factors
+from privelet_gui.gui.document import MAX_CELLS
+from privelet_gui.gui.models.attributes_model import AttributesModel
+
+
+def test_ordinal_domains_and_out_of_range_checks(sample_window):
+    window = sample_window
+    doc = window.document
+    panel = window.attributes_panel
+    editor = panel.editor
+    panel.select("age")
+    editor.hi.setValue(80)  # the data runs to 90
+    status = doc.step_status("attributes")
+    assert status.state == "error" and "outside the domain" in status.message
+    assert "clamp or drop" in editor.issues.text()
+    editor.out_of_range.setCurrentIndex(editor.out_of_range.findData("clamp"))
+    assert doc.step_status("attributes").state == "warning"
+    assert doc.schema()["age"].out_of_range == "clamp"
+    window.act_undo.trigger()
+    window.act_undo.trigger()
+    assert (doc.config("age").hi, doc.config("age").out_of_range) == (90, "error")
+    assert doc.step_status("attributes").state == "done"
+
+    editor.mode.setCurrentIndex(editor.mode.findData("bins"))
+    editor.start.setValue(0)
+    editor.stop.setValue(100)
+    editor.width.setValue(10)
+    age = doc.schema()["age"]
+    assert age.bins == NumericBins(0, 100, 10) and age.size == 10
+    assert "10 bins" in editor.bins_count.text()
+
+    editor.mode.setCurrentIndex(editor.mode.findData("values"))
+    editor.values.setPlainText("\n".join(str(a) for a in range(17, 91)))
+    editor.apply_values.click()
+    assert doc.schema()["age"].size == 74
+
+
+def test_live_factors_follow_the_engine(sample_window):
+    doc = sample_window.document
+    model = sample_window.attributes_panel.model
+    for row, config in enumerate(doc.configs):
+        if not config.include:
+            continue
+        attribute = doc.schema()[config.name]
+        p, h = paper_factors(attribute)
+        assert model.index(row, AttributesModel.SIZE).data() == f"{attribute.size:,}"
+        assert model.index(row, AttributesModel.P).data() == str(p)
+        assert model.index(row, AttributesModel.H).data() == f"{h:g}"
+        if config.kind == "nominal":
+            assert model.index(row, AttributesModel.HEIGHT).data() == str(attribute.hierarchy.height)
+    # Editing a hierarchy updates h and P(A) at once.
+    occupation = doc.config("occupation").hierarchy
+    row = [c.column for c in doc.configs].index("occupation")
+    first_group = occupation.root.children[0]
+    occupation.add_group([first_group.children[0]], "Deeper")
+    assert model.index(row, AttributesModel.HEIGHT).data() == "4"
+
+
+def test_data_derived_domains_are_flagged_until_confirmed(window, qtbot):
+    with qtbot.waitSignal(window.tableLoaded, timeout=30_000):
+        window.open_table(pio.sample_table_path(), pio.sniff_table(pio.sample_table_path()))
+    doc = window.document
+    panel = window.attributes_panel
+    assert doc.schema().domain_from_data  # every inferred domain is flagged
+    panel.select("sex")
+    assert panel.editor.private_banner.isVisibleTo(panel.editor)
+    assert doc.step_status("attributes").state in ("warning", "error")
+    panel.editor.private_banner.button.click()  # "It is public knowledge"
+    assert not doc.config("sex").domain_from_data
+    assert not panel.editor.private_banner.isVisibleTo(panel.editor)
+    window.act_undo.trigger()
+    assert doc.config("sex").domain_from_data
+
+
+def test_too_large_a_matrix_blocks_the_release(sample_window):
+    doc = sample_window.document
+    model = sample_window.attributes_panel.model
+    for row, config in enumerate(doc.configs):
+        if not config.include:
+            model.setData(model.index(row, AttributesModel.INCLUDE), Qt.CheckState.Checked.value, Qt.ItemDataRole.CheckStateRole)
+    assert doc.schema().size > MAX_CELLS
+    status = doc.step_status("attributes")
+    assert status.state == "error" and "cells" in status.message
+    assert not sample_window.release_panel.run_button.isEnabled()
+    assert "too large" in sample_window.attributes_panel.size_label.text()
+
+
+def test_empty_cells_can_be_mapped_to_a_value(window, qtbot, tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("sex,age\nF,30\n,\nM,52\n")
+    with qtbot.waitSignal(window.tableLoaded, timeout=10_000):
+        window.open_table(path, pio.sniff_table(path))
+    doc = window.document
+    # Text: like io.infer_schema, empty cells become the value "(missing)".
+    sex = doc.schema()["sex"]
+    assert sex.missing == "(missing)" and "(missing)" in sex.hierarchy.leaves
+    # Numbers: the custodian says which value empty cells count as.
+    assert doc.column_summary("age").missing == 1
+    assert "empty cell" in doc.step_status("attributes").message
+    panel = window.attributes_panel
+    panel.select("age")
+    editor = panel.editor
+    assert editor.missing.isVisibleTo(editor)
+    editor.missing.setCurrentIndex(editor.missing.findData("30"))
+    assert doc.schema()["age"].missing == "30"
+    assert "empty cell" not in doc.step_status("attributes").message
+    with qtbot.waitSignal(window.releaseFinished, timeout=30_000):
+        assert window.run_release()
+    assert window.release_panel.result_labels["rows"].text().startswith("3 of 3 rows counted")
+
+
+def test_excluding_everything_is_reported(sample_window):
+    doc = sample_window.document
+    for config in list(doc.included()):
+        doc.set_attribute(config.column, include=False)
+    assert doc.schema() is None
+    assert doc.step_status("attributes").message == "include at least one attribute"
+    assert doc.step_status("privacy").state == "todo"

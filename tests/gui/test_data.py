@@ -1,0 +1,99 @@
+"""Data step: tables are read in the worker with progress; the summary; the work functions without Qt."""
+
+from __future__ import annotations
+
+import gzip
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from privelet_gui import io as pio
+from privelet_gui.engine import Cancelled
+from privelet_gui.gui.jobs import classify_file, summarize_table
+
+
+def test_a_table_is_read_in_the_worker_with_progress(window, qtbot, tmp_path):
+    path = tmp_path / "big.csv.gz"
+    with gzip.open(path, "wt") as f:
+        f.write("age;sex;region\n")
+        for i in range(200_000):
+            f.write(f"{i % 97};{'FM'[i % 2]};r{i % 13}\n")
+    fractions: list[float] = []
+    window.runner.progressed.connect(lambda g, fraction, stage: fractions.append(fraction))
+    with qtbot.waitSignal(window.tableLoaded, timeout=60_000) as loaded:
+        assert window.open_table(path, pio.sniff_table(path))
+        assert window.runner.busy  # the GUI thread returned at once
+        assert window.data_panel.progress.isVisibleTo(window.data_panel)
+    summary = loaded.args[0]
+    assert summary.rows == 200_000
+    assert not window.data_panel.progress.isVisibleTo(window.data_panel)
+    assert fractions and fractions[-1] == 1.0
+    age = summary.column("age")
+    assert (age.integer, age.minimum, age.maximum, age.distinct, age.type_guess) == (True, 0, 96, 97, "ordinal")
+    region = summary.column("region")
+    assert (region.numeric, region.distinct, region.type_guess) == (False, 13, "nominal")
+    # The per-column summary is shown.
+    model = window.data_panel.summary_model
+    assert model.rowCount() == 3
+    assert model.index(2, 0).data() == "region" and model.index(2, 3).data() == "13"
+
+
+def test_reading_options_can_be_changed_keeping_the_settings(sample_window, qtbot, dialogs):
+    window = sample_window
+    window.document.set_epsilon(0.42)
+    chosen = pio.TableOptions(delimiter=";", encoding="latin-1", header=True, format="csv")
+    dialogs.import_options = lambda path, current=None: chosen
+    with qtbot.waitSignal(window.tableLoaded, timeout=30_000):
+        window.data_panel.options_button.click()
+    assert window.document.table_options == chosen
+    assert window.document.epsilon == 0.42  # the setup survived
+    assert window.document.schema() == pio.load_schema(pio.sample_schema_path())
+
+
+def test_summarize_table_needs_no_qt_and_cancels_between_chunks(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("a,b\n" + "".join(f"{i},{i % 3}\n" for i in range(50)) + ",\n")
+    summary = summarize_table(path, pio.TableOptions(delimiter=","))
+    a, b = summary.columns
+    assert summary.rows == 51 and a.missing == 1 and b.missing == 1
+    assert a.values[:3] == ("0", "1", "2")  # natural order, not text order
+    with pytest.raises(Cancelled):
+        summarize_table(path, None, None, lambda: True)
+
+
+def test_dropped_files_are_classified_by_content(tmp_path):
+    (tmp_path / "h.csv").write_text("a;x;*\nb;x;*\n")
+    (tmp_path / "t.csv").write_text("a;b\n1;2\n")
+    (tmp_path / "h.json").write_text('{"*": ["a", "b"]}')
+    (tmp_path / "p.json").write_text('{"format": "privelet-studio-project", "version": 1}')
+    assert classify_file(tmp_path / "h.csv") == "hierarchy"
+    assert classify_file(tmp_path / "t.csv") == "table"
+    assert classify_file(tmp_path / "h.json") == "hierarchy"
+    assert classify_file(tmp_path / "p.json") == "project"
+    assert classify_file(tmp_path / "x.privelet") == "project"
+    assert classify_file(pio.sample_table_path()) == "table"
+    assert classify_file(pio.sample_hierarchy_paths()["occupation"]) == "hierarchy"
+
+
+def test_work_functions_and_project_files_import_without_qt():
+    blocker = textwrap.dedent(
+        """
+        import importlib.abc, sys
+
+        class BlockQt(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] in {"PySide6", "shiboken6", "pyqtgraph"}:
+                    raise ImportError(f"{name} is blocked")
+                return None
+
+        sys.meta_path.insert(0, BlockQt())
+        import privelet_gui.gui.jobs, privelet_gui.gui.hierarchy_builders, privelet_gui.io.project
+        assert not [m for m in sys.modules if m.startswith(("PySide6", "shiboken6"))]
+        print("ok")
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", blocker], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"

@@ -1,0 +1,54 @@
+"""The test fixtures themselves: leftover threads/timers and Qt warnings fail a test."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+
+
+def test_leftover_threads_timers_and_qt_warnings_fail_the_test():
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", str(HERE / "leaky_examples.py"), "-q", "-p", "no:cacheprovider",
+         "-o", "addopts=", "-rA"],
+        capture_output=True, text=True, cwd=HERE.parents[1], env=env, timeout=120,
+    )
+    out = result.stdout
+    assert result.returncode == 1, out
+    assert "a QTimer is still active" in out
+    assert "a QThread is still running" in out
+    assert "something went wrong in Qt" in out
+    assert "PASSED tests/gui/leaky_examples.py::test_clean" in out
+
+
+@pytest.mark.parametrize("args", [["--help"], ["--version"]])
+def test_command_line_help(args):
+    from privelet_gui.gui.app import parse_args
+
+    with pytest.raises(SystemExit) as info:
+        parse_args(args)
+    assert info.value.code == 0
+
+
+def test_screenshots_walk_every_step_and_exit_0(tmp_path):
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    folder = tmp_path / "shots"
+    result = subprocess.run(
+        [sys.executable, "-m", "privelet_gui", "--demo", "--screenshots", str(folder)],
+        capture_output=True, text=True, env=env, timeout=180,
+    )
+    assert result.returncode == 0, result.stderr
+    names = sorted(p.name for p in folder.glob("*.png"))
+    assert names == ["01-data-import-dialog.png", "01-data.png", "02-attributes.png", "03-hierarchies.png",
+                     "04-privacy.png", "05-release.png"]
+    from PySide6.QtGui import QImage
+
+    for path in folder.glob("*.png"):
+        image = QImage(str(path))
+        assert image.width() >= 640 and image.height() >= 400, path.name

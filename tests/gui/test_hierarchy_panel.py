@@ -1,0 +1,180 @@
+"""Hierarchies step: toolbar edits, filter, builders, problems, import and export."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QItemSelectionModel
+
+from privelet_gui import io as pio
+from privelet_gui.engine import Hierarchy
+
+
+def open_codes(window, qtbot, tmp_path, codes, column="job"):
+    path = tmp_path / "codes.csv"
+    path.write_text(column + "\n" + "\n".join(codes) + "\n")
+    with qtbot.waitSignal(window.tableLoaded, timeout=10_000):
+        window.open_table(path, pio.sniff_table(path))
+    window.go_to("hierarchies")
+    assert window.hierarchy_panel.set_attribute(column)
+    return window.hierarchy_panel
+
+
+def select(panel, labels):
+    panel.select_nodes([panel.model.find(label) for label in labels])
+
+
+def test_toolbar_actions_edit_through_the_undo_stack(sample_window):
+    window = sample_window
+    panel = window.hierarchy_panel
+    window.go_to("hierarchies")
+    assert panel.set_attribute("marital-status")
+    model = panel.model
+    original = model.to_hierarchy()
+    leaves = list(original.leaves)
+    select(panel, leaves[:2])
+    assert [n.label for n in panel.selected_nodes()] == leaves[:2]
+    panel.act_group.trigger()
+    group = model.find("New group")
+    assert group is not None and [c.label for c in group.children] == leaves[:2]
+    select(panel, ["New group"])
+    panel.act_delete.trigger()  # children move up
+    assert model.find("New group") is None
+    assert model.to_hierarchy() == original
+    select(panel, [leaves[1]])
+    panel.act_up.trigger()
+    assert model.leaves()[:2] == (leaves[1], leaves[0])
+    panel.act_down.trigger()
+    assert model.leaves()[:2] == tuple(leaves[:2])
+    panel.act_new.trigger()
+    assert model.find("New group") is not None
+    assert window.document.step_status("hierarchies").state == "error"  # an empty group
+    assert any("empty" in panel.problems.item(i).text() for i in range(panel.problems.count()))
+    window.act_undo.trigger()
+    assert window.document.step_status("hierarchies").state == "done"
+    select(panel, [leaves[-1]])
+    panel.act_remove.trigger()
+    assert leaves[-1] not in model.leaves()
+    # The value is in the data but no longer in the hierarchy: a problem, with a one-click fix.
+    assert window.document.step_status("hierarchies").state == "error"
+    assert panel.add_missing.isVisibleTo(panel)
+    panel.add_missing.click()
+    assert leaves[-1] in model.leaves()
+    assert window.document.step_status("hierarchies").state == "done"
+
+
+def test_problem_list_selects_the_node(sample_window):
+    panel = sample_window.hierarchy_panel
+    sample_window.go_to("hierarchies")
+    panel.set_attribute("education")
+    group = panel.model.add_empty_group(panel.model.root, "Vocational")
+    item = next(panel.problems.item(i) for i in range(panel.problems.count()) if "Vocational" in panel.problems.item(i).text())
+    panel.view.selectionModel().clear()
+    panel._problem_activated(item)
+    assert panel.selected_nodes() == [group]
+
+
+def test_filter_box_keeps_ancestors_and_never_sorts(sample_window):
+    panel = sample_window.hierarchy_panel
+    sample_window.go_to("hierarchies")
+    panel.set_attribute("occupation")
+    panel.filter.setText("sales")
+    proxy = panel.proxy
+    root = proxy.index(0, 0)
+    shown = []
+
+    def walk(index):
+        for row in range(proxy.rowCount(index)):
+            child = proxy.index(row, 0, index)
+            shown.append(child.data())
+            walk(child)
+
+    walk(root)
+    assert "Sales" in shown and len(shown) == 2  # the match and its group
+    panel.filter.clear()
+    assert proxy.rowCount(root) == panel.model.rowCount(panel.model.index(0, 0))
+    assert panel.model.leaves() == sample_window.document.schema()["occupation"].hierarchy.leaves
+
+
+def test_group_by_code_prefix_and_ranges(window, qtbot, tmp_path, dialogs):
+    codes = ["11-1011", "11-1021", "11-2011", "13-1011", "13-2011"]
+    panel = open_codes(window, qtbot, tmp_path, codes)
+    panel.build_prefix("4, 2")
+    h = panel.model.to_hierarchy()
+    assert h.to_nested() == {"*": {"11": {"11-1": ["11-1011", "11-1021"], "11-2": ["11-2011"]},
+                                   "13": {"13-1": ["13-1011"], "13-2": ["13-2011"]}}}
+    assert h.leaves == tuple(codes)  # no value moved
+    window.act_undo.trigger()
+    panel.build_ranges("2")
+    assert panel.model.to_hierarchy().to_nested() == {
+        "*": {"11-1011–11-1021": ["11-1011", "11-1021"], "11-2011–13-1011": ["11-2011", "13-1011"],
+              "13-2011*": ["13-2011"]}  # a one-value range needs a label of its own
+    }
+    panel.build_flat()
+    assert panel.model.to_hierarchy().height == 2
+    panel.build_ranges("3, 2")  # 2 is not a multiple of 3
+    assert "multiple" in dialogs.errors[-1][1]
+
+
+def test_prefix_grouping_that_reorders_values_asks_first(window, qtbot, tmp_path, dialogs):
+    panel = open_codes(window, qtbot, tmp_path, ["11-1011", "11-2011", "13-1011"])
+    model = panel.model
+    model.move_nodes([model.find("13-1011")], model.root, 1)  # the custodian's own order
+    before = model.leaves()
+    assert before == ("11-1011", "13-1011", "11-2011")
+    dialogs.confirm_answer = False
+    panel.build_prefix("2")
+    assert panel.model.leaves() == before  # declined: nothing reordered
+    assert dialogs.asked == ["Reorder values?"]
+    dialogs.confirm_answer = True
+    panel.build_prefix("2")
+    assert panel.model.leaves() == ("11-1011", "11-2011", "13-1011")
+
+
+def test_export_and_reimport_arx_and_json(sample_window, tmp_path):
+    panel = sample_window.hierarchy_panel
+    sample_window.go_to("hierarchies")
+    panel.set_attribute("education")
+    original = panel.model.to_hierarchy()
+    for name in ("education.csv", "education.json"):
+        assert panel.export_hierarchy(tmp_path / name)
+        assert pio.read_hierarchy(tmp_path / name) == original
+    panel.model.replace(Hierarchy.flat(list(original.leaves)))
+    assert panel.import_hierarchy(tmp_path / "education.json")
+    assert panel.model.to_hierarchy() == original
+
+
+def test_selection_drives_the_actions(sample_window):
+    panel = sample_window.hierarchy_panel
+    sample_window.go_to("hierarchies")
+    panel.set_attribute("race")
+    panel.view.selectionModel().clear()
+    assert not panel.act_group.isEnabled() and not panel.act_rename.isEnabled()
+    root = panel.proxy.index(0, 0)
+    panel.view.selectionModel().select(root, QItemSelectionModel.SelectionFlag.ClearAndSelect)
+    assert not panel.act_delete.isEnabled()  # the root cannot be deleted
+    assert panel.act_rename.isEnabled()
+
+
+def test_rename_in_place_with_f2(sample_window, qtbot):
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QKeySequence
+    from PySide6.QtWidgets import QAbstractItemView, QLineEdit
+
+    window = sample_window
+    panel = window.hierarchy_panel
+    window.go_to("hierarchies")
+    panel.set_attribute("occupation")
+    select(panel, ["Technical"])
+    panel.view.setFocus()
+    panel.act_rename.trigger()  # F2
+    assert panel.view.state() == QAbstractItemView.State.EditingState
+    editor = panel.view.findChild(QLineEdit)
+    assert editor is not None and editor.text() == "Technical"
+    editor.selectAll()
+    qtbot.keyClicks(editor, "Skilled")
+    qtbot.keyClick(editor, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: panel.model.find("Skilled") is not None, timeout=2000)  # Qt commits queued
+    assert panel.model.find("Technical") is None
+    assert window.document.schema()["occupation"].hierarchy.leaf_range("Skilled") == (0, 4)
+    window.act_undo.trigger()
+    assert panel.model.find("Technical") is not None
+    assert panel.act_rename.shortcut() == QKeySequence(Qt.Key.Key_F2)

@@ -1,0 +1,114 @@
+"""Privacy step: the logarithmic slider, S_A, live bounds from the engine, target accuracy."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+
+from privelet_gui.engine import epsilon_for_variance, paper_bound, recommend_sa, variance_model
+from privelet_gui.gui.panels.privacy_panel import (
+    Z95,
+    epsilon_to_slider,
+    round_up,
+    slider_to_epsilon,
+)
+
+
+def test_slider_is_logarithmic_from_0_01_to_10():
+    assert slider_to_epsilon(0) == pytest.approx(0.01)
+    assert slider_to_epsilon(1000) == pytest.approx(10.0)
+    assert slider_to_epsilon(epsilon_to_slider(1.0)) == pytest.approx(1.0, rel=0.01)
+    assert epsilon_to_slider(0.1) == pytest.approx(333, abs=1)
+    assert epsilon_to_slider(100.0) == 1000  # clamped
+
+
+def test_slider_spin_box_and_one_undo_step(sample_window):
+    window = sample_window
+    panel = window.privacy_panel
+    doc = window.document
+    before = doc.undo_stack.count()
+    panel.slider.setValue(0)
+    assert doc.epsilon == pytest.approx(0.01)
+    assert panel.spin.value() == pytest.approx(0.01)
+    panel.slider.setValue(1000)
+    assert doc.epsilon == pytest.approx(10.0)
+    assert doc.undo_stack.count() == before + 1  # a drag is one undo step
+    panel.spin.setValue(0.25)
+    assert doc.epsilon == 0.25
+    assert panel.slider.value() == epsilon_to_slider(0.25)
+    window.act_undo.trigger()
+    assert doc.epsilon == 1.0
+
+
+def test_bounds_follow_every_change_instantly(sample_window, qtbot):
+    panel = sample_window.privacy_panel
+    doc = sample_window.document
+    schema = doc.schema()
+    qtbot.waitUntil(lambda: "exact" in panel.bounds.get("privelet", {}), timeout=10_000)
+    model = variance_model(schema)
+    for neighbours in ("add-remove", "replace"):
+        panel.add_remove.setChecked(neighbours == "add-remove")
+        panel.replace.setChecked(neighbours == "replace")
+        for epsilon in (0.1, 2.0):
+            started = time.perf_counter()
+            doc.set_epsilon(epsilon)
+            elapsed = time.perf_counter() - started
+            assert elapsed < 0.25  # cached factors: no recomputation
+            for key, sa in (("basic", schema.names), ("privelet", ()), ("privelet+", ())):
+                entry = panel.bounds[key]
+                assert entry["paper"] == paper_bound(schema, epsilon, sa, neighbours=neighbours)
+                assert entry["exact"] == model.worst_case(epsilon, sa, neighbours=neighbours)
+                assert entry["margin"] == pytest.approx(Z95 * math.sqrt(entry["exact"]))
+    assert panel.bounds["privelet"]["paper"] == pytest.approx(4 * paper_bound(schema, 2.0, (), neighbours="add-remove"))
+
+
+def test_use_recommended_sa_and_mechanisms(sample_window):
+    panel = sample_window.privacy_panel
+    doc = sample_window.document
+    panel.use_recommended.click()
+    assert doc.sa == recommend_sa(doc.schema())
+    recommended = set(recommend_sa(doc.schema()))
+    for name, box in panel.sa_boxes.items():
+        assert box.isChecked() == (name in recommended)
+        assert box.font().bold() == (name in recommended)  # the recommended set is marked
+    panel.clear_sa.click()
+    assert doc.sa == ()
+    panel.sa_boxes["sex"].setChecked(True)
+    assert doc.effective_sa() == ("sex",)
+    panel.mech_buttons["basic"].setChecked(True)
+    assert doc.mechanism == "basic" and doc.effective_sa() == doc.schema().names
+    assert not panel.sa_boxes["sex"].isEnabled()  # S_A is fixed for Basic
+    assert panel.table.item(2, 0).font().bold()
+    panel.mech_buttons["privelet"].setChecked(True)
+    assert doc.effective_sa() == ()
+
+
+def test_target_accuracy_gives_the_smallest_epsilon(sample_window, qtbot):
+    panel = sample_window.privacy_panel
+    doc = sample_window.document
+    doc.set_sa(("sex", "race"))
+    qtbot.waitUntil(lambda: panel.target_epsilon is not None, timeout=10_000)
+    panel.target.setValue(800)
+    at_one = variance_model(doc.schema()).worst_case(1.0, ("sex", "race"))
+    expected = round_up(epsilon_for_variance(at_one, (800 / Z95) ** 2))
+    assert panel.target_epsilon == expected
+    assert f"{expected:g}" in panel.target_result.text()
+    panel.use_target.click()
+    assert doc.epsilon == expected
+    assert panel.bounds["privelet+"]["margin"] <= 800  # achieved
+    slightly_less = expected - 0.001
+    assert Z95 * math.sqrt(variance_model(doc.schema()).worst_case(slightly_less, ("sex", "race"))) > 800 - 1e-6
+
+
+def test_first_factors_of_a_new_schema_are_computed_off_the_gui_thread(sample_window, qtbot):
+    panel = sample_window.privacy_panel
+    doc = sample_window.document
+    doc.set_attribute("age", lo=0, hi=2_999)  # a schema whose factors are not cached yet (~0.3 s)
+    schema = doc.schema()
+    assert "factors" not in variance_model(schema).__dict__
+    assert panel.displayed("privelet", 2) == "computing..."
+    assert panel.bounds["privelet"]["paper"] == paper_bound(schema, doc.epsilon, ())  # the paper bound is instant
+    qtbot.waitUntil(lambda: "exact" in panel.bounds["privelet"], timeout=10_000)
+    assert panel.bounds["privelet"]["exact"] == variance_model(schema).worst_case(doc.epsilon, ())

@@ -1,0 +1,142 @@
+"""Project files: versioned JSON, saved and reopened identically, clear errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from privelet_gui.engine import Hierarchy, NominalAttribute, NumericBins, OrdinalAttribute, Schema
+from privelet_gui.io import TableOptions
+from privelet_gui.io.project import (
+    PROJECT_FORMAT,
+    PROJECT_VERSION,
+    Project,
+    ProjectError,
+    load_project,
+    migrate_project,
+    project_from_json,
+    project_to_json,
+    save_project,
+)
+
+
+def full_schema() -> Schema:
+    occupation = Hierarchy.from_nested({"*": {"Technical": ["Tech-support", "Craft-repair"], "Other": ["Sales"]}})
+    return Schema(
+        [
+            OrdinalAttribute.integer_range("age", 0, 99, out_of_range="clamp"),
+            NominalAttribute("occupation", occupation, domain_from_data=True),
+            OrdinalAttribute("income", bins=NumericBins(0, 1000, 50), out_of_range="drop"),
+            OrdinalAttribute("grade", ["low", "mid", "high"], column="grade_text", missing="low"),
+        ]
+    )
+
+
+def test_save_and_reopen_is_identical(tmp_path):
+    (tmp_path / "data").mkdir()
+    project = Project(
+        table_path=tmp_path / "data" / "people.csv",
+        table_options=TableOptions(delimiter=";", encoding="latin-1", header=False, format="csv"),
+        schema=full_schema(),
+        epsilon=0.25,
+        sa=("age", "grade"),
+        neighbours="add-remove",
+        mechanism="privelet+",
+        invalid="drop",
+    )
+    path = tmp_path / "study.privelet"
+    save_project(project, path)
+    again = load_project(path)
+    assert again == project
+    assert again.schema == project.schema
+    assert again.table_options == project.table_options
+    # Saving the reopened project gives the same file.
+    save_project(again, tmp_path / "copy.privelet")
+    first = json.loads(path.read_text())
+    second = json.loads((tmp_path / "copy.privelet").read_text())
+    assert first == second
+
+
+def test_file_is_versioned_json_with_a_relative_table_path(tmp_path):
+    project = Project(table_path=tmp_path / "t.csv", schema=full_schema())
+    path = tmp_path / "p.privelet"
+    save_project(project, path)
+    obj = json.loads(path.read_text())
+    assert obj["format"] == PROJECT_FORMAT and obj["version"] == PROJECT_VERSION
+    assert obj["table"]["path"] == "t.csv"  # the project folder can move as a whole
+    assert obj["privacy"] == {"epsilon": 1.0, "sa": [], "neighbours": "replace", "mechanism": "privelet+"}
+    assert [a["name"] for a in obj["schema"]["attributes"]] == ["age", "occupation", "income", "grade"]
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    (moved / "p.privelet").write_text(path.read_text())
+    assert load_project(moved / "p.privelet").table_path == moved / "t.csv"
+
+
+def test_tables_outside_the_project_folder_keep_an_absolute_path(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    project = Project(table_path=tmp_path / "a" / "t.csv")
+    save_project(project, tmp_path / "b" / "p.privelet")
+    obj = json.loads((tmp_path / "b" / "p.privelet").read_text())
+    assert obj["table"]["path"] == str(tmp_path / "a" / "t.csv")
+    assert load_project(tmp_path / "b" / "p.privelet") == project
+
+
+def test_drafts_keep_hierarchies_that_are_not_valid_yet(tmp_path):
+    tree = {"label": "*", "children": [{"label": "a"}, {"label": "empty group", "children": []}]}
+    project = Project(
+        schema=Schema([OrdinalAttribute.integer_range("age", 0, 9)]),
+        attribute_order=("age", "job"),
+        drafts={"job": {"column": "job", "tree": tree}},
+        sa=("job",),
+    )
+    save_project(project, tmp_path / "p.privelet")
+    again = load_project(tmp_path / "p.privelet")
+    assert again == project
+    assert again.drafts["job"]["tree"] == tree
+
+
+@pytest.mark.parametrize(
+    ("obj", "message"),
+    [
+        ({"format": "something else", "version": 1}, "not a Privelet Studio project"),
+        ([1, 2], "not a Privelet Studio project"),
+        ({"format": PROJECT_FORMAT, "version": PROJECT_VERSION + 1}, "newer Privelet Studio"),
+        ({"format": PROJECT_FORMAT, "version": "1"}, "invalid version"),
+        ({"format": PROJECT_FORMAT, "version": 1, "privacy": {"epsilon": -1}}, "epsilon must be a positive"),
+        ({"format": PROJECT_FORMAT, "version": 1, "privacy": {"neighbours": "swap"}}, "neighbours"),
+        ({"format": PROJECT_FORMAT, "version": 1, "privacy": {"sa": ["ghost"]}}, "S_A names 'ghost'"),
+        ({"format": PROJECT_FORMAT, "version": 1, "schema": {"attributes": "no"}}, "schema is invalid"),
+        ({"format": PROJECT_FORMAT, "version": 1, "table": {"path": 3}}, "table.path"),
+        ({"format": PROJECT_FORMAT, "version": 1, "table": {"options": {"delimiter": "::"}}}, "delimiter"),
+    ],
+)
+def test_bad_projects_are_refused_with_a_clear_message(obj, message):
+    with pytest.raises(Exception, match=message) as info:
+        project_from_json(obj)
+    assert isinstance(info.value, ValueError)  # PriveletError (TableError for bad options)
+
+
+def test_unreadable_files(tmp_path):
+    with pytest.raises(ProjectError, match="no such project file"):
+        load_project(tmp_path / "missing.privelet")
+    (tmp_path / "bad.privelet").write_text("{not json")
+    with pytest.raises(ProjectError, match="not valid JSON"):
+        load_project(tmp_path / "bad.privelet")
+
+
+def test_migration_accepts_the_current_version_unchanged():
+    obj = project_to_json(Project())
+    assert migrate_project(obj) == obj
+    assert project_from_json(obj) == Project()
+
+
+def test_saving_is_atomic_and_overwrites_its_own_file(tmp_path):
+    path = tmp_path / "p.privelet"
+    save_project(Project(epsilon=1.0), path)
+    save_project(Project(epsilon=2.0), path)
+    assert load_project(path).epsilon == 2.0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.privelet"]  # no temporary file left
+    with pytest.raises(FileExistsError):
+        save_project(Project(), path, force=False)
