@@ -106,6 +106,24 @@ def peak_additional_bytes(work: Callable[[], object]) -> int:
     return peak
 
 
+def bench_counting(schema: Schema, rows: int, repeat: int) -> np.ndarray:
+    """Time counting the synthetic table against a bare bincount; return M."""
+    table = brazil_table(schema, rows)
+    flat = np.ravel_multi_index(
+        [
+            table["Age"].to_numpy(np.int64),
+            table["Gender"].cat.codes.to_numpy(np.int64),
+            table["Occupation"].cat.codes.to_numpy(np.int64),
+            table["Income"].to_numpy(np.int64),
+        ],
+        schema.shape,
+    )
+    bare = best_of(repeat, lambda: np.bincount(flat, minlength=schema.size))
+    counting = best_of(repeat, lambda: frequency_matrix(table, schema))
+    print(f"counting: frequency_matrix {counting:.3f} s, bare np.bincount {bare:.3f} s, ratio {counting / bare:.2f} (target <= 1.5)")
+    return frequency_matrix(table, schema)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m privelet_gui.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=10_000_000, help="number of tuples n (default 10,000,000)")
@@ -121,23 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     first_worst = VarianceModel(schema).worst_case(args.epsilon, sa)
     print(f"first exact worst-case variance: {time.perf_counter() - started:.3f} s ({first_worst:,.0f})")
 
-    table = brazil_table(schema, args.rows)
-    flat = np.ravel_multi_index(
-        [
-            table["Age"].to_numpy(np.int64),
-            table["Gender"].cat.codes.to_numpy(np.int64),
-            table["Occupation"].cat.codes.to_numpy(np.int64),
-            table["Income"].to_numpy(np.int64),
-        ],
-        schema.shape,
-    )
-    bare = best_of(args.repeat, lambda: np.bincount(flat, minlength=schema.size))
-    counting = best_of(args.repeat, lambda: frequency_matrix(table, schema))
-    print(f"counting: frequency_matrix {counting:.3f} s, bare np.bincount {bare:.3f} s, ratio {counting / bare:.2f} (target <= 1.5)")
-    del flat
-
-    matrix = frequency_matrix(table, schema)
-    del table
+    matrix = bench_counting(schema, args.rows, args.repeat)
     rng = np.random.default_rng()
     textbook = best_of(args.repeat, lambda: matrix + rng.laplace(0.0, 2.0 / args.epsilon, matrix.shape))
     print(f"release: textbook Basic {textbook:.3f} s (one thread)")
