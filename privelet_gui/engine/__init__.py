@@ -13,6 +13,7 @@ re-exported here:
 """
 
 from .bounds import (
+    Z95,
     AttributeFactors,
     VarianceModel,
     epsilon_for_variance,
@@ -25,7 +26,17 @@ from .bounds import (
 )
 from .counting import CountReport, DroppedRowsWarning, FrequencyCounter, frequency_matrix
 from .errors import Cancelled, DomainError, HierarchyError, PriveletError, SchemaError
-from .evaluation import EvaluationRow, QuintileRow, coverage_groups, evaluate, expected_errors, quintile_summary
+from .evaluation import (
+    ErrorPreview,
+    EvaluationRow,
+    QuintileRow,
+    coverage_groups,
+    evaluate,
+    expected_errors,
+    marginal,
+    measure_release,
+    quintile_summary,
+)
 from .haar import HaarTransform, haar_forward, haar_inverse, haar_weights
 from .hierarchy import Hierarchy, HierarchyNode, NodeInfo
 from .hn import TransformPlan, axis_transform, hn_forward, hn_inverse
@@ -54,6 +65,7 @@ __all__ = [
     "CountReport",
     "DomainError",
     "DroppedRowsWarning",
+    "ErrorPreview",
     "EvaluationRow",
     "FrequencyCounter",
     "HaarTransform",
@@ -79,6 +91,7 @@ __all__ = [
     "SchemaError",
     "TransformPlan",
     "VarianceModel",
+    "Z95",
     "axis_transform",
     "basic",
     "calibrate",
@@ -93,6 +106,8 @@ __all__ = [
     "haar_weights",
     "hn_forward",
     "hn_inverse",
+    "marginal",
+    "measure_release",
     "nominal_forward",
     "nominal_inverse",
     "nominal_weights",

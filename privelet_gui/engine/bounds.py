@@ -29,6 +29,7 @@ from .schema import Attribute, NominalAttribute, Schema
 from .transform import AxisTransform
 
 __all__ = [
+    "Z95",
     "paper_factors",
     "paper_bound",
     "recommend_sa",
@@ -39,6 +40,11 @@ __all__ = [
     "worst_case_variance",
     "epsilon_for_variance",
 ]
+
+
+#: The two-sided 95% quantile of the normal distribution: intervals are ``count +/- Z95 sqrt(variance)``
+#: (a normal approximation of the noise on a query, a sum of many independent terms).
+Z95 = 1.959963984540054
 
 
 def paper_factors(attribute: Attribute) -> tuple[int, float]:

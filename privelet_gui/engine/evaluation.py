@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .bounds import variance_model
-from .mechanisms import basic, privelet_plus
+from .errors import PriveletError
+from .mechanisms import Release, basic, privelet_plus
 from .noise import Neighbours, check_epsilon
 from .progress import CancelCallback, Progress, ProgressCallback
 from .queries import PrefixSums, QueryBatch, random_workload, relative_error, sanity_bound, square_error
@@ -29,6 +30,9 @@ __all__ = [
     "evaluate",
     "EVALUATED_MECHANISMS",
     "EvaluationRow",
+    "ErrorPreview",
+    "measure_release",
+    "marginal",
 ]
 
 QUINTILES = 5
@@ -123,6 +127,22 @@ class EvaluationRow:
     row: QuintileRow
 
 
+class _TrueAnswers:
+    """A random workload with its true answers: errors of any noisy matrix per quintile."""
+
+    def __init__(self, matrix: np.ndarray, schema: Schema, queries: int, rng: np.random.Generator):
+        self.workload = random_workload(schema, queries, rng)
+        self.coverage = self.workload.coverage(schema.shape)
+        self.actual = PrefixSums(matrix).answer_batch(self.workload)
+        self.sanity = sanity_bound(float(np.sum(matrix)))
+
+    def quintiles(self, noisy_matrix: np.ndarray) -> list[QuintileRow]:
+        noisy = PrefixSums(noisy_matrix).answer_batch(self.workload)
+        return quintile_summary(
+            self.coverage, square_error(noisy, self.actual), relative_error(noisy, self.actual, self.sanity)
+        )
+
+
 def evaluate(
     matrix: np.ndarray,
     schema: Schema,
@@ -145,11 +165,8 @@ def evaluate(
     sa = tuple(sa)
     generator = rng if rng is not None else np.random.default_rng()
     steps = Progress(progress, should_cancel)
-    workload = random_workload(schema, queries, generator)
-    coverage = workload.coverage(schema.shape)
-    steps.report(0.02, "answering the queries on the true data")
-    actual = PrefixSums(matrix).answer_batch(workload)
-    sanity = sanity_bound(float(np.sum(matrix)))
+    steps.report(0.0, "answering the queries on the true data")
+    truth = _TrueAnswers(matrix, schema, queries, generator)
     rows: list[EvaluationRow] = []
     runs = [(e, m) for e in epsilons for m in EVALUATED_MECHANISMS]
     for number, (epsilon, mechanism) in enumerate(runs):
@@ -165,11 +182,69 @@ def evaluate(
         else:
             release = privelet_plus(matrix, schema, epsilon, sa, generator, **options)
         part.report(0.8, f"answering the queries ({mechanism}, epsilon {epsilon:g})")
-        noisy = PrefixSums(release.noisy).answer_batch(workload)
+        summary = truth.quintiles(release.noisy)
         del release
-        summary = quintile_summary(
-            coverage, square_error(noisy, actual), relative_error(noisy, actual, sanity)
-        )
         rows.extend(EvaluationRow(epsilon, mechanism, row) for row in summary)
         part.report(1.0, f"{mechanism} at epsilon {epsilon:g} done")
-    return workload, rows
+    return truth.workload, rows
+
+
+@dataclass(frozen=True)
+class ErrorPreview:
+    """How a release's noise compares with the true data: for the custodian's eyes only.
+
+    ``quintiles`` maps a mechanism to its error per coverage quintile: the release's own
+    mechanism, and Basic at the same epsilon for comparison (one entry if the release
+    is Basic). ``true_marginals`` are one-attribute marginals of the *true* table.
+    Nothing here may be published or exported with the release.
+    """
+
+    epsilon: float
+    queries: int
+    sanity: float
+    quintiles: dict[str, list[QuintileRow]]
+    true_marginals: dict[str, np.ndarray]
+
+
+def measure_release(
+    matrix: np.ndarray,
+    release: Release,
+    *,
+    queries: int = 10_000,
+    rng: np.random.Generator | None = None,
+    progress: ProgressCallback | None = None,
+    should_cancel: CancelCallback | None = None,
+) -> ErrorPreview:
+    """The errors of ``release`` on the true ``matrix`` (paper's workload, Figure 8 style).
+
+    Also releases M with Basic at the same epsilon, for comparison only (that matrix is
+    discarded). Reads the true data: run it on the custodian's machine only.
+    """
+    schema = release.schema
+    if schema is None:
+        raise PriveletError("measuring a release needs its schema")
+    generator = rng if rng is not None else np.random.default_rng()
+    steps = Progress(progress, should_cancel)
+    steps.report(0.0, "measuring the error on the true data")
+    truth = _TrueAnswers(matrix, schema, queries, generator)
+    quintiles = {release.mechanism: truth.quintiles(release.noisy)}
+    if release.mechanism != "basic":
+        steps.report(0.4, "measuring the error: Basic for comparison")
+        comparison = basic(
+            matrix, release.epsilon, generator, schema=schema, neighbours=release.neighbours,
+            progress=steps.slice(0.4, 0.8).report if progress is not None else None, should_cancel=should_cancel,
+        )
+        quintiles = {"basic": truth.quintiles(comparison.noisy), **quintiles}
+        del comparison
+    steps.report(0.9, "measuring the error: marginals")
+    true_marginals = {a.name: marginal(matrix, [axis]) for axis, a in enumerate(schema)}
+    steps.report(1.0, "measuring the error: done")
+    return ErrorPreview(release.epsilon, queries, truth.sanity, quintiles, true_marginals)
+
+
+def marginal(matrix: np.ndarray, axes: Sequence[int]) -> np.ndarray:
+    """Sum of ``matrix`` over every axis not in ``axes`` (kept in the given order)."""
+    others = tuple(a for a in range(matrix.ndim) if a not in axes)
+    summed = np.sum(matrix, axis=others)
+    kept = sorted(axes)
+    return np.transpose(summed, [kept.index(a) for a in axes])

@@ -27,7 +27,7 @@ FILTERS = {
     "release": "Release file (*.npz)",
     "csv": "CSV, long format (*.csv)",
     "parquet": "Parquet, long format (*.parquet)",
-    "any": "Projects, tables and hierarchies (*.privelet *.csv *.tsv *.gz *.parquet *.json);;All files (*)",
+    "any": "Projects, releases, tables and hierarchies (*.privelet *.npz *.csv *.tsv *.gz *.parquet *.json);;All files (*)",
 }
 
 SUFFIX = {"project": ".privelet", "release": ".npz", "csv": ".csv", "parquet": ".parquet", "hierarchy": ".csv"}

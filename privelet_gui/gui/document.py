@@ -315,6 +315,7 @@ class Document(QObject):
         self.neighbours = "replace"
         self.mechanism = "privelet+"
         self.invalid = "error"
+        self.measure_error = True  # a preference of this session, not part of the project
         self.outcome: ReleaseOutcome | None = None
         self.project_path: Path | None = None
         self._dirty = False
@@ -420,6 +421,7 @@ class Document(QObject):
             neighbours=self.neighbours,  # type: ignore[arg-type]
             mechanism=self.mechanism,  # type: ignore[arg-type]
             invalid=self.invalid,  # type: ignore[arg-type]
+            measure_error=self.measure_error,
         )
 
     # -- checks ------------------------------------------------------------------------------------

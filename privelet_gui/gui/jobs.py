@@ -23,11 +23,14 @@ import pandas as pd
 from .. import __version__
 from .. import io as pio
 from ..engine import (
+    Z95,
     CountReport,
+    ErrorPreview,
     Progress,
     Release,
     Schema,
     paper_bound,
+    measure_release,
     privelet_plus,
     variance_model,
 )
@@ -52,6 +55,8 @@ MAX_TRACKED_VALUES = 20_000
 #: The largest frequency matrix a release is started for (8 bytes a cell, a few copies).
 MAX_CELLS = 1 << 27
 PROJECT_SUFFIX = ".privelet"
+#: The error of releases up to this many cells is measured on the true data (memory: 4 x M).
+MEASURE_MAX_CELLS = 1 << 24
 
 ProgressFunction = Callable[[float, str], None]
 CancelFunction = Callable[[], bool]
@@ -216,6 +221,12 @@ class ReleaseJob:
     neighbours: Literal["replace", "add-remove"] = "replace"
     mechanism: Literal["privelet+", "privelet", "basic"] = "privelet+"
     invalid: Literal["error", "drop"] = "error"
+    measure_error: bool = True  # measure the release's error on the true data (custodian only)
+
+    @property
+    def measures_error(self) -> bool:
+        """Measuring keeps three more matrices of M's size: only for matrices up to MEASURE_MAX_CELLS."""
+        return self.measure_error and self.schema.size <= MEASURE_MAX_CELLS
 
     @property
     def effective_sa(self) -> tuple[str, ...]:
@@ -238,12 +249,13 @@ class ReleaseOutcome:
     worst_case_variance: float
     seconds: float
     counting_seconds: float
+    preview: ErrorPreview | None = None  # errors on the true data: shown here only, never exported
     finished_at: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
 
     @property
     def margin95(self) -> float:
         """+/- count that the worst query's noise stays within with 95% probability (normal approx.)."""
-        return 1.96 * math.sqrt(self.worst_case_variance)
+        return Z95 * math.sqrt(self.worst_case_variance)
 
 
 def _counting_share(path: Path, cells: int) -> float:
@@ -272,7 +284,9 @@ def run_release(job: ReleaseJob, progress: ProgressFunction | None = None, shoul
         should_cancel=should_cancel,
     )
     counted = time.perf_counter()
-    releasing = steps.slice(share, 1.0)
+    # Measuring the error releases Basic for comparison and answers queries: about as long again.
+    end = share + (1.0 - share) * (0.5 if job.measures_error else 1.0)
+    releasing = steps.slice(share, end)
     sa = job.effective_sa
     try:
         release = privelet_plus(
@@ -286,8 +300,14 @@ def run_release(job: ReleaseJob, progress: ProgressFunction | None = None, shoul
             # Privelet+ is labelled by the engine (S_A empty is Privelet, S_A = all is Basic).
             mechanism=None if job.mechanism == "privelet+" else job.mechanism,
         )
+        measuring = steps.slice(end, 1.0)
+        preview = (
+            measure_release(matrix, release, progress=measuring.report, should_cancel=should_cancel)
+            if job.measures_error
+            else None
+        )
     finally:
-        del matrix  # the true counts never leave this function
+        del matrix  # the true counts never leave this function (only error statistics and marginals)
     model = variance_model(job.schema)
     outcome = ReleaseOutcome(
         release=release,
@@ -297,6 +317,7 @@ def run_release(job: ReleaseJob, progress: ProgressFunction | None = None, shoul
         worst_case_variance=model.worst_case(job.epsilon, sa, neighbours=job.neighbours),
         seconds=time.perf_counter() - started,
         counting_seconds=counted - started,
+        preview=preview,
     )
     steps.report(1.0, "done")
     return outcome
@@ -357,11 +378,11 @@ def export_release_file(
 
 # -- dropped files -----------------------------------------------------------------------------
 
-FileKind = Literal["project", "table", "hierarchy"]
+FileKind = Literal["project", "table", "hierarchy", "release"]
 
 
 def classify_file(path: str | os.PathLike[str]) -> FileKind:
-    """What a file dropped on the window probably is: a project, a table or a hierarchy.
+    """What a file dropped on the window probably is: a project, a release, a table or a hierarchy.
 
     ``.privelet`` and JSON with the project marker are projects; other JSON files are
     hierarchies; a headerless delimited file whose rows all end with the same value (the
@@ -371,6 +392,8 @@ def classify_file(path: str | os.PathLike[str]) -> FileKind:
     name = p.name.lower()
     if name.endswith(PROJECT_SUFFIX):
         return "project"
+    if name.endswith(".npz"):
+        return "release"
     if name.endswith(".json"):
         try:
             with open(p, encoding="utf-8") as f:

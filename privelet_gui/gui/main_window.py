@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 
 from .. import __version__
 from .. import io as pio
-from ..engine import PriveletError
+from ..engine import PriveletError, Release
 from ..io.project import PROJECT_SUFFIX, load_project, save_project
 from . import icons
 from .dialogs import Dialogs
@@ -225,6 +225,8 @@ class MainWindow(QMainWindow):
                                            "Open a CSV, TSV, .csv.gz or Parquet table")
         self.act_open_sample = self._action(file_menu, "Open the sample (UCI Adult)", self.open_sample)
         self.act_open_project = self._action(file_menu, "Open &project...", lambda: self.open_project(), "Ctrl+Shift+O")
+        self.act_open_release = self._action(file_menu, "Open release &file...", lambda: self.open_release(), "Ctrl+Shift+L",
+                                             "Open a release (.npz) to query it and look at its noisy marginals")
         self.recent_menu = file_menu.addMenu("Recent files")
         self.recent_menu.aboutToShow.connect(self._fill_recent)
         file_menu.addSeparator()
@@ -433,6 +435,8 @@ class MainWindow(QMainWindow):
         kind = classify_file(path)
         if kind == "project":
             self.open_project(path)
+        elif kind == "release":
+            self.open_release(path)
         elif kind == "hierarchy":
             if self.hierarchy_panel.model is None:
                 self.dialogs.error(
@@ -617,6 +621,29 @@ class MainWindow(QMainWindow):
         self.release_panel.set_running(True)
         return True
 
+    def open_release(self, path: str | Path | None = None) -> bool:
+        """Load a release file in the worker and show it in the error preview and the workbench."""
+        if self._refuse_if_busy():
+            return False
+        if path is None:
+            path = self.dialogs.open_path("release", "Open release file")
+            if path is None:
+                return False
+        path = Path(path)
+
+        def success(release: Release) -> None:
+            self.go_to("release")
+            self.release_panel.show_release(release, None, path.name)
+            self.release_panel.tabs.setCurrentWidget(self.release_panel.workbench)
+            self.statusBar().showMessage(f"Opened the release {path.name}: noisy counts only.", 8000)
+
+        def failure(error: BaseException) -> None:
+            self.dialogs.error(f"Cannot open the release {path.name}", error)
+
+        self._start("open release", lambda _progress, _cancel: pio.load_release(path), f"Opening {path.name}",
+                    success=success, failure=failure)
+        return True
+
     def export_release(self, kind: str = "release", path: str | Path | None = None, *, force: bool = False) -> bool:
         """Write the last release (dialog only when no path is given)."""
         outcome = self.document.outcome
@@ -697,7 +724,8 @@ class MainWindow(QMainWindow):
             return
         # Close = cancel + wait: no worker outlives the window.
         self.runner.shutdown()
-        self.privacy_panel.runner.shutdown()
+        self.privacy_panel.shutdown()
+        self.release_panel.shutdown()
         self.settings.set_geometry(self.saveGeometry())
         self.settings.set_window_state(self.saveState())
         self.settings.sync()

@@ -172,20 +172,29 @@ class ErrorByCoveragePlot(PlotView):
         self.plot_item.setLabel("bottom", "average query coverage (fraction of the matrix)")
         label = "average square error" if error == "square_error" else "average relative error"
         self.plot_item.setLabel("left", label)
+        # Curves are made once and then only given new data: removing and re-adding plot
+        # items on every update is slow, and crashed pyqtgraph 0.14 with PySide6 6.12 here.
+        self._curves: dict[str, pg.PlotDataItem] = {}
+
+    def _curve(self, mechanism: str) -> pg.PlotDataItem:
+        if mechanism not in self._curves:
+            colour = MECHANISM_COLOURS.get(mechanism, "#444444")
+            self._curves[mechanism] = self.plot_item.plot(
+                [], [], pen=pg.mkPen(colour, width=2), symbol="o", symbolBrush=colour, symbolPen=None,
+                name=MECHANISM_NAMES.get(mechanism, mechanism),
+            )
+        return self._curves[mechanism]
 
     def set_rows(self, rows: Mapping[str, Sequence[QuintileRow]], *, epsilon: float | None = None) -> None:
         """Draw one line per mechanism (``{"basic": rows, "privelet+": rows}``)."""
-        self.plot_item.clear()
         table = []
+        for mechanism in self._curves.keys() - rows.keys():
+            self._curves[mechanism].setData([], [])
         for mechanism, quintiles in rows.items():
             xs = np.array([r.coverage for r in quintiles])
             ys = np.array([getattr(r, self.error) for r in quintiles])
             good = np.isfinite(xs) & np.isfinite(ys) & (ys > 0)
-            colour = MECHANISM_COLOURS.get(mechanism, "#444444")
-            self.plot_item.plot(
-                xs[good], ys[good], pen=pg.mkPen(colour, width=2), symbol="o", symbolBrush=colour,
-                symbolPen=None, name=MECHANISM_NAMES.get(mechanism, mechanism),
-            )
+            self._curve(mechanism).setData(xs[good], ys[good])
             for r in quintiles:
                 table.append([
                     "" if epsilon is None else epsilon, mechanism, r.quintile, r.coverage, getattr(r, self.error), r.queries,
@@ -202,28 +211,35 @@ class AttributeFactorPlot(PlotView):
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__("Worst-case variance factor per attribute", parent=parent)
+        # Log axis: bars are drawn with height log10(factor), the axis labels the factor itself.
         self.plot_item.setLogMode(x=False, y=True)
         self.plot_item.setLabel("left", "factor (log scale)")
+        self.bars = {
+            kind: pg.BarGraphItem(x=[], height=[], width=0.38, brush=MECHANISM_COLOURS[key], pen=None, name=name)
+            for kind, key, name in (
+                ("transformed", "privelet+", "wavelet (not in S_A)"),
+                ("untransformed", "basic", "untransformed (in S_A)"),
+            )
+        }
+        for bars in self.bars.values():
+            self.plot_item.addItem(bars)
 
     def set_factors(self, factors: Sequence[AttributeFactors], sa: Sequence[str]) -> None:
-        self.plot_item.clear()
         chosen = set(sa)
-        n = len(factors)
-        xs = np.arange(n, dtype=float)
+        xs = np.arange(len(factors), dtype=float)
         transformed = np.array([f.transformed for f in factors])
         untransformed = np.array([f.untransformed for f in factors])
-        # Log mode: bars are drawn from log10(1) = 0 up to log10(value).
-        for offset, values, colour, name, in_use in (
-            (-0.2, transformed, MECHANISM_COLOURS["privelet+"], "wavelet (not in S_A)", [f.name not in chosen for f in factors]),
-            (0.2, untransformed, MECHANISM_COLOURS["basic"], "untransformed (in S_A)", [f.name in chosen for f in factors]),
+        # The option an attribute does not use (transformed or in S_A) is drawn faint.
+        for kind, offset, values, colour, in_use in (
+            ("transformed", -0.2, transformed, MECHANISM_COLOURS["privelet+"], [f.name not in chosen for f in factors]),
+            ("untransformed", 0.2, untransformed, MECHANISM_COLOURS["basic"], [f.name in chosen for f in factors]),
         ):
             brushes = [pg.mkBrush(colour if used else colour + "55") for used in in_use]
-            bars = pg.BarGraphItem(x=xs + offset, height=np.log10(np.maximum(values, 1e-12)), width=0.38,
-                                   brushes=brushes, pen=None, name=name)
-            self.plot_item.addItem(bars)
+            self.bars[kind].setOpts(x=xs + offset, height=np.log10(np.maximum(values, 1e-12)), brushes=brushes)
         axis = self.plot_item.getAxis("bottom")
         axis.setTicks([[(i, f.name) for i, f in enumerate(factors)]])
-        self.plot_item.setYRange(0, math.log10(max(1.0, float(max(transformed.max(), untransformed.max())))) * 1.1 + 0.1)
+        top = max(1.0, float(max(transformed.max(initial=1.0), untransformed.max(initial=1.0))))
+        self.plot_item.setYRange(0, math.log10(top) * 1.1 + 0.1)
         self.set_table(
             ["attribute", "size", "transformed_factor", "untransformed_factor", "in_sa"],
             [[f.name, f.size, f.transformed, f.untransformed, f.name in chosen] for f in factors],
@@ -236,14 +252,17 @@ class MarginalComparisonPlot(PlotView):
     def __init__(self, parent: QWidget | None = None):
         super().__init__("Marginal counts: true and noisy", uses_true_data=True, parent=parent)
         self.plot_item.setLabel("left", "count")
+        self.bars = {
+            key: pg.BarGraphItem(x=[], height=[], width=0.38, brush=MECHANISM_COLOURS[key], pen=None, name=name)
+            for key, name in (("true", "true"), ("noisy", "noisy (released)"))
+        }
+        for bars in self.bars.values():
+            self.plot_item.addItem(bars)
 
     def set_marginals(self, attribute: str, labels: Sequence[str], true: np.ndarray, noisy: np.ndarray) -> None:
-        self.plot_item.clear()
         xs = np.arange(len(labels), dtype=float)
-        for offset, values, key, name in ((-0.2, true, "true", "true"), (0.2, noisy, "noisy", "noisy (released)")):
-            self.plot_item.addItem(pg.BarGraphItem(
-                x=xs + offset, height=values, width=0.38, brush=MECHANISM_COLOURS[key], pen=None, name=name,
-            ))
+        self.bars["true"].setOpts(x=xs - 0.2, height=np.asarray(true, dtype=float))
+        self.bars["noisy"].setOpts(x=xs + 0.2, height=np.asarray(noisy, dtype=float))
         self.plot_item.setLabel("bottom", attribute)
         step = max(1, len(labels) // 20)
         self.plot_item.getAxis("bottom").setTicks([[(i, labels[i]) for i in range(0, len(labels), step)]])

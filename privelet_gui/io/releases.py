@@ -33,11 +33,13 @@ from .. import __version__
 from ..engine import (
     NominalAttribute,
     NoiseCalibration,
+    PrefixSums,
     PriveletError,
     RangeQuery,
     Release,
     Schema,
     SchemaError,
+    Z95,
     paper_bound,
 )
 from .atomic import atomic_write, check_writable
@@ -60,7 +62,6 @@ __all__ = [
 
 RELEASE_FORMAT = "privelet-release"
 RELEASE_FORMAT_VERSION = 1
-_Z95 = 1.959963984540054  # two-sided 95% normal quantile
 
 ExportFormat = Literal["csv", "parquet"]
 
@@ -383,11 +384,18 @@ class QueryAnswer:
         return {"noisy_count": self.noisy_count, "variance": self.variance, "ci95": list(self.ci95)}
 
 
-def answer_query(release: Release, query: RangeQuery) -> QueryAnswer:
-    """Answer a box query on a release, with its exact noise variance."""
-    box = tuple(slice(lo, hi + 1) for lo, hi in zip(query.lo, query.hi))
-    noisy = float(release.noisy[box].sum())
+def answer_query(release: Release, query: RangeQuery, prefix: PrefixSums | None = None) -> QueryAnswer:
+    """Answer a box query on a release, with its exact noise variance.
+
+    With ``prefix`` (the release's :class:`~privelet_gui.engine.PrefixSums`) the count
+    takes 2^d look-ups instead of a sum over the box.
+    """
+    if prefix is not None:
+        noisy = prefix.box_sum(query.lo, query.hi)
+    else:
+        box = tuple(slice(lo, hi + 1) for lo, hi in zip(query.lo, query.hi))
+        noisy = float(release.noisy[box].sum())
     variance = float(release.variance(query))
-    half = _Z95 * math.sqrt(variance)
+    half = Z95 * math.sqrt(variance)
     return QueryAnswer(query.describe(), noisy, variance, (noisy - half, noisy + half))
 

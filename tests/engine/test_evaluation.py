@@ -117,3 +117,26 @@ def test_evaluate_cancels_and_rejects_bad_epsilons():
 def test_quintile_summary_with_fewer_queries_than_quintiles():
     rows = quintile_summary(np.array([0.2, 0.4]), np.array([1.0, 3.0]))
     assert [r.queries for r in rows] == [1, 0, 0, 0, 1] or sum(r.queries for r in rows) == 2
+
+
+def test_measure_release_compares_with_basic_on_the_same_workload():
+    from privelet_gui.engine import marginal, measure_release
+
+    rng = np.random.default_rng(11)
+    matrix = rng.integers(0, 6, SCHEMA.shape).astype(float)
+    release = privelet_plus(matrix, SCHEMA, 1.0, ["age", "sex"], np.random.default_rng(2))
+    preview = measure_release(matrix, release, queries=400, rng=np.random.default_rng(9))
+    assert set(preview.quintiles) == {"basic", "privelet+"} and preview.queries == 400
+    # brute force for the release's own line, on the same workload
+    replay = np.random.default_rng(9)
+    workload = random_workload(SCHEMA, 400, replay)
+    boxes = [tuple(slice(a, b + 1) for a, b in zip(lo, hi)) for lo, hi in zip(workload.lo, workload.hi)]
+    errors = np.array([(release.noisy[b].sum() - matrix[b].sum()) ** 2 for b in boxes])
+    expected = quintile_summary(workload.coverage(SCHEMA.shape), errors)
+    for got, want in zip(preview.quintiles["privelet+"], expected):
+        assert got.square_error == pytest.approx(want.square_error, rel=1e-9)
+    assert preview.sanity == pytest.approx(0.001 * matrix.sum())
+    np.testing.assert_array_equal(preview.true_marginals["job"], matrix.sum(axis=(0, 1, 3)))
+    np.testing.assert_array_equal(marginal(matrix, [2, 0]), matrix.sum(axis=(1, 3)).T)
+    only_basic = measure_release(matrix, basic(matrix, 1.0, rng, schema=SCHEMA), queries=100, rng=rng)
+    assert set(only_basic.quintiles) == {"basic"}

@@ -8,7 +8,7 @@ import pandas as pd
 from PySide6.QtCore import Qt
 
 from privelet_gui import io as pio
-from privelet_gui.engine import NominalAttribute, OrdinalAttribute, paper_bound, variance_model
+from privelet_gui.engine import Z95, NominalAttribute, OrdinalAttribute, paper_bound, variance_model
 from privelet_gui.gui.models.attributes_model import AttributesModel
 from privelet_gui.gui.widgets import fmt_number
 from tests.gui.conftest import open_sample
@@ -106,7 +106,7 @@ def test_whole_flow_on_the_sample(window, qtbot, tmp_path, dialogs):
     qtbot.waitUntil(lambda: "exact" in pp.bounds["privelet+"], timeout=10_000)
     exact = variance_model(schema).worst_case(0.5, ("sex", "race"))
     assert pp.bounds["privelet+"]["exact"] == exact
-    assert pp.displayed("privelet+", 3) == "± " + f"{1.96 * math.sqrt(exact):,.0f}"
+    assert pp.displayed("privelet+", 3) == "± " + f"{Z95 * math.sqrt(exact):,.0f}"
 
     # -- 5. release in the worker, then export and read back
     with qtbot.waitSignal(window.releaseFinished, timeout=60_000) as finished:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from PySide6.QtCore import QSignalBlocker, Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
@@ -29,24 +31,35 @@ from PySide6.QtWidgets import (
     QSizePolicy,
     QSlider,
     QTableWidget,
+    QTabWidget,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
-from ...engine import Schema, epsilon_for_variance, paper_bound, variance_model
+from ...engine import (
+    Z95,
+    QueryBatch,
+    Schema,
+    epsilon_for_variance,
+    expected_errors,
+    paper_bound,
+    random_workload,
+    variance_model,
+)
 from .. import icons
 from ..document import Document
+from ..plots import AttributeFactorPlot, ErrorByCoveragePlot
 from ..tasks import TaskRunner
 from ..widgets import StepHeader, fmt_count, fmt_number
 
 __all__ = ["PrivacyPanel", "EPSILON_MIN", "EPSILON_MAX", "slider_to_epsilon", "epsilon_to_slider", "Z95"]
 
+#: Random queries behind the expected-error preview (enough for smooth quintile averages).
+PREVIEW_QUERIES = 2000
 EPSILON_MIN = 0.01
 EPSILON_MAX = 10.0
 SLIDER_STEPS = 1000
-#: The two-sided 95% quantile of the normal distribution, for "+/- at 95%".
-Z95 = 1.96
 
 MECHANISMS = (
     ("privelet+", "Privelet+", "transform every attribute except those in S_A"),
@@ -245,6 +258,19 @@ class PrivacyPanel(QWidget):
         target_layout.setColumnStretch(2, 1)
         right.addWidget(target_box)
         right.addStretch(1)
+
+        # -- expected error of every query size (data-independent: exact variances)
+        preview_box = QGroupBox("Expected error by query size (from the domains only: costs no privacy)")
+        preview_layout = QVBoxLayout(preview_box)
+        self.preview_tabs = QTabWidget()
+        self.expected_plot = ErrorByCoveragePlot("Expected square error per coverage quintile (paper's random workload)")
+        self.factor_plot = AttributeFactorPlot()
+        self.preview_tabs.addTab(self.expected_plot, "By query coverage")
+        self.preview_tabs.addTab(self.factor_plot, "Per attribute")
+        self.preview_tabs.setMinimumHeight(self.fontMetrics().height() * 22)
+        preview_layout.addWidget(self.preview_tabs)
+        layout.addWidget(preview_box)
+        self._workloads: dict[Schema, QueryBatch] = {}
         self.target_epsilon: float | None = None
         self._target_set_by_user = False
         self._target_schema: Schema | None = None
@@ -371,7 +397,22 @@ class PrivacyPanel(QWidget):
         self._pending = None if ready else self._pending
         self._fit_table()
         self._update_target()
+        if ready:
+            self._update_plots(schema, plus_sa)
         self.boundsUpdated.emit()
+
+    def _update_plots(self, schema: Schema, sa: tuple[str, ...]) -> None:
+        """Basic against Privelet+ (current epsilon and S_A) on the paper's random workload."""
+        workload = self._workloads.get(schema)
+        if workload is None:
+            # A fixed seed: the preview depends on the domains only, and redraws identically.
+            workload = self._workloads[schema] = random_workload(schema, PREVIEW_QUERIES, np.random.default_rng(0))
+        rows = expected_errors(schema, self._doc.epsilon, sa, workload, neighbours=self._doc.neighbours)
+        self.expected_plot.set_rows(rows, epsilon=self._doc.epsilon)
+        self.factor_plot.set_factors(variance_model(schema).factors, sa)
+
+    def shutdown(self) -> None:
+        self.runner.shutdown()
 
     def _fit_table(self) -> None:
         height = self.table.horizontalHeader().sizeHint().height() + 2 * self.table.frameWidth()

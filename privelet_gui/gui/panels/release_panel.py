@@ -1,13 +1,15 @@
 """Step 5, Release: run Privelet in the worker, follow its progress, see and export the result.
 
-The panel is a QTabWidget: "Run and export" now; later views (an error preview with
-pyqtgraph plots) are added with :meth:`ReleasePanel.add_tab`.
+Tabs: "Run and export"; "Error preview" (the release's error on the true data, custodian
+only, and its noisy marginals); "Query workbench" (range queries on the noisy release).
+A release file opened from disk shows in the last two.
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QFormLayout,
     QGroupBox,
@@ -22,9 +24,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...engine import PriveletError
+from ...engine import Z95, ErrorPreview, PrefixSums, PriveletError, Release
 from ..document import Document
-from ..jobs import ReleaseOutcome
+from ..tasks import TaskRunner
+from ..workbench import INSTANT_PREFIX_CELLS, QueryWorkbench
+from .preview_panel import ErrorPreviewPanel
+from ..jobs import MEASURE_MAX_CELLS, ReleaseOutcome
 from ..widgets import Banner, StepHeader, fmt_count, fmt_number
 
 __all__ = ["ReleasePanel"]
@@ -82,6 +87,15 @@ class ReleasePanel(QWidget):
         self.invalid.setToolTip("What to do with rows whose values are outside the declared domains")
         self.invalid.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
         self.setup_form.addRow("Rows outside the domains:", self.invalid)
+        self.measure = QCheckBox("Measure the error on the true data (shown on this computer only)")
+        self.measure.setToolTip(
+            "After the release, answer the paper's random workload on the true table and on the release "
+            f"(and on Basic for comparison): about doubles the time; tables up to {MEASURE_MAX_CELLS:,} cells. "
+            "Never exported."
+        )
+        self.measure.setChecked(document.measure_error)
+        self.measure.toggled.connect(lambda checked: setattr(self._doc, "measure_error", checked))
+        self.setup_form.addRow("After the release:", self.measure)
         run.addWidget(setup)
 
         self.blockers = Banner("error")
@@ -154,6 +168,14 @@ class ReleasePanel(QWidget):
         run.addWidget(self.result_box)
         run.addStretch(1)
 
+        self.preview = ErrorPreviewPanel()
+        self.add_tab(self.preview, "Error preview")
+        self.workbench = QueryWorkbench()
+        self.add_tab(self.workbench, "Query workbench")
+        self.prefix_runner = TaskRunner(self)  # prefix sums of big releases, for the workbench
+        self.prefix_runner.succeeded.connect(lambda _generation, prefix: self.workbench.set_prefix_sums(prefix))
+        self._shown: Release | None = None
+
         self.invalid.currentIndexChanged.connect(self._invalid_changed)
         document.stateChanged.connect(self.refresh)
         document.releaseChanged.connect(self.refresh)
@@ -215,12 +237,30 @@ class ReleasePanel(QWidget):
         if "factors" not in model.__dict__:
             return "computing..."
         variance = model.worst_case(self._doc.epsilon, self._doc.effective_sa(), neighbours=self._doc.neighbours)
-        return f"variance {fmt_number(variance)}, about ± {fmt_count(1.96 * variance ** 0.5)} at 95%"
+        return f"variance {fmt_number(variance)}, about ± {fmt_count(Z95 * variance ** 0.5)} at 95%"
+
+    def show_release(self, release: Release | None, preview: ErrorPreview | None = None, source: str = "") -> None:
+        """Show a release in the error preview and the query workbench (a fresh one, or a file)."""
+        if release is self._shown:
+            return
+        self._shown = release
+        self.preview.set_release(release, preview, source)
+        if release is not None and release.noisy.size > INSTANT_PREFIX_CELLS:
+            self.workbench.set_release(release, prefix=None)
+            noisy = release.noisy
+            self.prefix_runner.submit(lambda _progress, _cancel: PrefixSums(noisy), "preparing queries")
+        else:
+            self.workbench.set_release(release)
+
+    def shutdown(self) -> None:
+        self.prefix_runner.shutdown()
+        self.preview.shutdown()
 
     def _show_outcome(self, outcome: ReleaseOutcome | None) -> None:
         self.result_box.setVisible(outcome is not None)
         if outcome is None:
             return
+        self.show_release(outcome.release, outcome.preview, "This release")
         r = outcome.release
         labels = self.result_labels
         labels["mechanism"].setText(_MECHANISM_NAMES.get(r.mechanism, r.mechanism) + ("  (seeded: for tests only)" if r.seeded else ""))
@@ -231,7 +271,7 @@ class ReleasePanel(QWidget):
         labels["lambda"].setText(f"{r.nominal_scale:.6g} (effective scale on the exact grid: {r.scale:.9g})")
         labels["paper"].setText(fmt_number(outcome.paper_bound))
         labels["exact"].setText(fmt_number(outcome.worst_case_variance))
-        labels["margin"].setText(f"± {fmt_count(outcome.margin95)} (1.96 standard deviations)")
+        labels["margin"].setText(f"± {fmt_count(outcome.margin95)} ({Z95:.2f} standard deviations)")
         labels["rows"].setText(outcome.report.summary() + "  (shown here only; never exported)")
         labels["time"].setText(
             f"{outcome.seconds:.2f} s (counting {outcome.counting_seconds:.2f} s, noise {r.seconds:.2f} s), "

@@ -1,0 +1,172 @@
+"""After a release: its error measured on the true data (custodian only) and its noisy marginals.
+
+The measured views come from :func:`privelet_gui.engine.measure_release`, computed in
+the release task while the true matrix still exists; they carry the true-data banner
+and nothing from them is exported with the release. The heat map shows the noisy
+release only. Sums over big releases run in a task, never on the GUI thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QTabWidget, QVBoxLayout, QWidget
+
+from ...engine import ErrorPreview, Release, marginal
+from ..jobs import MEASURE_MAX_CELLS
+from ..plots import ErrorByCoveragePlot, HeatmapPlot, MarginalComparisonPlot
+from ..tasks import TaskRunner
+
+__all__ = ["ErrorPreviewPanel"]
+
+# Releases up to this many cells are summed on the GUI thread (a few milliseconds).
+_INSTANT_CELLS = 4_000_000
+
+_NO_TRUE_DATA = (
+    "Measured errors need the true table, so they exist only for a release made here with "
+    f"\"Measure the error\" on, for tables up to {MEASURE_MAX_CELLS:,} cells (a release file holds noisy "
+    "counts only)."
+)
+
+
+class ErrorPreviewPanel(QWidget):
+    """Figure 8 of the paper on the custodian's data, true vs noisy marginals, a noisy 2-D marginal."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.release: Release | None = None
+        self.preview: ErrorPreview | None = None
+        # One runner per view: a new sum for one view must not cancel the other's.
+        self.runners = {"marginal": TaskRunner(self), "heatmap": TaskRunner(self)}
+        self._show: dict[str, Callable[[Any], None]] = {}
+        for view, runner in self.runners.items():
+            runner.succeeded.connect(lambda _generation, result, v=view: self._show[v](result))
+
+        layout = QVBoxLayout(self)
+        self.notice = QLabel("Run a release (or open a release file) to see its error here.")
+        self.notice.setWordWrap(True)
+        layout.addWidget(self.notice)
+        self.tabs = QTabWidget()
+        layout.addWidget(self.tabs, 1)
+
+        errors = QSplitter()
+        self.square = ErrorByCoveragePlot("Average square error per coverage quintile", uses_true_data=True)
+        self.relative = ErrorByCoveragePlot(
+            "Average relative error (sanity bound 0.1% of n)", error="relative_error", uses_true_data=True
+        )
+        errors.addWidget(self.square)
+        errors.addWidget(self.relative)
+        self.tabs.addTab(errors, "Error by query size")
+
+        marginals = QWidget()
+        marginal_layout = QVBoxLayout(marginals)
+        chooser = QHBoxLayout()
+        chooser.addWidget(QLabel("Attribute:"))
+        self.marginal_attribute = QComboBox()
+        self.marginal_attribute.currentIndexChanged.connect(self._show_marginal)
+        chooser.addWidget(self.marginal_attribute)
+        chooser.addStretch(1)
+        marginal_layout.addLayout(chooser)
+        self.marginal = MarginalComparisonPlot()
+        marginal_layout.addWidget(self.marginal, 1)
+        self.tabs.addTab(marginals, "Marginals")
+
+        heat = QWidget()
+        heat_layout = QVBoxLayout(heat)
+        pair = QHBoxLayout()
+        self.heat_rows = QComboBox()
+        self.heat_columns = QComboBox()
+        pair.addWidget(QLabel("Rows:"))
+        pair.addWidget(self.heat_rows)
+        pair.addWidget(QLabel("Columns:"))
+        pair.addWidget(self.heat_columns)
+        pair.addStretch(1)
+        heat_layout.addLayout(pair)
+        self.heatmap = HeatmapPlot()
+        heat_layout.addWidget(self.heatmap, 1)
+        self.heat_rows.currentIndexChanged.connect(self._show_heatmap)
+        self.heat_columns.currentIndexChanged.connect(self._show_heatmap)
+        self.tabs.addTab(heat, "Noisy two-attribute marginal")
+        self._set_enabled()
+
+    # -- data -------------------------------------------------------------------------------------
+    def set_release(self, release: Release | None, preview: ErrorPreview | None, source: str = "") -> None:
+        """Show ``release`` (and, when it was measured on the true data here, ``preview``)."""
+        for runner in self.runners.values():
+            runner.cancel()
+        self.release, self.preview = release, preview
+        names = list(release.schema.names) if release is not None and release.schema is not None else []
+        for box in (self.marginal_attribute, self.heat_rows, self.heat_columns):
+            box.blockSignals(True)
+            box.clear()
+            box.addItems(names)
+            box.blockSignals(False)
+        if len(names) > 1:
+            self.heat_columns.setCurrentIndex(1)
+        if release is None:
+            self.notice.setText("Run a release (or open a release file) to see its error here.")
+        else:
+            what = f"{source}: " if source else ""
+            measured = (
+                f"errors measured with {preview.queries:,} random queries of the paper's workload"
+                if preview is not None else _NO_TRUE_DATA
+            )
+            self.notice.setText(f"{what}{release.mechanism} at ε = {release.epsilon:g}; {measured}")
+        if preview is not None:
+            self.square.set_rows(preview.quintiles, epsilon=preview.epsilon)
+            self.relative.set_rows(preview.quintiles, epsilon=preview.epsilon)
+        else:
+            self.square.set_rows({})
+            self.relative.set_rows({})
+        self._set_enabled()
+        self._show_marginal()
+        self._show_heatmap()
+
+    def _set_enabled(self) -> None:
+        measured = self.preview is not None
+        self.tabs.setTabEnabled(0, measured)
+        self.tabs.setTabEnabled(1, measured)
+        self.tabs.setTabEnabled(2, self.release is not None and self.release.schema is not None)
+        if not self.tabs.isTabEnabled(self.tabs.currentIndex()):
+            self.tabs.setCurrentIndex(2)
+
+    def _show_marginal(self) -> None:
+        name = self.marginal_attribute.currentText()
+        if self.release is None or self.preview is None or not name or self.release.schema is None:
+            return
+        schema = self.release.schema
+        axis = schema.index(name)
+        true = self.preview.true_marginals[name]
+        noisy_matrix = self.release.noisy
+        self._compute(
+            "marginal",
+            lambda: marginal(noisy_matrix, [axis]),
+            lambda noisy: self.marginal.set_marginals(name, schema[name].labels, true, noisy),
+        )
+
+    def _show_heatmap(self) -> None:
+        release = self.release
+        rows, columns = self.heat_rows.currentText(), self.heat_columns.currentText()
+        if release is None or release.schema is None or not rows or not columns or rows == columns:
+            return
+        schema = release.schema
+        axes = [schema.index(rows), schema.index(columns)]
+        self._compute(
+            "heatmap",
+            lambda: marginal(release.noisy, axes),
+            lambda values: self.heatmap.set_marginal((rows, schema[rows].labels), (columns, schema[columns].labels), values),
+        )
+
+    def _compute(self, view: str, work: Callable[[], np.ndarray], show: Callable[[np.ndarray], None]) -> None:
+        """Run ``work`` here if the release is small, else in the view's task runner; then ``show``."""
+        if self.release is not None and self.release.noisy.size <= _INSTANT_CELLS:
+            show(work())
+            return
+        self._show[view] = show  # only the latest request of a view is shown (stale ones are dropped)
+        self.runners[view].submit(lambda _progress, _cancel: work(), f"summing the release ({view})")
+
+    def shutdown(self) -> None:
+        for runner in self.runners.values():
+            runner.shutdown()

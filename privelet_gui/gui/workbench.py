@@ -1,0 +1,294 @@
+"""The range-query workbench: pick a box, read its noisy count and 95% interval at once.
+
+It needs only a release (a fresh one or a file opened from disk): no true data, so
+everything it shows may be published with the release.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from pathlib import Path
+
+from PySide6.QtCore import QModelIndex, Qt, Signal
+from PySide6.QtGui import QStandardItem, QStandardItemModel
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QTreeView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..engine import Hierarchy, NominalAttribute, PrefixSums, RangeQuery, Release
+from ..io import QueryAnswer, answer_query, atomic_write
+from .widgets import fmt_number
+
+__all__ = ["QueryWorkbench", "NodePicker", "IntervalPicker", "INSTANT_PREFIX_CELLS"]
+
+#: Releases up to this many cells get their prefix sums at once; bigger ones from the caller
+#: (computed in a task: a cumulative sum over every cell).
+INSTANT_PREFIX_CELLS = 4_000_000
+
+
+class NodePicker(QComboBox):
+    """Choose one node of a hierarchy in a drop-down tree (the root means "any")."""
+
+    changed = Signal()
+
+    def __init__(self, hierarchy: Hierarchy, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.hierarchy = hierarchy
+        model = QStandardItemModel(self)
+        items: dict[int, QStandardItem] = {}
+        for node in hierarchy.nodes():
+            text = f"{node.label}  (all {node.hi - node.lo})" if node.index == 0 else node.label
+            item = QStandardItem(text)
+            item.setData(node.index, Qt.ItemDataRole.UserRole)
+            item.setEditable(False)
+            items[node.index] = item
+            if node.parent < 0:
+                model.appendRow(item)
+            else:
+                items[node.parent].appendRow(item)
+        view = QTreeView(self)
+        view.setHeaderHidden(True)
+        view.setMinimumHeight(260)
+        self.setModel(model)
+        self.setView(view)
+        view.expand(model.index(0, 0))
+        self._node = 0
+        self.setRootModelIndex(QModelIndex())
+        self.setCurrentIndex(0)
+        view.pressed.connect(self._chosen)
+
+    def _chosen(self, index: QModelIndex) -> None:
+        self._node = int(index.data(Qt.ItemDataRole.UserRole))
+        # A combo box shows rows of its root; show the chosen node wherever it sits.
+        self.setRootModelIndex(index.parent())
+        self.setCurrentIndex(index.row())
+        self.setRootModelIndex(QModelIndex())
+        self.changed.emit()
+
+    def node(self) -> int:
+        """Level-order index of the chosen node (0: the root, no constraint)."""
+        return self._node
+
+    def set_node(self, label: str) -> None:
+        """Choose the node called ``label`` (as a user would in the tree)."""
+        target = self.hierarchy.index_of(label)
+        model = self.model()
+        stack = [model.index(0, 0)]
+        while stack:
+            index = stack.pop()
+            if int(index.data(Qt.ItemDataRole.UserRole)) == target:
+                self._chosen(index)
+                return
+            stack.extend(model.index(r, 0, index) for r in range(model.rowCount(index)))
+
+
+class IntervalPicker(QWidget):
+    """Choose an inclusive interval of an ordinal attribute's values."""
+
+    changed = Signal()
+
+    def __init__(self, labels: Sequence[str], parent: QWidget | None = None):
+        super().__init__(parent)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.first = QComboBox()
+        self.last = QComboBox()
+        for box in (self.first, self.last):
+            box.addItems(list(labels))
+            box.setMaxVisibleItems(20)
+            box.currentIndexChanged.connect(self._changed)
+        self.last.setCurrentIndex(len(labels) - 1)
+        layout.addWidget(QLabel("from"))
+        layout.addWidget(self.first, 1)
+        layout.addWidget(QLabel("to"))
+        layout.addWidget(self.last, 1)
+
+    def _changed(self) -> None:
+        # Keep the interval non-empty: moving one end past the other drags it along.
+        if self.last.currentIndex() < self.first.currentIndex():
+            sender = self.sender()
+            other = self.last if sender is self.first else self.first
+            other.blockSignals(True)
+            other.setCurrentIndex(sender.currentIndex())
+            other.blockSignals(False)
+        self.changed.emit()
+
+    def interval(self) -> tuple[int, int]:
+        return self.first.currentIndex(), self.last.currentIndex()
+
+    def set_interval(self, first: int, last: int) -> None:
+        self.first.setCurrentIndex(first)
+        self.last.setCurrentIndex(last)
+
+
+class QueryWorkbench(QWidget):
+    """Per attribute an interval or a hierarchy node; the noisy count with its exact 95% interval."""
+
+    answered = Signal(object)  # QueryAnswer
+
+    COLUMNS = ("query", "noisy_count", "ci95_low", "ci95_high", "std_error")
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.release: Release | None = None
+        self._prefix: PrefixSums | None = None
+        self._pickers: dict[str, NodePicker | IntervalPicker] = {}
+        self._answers: list[QueryAnswer] = []
+        self.last_answer: QueryAnswer | None = None
+        layout = QVBoxLayout(self)
+        self.notice = QLabel("Open or make a release to query it.")
+        self.notice.setWordWrap(True)
+        layout.addWidget(self.notice)
+        self.form_host = QWidget()
+        self.form = QFormLayout(self.form_host)
+        layout.addWidget(self.form_host)
+        self.answer_label = QLabel("")
+        self.answer_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        font = self.answer_label.font()
+        font.setPointSizeF(font.pointSizeF() * 1.3)
+        self.answer_label.setFont(font)
+        layout.addWidget(self.answer_label)
+        buttons = QHBoxLayout()
+        self.keep_button = QPushButton("Keep in list")
+        self.keep_button.clicked.connect(self.keep)
+        self.export_button = QPushButton("Export list as CSV…")
+        self.export_button.clicked.connect(lambda: self.export_csv())
+        self.clear_button = QPushButton("Clear list")
+        self.clear_button.clicked.connect(self.clear_list)
+        buttons.addWidget(self.keep_button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.clear_button)
+        buttons.addWidget(self.export_button)
+        layout.addLayout(buttons)
+        self.table = QTableWidget(0, len(self.COLUMNS))
+        self.table.setHorizontalHeaderLabels(["Query", "Noisy count", "95% low", "95% high", "Std. error"])
+        self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        layout.addWidget(self.table, 1)
+        self._update_enabled()
+
+    # -- release ------------------------------------------------------------------------
+    def set_release(self, release: Release | None, prefix: PrefixSums | None = None) -> None:
+        """Query ``release``; small releases get their prefix sums here, big ones via
+        :meth:`set_prefix_sums` (compute them in the task runner, not on the UI thread)."""
+        self.release = release
+        self._prefix = prefix
+        if release is not None and prefix is None and release.noisy.size <= INSTANT_PREFIX_CELLS:
+            self._prefix = PrefixSums(release.noisy)
+        while self.form.rowCount():
+            self.form.removeRow(0)
+        self._pickers.clear()
+        if release is None or release.schema is None:
+            self.notice.setText("Open or make a release to query it." if release is None else
+                                "This release has no schema, so its cells have no labels to query.")
+            self.answer_label.clear()
+            self._update_enabled()
+            return
+        self.notice.setText(
+            "Choose an interval or a hierarchy node per attribute. Answers come from the released "
+            "(noisy) matrix only; the interval is exact for this release's noise."
+        )
+        for attribute in release.schema:
+            if isinstance(attribute, NominalAttribute):
+                picker: NodePicker | IntervalPicker = NodePicker(attribute.hierarchy)
+            else:
+                picker = IntervalPicker(attribute.labels)
+            picker.changed.connect(self.update_answer)
+            self._pickers[attribute.name] = picker
+            self.form.addRow(attribute.name, picker)
+        self.update_answer()
+
+    def set_prefix_sums(self, prefix: PrefixSums) -> None:
+        self._prefix = prefix
+        self.update_answer()
+
+    def picker(self, name: str) -> NodePicker | IntervalPicker:
+        return self._pickers[name]
+
+    # -- answers ------------------------------------------------------------------------
+    def query(self) -> RangeQuery | None:
+        if self.release is None or self.release.schema is None:
+            return None
+        bounds: dict[str, tuple[int, int] | int] = {}
+        for name, picker in self._pickers.items():
+            bounds[name] = picker.node() if isinstance(picker, NodePicker) else picker.interval()
+        return RangeQuery.from_indices(self.release.schema, bounds)
+
+    def update_answer(self) -> None:
+        query = self.query()
+        self._update_enabled()
+        if query is None or self._prefix is None:
+            self.answer_label.setText("Preparing the release for queries…" if query is not None else "")
+            return
+        answer = answer_query(self.release, query, prefix=self._prefix)  # type: ignore[arg-type]
+        self.last_answer = answer
+        low, high = answer.ci95
+        self.answer_label.setText(
+            f"<b>{fmt_number(answer.noisy_count)}</b> &nbsp; 95% interval [{fmt_number(low)}, {fmt_number(high)}]"
+            f"<br><small>{answer.query} · {query.cells:,} cells · noise std. {fmt_number(answer.variance ** 0.5)}</small>"
+        )
+        self.answered.emit(answer)
+
+    def keep(self) -> None:
+        if self.last_answer is None:
+            return
+        answer = self.last_answer
+        self._answers.append(answer)
+        row = self.table.rowCount()
+        self.table.insertRow(row)
+        for column, value in enumerate(self._row(answer)):
+            text = value if isinstance(value, str) else fmt_number(value)
+            item = QTableWidgetItem(text)
+            if not isinstance(value, str):
+                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            self.table.setItem(row, column, item)
+        self._update_enabled()
+
+    def clear_list(self) -> None:
+        self._answers.clear()
+        self.table.setRowCount(0)
+        self._update_enabled()
+
+    @property
+    def answers(self) -> list[QueryAnswer]:
+        return list(self._answers)
+
+    def export_csv(self, path: str | Path | None = None) -> Path | None:
+        """Write the kept queries (noisy answers and intervals only) to CSV, atomically."""
+        if path is None:
+            chosen, _ = QFileDialog.getSaveFileName(self, "Export queries", "queries.csv", "CSV table (*.csv)")
+            if not chosen:
+                return None
+            path = chosen
+        text = io.StringIO()
+        writer = csv.writer(text, lineterminator="\n")
+        writer.writerow(self.COLUMNS)
+        writer.writerows(self._row(a) for a in self._answers)
+        target = Path(path)
+        with atomic_write(target, force=True, mode="w") as handle:
+            handle.write(text.getvalue())
+        return target
+
+    @staticmethod
+    def _row(answer: QueryAnswer) -> list[object]:
+        return [answer.query, answer.noisy_count, answer.ci95[0], answer.ci95[1], answer.variance**0.5]
+
+    def _update_enabled(self) -> None:
+        ready = self.release is not None and self._prefix is not None and bool(self._pickers)
+        self.keep_button.setEnabled(ready)
+        self.export_button.setEnabled(bool(self._answers))
+        self.clear_button.setEnabled(bool(self._answers))

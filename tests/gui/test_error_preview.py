@@ -1,0 +1,95 @@
+"""Issue 5 in the app: the data-free error preview, the measured error (custodian only), the workbench."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PySide6.QtGui import QImage
+
+from privelet_gui import io as pio
+from privelet_gui.engine import expected_errors, random_workload, variance_model
+from privelet_gui.gui.panels.privacy_panel import PREVIEW_QUERIES
+from privelet_gui.gui.plots import TRUE_DATA_WARNING
+from tests.gui.conftest import open_sample
+
+
+def test_privacy_step_previews_the_expected_error_without_data(sample_window, qtbot):
+    window = sample_window
+    panel = window.privacy_panel
+    window.go_to("privacy")
+    schema = window.document.schema()
+    qtbot.waitUntil(lambda: "factors" in variance_model(schema).__dict__, timeout=10_000)
+    qtbot.waitUntil(lambda: bool(panel.expected_plot.table[1]), timeout=10_000)
+    window.document.set_sa(["age"])
+    window.document.set_epsilon(0.5)
+    header, rows = panel.expected_plot.table
+    assert not panel.expected_plot.uses_true_data and panel.expected_plot.banner.isHidden()
+    workload = random_workload(schema, PREVIEW_QUERIES, np.random.default_rng(0))
+    expected = expected_errors(schema, 0.5, ("age",), workload)
+    drawn = {(r[1], r[2]): r[4] for r in rows}
+    for mechanism, quintiles in expected.items():
+        for q in quintiles:
+            assert drawn[(mechanism, q.quintile)] == pytest.approx(q.square_error)
+    # halving epsilon quadruples every variance: the preview follows live
+    window.document.set_epsilon(0.25)
+    again = {(r[1], r[2]): r[4] for r in panel.expected_plot.table[1]}
+    assert again[("basic", 5)] == pytest.approx(4 * drawn[("basic", 5)])
+    factors = {r[0]: r for r in panel.factor_plot.table[1]}
+    assert factors["age"][4] is True and factors["sex"][4] is False
+    assert factors["age"][2] == pytest.approx(variance_model(schema).factors[schema.index("age")].transformed)
+
+
+def test_measured_error_marginals_and_workbench_after_a_release(sample_window, qtbot, tmp_path):
+    window = sample_window
+    window.document.set_epsilon(1.0)
+    with qtbot.waitSignal(window.releaseFinished, timeout=120_000) as finished:
+        assert window.run_release()
+    outcome = finished.args[0]
+    preview = outcome.preview
+    assert preview is not None and set(preview.quintiles) >= {"basic", outcome.release.mechanism}
+    panel = window.release_panel.preview
+    # every view that reads the true data says so, visibly
+    for view in (panel.square, panel.relative, panel.marginal):
+        assert view.uses_true_data and view.banner.text() == TRUE_DATA_WARNING
+        assert not view.banner.isHidden()
+    assert panel.heatmap.banner.isHidden()  # the noisy release only
+    assert len(panel.square.table[1]) == 5 * len(preview.quintiles)
+    panel.tabs.setCurrentIndex(1)
+    panel.marginal_attribute.setCurrentText("sex")
+    header, rows = panel.marginal.table
+    assert header == ["sex", "true_count", "noisy_count"]
+    schema = outcome.release.schema
+    noisy_sex = outcome.release.noisy.sum(axis=tuple(i for i in range(len(schema)) if i != schema.index("sex")))
+    assert [r[2] for r in rows] == pytest.approx(list(noisy_sex))
+    assert sum(r[1] for r in rows) == outcome.report.rows_counted  # true counts: on screen only
+    png = panel.square.export_png(tmp_path / "figure8.png")
+    assert not QImage(str(png)).isNull()
+    # exporting the release carries none of it
+    target = tmp_path / "release.npz"
+    assert window.export_release("release", target)
+    qtbot.waitUntil(lambda: target.exists(), timeout=20_000)
+    qtbot.waitUntil(lambda: not window.runner.busy, timeout=20_000)
+    metadata = pio.load_release_metadata(target)
+    assert not any("preview" in key or "true" in key.lower() for key in metadata)
+    with np.load(target) as archive:
+        assert sorted(archive.files) == ["metadata", "noisy"]
+    # the workbench queries this release
+    bench = window.release_panel.workbench
+    assert bench.release is outcome.release and bench.last_answer is not None
+
+
+def test_a_release_file_opens_in_the_workbench(window, qtbot, tmp_path):
+    open_sample(window, qtbot)
+    with qtbot.waitSignal(window.releaseFinished, timeout=120_000) as finished:
+        assert window.run_release()
+    path = tmp_path / "saved.npz"
+    pio.save_release(finished.args[0].release, path)
+    with qtbot.waitSignal(window.runner.succeeded, timeout=20_000):
+        assert window.open_release(path)
+    panel = window.release_panel
+    assert panel.tabs.currentWidget() is panel.workbench
+    loaded = panel.workbench.release
+    np.testing.assert_array_equal(loaded.noisy, finished.args[0].release.noisy)
+    assert panel.preview.preview is None  # no true data behind a file
+    assert not panel.preview.tabs.isTabEnabled(0) and panel.preview.tabs.isTabEnabled(2)
+    assert panel.workbench.last_answer.noisy_count == pytest.approx(loaded.noisy.sum())

@@ -1,0 +1,95 @@
+"""The range-query workbench: noisy count and exact 95% interval, on fresh and on loaded releases."""
+
+from __future__ import annotations
+
+import csv
+import math
+
+import numpy as np
+import pytest
+
+from privelet_gui.engine import (
+    Z95,
+    Hierarchy,
+    NominalAttribute,
+    OrdinalAttribute,
+    RangeQuery,
+    Schema,
+    privelet_plus,
+    query_variance,
+)
+from privelet_gui.gui.workbench import IntervalPicker, NodePicker, QueryWorkbench
+from privelet_gui.io import load_release, save_release
+
+JOBS = Hierarchy.from_nested({"*": {"Technical": ["Tech-support", "Craft-repair"], "Other": ["Sales", "Other-service"]}})
+SCHEMA = Schema([OrdinalAttribute.integer_range("age", 17, 40), NominalAttribute("occupation", JOBS)])
+
+
+@pytest.fixture
+def release():
+    matrix = np.random.default_rng(0).integers(0, 30, SCHEMA.shape).astype(float)
+    return privelet_plus(matrix, SCHEMA, 0.7, ["occupation"], np.random.default_rng(1))
+
+
+def choose(bench: QueryWorkbench, first: str, last: str, node: str) -> RangeQuery:
+    picker = bench.picker("age")
+    assert isinstance(picker, IntervalPicker)
+    picker.set_interval(SCHEMA["age"].index_of(first), SCHEMA["age"].index_of(last))
+    nodes = bench.picker("occupation")
+    assert isinstance(nodes, NodePicker)
+    nodes.set_node(node)
+    return RangeQuery.build(SCHEMA, {"age": (first, last), "occupation": node})
+
+
+def test_answer_and_interval_match_the_engine(qtbot, release):
+    bench = QueryWorkbench()
+    qtbot.addWidget(bench)
+    bench.set_release(release)
+    with qtbot.waitSignal(bench.answered, timeout=2000):
+        query = choose(bench, "20", "29", "Technical")
+    answer = bench.last_answer
+    box = release.noisy[3:13, 0:2]
+    assert answer.noisy_count == pytest.approx(box.sum(), rel=1e-12, abs=1e-9)
+    # the release's exact variance: the formula with its effective scale (a hair above lambda)
+    assert answer.variance == pytest.approx(release.variance(query), rel=1e-12)
+    assert answer.variance == pytest.approx(query_variance(SCHEMA, 0.7, ["occupation"], query), rel=1e-4)
+    half = Z95 * math.sqrt(answer.variance)
+    assert answer.ci95 == pytest.approx((box.sum() - half, box.sum() + half), rel=1e-12)
+    assert "age=20..29" in answer.query and "occupation=Technical" in answer.query
+    assert "95% interval" in bench.answer_label.text()
+
+
+def test_keep_list_and_export_csv_from_a_release_file(qtbot, release, tmp_path):
+    path = tmp_path / "r.npz"
+    save_release(release, path)
+    loaded = load_release(path)
+    bench = QueryWorkbench()
+    qtbot.addWidget(bench)
+    bench.set_release(loaded)
+    choose(bench, "17", "40", "*")
+    bench.keep()
+    choose(bench, "30", "30", "Sales")
+    bench.keep()
+    assert bench.table.rowCount() == 2
+    out = bench.export_csv(tmp_path / "queries.csv")
+    with out.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    assert rows[0] == list(QueryWorkbench.COLUMNS)
+    assert float(rows[1][1]) == pytest.approx(loaded.noisy.sum(), rel=1e-9)
+    assert float(rows[2][1]) == pytest.approx(loaded.noisy[13, 2], rel=1e-9)
+    assert rows[2][0] == "age=30, occupation=Sales"
+    bench.clear_list()
+    assert bench.table.rowCount() == 0 and not bench.export_button.isEnabled()
+
+
+def test_big_releases_wait_for_prefix_sums_from_the_caller(qtbot, release, monkeypatch):
+    import privelet_gui.gui.workbench as workbench
+    from privelet_gui.engine import PrefixSums
+
+    monkeypatch.setattr(workbench, "INSTANT_PREFIX_CELLS", 10)
+    bench = QueryWorkbench()
+    qtbot.addWidget(bench)
+    bench.set_release(release)
+    assert not bench.keep_button.isEnabled() and "Preparing" in bench.answer_label.text()
+    bench.set_prefix_sums(PrefixSums(release.noisy))
+    assert bench.keep_button.isEnabled() and bench.last_answer is not None
