@@ -129,7 +129,7 @@ def test_demo_release_query_export_end_to_end(tmp_path):
     export = run("export", "demo.npz", "--format", "parquet", "--out", "demo.parquet", cwd=tmp_path)
     assert export.returncode == 0, export.stderr
     frame = pd.read_parquet(tmp_path / "demo.parquet")
-    assert len(frame) == schema.size == 1_160_320
+    assert len(frame) == schema.size == 6_796_160
     assert list(frame.columns) == [*schema.names, "noisy_count"]
     np.testing.assert_array_equal(frame["noisy_count"].to_numpy(), release.noisy.reshape(-1))
 

@@ -68,6 +68,8 @@ class PlotView(QWidget):
         self.plot_item: pg.PlotItem = self.plot_widget.getPlotItem()
         self.plot_item.setTitle(title)
         self.plot_item.showGrid(x=True, y=True, alpha=0.25)
+        for axis in ("bottom", "left"):  # plain numbers: a "(x0.001)" unit prefix confuses more than it helps
+            self.plot_item.getAxis(axis).enableAutoSIPrefix(False)
         self.legend = self.plot_item.addLegend(offset=(10, 10))
         layout.addWidget(self.plot_widget, 1)
         buttons = QHBoxLayout()
@@ -159,7 +161,10 @@ def _png_bytes(image: QImage) -> bytes:
 
 
 class ErrorByCoveragePlot(PlotView):
-    """Average error per coverage quintile, Basic against Privelet+ (Figures 8/9), log scale.
+    """Average error per coverage quintile, Basic against Privelet+ (Figures 8/9), log-log.
+
+    Log coverage too: most random queries cover a tiny fraction of the matrix, and on a
+    log-log plot Basic's error, linear in coverage, is a line of slope one.
 
     ``error`` is the :class:`QuintileRow` field drawn: ``"square_error"`` or ``"relative_error"``.
     """
@@ -168,9 +173,10 @@ class ErrorByCoveragePlot(PlotView):
                  parent: QWidget | None = None):
         super().__init__(title, uses_true_data=uses_true_data, parent=parent)
         self.error = error
-        self.plot_item.setLogMode(x=False, y=True)
-        self.plot_item.setLabel("bottom", "average query coverage (fraction of the matrix)")
+        self.plot_item.setLogMode(x=True, y=True)
+        self.plot_item.setLabel("bottom", "average query coverage (fraction of the matrix, log scale)")
         label = "average square error" if error == "square_error" else "average relative error"
+        label += " (log scale)"
         self.plot_item.setLabel("left", label)
         # Curves are made once and then only given new data: removing and re-adding plot
         # items on every update is slow, and crashed pyqtgraph 0.14 with PySide6 6.12 here.
@@ -289,6 +295,10 @@ class HeatmapPlot(PlotView):
         self.colour_bar.setLevels((low, high if high > low else low + 1))
         self.plot_item.setLabel("bottom", rows[0])
         self.plot_item.setLabel("left", columns[0])
+        # Cell i spans [i, i + 1]: label its middle (at most about 20 labels per axis).
+        for axis, labels in (("bottom", rows[1]), ("left", columns[1])):
+            step = max(1, len(labels) // 20)
+            self.plot_item.getAxis(axis).setTicks([[(i + 0.5, labels[i]) for i in range(0, len(labels), step)]])
         self.set_table(
             [rows[0], columns[0], "noisy_count"],
             [[r, c, float(values[i, j])] for i, r in enumerate(rows[1]) for j, c in enumerate(columns[1])],

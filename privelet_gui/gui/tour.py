@@ -110,5 +110,15 @@ def run_tour(window: MainWindow, folder: Path, timeout: float = 120.0) -> int:
         return fail(f"the release failed: {failure[0]}")
     window.go_to("release")
     shoot("05-release")
+    release_panel = window.release_panel
+    release_panel.tabs.setCurrentWidget(release_panel.preview)
+    shoot("05-release-error-preview")
+    bench = release_panel.workbench
+    release_panel.tabs.setCurrentWidget(bench)
+    if not wait_until(lambda: bench.last_answer is not None, timeout):  # prefix sums come from a task
+        return fail("the query workbench was not ready in time")
+    bench.keep()
+    shoot("05-release-query-workbench")
+    release_panel.tabs.setCurrentIndex(0)
     print("\n".join(str(p) for p in saved))
     return 0

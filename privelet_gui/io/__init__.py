@@ -8,7 +8,7 @@ says what is wrong, where, and how to fix it.
 >>> schema = load_schema(sample_schema_path())
 >>> matrix, report = count_table(sample_table_path(), schema)
 >>> matrix.shape, report.rows_counted
-((74, 2, 5, 7, 16, 14), 30162)
+((74, 2, 5, 16, 14, 41), 30162)
 """
 
 from .atomic import atomic_write, check_writable

@@ -26,7 +26,7 @@ def test_toolbar_actions_edit_through_the_undo_stack(sample_window):
     window = sample_window
     panel = window.hierarchy_panel
     window.go_to("hierarchies")
-    assert panel.set_attribute("marital-status")
+    assert panel.set_attribute("race")
     model = panel.model
     original = model.to_hierarchy()
     leaves = list(original.leaves)

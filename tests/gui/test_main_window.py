@@ -31,7 +31,7 @@ def test_project_save_and_reopen_is_identical(sample_window, qtbot, tmp_path):
     window = sample_window
     doc = window.document
     # A setup that touches everything a project stores.
-    doc.set_attribute("native-country", include=True)
+    doc.set_attribute("marital-status", include=True)
     doc.set_epsilon(0.3)
     doc.set_sa(("sex", "race"))
     doc.set_privacy(neighbours="add-remove", invalid="drop")
@@ -59,7 +59,7 @@ def test_project_save_and_reopen_is_identical(sample_window, qtbot, tmp_path):
         for name in ("occupation", "education"):
             assert tree_to_json(again.config(name).hierarchy.root) == tree_to_json(doc.config(name).hierarchy.root)
         assert [c.column for c in again.included()] == [c.column for c in doc.included()]
-        assert again.config("native-country").domain_from_data  # the warning survives the round trip
+        assert again.config("marital-status").domain_from_data  # the warning survives the round trip
         assert again.step_status("hierarchies").state == "error"  # the empty group is still to fix
         assert not again.modified
         assert again.summary is not None and again.summary.rows == 30162

@@ -121,6 +121,8 @@ class ErrorPreviewPanel(QWidget):
             self.square.set_rows({})
             self.relative.set_rows({})
         self._set_enabled()
+        if preview is not None:
+            self.tabs.setCurrentIndex(0)  # a fresh measurement: show it first
         self._show_marginal()
         self._show_heatmap()
 
