@@ -46,7 +46,8 @@ def test_screenshots_walk_every_step_and_exit_0(tmp_path):
     assert result.returncode == 0, result.stderr
     names = sorted(p.name for p in folder.glob("*.png"))
     assert names == ["01-data-import-dialog.png", "01-data.png", "02-attributes.png", "03-hierarchies.png",
-                     "04-privacy.png", "05-release.png"]
+                     "04-privacy.png", "05-release-error-preview.png", "05-release-query-workbench.png",
+                     "05-release.png"]
     from PySide6.QtGui import QImage
 
     for path in folder.glob("*.png"):
