@@ -427,7 +427,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
     del matrix  # the true counts go no further
     extra: dict[str, Any] = {"source": "demo" if args.demo else None}
     meta = save_release(release, out, force=args.force, seed=args.seed, metadata=extra)
-    _note(args, f"counted: {report.summary()}")
+    _note(args, f"counted: {report.custodian_summary()}")
     print(f"wrote {out}")
     print(f"  mechanism {_mechanism_name(release)}, epsilon {release.epsilon:g}, neighbours {release.neighbours}, "
           f"S_A = {{{', '.join(release.sa)}}}")
@@ -612,7 +612,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     del matrix  # the true counts go no further
-    _note(args, f"counted: {report.summary()}")
+    _note(args, f"counted: {report.custodian_summary()}")
     folder.mkdir(parents=True, exist_ok=True)
     with atomic_write(outputs["summary"], force=args.force, mode="w", newline="") as handle:
         handle.write(summary_csv(rows))

@@ -103,7 +103,7 @@ def test_demo_release_query_export_end_to_end(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "wrote demo.npz" in result.stdout
     assert "\r" in result.stderr and "100%" in result.stderr  # the progress bar
-    assert "30,162 of 30,162 rows counted" in result.stderr
+    assert "every row was counted" in result.stderr and "30,162" not in result.stderr + result.stdout
     schema = load_schema(sample_schema_path())
     meta = load_release_metadata(tmp_path / "demo.npz")
     assert meta["epsilon"] == 1.0
@@ -194,7 +194,7 @@ def test_census_income_end_to_end(shared_data, tmp_path):
     result = run("release", table, "--schema", "census.json", "--epsilon", "1", "--sa", "auto",
                  "--out", "census.npz", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "199,523 of 199,523 rows counted" in result.stderr
+    assert "every row was counted" in result.stderr and "199,523" not in result.stderr + result.stdout
     release = load_release(tmp_path / "census.npz")
     assert release.noisy.shape == (91, 2, 47, 100)
     assert release.mechanism == "privelet+"

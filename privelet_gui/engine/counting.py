@@ -40,6 +40,13 @@ class CountReport:
     def rows_dropped(self) -> int:
         return self.rows_read - self.rows_counted
 
+    def custodian_summary(self) -> str:
+        """What to tell the custodian beside a release: row numbers only when rows were
+        dropped or clamped, marked as true counts (n itself is not printed by default)."""
+        if not self.rows_dropped and not any(self.clamped.values()):
+            return "every row was counted"
+        return self.summary() + " (true counts: for you only, do not publish them with the release)"
+
     def summary(self) -> str:
         parts = [f"{self.rows_counted:,} of {self.rows_read:,} rows counted"]
         parts += [f"{n:,} dropped for {name!r}" for name, n in self.dropped.items() if n]
@@ -179,7 +186,7 @@ def frequency_matrix(
         steps.check()
         counter.add(chunk)
         done = counter.report.rows_read
-        steps.report(done / total_rows if total_rows else 0.0, f"counting rows ({done:,})")
+        steps.report(done / total_rows if total_rows else 0.0, "counting rows")
     matrix = counter.matrix()
     if counter.report.rows_dropped:
         warnings.warn(DroppedRowsWarning(counter.report.summary()), stacklevel=2)

@@ -628,7 +628,7 @@ def count_table(
     for chunk in _iter_for_counting(path, options, schema, chunksize, on_bytes):
         counter.add(chunk)
         del chunk  # one chunk alive at a time
-        steps.report(read[0], f"counting rows ({counter.report.rows_read:,})")
+        steps.report(read[0], "counting rows")
     matrix = counter.matrix()
     steps.report(1.0, "counting done")
     return matrix, counter.report

@@ -176,3 +176,12 @@ def test_schema_validation_messages():
     with pytest.raises(SchemaError, match="missing='z' is not a leaf"):
         NominalAttribute("s", Hierarchy.flat(["a"]), missing="z")
     assert SCHEMA.shape == (5, 2) and SCHEMA.size == 10 and SCHEMA["sex"] is SEX
+
+
+def test_the_custodian_summary_shows_row_numbers_only_when_rows_were_lost():
+    from privelet_gui.engine import CountReport
+
+    clean = CountReport(rows_read=5, rows_counted=5, dropped={"age": 0}, clamped={"age": 0})
+    assert clean.custodian_summary() == "every row was counted" and "5" not in clean.custodian_summary()
+    lossy = CountReport(rows_read=5, rows_counted=3, dropped={"age": 2}, clamped={"age": 0})
+    assert "3 of 5 rows counted" in lossy.custodian_summary() and "do not publish" in lossy.custodian_summary()

@@ -272,7 +272,7 @@ class ReleasePanel(QWidget):
         labels["paper"].setText(fmt_number(outcome.paper_bound))
         labels["exact"].setText(fmt_number(outcome.worst_case_variance))
         labels["margin"].setText(f"± {fmt_count(outcome.margin95)} ({Z95:.2f} standard deviations)")
-        labels["rows"].setText(outcome.report.summary() + "  (shown here only; never exported)")
+        labels["rows"].setText(outcome.report.custodian_summary() + "; never exported")
         labels["time"].setText(
             f"{outcome.seconds:.2f} s (counting {outcome.counting_seconds:.2f} s, noise {r.seconds:.2f} s), "
             f"finished {outcome.finished_at}"
