@@ -19,7 +19,8 @@ __all__ = ["CountReport", "FrequencyCounter", "frequency_matrix", "DroppedRowsWa
 
 InvalidPolicy = Literal["error", "drop"]
 
-# Below this many rows per cell, scattering with np.add.at beats a full-size bincount.
+# Below this many rows per cell, scattering a chunk with np.add.at beats a full-size bincount
+# (plus adding it to the counts so far).
 _ADD_AT_RATIO = 16
 
 
@@ -63,14 +64,17 @@ class FrequencyCounter:
     ``invalid="error"`` (default) raises :class:`DomainError` on the first value
     outside an attribute's domain; ``invalid="drop"`` drops such rows and
     counts them in :attr:`report`. An attribute's own ``out_of_range="drop"``
-    policy drops its out-of-range numbers in either mode.
+    policy drops its out-of-range numbers in either mode. ``chunked=True`` says
+    that many small chunks will come (a file read in pieces): the matrix is then
+    allocated at once and chunks much smaller than it are scattered into it.
     """
 
-    def __init__(self, schema: Schema, *, invalid: InvalidPolicy = "error"):
+    def __init__(self, schema: Schema, *, invalid: InvalidPolicy = "error", chunked: bool = False):
         if invalid not in ("error", "drop"):
             raise SchemaError(f"invalid must be 'error' or 'drop', got {invalid!r}")
         self.schema = schema
         self.invalid = invalid
+        self.chunked = chunked
         self.report = CountReport(
             dropped={a.name: 0 for a in schema}, clamped={a.name: 0 for a in schema}
         )
@@ -81,10 +85,10 @@ class FrequencyCounter:
         """Count the rows of one chunk."""
         flat = self.flat_codes(table)
         m = self.schema.size
-        if len(flat) * _ADD_AT_RATIO < m:  # few rows for many cells: scatter them
+        if (self._counts is not None or self.chunked) and len(flat) * _ADD_AT_RATIO < m:
             if self._counts is None:
                 self._counts = zeros(m)
-            np.add.at(self._counts, flat, 1.0)
+            np.add.at(self._counts, flat, 1.0)  # few rows for many cells: scatter them
             return
         # Weighted bincount returns float64 counts directly (exact below 2^53).
         counts = np.bincount(flat, weights=self._ones(len(flat)), minlength=m)
@@ -179,9 +183,10 @@ def frequency_matrix(
            [0., 0.],
            [0., 2.]])
     """
-    counter = FrequencyCounter(schema, invalid=invalid)
+    single = isinstance(table, pd.DataFrame)
+    counter = FrequencyCounter(schema, invalid=invalid, chunked=not single)
     steps = Progress(progress, should_cancel)
-    chunks = [table] if isinstance(table, pd.DataFrame) else table
+    chunks = [table] if single else table
     for chunk in chunks:
         steps.check()
         counter.add(chunk)

@@ -204,21 +204,22 @@ def _release(
     )
     recycle_block_buffers()
     pipeline = _BlockPipeline(plan, calibration)
-    noisy = zeros(matrix.shape)
     blocks = list(_blocks(matrix.shape, plan.identity_axes, _BLOCK_CELLS))
     streams = _spawn(generator, len(blocks))  # one noise stream per block: same result for any thread count
-
-    def fill(number: int, progress: Progress | None = None) -> None:
-        index = blocks[number]
-        cells = matrix[index]
-        _check_counts(cells)
-        noisy[index] = pipeline.run(cells, streams[number], progress)
-
-    if len(blocks) == 1:
-        fill(0, steps)
+    if len(blocks) == 1:  # no S_A to split on: one block, whose own steps report progress
+        _check_counts(matrix, steps)
+        noisy = np.ascontiguousarray(pipeline.run(matrix, streams[0], steps))
     else:
+        noisy = zeros(matrix.shape)
+
+        def fill(number: int) -> None:
+            index = blocks[number]
+            cells = matrix[index]
+            _check_counts(cells)
+            noisy[index] = pipeline.run(cells, streams[number])
+
         _run_blocks(fill, len(blocks), threads, steps)
-    steps.report(1.0, "adding noise")
+    steps.report(1.0, "release done")
     return Release(
         noisy=noisy,
         epsilon=calibration.epsilon,
@@ -241,13 +242,18 @@ def _total_count(matrix: np.ndarray) -> int:
     return max(int(round(total)), 0)
 
 
-def _check_counts(cells: np.ndarray) -> None:
-    """Privacy and exact rounding assume non-negative integer counts."""
-    if cells.size and (cells.min() < 0 or not np.array_equal(cells, np.floor(cells))):
-        raise PriveletError(
-            "the matrix holds negative or fractional values; Privelet releases a frequency matrix "
-            "of non-negative integer counts (count the table with frequency_matrix)"
-        )
+def _check_counts(cells: np.ndarray, steps: Progress | None = None) -> None:
+    """Privacy and exact rounding assume non-negative integer counts (checked a slab at a time)."""
+    flat = cells.reshape(-1)
+    for start in range(0, flat.size, _SLAB_CELLS):
+        part = flat[start : start + _SLAB_CELLS]
+        if part.min() < 0 or not np.array_equal(part, np.floor(part)):
+            raise PriveletError(
+                "the matrix holds negative or fractional values; Privelet releases a frequency matrix "
+                "of non-negative integer counts (count the table with frequency_matrix)"
+            )
+        if steps is not None:
+            steps.check()
 
 
 class _BlockPipeline:
@@ -282,20 +288,21 @@ class _BlockPipeline:
         *outer_axes, last = axes
         array = cells
         for done, axis in enumerate(outer_axes):
-            array = transforms[axis].numerators(array, axis)
-            if progress is not None:
-                progress.report(0.3 * (done + 1) / len(outer_axes), f"transforming {self.plan.axis_name(axis)}")
+            part = progress.slice(0.3 * done / len(outer_axes), 0.3 * (done + 1) / len(outer_axes)) if progress else None
+            array = _by_tiles(transforms[axis].numerators, array, axis, transforms[axis].n_coefficients,
+                              part, f"transforming {self.plan.axis_name(axis)}")
         result = np.empty(array.shape)
         tiles = list(_tiles(array.shape, last, transforms[last].n_coefficients))
+        stage = f"transforming {self.plan.axis_name(last)}, adding noise, inverting"
         for done, index in enumerate(tiles):
             z = transforms[last].numerators(array[index], last)
             result[index] = transforms[last].inverse(self._noisy_coefficients(z, index, rng), last)
             if progress is not None:
-                progress.report(0.3 + 0.5 * (done + 1) / len(tiles), "adding noise")
+                progress.report(0.3 + 0.5 * (done + 1) / len(tiles), stage)
         for done, axis in enumerate(reversed(outer_axes)):
-            result = transforms[axis].inverse(result, axis)
-            if progress is not None:
-                progress.report(0.8 + 0.2 * (done + 1) / len(outer_axes), f"inverting {self.plan.axis_name(axis)}")
+            part = progress.slice(0.8 + 0.2 * done / len(outer_axes), 0.8 + 0.2 * (done + 1) / len(outer_axes)) if progress else None
+            result = _by_tiles(transforms[axis].inverse, result, axis, transforms[axis].size,
+                               part, f"inverting {self.plan.axis_name(axis)}")
         return result
 
     def _noisy_coefficients(self, numerators: np.ndarray, index: tuple[slice, ...], rng: np.random.Generator) -> np.ndarray:
@@ -333,7 +340,7 @@ def _run_blocks(fill: Callable[[int], None], count: int, workers: int, steps: Pr
     if workers == 1:
         for number in range(count):
             fill(number)
-            steps.report((number + 1) / count, "adding noise")
+            steps.report((number + 1) / count, f"transform, noise and inverse: block {number + 1:,} of {count:,}")
         return
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="privelet") as pool:
         window: deque[Future[None]] = deque()
@@ -344,10 +351,39 @@ def _run_blocks(fill: Callable[[int], None], count: int, workers: int, steps: Pr
                     window.append(pool.submit(fill, submitted))
                     submitted += 1
                 window.popleft().result()
-                steps.report((number + 1) / count, "adding noise")
+                steps.report((number + 1) / count, f"transform, noise and inverse: block {number + 1:,} of {count:,}")
         finally:  # on error or cancel: drop queued blocks; the pool waits for running ones
             for future in window:
                 future.cancel()
+
+
+def _by_tiles(
+    step: Callable[[np.ndarray, int], np.ndarray],
+    array: np.ndarray,
+    axis: int,
+    length: int,
+    progress: Progress | None,
+    stage: str,
+) -> np.ndarray:
+    """One axis transform of a big array, a slab at a time across the other axes.
+
+    Only a single huge block (S_A empty) gets here in several slabs: progress moves and a
+    cancel request is honoured between slabs instead of after a whole axis.
+    """
+    if array.size <= _SLAB_CELLS:
+        out = step(array, axis)
+    else:
+        shape = list(array.shape)
+        shape[axis] = length
+        out = np.empty(shape)
+        slabs = list(_tiles(array.shape, axis, length, _SLAB_CELLS))
+        for done, index in enumerate(slabs):
+            out[index] = step(array[index], axis)
+            if progress is not None:
+                progress.report((done + 1) / len(slabs), stage)
+    if progress is not None:
+        progress.report(1.0, stage)
+    return out
 
 
 def _restrict(vector: np.ndarray, index: tuple[slice, ...]) -> np.ndarray:
@@ -355,19 +391,25 @@ def _restrict(vector: np.ndarray, index: tuple[slice, ...]) -> np.ndarray:
     return vector[tuple(part if length > 1 else slice(None) for part, length in zip(index, vector.shape))]
 
 
-# Cells per tile of the last transformed axis: about 512 KiB, to stay in the L2 cache.
+# Cells per tile of the last transformed axis: about 1 MiB, to stay in the L2 cache.
 _TILE_CELLS = 1 << 17
+# Cells per slab of the other transformed axes of a huge block (about 32 MiB).
+_SLAB_CELLS = 1 << 22
 
 
-def _tiles(shape: tuple[int, ...], axis: int, coefficients: int) -> Iterator[tuple[slice, ...]]:
-    """Cut ``shape`` along its largest axis other than ``axis`` into cache-sized tiles."""
+def _tiles(shape: tuple[int, ...], axis: int, coefficients: int, target: int = _TILE_CELLS) -> Iterator[tuple[slice, ...]]:
+    """Cut ``shape`` along its outermost axis other than ``axis`` into tiles of about ``target`` cells.
+
+    The outermost axis, so that each tile of a C-ordered array is one contiguous run of memory:
+    writing a tile then touches only its own pages.
+    """
     others = [a for a in range(len(shape)) if a != axis and shape[a] > 1]
     if not others:
         yield tuple(slice(None) for _ in shape)
         return
-    tile_axis = max(others, key=lambda a: shape[a])
+    tile_axis = others[0]
     per_index = math.prod(shape) // (shape[tile_axis] * shape[axis]) * coefficients
-    step = max(1, _TILE_CELLS // per_index)
+    step = max(1, target // per_index)
     index = [slice(None)] * len(shape)
     for start in range(0, shape[tile_axis], step):
         index[tile_axis] = slice(start, start + step)

@@ -616,7 +616,7 @@ def count_table(
     >>> m.tolist(), report.rows_counted
     ([[1.0, 0.0], [0.0, 0.0], [0.0, 2.0]], 3)
     """
-    counter = FrequencyCounter(schema, invalid=invalid)
+    counter = FrequencyCounter(schema, invalid=invalid, chunked=True)
     steps = Progress(progress, should_cancel)
     read = [0.0]
 
