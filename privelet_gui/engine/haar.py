@@ -129,7 +129,16 @@ class HaarTransform(AxisTransform):
         )
 
     def worst_case_factor(self) -> float:
-        """The largest ``V`` over every interval of the (unpadded) domain."""
+        """The largest ``V`` over every interval of the (unpadded) domain.
+
+        Small domains: every interval, vectorised (O(m^2)). Large ones: per level of the
+        tree, an upper-envelope search over the interval's two ends (O(m log m)).
+        """
+        if self.size <= _ALL_INTERVALS_UP_TO:
+            return self._worst_over_all_intervals()
+        return self._worst_by_envelopes()
+
+    def _worst_over_all_intervals(self) -> float:
         n = self.size
         best = 0.0
         rows = max(1, (1 << 21) // n)
@@ -139,6 +148,38 @@ class HaarTransform(AxisTransform):
             a_full, b_full = np.broadcast_arrays(a, b)
             mask = b_full >= a_full
             best = max(best, float(self.interval_factor(a_full[mask], b_full[mask]).max()))
+        return best
+
+    def _worst_by_envelopes(self) -> float:
+        """Every interval a < b straddles the middle of one lowest common ancestor, of width w.
+
+        With u = mid - a and v = b - mid + 1 (both in 1..w/2) the closed form of
+        :meth:`interval_factor` reads ``alpha (u^2 + v^2) + 2 beta u v + TA(u) + TB(v)``:
+        the same for every node of a level (the tails depend on positions within nodes).
+        For each u the best v is the upper envelope of the lines ``v k + alpha v^2 + TB(v)``
+        at ``k = 2 beta u``: one convex hull per level, queried for every u at once.
+        """
+        mp, levels = self.n_coefficients, self.levels
+        left, right = self._tail_sums
+        best = 1.0 / mp**2 + float(self._above_sums[levels])  # single values (a == b)
+        for level in range(1, levels + 1):
+            width = 1 << (levels - level + 1)
+            half = width // 2
+            common = 1.0 / mp**2 + float(self._above_sums[level - 1])
+            alpha, beta = common + 1.0 / width**2, common - 1.0 / width**2
+            u = np.arange(1, half + 1, dtype=np.float64)
+            from_left = alpha * u**2 + left[half - np.arange(1, half + 1), level]
+            v = np.arange(1, half + 1, dtype=np.float64)
+            from_right = alpha * v**2 + right[half + np.arange(half), level]
+            # Nodes start at 0, w, 2w, ...: those ending inside the domain allow every v, the
+            # one holding the domain's end only v <= size - mid.
+            full = self.size // width
+            ends = [half] if full else []
+            mid = full * width + half
+            if mid < self.size:
+                ends.append(self.size - mid)
+            for last in ends:
+                best = max(best, _envelope_max(from_left, 2 * beta * u, v[:last], from_right[:last]))
         return best
 
     @cached_property
@@ -153,9 +194,9 @@ class HaarTransform(AxisTransform):
 
         ``left[x, L]``: nodes at levels > L holding the interval's left end x, covered
         from x to their end; ``right[x, L]``: nodes holding the right end x, covered from
-        their start to x. Shape ``(size, levels + 2)``.
+        their start to x. Shape ``(n_coefficients, levels + 2)``.
         """
-        x = np.arange(self.size, dtype=np.int64)[:, None]
+        x = np.arange(self.n_coefficients, dtype=np.int64)[:, None]  # padding too: the envelopes use it
         levels = np.arange(1, self.levels + 1)[None, :]
         width = np.left_shift(1, self.levels - levels + 1)
         start = (x // width) * width
@@ -165,7 +206,7 @@ class HaarTransform(AxisTransform):
         right = (((np.minimum(x, mid - 1) - start + 1) - np.maximum(x - mid + 1, 0)) / width) ** 2
         # Suffix sums over levels > L, for L = 0 .. levels + 1.
         def suffix(per_level: np.ndarray) -> np.ndarray:
-            out = np.zeros((self.size, self.levels + 2))
+            out = np.zeros((self.n_coefficients, self.levels + 2))
             out[:, : self.levels] = np.cumsum(per_level[:, ::-1], axis=1)[:, ::-1]
             return out
 
@@ -174,6 +215,30 @@ class HaarTransform(AxisTransform):
 
 # Levels with at most 2**5 nodes are done by one small matrix product (fewer numpy calls).
 _COARSE_LEVELS = 5
+# Worst cases of domains up to this size look at every interval; larger ones use envelopes.
+_ALL_INTERVALS_UP_TO = 2048
+
+
+def _envelope_max(base: np.ndarray, slopes: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> float:
+    """``max_i (base_i + max_j (slopes_i * xs_j + ys_j))`` for increasing ``xs``.
+
+    The inner maximum is attained on the upper convex hull of the points (xs, ys); along
+    it, edge slopes decrease, so each query finds its vertex by binary search.
+    """
+    hull: list[int] = []
+    for j in range(len(xs)):
+        while len(hull) >= 2:
+            i, k = hull[-2], hull[-1]
+            # drop k unless the chain i -> k -> j turns clockwise (k above the chord i-j)
+            if (xs[k] - xs[i]) * (ys[j] - ys[i]) - (ys[k] - ys[i]) * (xs[j] - xs[i]) >= 0:
+                hull.pop()
+            else:
+                break
+        hull.append(j)
+    hx, hy = xs[hull], ys[hull]
+    rising = -np.diff(hy) / np.diff(hx)  # minus the edge slopes: increasing along the hull
+    vertex = np.searchsorted(rising, slopes)
+    return float(np.max(base + slopes * hx[vertex] + hy[vertex]))
 
 
 def _fine_levels_forward(

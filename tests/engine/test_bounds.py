@@ -166,3 +166,19 @@ def test_epsilon_for_target_accuracy():
     assert eps == pytest.approx(math.sqrt(at_one / 1e6))
     with pytest.raises(ValueError, match="positive"):
         epsilon_for_variance(at_one, 0)
+
+
+@pytest.mark.parametrize("size", [2, 3, 5, 17, 64, 100, 129, 333, 1001, 2049, 3000])
+def test_envelope_worst_case_equals_every_interval(size):
+    # The O(m log m) search used for big domains must find exactly the all-intervals maximum.
+    t = HaarTransform(size)
+    assert t._worst_by_envelopes() == pytest.approx(t._worst_over_all_intervals(), rel=1e-12)
+
+
+def test_big_ordinal_domains_get_their_worst_case():
+    t = HaarTransform(50_000)
+    worst = t.worst_case_factor()
+    # it is attained by some interval, and is below the paper's H(A) = (2 + 16) / 2
+    assert 3.5 < worst < 9
+    best_of_sample = t.interval_factor(np.array([0, 3000, 10_007]), np.array([49_999, 40_000, 31_234])).max()
+    assert worst >= best_of_sample
