@@ -214,14 +214,22 @@ def _located(error: PriveletError) -> PriveletError:
     return error
 
 
+def _one_of(entry: Mapping[str, Any], keys: tuple[str, ...], kind: str, path: str, ctx: _Context, name: str,
+            example: str) -> str:
+    """The one key of ``keys`` that ``entry`` has; an error naming them otherwise."""
+    given = [k for k in keys if k in entry]
+    if len(given) != 1:
+        options = ", ".join(f'"{k}"' for k in keys[:-1]) + f' or "{keys[-1]}"'
+        raise _located(ctx.error(
+            path, f"{kind} attribute needs exactly one of {options}" + (f", got {' and '.join(given)}" if given else ""),
+            example, attribute=name))
+    return given[0]
+
+
 def _ordinal(entry: Mapping[str, Any], path: str, ctx: _Context, name: str, column: str | None,
              flag: bool, missing: str | None) -> OrdinalAttribute:
-    given = [k for k in ("range", "bins", "values") if k in entry]
-    if len(given) != 1:
-        raise _located(ctx.error(
-            path, "an ordinal attribute needs exactly one of \"range\", \"bins\" or \"values\""
-            + (f", got {' and '.join(given)}" if given else ""),
-            'e.g. "range": [0, 100] or "bins": {"start": 0, "stop": 500000, "width": 1000}', attribute=name))
+    key = _one_of(entry, ("range", "bins", "values"), "an ordinal", path, ctx, name,
+                  'e.g. "range": [0, 100] or "bins": {"start": 0, "stop": 500000, "width": 1000}')
     out = entry.get("out_of_range", "error")
     if out not in _OUT_OF_RANGE:
         raise _located(ctx.error(f"{path}.out_of_range", f"must be \"error\", \"clamp\" or \"drop\", got {out!r}",
@@ -229,7 +237,6 @@ def _ordinal(entry: Mapping[str, Any], path: str, ctx: _Context, name: str, colu
                                  attribute=name))
     # ``missing`` is checked below, against the labels, with a located message.
     options: dict[str, Any] = dict(out_of_range=out, column=column, domain_from_data=flag)
-    key = given[0]
     if key == "range":
         bounds = entry["range"]
         if not (isinstance(bounds, list) and len(bounds) == 2 and all(_is_int(b) for b in bounds)):
@@ -305,13 +312,8 @@ def _bins(spec: object, path: str, ctx: _Context, name: str) -> NumericBins:
 
 def _nominal(entry: Mapping[str, Any], path: str, ctx: _Context, base: Path, name: str, column: str | None,
              flag: bool, missing: str | None) -> NominalAttribute:
-    given = [k for k in ("hierarchy", "hierarchy_file", "values") if k in entry]
-    if len(given) != 1:
-        raise _located(ctx.error(
-            path, "a nominal attribute needs exactly one of \"hierarchy\", \"hierarchy_file\" or \"values\""
-            + (f", got {' and '.join(given)}" if given else ""),
-            'e.g. "hierarchy": {"*": ["Male", "Female"]} or "hierarchy_file": "hierarchy_sex.csv"', attribute=name))
-    key = given[0]
+    key = _one_of(entry, ("hierarchy", "hierarchy_file", "values"), "a nominal", path, ctx, name,
+                  'e.g. "hierarchy": {"*": ["Male", "Female"]} or "hierarchy_file": "hierarchy_sex.csv"')
     try:
         if key == "hierarchy":
             hierarchy = Hierarchy.from_nested(entry["hierarchy"])
