@@ -311,9 +311,13 @@ class _BlockPipeline:
         # Exact grid units + integer noise: both below 2^53, so the sum is exact too.
         units = round_to_grid(numerators, denominators, self.calibration.grid_exponent)
         add_discrete_laplace(rng, units, self.per_unit)
-        units *= self.calibration.grid
-        for factor in self.to_coefficients:
-            units *= _restrict(factor, index)
+        factors = [_restrict(factor, index) for factor in self.to_coefficients]
+        if factors:  # fold the grid into the first factor: one pass less
+            factors[0] = factors[0] * self.calibration.grid
+        else:
+            factors = [self.calibration.grid]
+        for factor in factors:
+            units *= factor
         return units
 
 
