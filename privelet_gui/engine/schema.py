@@ -8,6 +8,7 @@ value in a data-derived domain is itself a disclosure.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -77,7 +78,7 @@ class EncodedColumn:
         return 0 if self.clamped_rows is None else int(self.clamped_rows.sum())
 
 
-class _AttributeBase:
+class _AttributeBase(ABC):
     name: str
     column: str | None
     missing: str | None
@@ -92,8 +93,9 @@ class _AttributeBase:
         return len(self.labels)
 
     @property
-    def labels(self) -> tuple[str, ...]:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abstractmethod
+    def labels(self) -> tuple[str, ...]:
+        """The domain's values as text, in axis order."""
 
     @cached_property
     def _label_index(self) -> pd.Index:
@@ -117,8 +119,9 @@ class _AttributeBase:
             return self._encode_categorical(column)
         return self._encode_rows(column)
 
-    def _encode_rows(self, column: pd.Series) -> EncodedColumn:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abstractmethod
+    def _encode_rows(self, column: pd.Series) -> EncodedColumn:
+        """Axis index of every row of a plain (not categorical) column."""
 
     def _encode_categorical(self, column: pd.Series) -> EncodedColumn:
         raw = column.cat.codes.to_numpy()  # -1 marks an empty cell

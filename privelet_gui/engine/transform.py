@@ -14,6 +14,7 @@ can change (K in math.md).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from functools import cached_property
 
 import numpy as np
@@ -45,7 +46,7 @@ def along(vector: np.ndarray, axis: int, ndim: int) -> np.ndarray:
     return np.reshape(vector, shape)
 
 
-class AxisTransform:
+class AxisTransform(ABC):
     """Interface of the per-axis transforms (Haar, nominal, identity)."""
 
     kind: str
@@ -53,26 +54,30 @@ class AxisTransform:
     n_coefficients: int
 
     @property
+    @abstractmethod
     def rho(self) -> int:
-        raise NotImplementedError
+        """Generalized sensitivity: the largest weighted L1 norm of a column."""
 
     @property
+    @abstractmethod
     def influence(self) -> int:
-        raise NotImplementedError
+        """K: the most coefficients one entry changes."""
 
     @property
+    @abstractmethod
     def weights(self) -> np.ndarray:
         """W(c) per coefficient; ``inf`` for coefficients that are identically zero."""
-        raise NotImplementedError
 
     @property
+    @abstractmethod
     def divisors(self) -> np.ndarray:
-        raise NotImplementedError
+        """``numerators / divisors`` are the coefficients."""
 
     @property
+    @abstractmethod
     def denominators(self) -> np.ndarray:
-        """``z / denominators`` is the weighted coefficient (0 where the weight is ``inf``)."""
-        raise NotImplementedError
+        """``numerators / denominators`` are the weighted coefficients (integers; 1 where the
+        coefficient is identically zero, whose numerator is 0)."""
 
     @property
     def max_denominator(self) -> int:
@@ -83,8 +88,9 @@ class AxisTransform:
         """Bound on |intermediate| / (L1 of the input) while computing numerators."""
         return 1.0
 
+    @abstractmethod
     def numerators(self, x: np.ndarray, axis: int = -1) -> np.ndarray:
-        raise NotImplementedError
+        """Integer numerators of the coefficients along ``axis`` (exact for integer input)."""
 
     def forward(self, x: np.ndarray, axis: int = -1) -> np.ndarray:
         """Coefficients of ``x`` along ``axis`` (``numerators / divisors``)."""
@@ -92,12 +98,13 @@ class AxisTransform:
         z /= along(self.divisors, axis, z.ndim)
         return z
 
+    @abstractmethod
     def inverse(self, c: np.ndarray, axis: int = -1) -> np.ndarray:
-        raise NotImplementedError
+        """Values along ``axis`` from coefficients."""
 
+    @abstractmethod
     def worst_case_factor(self) -> float:
         """Largest per-axis variance factor V over the queries this axis allows."""
-        raise NotImplementedError
 
 
 class IdentityTransform(AxisTransform):
