@@ -16,7 +16,9 @@ atexit.register(_stack.close)
 
 def resource_path(*parts: str) -> Path:
     """A real file path for a bundled resource (extracted once if the package is zipped)."""
-    resource = files("privelet_gui.resources").joinpath(*parts)
+    resource = files("privelet_gui.resources")
+    for part in parts:  # one at a time: some resource readers (frozen apps) take one name per call
+        resource = resource.joinpath(part)
     if isinstance(resource, Path):
         return resource
     return _stack.enter_context(as_file(resource))
@@ -28,7 +30,7 @@ def sample_table_path() -> Path:
 
 
 def sample_schema_path() -> Path:
-    """The sample's schema (age 17..90; sex, race, marital-status, education, occupation).
+    """The sample's schema (age 17..90; sex, race, education, occupation, native-country).
 
     Its hierarchy files sit beside it, so load it with
     :func:`privelet_gui.io.load_schema`.
