@@ -10,7 +10,7 @@ Python process:
 (a) pandas reading the whole file with the options and dtypes :func:`count_table`
     uses (C parser, the four columns, ``dtype="category"``, only empty cells missing);
 (b) :func:`privelet_gui.io.count_table` streaming it into the frequency matrix
-    (101 x 2 x 512 x 1001 = 103.5 million cells, 828 MB of float64);
+    (101 x 2 x 512 x 1001 = 103,527,424 cells, 828 MB of float64);
 (c) for reference, only obtaining those 828 MB from the operating system (a cost
     that (a) does not have and (b) cannot avoid; on virtual machines it varies a lot).
 
@@ -119,7 +119,10 @@ def main(argv: list[str] | None = None) -> int:
         write_brazil_csv(path, args.rows)
         size = path.stat().st_size
         print(f"wrote {args.rows:,} rows x 4 columns, {size / 1e6:,.0f} MB, in {time.perf_counter() - started:.1f} s")
-        print("schema Age 101 x Gender 2 x Occupation 512 x Income 1001 = 103,535,712 cells (828 MB float64)")
+        from ..bench import brazil_schema
+
+        cells = brazil_schema().size
+        print(f"schema Age 101 x Gender 2 x Occupation 512 x Income 1001 = {cells:,} cells ({cells * 8 / 1e6:,.0f} MB float64)")
         runs: dict[str, list[dict[str, float]]] = {"pandas": [], "count": [], "touch": []}
         for _ in range(max(args.repeat, 1)):
             for mode in ("pandas", "count", "touch"):  # interleaved, so drifts in machine load hit all
