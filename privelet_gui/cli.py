@@ -179,12 +179,10 @@ def _table_options(parser: argparse.ArgumentParser) -> None:
 
 def _epsilon(text: str) -> float:
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"epsilon must be a number, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"epsilon must be a positive number (e.g. 1.0), got {text!r}")
-    return value
+        return check_epsilon(float(text))
+    except ValueError as exc:  # float() failing, or the engine's check (a PriveletError)
+        message = str(exc) if isinstance(exc, PriveletError) else f"epsilon must be a number, got {text!r}"
+        raise argparse.ArgumentTypeError(message) from None
 
 
 def _queries(text: str) -> int:

@@ -22,7 +22,7 @@ from functools import cached_property, lru_cache
 import numpy as np
 
 from .haar import HaarTransform
-from .hn import TransformPlan, axis_transform
+from .hn import axis_transform
 from .noise import Neighbours, check_epsilon
 from .queries import QueryBatch, RangeQuery
 from .schema import Attribute, NominalAttribute, Schema
@@ -195,9 +195,6 @@ class VarianceModel:
 
     def paper_bound(self, epsilon: float, sa: Iterable[str] = (), *, neighbours: Neighbours = "replace") -> float:
         return paper_bound(self.schema, epsilon, sa, neighbours=neighbours)
-
-    def plan(self, sa: Iterable[str] = ()) -> TransformPlan:
-        return TransformPlan(self.schema, sa)
 
 
 @lru_cache(maxsize=16)

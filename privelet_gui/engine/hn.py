@@ -16,7 +16,6 @@ import numpy as np
 from .errors import SchemaError
 from .haar import HaarTransform
 from .nominal import NominalTransform
-from .progress import Progress
 from .schema import Attribute, NominalAttribute, Schema
 from .transform import AxisTransform, IdentityTransform, along
 
@@ -97,24 +96,18 @@ class TransformPlan:
         """max |z| <= growth * n for a matrix of n tuples."""
         return math.prod(t.growth for t in self.transforms)
 
-    def numerators(self, matrix: np.ndarray, progress: Progress | None = None) -> np.ndarray:
+    def numerators(self, matrix: np.ndarray) -> np.ndarray:
         """Integer numerators ``z`` of every coefficient (exact for integer counts)."""
         z = np.asarray(matrix, dtype=np.float64)
-        axes = self.transformed_axes
-        for done, axis in enumerate(axes):
+        for axis in self.transformed_axes:
             z = self.transforms[axis].numerators(z, axis)
-            if progress is not None:
-                progress.report((done + 1) / len(axes), f"transforming {self.axis_name(axis)}")
         return z
 
-    def inverse(self, coefficients: np.ndarray, progress: Progress | None = None) -> np.ndarray:
+    def inverse(self, coefficients: np.ndarray) -> np.ndarray:
         """M from coefficients, along axes d..1 (mean subtraction in nominal axes)."""
         out = coefficients
-        axes = self.transformed_axes[::-1]
-        for done, axis in enumerate(axes):
+        for axis in self.transformed_axes[::-1]:
             out = self.transforms[axis].inverse(out, axis)
-            if progress is not None:
-                progress.report((done + 1) / len(axes), f"inverting {self.axis_name(axis)}")
         return out
 
     def axis_name(self, axis: int) -> str:

@@ -146,7 +146,7 @@ def check_epsilon(epsilon: object) -> float:
     value = float(epsilon)
     if not math.isfinite(value) or value <= 0:
         raise PriveletError(
-            f"epsilon must be a positive finite number (for example 1.0), got {epsilon!r}; "
+            f"epsilon must be a positive number (finite, for example 1.0), got {epsilon!r}; "
             "smaller epsilon means more privacy and more noise"
         )
     return value

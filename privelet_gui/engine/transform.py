@@ -142,9 +142,5 @@ class IdentityTransform(AxisTransform):
     def inverse(self, c: np.ndarray, axis: int = -1) -> np.ndarray:
         return np.asarray(c, dtype=np.float64)
 
-    def interval_factor(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-        """Noise variance factor of a box side: the number of cells it covers."""
-        return (np.asarray(hi) - np.asarray(lo) + 1).astype(np.float64)
-
     def worst_case_factor(self) -> float:
         return float(self.size)

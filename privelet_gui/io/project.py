@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.errors import PriveletError
+from ..engine.noise import check_epsilon
 from ..engine.schema import Schema
 from .atomic import atomic_write
 
@@ -94,10 +94,10 @@ class Project:
         if not self.attribute_order and self.schema is not None:
             object.__setattr__(self, "attribute_order", self.schema.names)
         object.__setattr__(self, "attribute_order", tuple(self.attribute_order))
-        if not (isinstance(self.epsilon, (int, float)) and not isinstance(self.epsilon, bool)) or not (
-            math.isfinite(self.epsilon) and self.epsilon > 0
-        ):
-            raise ProjectError(f"epsilon must be a positive number, got {self.epsilon!r}")
+        try:
+            check_epsilon(self.epsilon)
+        except PriveletError as exc:
+            raise ProjectError(str(exc)) from None
         if self.neighbours not in _NEIGHBOURS:
             raise ProjectError(f"neighbours must be one of {_NEIGHBOURS}, got {self.neighbours!r}")
         if self.mechanism not in _MECHANISMS:
