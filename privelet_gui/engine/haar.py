@@ -77,7 +77,7 @@ class HaarTransform(AxisTransform):
         ov[: 1 << coarse] = head.reshape((1 << coarse, *sums.shape[1:]))
         return back(ov, axis)
 
-    def inverse(self, c: np.ndarray, axis: int = -1) -> np.ndarray:
+    def inverse(self, c: np.ndarray, axis: int = -1, *, overwrite_input: bool = False) -> np.ndarray:
         cv = outer(c, axis)
         if cv.shape[0] != self.n_coefficients:
             raise ValueError(f"expected {self.n_coefficients} Haar coefficients along axis {axis}, got {cv.shape[0]}")

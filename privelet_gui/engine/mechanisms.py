@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Literal
 
 import numpy as np
@@ -301,8 +302,9 @@ class _BlockPipeline:
                 progress.report(0.3 + 0.5 * (done + 1) / len(tiles), stage)
         for done, axis in enumerate(reversed(outer_axes)):
             part = progress.slice(0.8 + 0.2 * done / len(outer_axes), 0.8 + 0.2 * (done + 1) / len(outer_axes)) if progress else None
-            result = _by_tiles(transforms[axis].inverse, result, axis, transforms[axis].size,
-                               part, f"inverting {self.plan.axis_name(axis)}")
+            # result is this block's own intermediate: the inverse may work in it
+            result = _by_tiles(partial(transforms[axis].inverse, overwrite_input=True), result, axis,
+                               transforms[axis].size, part, f"inverting {self.plan.axis_name(axis)}")
         return result
 
     def _noisy_coefficients(self, numerators: np.ndarray, index: tuple[slice, ...], rng: np.random.Generator) -> np.ndarray:

@@ -10,6 +10,7 @@ weight ``inf`` (no noise) and adds nothing to rho.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -28,6 +29,17 @@ class _Depth:
     fanouts: np.ndarray  # children per parent
     offsets: np.ndarray  # start of each parent's children within the block
     child_fanout: np.ndarray  # for each node of the block, its parent's fan-out
+    groups: tuple[tuple[int, int, int], ...]  # (parent node, first child in block, fan-out)
+
+    def loop_groups(self, cells_per_row: int) -> bool:
+        """Whether to visit the sibling groups one by one (cache-friendly, no np.repeat):
+        when groups are big enough to pay for the per-call overhead."""
+        rows = self.block.stop - self.block.start
+        return rows * cells_per_row >= len(self.groups) * _GROUP_LOOP_CELLS
+
+
+# Average cells per sibling group from which a loop over the groups beats np.repeat.
+_GROUP_LOOP_CELLS = 4096
 
 
 def _as_slice(indices: np.ndarray) -> slice | np.ndarray:
@@ -70,15 +82,22 @@ class NominalTransform(AxisTransform):
         for d in range(2, len(starts)):
             above = np.arange(starts[d - 2], starts[d - 1])
             parents = above[lay.fanout[above] > 0]
+            offsets = lay.first_child[parents] - starts[d - 1]
             self._depths.append(
                 _Depth(
                     block=slice(int(starts[d - 1]), int(starts[d])),
                     parents=_as_slice(parents),
                     fanouts=lay.fanout[parents],
-                    offsets=lay.first_child[parents] - starts[d - 1],
+                    offsets=offsets,
                     child_fanout=self._parent_fanout[starts[d - 1] : starts[d]],
+                    groups=tuple(zip(parents.tolist(), offsets.tolist(), lay.fanout[parents].tolist())),
                 )
             )
+        # Usually every leaf sits at the deepest level: the input is then that level's
+        # leaf-sums as it is, and need not be copied into place first.
+        self._leaves_fill_deepest = (
+            bool(self._depths) and isinstance(self._leaves, slice) and self._leaves == self._depths[-1].block
+        )
 
     @property
     def rho(self) -> int:
@@ -123,28 +142,57 @@ class NominalTransform(AxisTransform):
         """``z_N = f * leafsum(N) - leafsum(parent)`` (root: its leaf-sum); exact for integer input."""
         x = outer(x, axis)
         sums = np.empty((self.n_coefficients, *x.shape[1:]))
-        sums[self._leaves] = x
-        for depth in reversed(self._depths):  # leaf-sums bottom-up, one reduceat per depth
-            sums[depth.parents] = np.add.reduceat(sums[depth.block], depth.offsets, axis=0)
+        deepest = self._depths[-1] if self._leaves_fill_deepest else None
+        if deepest is None:
+            sums[self._leaves] = x
+
+        def leafsums(depth: _Depth) -> np.ndarray:
+            return x if depth is deepest else sums[depth.block]
+
+        row_cells = math.prod(x.shape[1:])
+        for depth in reversed(self._depths):  # leaf-sums bottom-up
+            children = leafsums(depth)
+            if depth.loop_groups(row_cells):  # np.add.reduce per group: 4x faster than reduceat
+                for parent, start, fanout in depth.groups:
+                    np.add.reduce(children[start : start + fanout], axis=0, out=sums[parent])
+            else:
+                sums[depth.parents] = np.add.reduceat(children, depth.offsets, axis=0)
         for depth in reversed(self._depths):  # deepest first: parents are still leaf-sums
-            block = sums[depth.block]
-            block *= along(depth.child_fanout, 0, block.ndim)
-            block -= np.repeat(sums[depth.parents], depth.fanouts, axis=0)
+            children, block = leafsums(depth), sums[depth.block]
+            if depth.loop_groups(row_cells):
+                for parent, start, fanout in depth.groups:
+                    rows = slice(start, start + fanout)
+                    np.multiply(children[rows], fanout, out=block[rows])
+                    block[rows] -= sums[parent]
+            else:
+                np.multiply(children, along(depth.child_fanout, 0, block.ndim), out=block)
+                block -= np.repeat(sums[depth.parents], depth.fanouts, axis=0)
         return back(sums, axis)
 
-    def inverse(self, c: np.ndarray, axis: int = -1, *, mean_subtraction: bool = True) -> np.ndarray:
+    def inverse(
+        self, c: np.ndarray, axis: int = -1, *, mean_subtraction: bool = True, overwrite_input: bool = False
+    ) -> np.ndarray:
         """Leaf values from coefficients, with mean subtraction in every sibling group."""
         c = np.asarray(c, dtype=np.float64)
         if c.shape[axis] != self.n_coefficients:
             raise ValueError(f"expected {self.n_coefficients} nominal coefficients along axis {axis}, got {c.shape[axis]}")
-        sums = outer(c, axis, copy=True)
+        sums = outer(c, axis, copy=not overwrite_input)
+        row_cells = math.prod(sums.shape[1:])
         for depth in self._depths:
             # leafsum(N) = c_N - mean(c of N's sibling group) + leafsum(parent) / f, top-down
+            block = sums[depth.block]
+            if depth.loop_groups(row_cells):
+                for parent, start, fanout in depth.groups:
+                    rows = block[start : start + fanout]
+                    shift = sums[parent] - np.add.reduce(rows, axis=0) if mean_subtraction else sums[parent].copy()
+                    shift /= fanout
+                    rows += shift
+                continue
             fanouts = along(depth.fanouts.astype(np.float64), 0, sums.ndim)
             shift = sums[depth.parents] / fanouts
             if mean_subtraction:
-                shift -= np.add.reduceat(sums[depth.block], depth.offsets, axis=0) / fanouts
-            sums[depth.block] += np.repeat(shift, depth.fanouts, axis=0)
+                shift -= np.add.reduceat(block, depth.offsets, axis=0) / fanouts
+            block += np.repeat(shift, depth.fanouts, axis=0)
         return back(sums[self._leaves], axis)
 
     # -- exact variance of node queries ----------------------------------------------

@@ -99,8 +99,12 @@ class AxisTransform(ABC):
         return z
 
     @abstractmethod
-    def inverse(self, c: np.ndarray, axis: int = -1) -> np.ndarray:
-        """Values along ``axis`` from coefficients."""
+    def inverse(self, c: np.ndarray, axis: int = -1, *, overwrite_input: bool = False) -> np.ndarray:
+        """Values along ``axis`` from coefficients.
+
+        ``overwrite_input=True`` allows the transform to use ``c`` as its workspace,
+        saving a copy (transforms that need no workspace ignore it).
+        """
 
     @abstractmethod
     def worst_case_factor(self) -> float:
@@ -139,7 +143,7 @@ class IdentityTransform(AxisTransform):
     def numerators(self, x: np.ndarray, axis: int = -1) -> np.ndarray:
         return np.array(x, dtype=np.float64)
 
-    def inverse(self, c: np.ndarray, axis: int = -1) -> np.ndarray:
+    def inverse(self, c: np.ndarray, axis: int = -1, *, overwrite_input: bool = False) -> np.ndarray:
         return np.asarray(c, dtype=np.float64)
 
     def worst_case_factor(self) -> float:

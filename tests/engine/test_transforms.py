@@ -114,6 +114,38 @@ def test_nominal_round_trip_random_hierarchies_every_axis(h, axis, seed):
     np.testing.assert_allclose(t.inverse(t.forward(x, axis), axis), x, atol=1e-9)
 
 
+@settings(max_examples=40, deadline=None)
+@given(hierarchies(), st.integers(0, 2), st.integers(0, 2**32 - 1))
+def test_nominal_group_loop_and_vectorised_paths_agree(h, axis, seed):
+    # Big blocks visit sibling groups one by one, small ones use reduceat/repeat: same numbers.
+    from privelet_gui.engine import nominal
+
+    rng = np.random.default_rng(seed)
+    shape = [2, 3, 2]
+    shape[axis] = h.size
+    x = rng.integers(0, 100, shape).astype(float)
+    t = NominalTransform(h)
+    noisy = t.forward(x, axis) + rng.normal(0, 3, [h.n_nodes if i == axis else n for i, n in enumerate(shape)])
+    results = []
+    for threshold in (0, 10**12):  # every depth looped, then none
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(nominal, "_GROUP_LOOP_CELLS", threshold)
+            results.append((t.numerators(x, axis), t.inverse(noisy, axis), t.inverse(noisy, axis, mean_subtraction=False)))
+    looped, vectorised = results
+    np.testing.assert_array_equal(looped[0], vectorised[0])  # numerators stay exact integers
+    np.testing.assert_allclose(looped[1], vectorised[1], atol=1e-9)
+    np.testing.assert_allclose(looped[2], vectorised[2], atol=1e-9)
+
+
+def test_nominal_inverse_overwrites_its_input_only_when_allowed():
+    t = NominalTransform(FIG3)
+    c = t.forward(np.array([[1.0, 2, 3, 4, 5, 6], [6, 0, 2, 9, 1, 1]]), axis=1)
+    kept = c.copy()
+    expected = t.inverse(c, axis=1)
+    np.testing.assert_array_equal(c, kept)
+    np.testing.assert_allclose(t.inverse(c, axis=1, overwrite_input=True), expected)
+
+
 # -- HN --------------------------------------------------------------------------------
 @settings(max_examples=40, deadline=None)
 @given(schemas(), st.integers(0, 2**32 - 1))
