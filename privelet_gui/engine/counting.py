@@ -113,7 +113,7 @@ class FrequencyCounter:
             )
         n = len(table)
         keep: np.ndarray | None = None
-        flat: np.ndarray | None = None
+        codes_per_axis: list[np.ndarray] = []
         for attribute in self.schema:
             column = table[attribute.source_column]
             encoded = attribute.encode(column)
@@ -129,14 +129,8 @@ class FrequencyCounter:
                     raise _domain_error(attribute, column, errors)
                 self.report.dropped[attribute.name] += int(rejected.sum())
                 keep = ~rejected if keep is None else keep & ~rejected
-            # Horner's scheme, in place: flat = (...(c0 * |A1| + c1) * |A2| + c2 ...)
-            if flat is None:
-                # int32 halves the memory traffic when every cell index fits in it
-                flat = codes.astype(np.int32 if self.schema.size < 2**31 else np.int64)
-            else:
-                flat *= attribute.size
-                flat += codes
-        assert flat is not None  # a schema has at least one attribute
+            codes_per_axis.append(codes)
+        flat = cell_indices(codes_per_axis, self.schema.shape)
         self.report.rows_read += n
         if keep is not None:
             flat = flat[keep]
@@ -156,6 +150,27 @@ class FrequencyCounter:
         counts = self._counts if self._counts is not None else zeros(self.schema.size)
         self._counts = None
         return counts.reshape(self.schema.shape)
+
+
+# Rows per step of cell_indices: its few arrays stay in the CPU cache.
+_INDEX_ROWS = 1 << 16
+
+
+def cell_indices(codes: list[np.ndarray], shape: tuple[int, ...]) -> np.ndarray:
+    """Flat C-order cell index of every row, given each axis's codes (Horner's scheme).
+
+    ``flat = (...(c0 * |A1| + c1) * |A2| + c2 ...)``, computed in place a block of rows
+    at a time, in the platform's index type that ``np.bincount`` uses without a copy.
+    """
+    flat = np.empty(len(codes[0]), dtype=np.intp)
+    for start in range(0, len(flat), _INDEX_ROWS):
+        stop = start + _INDEX_ROWS
+        part = flat[start:stop]
+        np.copyto(part, codes[0][start:stop])
+        for column, size in zip(codes[1:], shape[1:]):
+            part *= size
+            part += column[start:stop]
+    return flat
 
 
 def frequency_matrix(

@@ -185,3 +185,15 @@ def test_the_custodian_summary_shows_row_numbers_only_when_rows_were_lost():
     assert clean.custodian_summary() == "every row was counted" and "5" not in clean.custodian_summary()
     lossy = CountReport(rows_read=5, rows_counted=3, dropped={"age": 2}, clamped={"age": 0})
     assert "3 of 5 rows counted" in lossy.custodian_summary() and "do not publish" in lossy.custodian_summary()
+
+
+def test_cell_indices_equal_ravel_multi_index_across_blocks():
+    from privelet_gui.engine.counting import _INDEX_ROWS, cell_indices
+
+    rng = np.random.default_rng(5)
+    shape = (101, 2, 512, 1001)
+    rows = 3 * _INDEX_ROWS + 17  # several blocks and a partial one
+    codes = [rng.integers(0, n, rows).astype(dtype) for n, dtype in zip(shape, (np.int16, np.int8, np.int16, np.int16))]
+    flat = cell_indices(codes, shape)
+    assert flat.dtype == np.intp
+    np.testing.assert_array_equal(flat, np.ravel_multi_index(codes, shape))
