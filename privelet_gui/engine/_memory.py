@@ -35,13 +35,21 @@ _tuned = False
 _MAPPED_BYTES = 64 << 20
 
 
-def zeros(shape: int | tuple[int, ...]) -> np.ndarray:
-    """A float64 array of zeros; large ones are mapped lazily (see the module docstring)."""
+def zeros(shape: int | tuple[int, ...], *, populate: bool = False) -> np.ndarray:
+    """A float64 array of zeros; large ones are mapped lazily (see the module docstring).
+
+    ``populate=True`` has the kernel provide every page at once (Linux), in one call
+    that releases the GIL, instead of one page fault per page at first touch, each
+    taken by whichever thread writes there, GIL held or not.
+    """
     count = math.prod(shape) if isinstance(shape, tuple) else int(shape)
     nbytes = count * 8
     if nbytes < _MAPPED_BYTES:
         return np.zeros(shape)
-    memory = mmap.mmap(-1, nbytes)  # anonymous: zero-filled, released with the array
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
+    if populate and hasattr(mmap, "MAP_POPULATE"):
+        flags |= mmap.MAP_POPULATE
+    memory = mmap.mmap(-1, nbytes, flags=flags)  # anonymous: zero-filled, released with the array
     return np.frombuffer(memory, dtype=np.float64, count=count).reshape(shape)
 
 

@@ -86,8 +86,8 @@ class FrequencyCounter:
         flat = self.flat_codes(table)
         m = self.schema.size
         if (self._counts is not None or self.chunked) and len(flat) * _ADD_AT_RATIO < m:
-            if self._counts is None:
-                self._counts = zeros(m)
+            if self._counts is None:  # all pages at once: few rows would touch them one by one
+                self._counts = zeros(m, populate=True)
             np.add.at(self._counts, flat, 1.0)  # few rows for many cells: scatter them
             return
         # Weighted bincount returns float64 counts directly (exact below 2^53).

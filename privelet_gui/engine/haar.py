@@ -14,7 +14,7 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from .transform import AxisTransform, back, outer
+from .transform import AxisTransform, deliver, back, outer
 
 __all__ = ["HaarTransform", "haar_forward", "haar_inverse", "haar_weights"]
 
@@ -67,7 +67,8 @@ class HaarTransform(AxisTransform):
 
     def numerators(self, x: np.ndarray, axis: int = -1) -> np.ndarray:
         """Subtree-sum differences ``S_left - S_right`` (base: the total); exact for integers."""
-        sums = outer(x, axis)
+        # A view, not a contiguous copy: the first level reads it once whatever its layout.
+        sums = np.moveaxis(np.asarray(x, dtype=np.float64), axis, 0)
         ov = np.empty((self.n_coefficients, *sums.shape[1:]))
         coarse = min(self.levels, _COARSE_LEVELS)
         sums, filled = _fine_levels_forward(sums, self.size, ov, self.levels, coarse)
@@ -77,7 +78,9 @@ class HaarTransform(AxisTransform):
         ov[: 1 << coarse] = head.reshape((1 << coarse, *sums.shape[1:]))
         return back(ov, axis)
 
-    def inverse(self, c: np.ndarray, axis: int = -1, *, overwrite_input: bool = False) -> np.ndarray:
+    def inverse(
+        self, c: np.ndarray, axis: int = -1, *, overwrite_input: bool = False, out: np.ndarray | None = None
+    ) -> np.ndarray:
         cv = outer(c, axis)
         if cv.shape[0] != self.n_coefficients:
             raise ValueError(f"expected {self.n_coefficients} Haar coefficients along axis {axis}, got {cv.shape[0]}")
@@ -87,17 +90,18 @@ class HaarTransform(AxisTransform):
         head = cv[: 1 << coarse].reshape(1 << coarse, -1)
         means = (_coarse_inverse(coarse)[:count] @ head).reshape((count, *cv.shape[1:]))
         if coarse == self.levels:
-            return back(means, axis)
-        out = np.empty((self.size, *cv.shape[1:]))
+            return deliver(back(means, axis), out)
+        # The finest level is written straight into the destination, whatever its layout.
+        values = np.empty((self.size, *cv.shape[1:])) if out is None else np.moveaxis(out, axis, 0)
         for level in range(coarse + 1, self.levels + 1):
             detail = cv[1 << (level - 1) : 1 << level]
             count = -(-self.size // (1 << (self.levels - level)))
-            finer = out if level == self.levels else np.empty((count, *cv.shape[1:]))
+            finer = values if level == self.levels else np.empty((count, *cv.shape[1:]))
             evens, odds = (count + 1) // 2, count // 2
             np.add(means[:evens], detail[:evens], out=finer[0:count:2])
             np.subtract(means[:odds], detail[:odds], out=finer[1:count:2])
             means = finer
-        return back(out, axis)
+        return back(values, axis) if out is None else out
 
     # -- exact variance of interval queries -------------------------------------------
     # V(q) = sum_c (R^T q)_c^2 / W(c)^2 is the noise variance of the count of q per unit

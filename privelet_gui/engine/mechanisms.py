@@ -271,13 +271,17 @@ class _BlockPipeline:
         self.per_unit = calibration.epsilon / calibration.units
         ndim = len(plan.transforms)
         self.denominators: list[np.ndarray] = []  # y = z / prod(d): per-axis, broadcastable
-        self.to_coefficients: list[np.ndarray] = []  # c = (grid units) * g / prod(W)
+        factors: list[np.ndarray] = []
         for axis in plan.transformed_axes:
             t = plan.transforms[axis]
             if np.any(t.denominators != 1):
                 self.denominators.append(along(t.denominators, axis, ndim))
             # Identically-zero coefficients (W = inf) get factor 0: they receive no noise.
-            self.to_coefficients.append(along(1.0 / t.weights, axis, ndim))
+            factors.append(along(1.0 / t.weights, axis, ndim))
+        # c = (grid units) * g / prod(W), the grid folded into the first factor (one pass less)
+        self.to_coefficients: list[np.ndarray] = (
+            [factors[0] * calibration.grid, *factors[1:]] if factors else [np.float64(calibration.grid)]
+        )
 
     def run(self, cells: np.ndarray, rng: np.random.Generator, progress: Progress | None = None) -> np.ndarray:
         """The noisy block (thread-safe: each call has its own generator and buffers)."""
@@ -292,12 +296,14 @@ class _BlockPipeline:
             part = progress.slice(0.3 * done / len(outer_axes), 0.3 * (done + 1) / len(outer_axes)) if progress else None
             array = _by_tiles(transforms[axis].numerators, array, axis, transforms[axis].n_coefficients,
                               part, f"transforming {self.plan.axis_name(axis)}")
-        result = np.empty(array.shape)
+        # Each tile is read before its values are written back: when the array is this
+        # block's own intermediate, the values can go back into it (less memory to touch).
+        result = array if outer_axes else np.empty(array.shape)
         tiles = list(_tiles(array.shape, last, transforms[last].n_coefficients))
         stage = f"transforming {self.plan.axis_name(last)}, adding noise, inverting"
         for done, index in enumerate(tiles):
             z = transforms[last].numerators(array[index], last)
-            result[index] = transforms[last].inverse(self._noisy_coefficients(z, index, rng), last)
+            transforms[last].inverse(self._noisy_coefficients(z, index, rng), last, out=result[index])
             if progress is not None:
                 progress.report(0.3 + 0.5 * (done + 1) / len(tiles), stage)
         for done, axis in enumerate(reversed(outer_axes)):
@@ -313,13 +319,8 @@ class _BlockPipeline:
         # Exact grid units + integer noise: both below 2^53, so the sum is exact too.
         units = round_to_grid(numerators, denominators, self.calibration.grid_exponent)
         add_discrete_laplace(rng, units, self.per_unit)
-        factors = [_restrict(factor, index) for factor in self.to_coefficients]
-        if factors:  # fold the grid into the first factor: one pass less
-            factors[0] = factors[0] * self.calibration.grid
-        else:
-            factors = [self.calibration.grid]
-        for factor in factors:
-            units *= factor
+        for factor in self.to_coefficients:
+            units *= _restrict(factor, index)
         return units
 
 

@@ -17,7 +17,7 @@ from functools import cached_property
 import numpy as np
 
 from .hierarchy import Hierarchy
-from .transform import AxisTransform, along, back, outer
+from .transform import AxisTransform, deliver, along, back, outer
 
 __all__ = ["NominalTransform", "nominal_forward", "nominal_inverse", "nominal_weights"]
 
@@ -170,7 +170,13 @@ class NominalTransform(AxisTransform):
         return back(sums, axis)
 
     def inverse(
-        self, c: np.ndarray, axis: int = -1, *, mean_subtraction: bool = True, overwrite_input: bool = False
+        self,
+        c: np.ndarray,
+        axis: int = -1,
+        *,
+        mean_subtraction: bool = True,
+        overwrite_input: bool = False,
+        out: np.ndarray | None = None,
     ) -> np.ndarray:
         """Leaf values from coefficients, with mean subtraction in every sibling group."""
         c = np.asarray(c, dtype=np.float64)
@@ -193,7 +199,7 @@ class NominalTransform(AxisTransform):
             if mean_subtraction:
                 shift -= np.add.reduceat(block, depth.offsets, axis=0) / fanouts
             block += np.repeat(shift, depth.fanouts, axis=0)
-        return back(sums[self._leaves], axis)
+        return deliver(back(sums[self._leaves], axis), out)
 
     # -- exact variance of node queries ----------------------------------------------
     @cached_property

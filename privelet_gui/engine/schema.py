@@ -135,8 +135,10 @@ class _AttributeBase(ABC):
         def gathered(per_value: np.ndarray | None) -> np.ndarray | None:
             return None if per_value is None else np.append(per_value, False)[raw]
 
+        # code -1 picks the appended entry; the smallest integer type keeps a chunk's codes small
+        lookup = np.append(values.codes, missing_code).astype(np.min_scalar_type(-max(self.size, 2)))
         return EncodedColumn(
-            np.append(values.codes, missing_code)[raw],  # code -1 picks the appended entry
+            lookup[raw],
             gathered(values.outside),
             gathered(values.clamped_rows),
             all_valid=valid and (complete or missing_code >= 0),

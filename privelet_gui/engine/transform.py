@@ -39,6 +39,14 @@ def back(x: np.ndarray, axis: int) -> np.ndarray:
     return np.moveaxis(x, 0, axis)
 
 
+def deliver(values: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    """``values``, or a copy of them in ``out`` when one is given (the ``out=`` convention)."""
+    if out is None:
+        return values
+    np.copyto(out, values)
+    return out
+
+
 def along(vector: np.ndarray, axis: int, ndim: int) -> np.ndarray:
     """``vector`` reshaped to broadcast along ``axis`` of an ``ndim``-dimensional array."""
     shape = [1] * ndim
@@ -99,11 +107,14 @@ class AxisTransform(ABC):
         return z
 
     @abstractmethod
-    def inverse(self, c: np.ndarray, axis: int = -1, *, overwrite_input: bool = False) -> np.ndarray:
+    def inverse(
+        self, c: np.ndarray, axis: int = -1, *, overwrite_input: bool = False, out: np.ndarray | None = None
+    ) -> np.ndarray:
         """Values along ``axis`` from coefficients.
 
         ``overwrite_input=True`` allows the transform to use ``c`` as its workspace,
-        saving a copy (transforms that need no workspace ignore it).
+        saving a copy (transforms that need no workspace ignore it). ``out``, an array
+        of the result's shape, receives the values (and is returned).
         """
 
     @abstractmethod
@@ -143,8 +154,10 @@ class IdentityTransform(AxisTransform):
     def numerators(self, x: np.ndarray, axis: int = -1) -> np.ndarray:
         return np.array(x, dtype=np.float64)
 
-    def inverse(self, c: np.ndarray, axis: int = -1, *, overwrite_input: bool = False) -> np.ndarray:
-        return np.asarray(c, dtype=np.float64)
+    def inverse(
+        self, c: np.ndarray, axis: int = -1, *, overwrite_input: bool = False, out: np.ndarray | None = None
+    ) -> np.ndarray:
+        return deliver(np.asarray(c, dtype=np.float64), out)
 
     def worst_case_factor(self) -> float:
         return float(self.size)

@@ -15,7 +15,9 @@ import csv
 import gzip
 import io
 import os
+import queue
 import re
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -36,6 +38,7 @@ __all__ = [
     "read_table",
     "iter_table_chunks",
     "count_table",
+    "read_ahead",
     "table_columns",
     "DEFAULT_CHUNK_BYTES",
 ]
@@ -585,6 +588,57 @@ def _iter_for_counting(
         yield from _iter_csv(source, usecols, "category", rows, None, position)
 
 
+def read_ahead(make_chunks: Callable[[], Iterator[pd.DataFrame]]) -> Iterator[pd.DataFrame]:
+    """The chunks of ``make_chunks()``, each parsed in a background thread while the caller
+    works on the previous one.
+
+    The parsers (pandas' C tokenizer, pyarrow) release the GIL, so reading and counting
+    overlap. At most one parsed chunk waits. An error while reading is raised here, in
+    the caller's thread; closing this generator (an error or a cancel in the caller)
+    stops the reader after its current chunk and waits for it, so no thread outlives
+    the call.
+    """
+    handoff: queue.Queue[tuple[Any, BaseException | None]] = queue.Queue(maxsize=1)
+    stop = threading.Event()
+    finished = object()
+
+    def offer(item: Any, error: BaseException | None = None) -> bool:
+        while not stop.is_set():
+            try:
+                handoff.put((item, error), timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def read() -> None:
+        try:
+            with contextlib.closing(make_chunks()) as chunks:
+                for chunk in chunks:
+                    if not offer(chunk):
+                        return
+                    del chunk
+        except BaseException as exc:  # handed to the caller, who re-raises it
+            offer(None, exc)
+            return
+        offer(finished)
+
+    reader = threading.Thread(target=read, name="privelet-table-reader", daemon=True)
+    reader.start()
+    try:
+        while True:
+            item, error = handoff.get()
+            if error is not None:
+                raise error
+            if item is finished:
+                return
+            yield item
+            del item
+    finally:
+        stop.set()
+        reader.join()
+
+
 def count_table(
     path: str | os.PathLike[str],
     schema: Schema,
@@ -625,10 +679,14 @@ def count_table(
 
     steps.report(0.0, "reading table")
     # Categorical chunks: the engine encodes each distinct value once and gathers the rows.
-    for chunk in _iter_for_counting(path, options, schema, chunksize, on_bytes):
-        counter.add(chunk)
-        del chunk  # one chunk alive at a time
-        steps.report(read[0], "counting rows")
+    chunks = read_ahead(lambda: _iter_for_counting(path, options, schema, chunksize, on_bytes))
+    try:
+        for chunk in chunks:
+            counter.add(chunk)
+            del chunk  # not alive while the next one is handed over
+            steps.report(read[0], "counting rows")
+    finally:
+        chunks.close()  # on error or cancel: stop the reader thread too
     matrix = counter.matrix()
     steps.report(1.0, "counting done")
     return matrix, counter.report

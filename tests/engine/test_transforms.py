@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from privelet_gui.engine import (
     HaarTransform,
     Hierarchy,
+    IdentityTransform,
     NominalAttribute,
     NominalTransform,
     OrdinalAttribute,
@@ -144,6 +145,27 @@ def test_nominal_inverse_overwrites_its_input_only_when_allowed():
     expected = t.inverse(c, axis=1)
     np.testing.assert_array_equal(c, kept)
     np.testing.assert_allclose(t.inverse(c, axis=1, overwrite_input=True), expected)
+
+
+@pytest.mark.parametrize(
+    "transform",
+    [HaarTransform(37), HaarTransform(20), NominalTransform(FIG3), IdentityTransform(5)],
+    ids=["haar", "haar-coarse-only", "nominal", "identity"],
+)
+def test_inverse_writes_into_out_of_any_memory_layout(transform):
+    rng = np.random.default_rng(3)
+    c = rng.normal(size=(3, transform.n_coefficients, 4))
+    expected = transform.inverse(c, axis=1)
+    out = np.empty((4, transform.size, 3)).transpose(2, 1, 0)  # shape (3, size, 4), not C-ordered
+    assert transform.inverse(c, axis=1, out=out) is out
+    np.testing.assert_allclose(out, expected)
+
+
+def test_haar_numerators_accept_any_memory_layout():
+    t = HaarTransform(37)
+    x = np.random.default_rng(4).integers(0, 9, (5, 37, 4)).astype(float)
+    np.testing.assert_array_equal(t.numerators(np.asfortranarray(x), 1), t.numerators(x, 1))
+    np.testing.assert_array_equal(t.numerators(x.transpose(2, 1, 0), 1), t.numerators(x, 1).transpose(2, 1, 0))
 
 
 # -- HN --------------------------------------------------------------------------------

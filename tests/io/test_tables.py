@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ from privelet_gui.engine import (
     Schema,
     frequency_matrix,
 )
+from privelet_gui.io.tables import read_ahead
 from privelet_gui.io import (
     TableError,
     TableOptions,
@@ -278,6 +280,51 @@ def test_progress_follows_bytes_and_cancel_stops(tmp_path):
 
     with pytest.raises(Cancelled):
         count_table(path, SCHEMA, should_cancel=cancel, chunksize=2_000)
+    assert not _reader_threads()  # the background reader stopped with the count
+
+
+def _reader_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "privelet-table-reader"]
+
+
+def test_read_ahead_yields_every_chunk_in_order_and_reraises_reader_errors():
+    assert list(read_ahead(lambda: (n for n in range(7)))) == list(range(7))
+
+    def failing():
+        yield "first"
+        raise TableError("t.csv: expected 4 fields in line 9, saw 5")
+
+    chunks = read_ahead(failing)
+    assert next(chunks) == "first"
+    with pytest.raises(TableError, match="line 9"):
+        next(chunks)
+    assert not _reader_threads()
+
+
+def test_read_ahead_stops_and_closes_the_reader_when_the_caller_stops():
+    closed = threading.Event()
+
+    def endless():
+        try:
+            while True:
+                yield "chunk"
+        finally:
+            closed.set()  # the file would be closed here
+
+    chunks = read_ahead(endless)
+    assert next(chunks) == "chunk"
+    chunks.close()
+    assert closed.is_set() and not _reader_threads()
+
+
+def test_a_file_broken_midway_stops_the_count_and_its_reader(tmp_path):
+    broken = tmp_path / "broken.csv.gz"
+    body = "".join(f"{i % 10},{i * 7919 % 1000}\n" for i in range(200_000))
+    whole = gzip.compress(("a,b\n" + body).encode())
+    broken.write_bytes(whole[: len(whole) // 2])  # several chunks read fine, then the stream ends
+    with pytest.raises(TableError, match="cannot read the file"):
+        count_table(broken, Schema([OrdinalAttribute.integer_range("a", 0, 9)]), chunksize=5_000)
+    assert not _reader_threads()
 
 
 def test_large_sparse_matrix_is_scattered(tmp_path):

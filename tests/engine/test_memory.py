@@ -1,0 +1,22 @@
+"""The engine's big arrays: lazily mapped or populated at once, zero-filled, independent."""
+
+import numpy as np
+import pytest
+
+from privelet_gui.engine._memory import _MAPPED_BYTES, zeros
+
+
+@pytest.mark.parametrize("populate", [False, True])
+def test_large_zeros_are_zero_filled_writable_and_independent(populate):
+    cells = _MAPPED_BYTES // 8  # the smallest size that is mapped rather than allocated
+    first, second = zeros((cells // 4, 4), populate=populate), zeros(cells, populate=populate)
+    assert first.shape == (cells // 4, 4) and second.shape == (cells,)
+    assert first.dtype == second.dtype == np.float64
+    assert not first.any() and not second.any()
+    first[::1024] = 1.0
+    assert first.sum() == 4 * (cells // 4 // 1024) and not second.any()  # every 1024th row of 4
+
+
+def test_small_zeros_are_ordinary_arrays():
+    small = zeros((3, 2), populate=True)
+    assert small.shape == (3, 2) and not small.any() and small.flags.owndata
