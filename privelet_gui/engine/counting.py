@@ -79,6 +79,7 @@ class FrequencyCounter:
             dropped={a.name: 0 for a in schema}, clamped={a.name: 0 for a in schema}
         )
         self._counts: np.ndarray | None = None
+        self._categories_memos: dict[str, dict[str, object]] = {a.name: {} for a in schema}
         self._weights = np.ones(0)
 
     def add(self, table: pd.DataFrame) -> None:
@@ -116,7 +117,7 @@ class FrequencyCounter:
         codes_per_axis: list[np.ndarray] = []
         for attribute in self.schema:
             column = table[attribute.source_column]
-            encoded = attribute.encode(column)
+            encoded = attribute.encode(column, categories_memo=self._categories_memos[attribute.name])
             codes = encoded.codes
             self.report.clamped[attribute.name] += encoded.clamped
             if n and not encoded.all_valid and codes.min() < 0:

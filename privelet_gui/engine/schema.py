@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal, Union
+from typing import Any, Literal, Union
 
 import numpy as np
 import pandas as pd
@@ -109,23 +109,32 @@ class _AttributeBase(ABC):
             raise SchemaError(f"{label!r} is not a value of attribute {self.name!r} (values: {shown})")
         return int(pos)
 
-    def encode(self, column: pd.Series) -> EncodedColumn:
+    def encode(self, column: pd.Series, *, categories_memo: dict[str, Any] | None = None) -> EncodedColumn:
         """Axis index of every row (see :class:`EncodedColumn`).
 
         A categorical column is encoded one distinct value at a time and its rows only
-        gathered, which is how tables read from CSV are counted quickly.
+        gathered, which is how tables read from CSV are counted quickly. Chunks of one
+        file usually share their categories: give the same ``categories_memo`` dict for
+        every chunk of a column and identical categories are encoded only once.
         """
         if isinstance(column.dtype, pd.CategoricalDtype):
-            return self._encode_categorical(column)
+            return self._encode_categorical(column, {} if categories_memo is None else categories_memo)
         return self._encode_rows(column)
 
     @abstractmethod
     def _encode_rows(self, column: pd.Series) -> EncodedColumn:
         """Axis index of every row of a plain (not categorical) column."""
 
-    def _encode_categorical(self, column: pd.Series) -> EncodedColumn:
+    def _encode_categorical(self, column: pd.Series, memo: dict[str, Any]) -> EncodedColumn:
         raw = column.cat.codes.to_numpy()  # -1 marks an empty cell
-        values = self._encode_rows(pd.Series(column.cat.categories.astype(str), dtype=object))
+        categories = column.cat.categories
+        known = memo.get("categories")
+        # the same values of the same type (1 and 1.0 are equal but not the same label)
+        if known is not None and known.dtype == categories.dtype and known.equals(categories):
+            values = memo["values"]
+        else:
+            values = self._encode_rows(pd.Series(categories.astype(str), dtype=object))
+            memo.update(categories=categories, values=values)
         missing_code = self.index_of(self.missing) if self.missing is not None else -1
         complete = len(raw) == 0 or raw.min() >= 0
         valid = values.codes.min() >= 0 if len(values.codes) else True

@@ -14,12 +14,14 @@ import contextlib
 import csv
 import gzip
 import io
+import mmap
 import os
 import queue
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import IO, Any, Literal
 
@@ -51,6 +53,15 @@ DELIMITERS: tuple[str, ...] = (",", ";", "\t", "|")
 DEFAULT_CHUNK_BYTES = 32 << 20
 _MIN_CHUNK_ROWS = 10_000
 _MAX_CHUNK_ROWS = 1 << 19
+
+# Counting reads a big plain CSV file as this many byte ranges, each with its own parser
+# in its own thread (the parsers release the GIL while they tokenise). Each range's chunks
+# hold half the usual rows, so that the parsers together need little more memory than one.
+_PARALLEL_RANGES = 2
+_PARALLEL_MIN_BYTES = 16 << 20
+_PARALLEL_CHUNK_DIVISOR = 2
+# Encodings in which the byte b"\n" is always a line break (codecs.lookup(...).name).
+_NEWLINE_SAFE_ENCODINGS = frozenset({"utf-8", "utf-8-sig", "ascii", "iso8859-1", "iso8859-15", "cp1252"})
 
 _SAMPLE_BYTES = 1 << 16
 _SAMPLE_LINES = 100
@@ -400,30 +411,80 @@ def _iter_csv(
     dtype: DtypeArg,
     chunksize: int,
     nrows: int | None,
-    position: Callable[[float], None] | None,
+    position: Callable[[int], None] | None,
+    byte_range: tuple[int, int] | None = None,
 ) -> Iterator[pd.DataFrame]:
-    size = max(source.path.stat().st_size, 1)
+    """Chunks of the file, or of the rows in ``byte_range`` (see :func:`_byte_ranges`);
+    ``position`` gets the bytes of the file (compressed, if it is) read so far."""
+    start = 0 if byte_range is None else byte_range[0]
+    kwargs = _csv_kwargs(source, usecols, dtype)
+    if start > 0:  # a range after the first starts with a data row
+        kwargs.update(header=None, names=list(source.columns))
     with _open_csv(source.path, source.gzip) as (raw, stream):
+        if byte_range is not None:
+            raw.seek(start)
+            stream = io.BufferedReader(_ByteRange(raw, byte_range[1]))
         try:
-            reader = pd.read_csv(
-                stream, chunksize=chunksize, nrows=nrows, **_csv_kwargs(source, usecols, dtype)
-            )
+            reader = pd.read_csv(stream, chunksize=chunksize, nrows=nrows, **kwargs)
             with reader:
                 for chunk in reader:
                     if position is not None:
-                        position(min(raw.tell() / size, 1.0))
+                        position(raw.tell() - start)
                     yield chunk
                     del chunk  # not alive while the next chunk is parsed
         except UnicodeDecodeError as exc:
             raise _decode_error(source.path, source.options.encoding, exc) from None
         except pd.errors.EmptyDataError:
+            if start > 0:
+                return  # the range held only blank lines
             raise TableError(f"{source.path} is empty: a table needs at least a header row") from None
         except pd.errors.ParserError as exc:
-            raise TableError(f"{source.path}: {_short(exc)}; check the delimiter and the quoting") from None
+            where = f" (in the part of the file from byte {start:,})" if start else ""
+            raise TableError(f"{source.path}: {_short(exc)}{where}; check the delimiter and the quoting") from None
         except (OSError, EOFError) as exc:
             if isinstance(exc, FileNotFoundError):
                 raise
             raise TableError(f"{source.path}: cannot read the file ({exc})") from None
+
+
+class _ByteRange(io.RawIOBase):
+    """The bytes of an open file from its current position up to ``stop``."""
+
+    def __init__(self, raw: IO[bytes], stop: int):
+        self._raw = raw
+        self._stop = stop
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        wanted = min(len(buffer), self._stop - self._raw.tell())
+        return self._raw.readinto(memoryview(buffer)[:wanted]) if wanted > 0 else 0
+
+
+def _byte_ranges(source: _Source) -> list[tuple[int, int]]:
+    """Byte ranges of a CSV file that parse independently into its rows.
+
+    A cut goes right after a newline, which ends a row unless a quoted value holds it:
+    so the file is cut only when it contains no quote at all, is not compressed, and its
+    encoding keeps the byte b"\n" a line break. Otherwise, or for files too small to be
+    worth it, the whole file is one range.
+    """
+    size = source.path.stat().st_size
+    whole = [(0, size)]
+    encoding = codecs.lookup(source.options.encoding).name
+    if source.gzip or size < _PARALLEL_MIN_BYTES or encoding not in _NEWLINE_SAFE_ENCODINGS:
+        return whole
+    with open(source.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        if data.find(b'"') >= 0:
+            return whole
+        cuts = [0]
+        for part in range(1, _PARALLEL_RANGES):
+            newline = data.find(b"\n", max(size * part // _PARALLEL_RANGES, cuts[-1]))
+            if newline < 0 or newline + 1 >= size:
+                break
+            cuts.append(newline + 1)
+    return list(zip(cuts, [*cuts[1:], size]))
 
 
 def _short(exc: BaseException) -> str:
@@ -539,14 +600,16 @@ def iter_table_chunks(
     rows = _chunk_rows(source, chunksize)
     if nrows is not None and (isinstance(nrows, bool) or not isinstance(nrows, int) or nrows < 0):
         raise TableError(f"nrows must be a non-negative integer, got {nrows!r}")
-    position = None if progress is None else (lambda f: progress(f, "reading table"))
     if nrows == 0:
         yield _empty_frame(source, usecols)
         return
     if source.format == "parquet":
-        for frame in _iter_parquet(source, usecols, rows, nrows, position, categorical=False):
+        fraction = None if progress is None else (lambda f: progress(f, "reading table"))
+        for frame in _iter_parquet(source, usecols, rows, nrows, fraction, categorical=False):
             yield _as_text(frame)
         return
+    size = max(source.path.stat().st_size, 1)
+    position = None if progress is None else (lambda done: progress(min(done / size, 1.0), "reading table"))
     produced = False
     for chunk in _iter_csv(source, usecols, str, rows, nrows, position):
         produced = True
@@ -567,38 +630,57 @@ def _schema_columns(schema: Schema) -> list[str]:
 # -- counting -------------------------------------------------------------------------------
 
 
-def _iter_for_counting(
-    path: str | os.PathLike[str],
-    options: TableOptions | None,
-    schema: Schema,
-    chunksize: int | None,
-    progress: ProgressCallback,
-) -> Iterator[pd.DataFrame]:
-    """Raw chunks of the schema's columns: categoricals from CSV, native types from Parquet."""
-    source = _resolve(path, options)
-    usecols = _check_columns(source, _schema_columns(schema))
-    rows = _chunk_rows(source, chunksize)
+class _CountingReaders:
+    """The producers of a file's raw chunks for counting (categoricals from CSV, native
+    types from Parquet): one per byte range of a big plain CSV file (see
+    :func:`_byte_ranges`), else one; and the fraction of the file they have read."""
 
-    def position(fraction: float) -> None:
-        progress(fraction, "reading table")
+    def __init__(self, source: _Source, usecols: list[str] | None, chunksize: int | None):
+        rows = _chunk_rows(source, chunksize)
+        self._size = max(source.path.stat().st_size, 1)
+        self.producers: list[Callable[[], Iterator[pd.DataFrame]]]
+        if source.format == "parquet":
+            self._done = [0.0]
+            self.producers = [lambda: _iter_parquet(source, usecols, rows, None, self._parquet_at, categorical=True)]
+            return
+        ranges = _byte_ranges(source)
+        self._done = [0.0] * len(ranges)
+        if len(ranges) == 1:
+            self.producers = [lambda: _iter_csv(source, usecols, "category", rows, None, self._reached(0))]
+            return
+        if chunksize is None:
+            rows = max(rows // _PARALLEL_CHUNK_DIVISOR, _MIN_CHUNK_ROWS)
+        self.producers = [
+            partial(_iter_csv, source, usecols, "category", rows, None, self._reached(part), byte_range)
+            for part, byte_range in enumerate(ranges)
+        ]
 
-    if source.format == "parquet":
-        yield from _iter_parquet(source, usecols, rows, None, position, categorical=True)
-    else:
-        yield from _iter_csv(source, usecols, "category", rows, None, position)
+    def _parquet_at(self, fraction: float) -> None:
+        self._done[0] = fraction * self._size
+
+    def _reached(self, part: int) -> Callable[[int], None]:
+        def record(done: int) -> None:
+            self._done[part] = done
+
+        return record
+
+    @property
+    def fraction(self) -> float:
+        return min(sum(self._done) / self._size, 1.0)
 
 
-def read_ahead(make_chunks: Callable[[], Iterator[pd.DataFrame]]) -> Iterator[pd.DataFrame]:
-    """The chunks of ``make_chunks()``, each parsed in a background thread while the caller
-    works on the previous one.
+def read_ahead(*producers: Callable[[], Iterator[pd.DataFrame]]) -> Iterator[pd.DataFrame]:
+    """The chunks of every ``producer()``, each producer read in its own background thread
+    while the caller works on earlier chunks.
 
     The parsers (pandas' C tokenizer, pyarrow) release the GIL, so reading and counting
-    overlap. At most one parsed chunk waits. An error while reading is raised here, in
-    the caller's thread; closing this generator (an error or a cancel in the caller)
-    stops the reader after its current chunk and waits for it, so no thread outlives
-    the call.
+    overlap. Chunks of one producer keep their order; those of different producers
+    interleave. At most one parsed chunk per producer waits. An error while reading is
+    raised here, in the caller's thread; closing this generator (an error or a cancel in
+    the caller) stops the readers after their current chunk and waits for them, so no
+    thread outlives the call.
     """
-    handoff: queue.Queue[tuple[Any, BaseException | None]] = queue.Queue(maxsize=1)
+    handoff: queue.Queue[tuple[Any, BaseException | None]] = queue.Queue(maxsize=len(producers))
     stop = threading.Event()
     finished = object()
 
@@ -611,7 +693,7 @@ def read_ahead(make_chunks: Callable[[], Iterator[pd.DataFrame]]) -> Iterator[pd
                 continue
         return False
 
-    def read() -> None:
+    def read(make_chunks: Callable[[], Iterator[pd.DataFrame]]) -> None:
         try:
             with contextlib.closing(make_chunks()) as chunks:
                 for chunk in chunks:
@@ -623,20 +705,27 @@ def read_ahead(make_chunks: Callable[[], Iterator[pd.DataFrame]]) -> Iterator[pd
             return
         offer(finished)
 
-    reader = threading.Thread(target=read, name="privelet-table-reader", daemon=True)
-    reader.start()
+    readers = [
+        threading.Thread(target=read, args=(producer,), name="privelet-table-reader", daemon=True)
+        for producer in producers
+    ]
+    for reader in readers:
+        reader.start()
     try:
-        while True:
+        running = len(readers)
+        while running:
             item, error = handoff.get()
             if error is not None:
                 raise error
             if item is finished:
-                return
+                running -= 1
+                continue
             yield item
             del item
     finally:
         stop.set()
-        reader.join()
+        for reader in readers:
+            reader.join()
 
 
 def count_table(
@@ -672,19 +761,16 @@ def count_table(
     """
     counter = FrequencyCounter(schema, invalid=invalid, chunked=True)
     steps = Progress(progress, should_cancel)
-    read = [0.0]
-
-    def on_bytes(fraction: float, _stage: str) -> None:
-        read[0] = fraction
-
     steps.report(0.0, "reading table")
+    source = _resolve(path, options)
+    readers = _CountingReaders(source, _check_columns(source, _schema_columns(schema)), chunksize)
     # Categorical chunks: the engine encodes each distinct value once and gathers the rows.
-    chunks = read_ahead(lambda: _iter_for_counting(path, options, schema, chunksize, on_bytes))
+    chunks = read_ahead(*readers.producers)
     try:
         for chunk in chunks:
             counter.add(chunk)
             del chunk  # not alive while the next one is handed over
-            steps.report(read[0], "counting rows")
+            steps.report(readers.fraction, "counting rows")
     finally:
         chunks.close()  # on error or cancel: stop the reader thread too
     matrix = counter.matrix()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -361,3 +362,79 @@ def test_census_income_counts_match_pandas(shared_data):
     assert report.rows_counted == len(frame) == 199_523
     np.testing.assert_array_equal(matrix, frequency_matrix(frame, schema))
     assert matrix[:, :, 0].sum() == (frame["wage_per_hour"].astype(int) < 100).sum()
+
+
+# -- big plain CSV files: byte ranges parsed in parallel ----------------------------------
+
+
+def _random_rows(count: int, seed: int = 7) -> list[tuple[str, ...]]:
+    rng = np.random.default_rng(seed)
+    jobs = ("Tech-support", "Craft-repair", "Sales")
+    return [
+        (str(rng.integers(0, 100)), "FM"[rng.integers(0, 2)], jobs[rng.integers(0, 3)], str(rng.integers(0, 100000)))
+        for _ in range(count)
+    ]
+
+
+@pytest.fixture
+def parallel(monkeypatch):
+    """Every file big enough to be cut, in three ranges."""
+    from privelet_gui.io import tables
+
+    monkeypatch.setattr(tables, "_PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(tables, "_PARALLEL_RANGES", 3)
+    return tables
+
+
+def test_byte_ranges_cut_only_after_newlines_and_only_when_safe(tmp_path, parallel):
+    from privelet_gui.io.tables import _byte_ranges, _resolve
+
+    path = write(tmp_path / "t.csv", [ROWS[0], *_random_rows(300)])
+    data = path.read_bytes()
+    ranges = _byte_ranges(_resolve(path, None))
+    assert len(ranges) == 3 and ranges[0][0] == 0 and ranges[-1][1] == len(data)
+    assert all(stop == start for (_, stop), (start, _) in zip(ranges, ranges[1:]))  # no gap, no overlap
+    assert all(data[start - 1 : start] == b"\n" for start, _ in ranges[1:])
+    quoted = write(tmp_path / "q.csv", [ROWS[0], *_random_rows(300)[:-1], ("30", "F", '"Sales"', "5")])
+    utf16 = write(tmp_path / "u.csv", [ROWS[0], *_random_rows(300)], encoding="utf-16")
+    compressed = write(tmp_path / "g.csv", [ROWS[0], *_random_rows(300)], gz=True)
+    one_line = write(tmp_path / "h.csv", [ROWS[0]])
+    for path, options in ((quoted, None), (utf16, TableOptions(encoding="utf-16")), (compressed, None), (one_line, None)):
+        source = _resolve(path, options)
+        assert _byte_ranges(source) == [(0, path.stat().st_size)], path.name
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [dict(), dict(newline="\r\n", bom=True), dict(sep=";", encoding="latin-1"), dict(header=False)],
+    ids=["lf", "crlf-bom", "latin-1", "no-header"],
+)
+def test_counting_in_parallel_ranges_equals_counting_in_one_pass(tmp_path, parallel, monkeypatch, layout):
+    header = layout.pop("header", True)
+    rows = _random_rows(3000)
+    rows[1500:1500] = [("",) * 0]  # a blank line in the middle
+    path = write(tmp_path / "t.csv", ([ROWS[0]] if header else []) + rows, **layout)
+    options = TableOptions(header=header, encoding=layout.get("encoding", "utf-8"))
+    schema = SCHEMA if header else Schema([replace(a, column=f"column_{i + 1}") for i, a in enumerate(SCHEMA)])
+    assert len(parallel._byte_ranges(parallel._resolve(path, options))) == 3
+    seen: list[float] = []
+    matrix, report = count_table(path, schema, options, chunksize=250, progress=lambda f, _: seen.append(f))
+    monkeypatch.setattr(parallel, "_PARALLEL_RANGES", 1)
+    one_pass, one_report = count_table(path, schema, options, chunksize=250)
+    np.testing.assert_array_equal(matrix, one_pass)
+    assert report == one_report and report.rows_counted == 3000
+    assert seen == sorted(seen) and seen[-1] == 1.0
+
+
+def test_an_error_in_a_later_range_stops_every_reader(tmp_path, parallel):
+    rows = _random_rows(3000)
+    rows[-1] = ("30", "X", "Sales", "5")  # not a leaf of sex, in the last range
+    path = write(tmp_path / "t.csv", [ROWS[0], *rows])
+    with pytest.raises(DomainError, match="'X'"):
+        count_table(path, SCHEMA, chunksize=250)
+    assert not _reader_threads()
+    broken = tmp_path / "b.csv"
+    broken.write_bytes(write(tmp_path / "ok.csv", [ROWS[0], *_random_rows(3000)]).read_bytes() + b"30,F,Sales\xe9,5\n")
+    with pytest.raises(TableError, match="not valid utf-8"):
+        count_table(broken, SCHEMA, chunksize=250)
+    assert not _reader_threads()
