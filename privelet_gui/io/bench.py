@@ -17,7 +17,7 @@ Python process:
 
 It prints both times, their ratio (target <= 1.3) and the peak resident memory of
 (b) (target < 1 GB), measured as ``ru_maxrss`` of the child process (everything the
-process ever held at once: interpreter, libraries, the matrix and one chunk).
+process ever held at once: interpreter, libraries, the matrix and the chunks in flight).
 """
 
 from __future__ import annotations

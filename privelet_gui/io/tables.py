@@ -745,7 +745,9 @@ def count_table(
     dropped and clamped. ``invalid="drop"`` drops rows with values outside the domain
     instead of raising :class:`~privelet_gui.engine.DomainError`. ``progress`` gets the
     fraction of the file's bytes read; ``should_cancel`` is checked between chunks
-    (raising :class:`~privelet_gui.engine.Cancelled`). Memory: the matrix plus one chunk.
+    (raising :class:`~privelet_gui.engine.Cancelled`). Chunks are parsed in background
+    threads (two, each reading half of a big plain CSV file) while earlier ones are
+    counted. Memory: the matrix plus a few chunks (about two per reader).
 
     Examples
     --------
