@@ -104,13 +104,17 @@ def test_mean_subtraction_changes_nothing_on_exact_coefficients_but_fixes_noisy_
     assert out.sum() == pytest.approx(noisy[0])
 
 
+def counts_along(h: Hierarchy, axis: int, rng: np.random.Generator) -> np.ndarray:
+    """Random counts of shape (2, 3, 2) but with the hierarchy's leaves along ``axis``."""
+    shape = [2, 3, 2]
+    shape[axis] = h.size
+    return rng.integers(0, 100, shape).astype(float)
+
+
 @settings(max_examples=60, deadline=None)
 @given(hierarchies(), st.integers(0, 2), st.integers(0, 2**32 - 1))
 def test_nominal_round_trip_random_hierarchies_every_axis(h, axis, seed):
-    rng = np.random.default_rng(seed)
-    shape = [2, 3, 2]
-    shape[axis] = h.size
-    x = rng.integers(0, 100, shape).astype(float)
+    x = counts_along(h, axis, np.random.default_rng(seed))
     t = NominalTransform(h)
     np.testing.assert_allclose(t.inverse(t.forward(x, axis), axis), x, atol=1e-9)
 
@@ -122,11 +126,10 @@ def test_nominal_group_loop_and_vectorised_paths_agree(h, axis, seed):
     from privelet_gui.engine import nominal
 
     rng = np.random.default_rng(seed)
-    shape = [2, 3, 2]
-    shape[axis] = h.size
-    x = rng.integers(0, 100, shape).astype(float)
+    x = counts_along(h, axis, rng)
     t = NominalTransform(h)
-    noisy = t.forward(x, axis) + rng.normal(0, 3, [h.n_nodes if i == axis else n for i, n in enumerate(shape)])
+    coefficients = t.forward(x, axis)
+    noisy = coefficients + rng.normal(0, 3, coefficients.shape)
     results = []
     for threshold in (0, 10**12):  # every depth looped, then none
         with pytest.MonkeyPatch.context() as patch:
