@@ -47,10 +47,14 @@ def zeros(shape: int | tuple[int, ...], *, populate: bool = False) -> np.ndarray
     nbytes = count * 8
     if nbytes < _MAPPED_BYTES:
         return np.zeros(shape)
-    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
-    if populate and hasattr(mmap, "MAP_POPULATE"):
-        flags |= mmap.MAP_POPULATE
-    memory = mmap.mmap(-1, nbytes, flags=flags)  # anonymous: zero-filled, released with the array
+    # anonymous memory: zero-filled, released with the array
+    if hasattr(mmap, "MAP_ANONYMOUS"):  # POSIX
+        flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
+        if populate and hasattr(mmap, "MAP_POPULATE"):  # Linux
+            flags |= mmap.MAP_POPULATE
+        memory = mmap.mmap(-1, nbytes, flags=flags)
+    else:  # Windows: backed by the paging file
+        memory = mmap.mmap(-1, nbytes)
     return np.frombuffer(memory, dtype=np.float64, count=count).reshape(shape)
 
 

@@ -20,3 +20,22 @@ def test_large_zeros_are_zero_filled_writable_and_independent(populate):
 def test_small_zeros_are_ordinary_arrays():
     small = zeros((3, 2), populate=True)
     assert small.shape == (3, 2) and not small.any() and small.flags.owndata
+
+
+def test_zeros_work_where_mmap_has_no_posix_flags(monkeypatch):
+    # Windows' mmap module has no MAP_* constants: anonymous memory is asked for without them.
+    import mmap as real_mmap
+    import types
+
+    from privelet_gui.engine import _memory
+
+    calls = []
+
+    def windows_mmap(fileno, length, *args, **kwargs):
+        calls.append((fileno, length, args, kwargs))
+        return real_mmap.mmap(fileno, length)
+
+    monkeypatch.setattr(_memory, "mmap", types.SimpleNamespace(mmap=windows_mmap))
+    array = _memory.zeros(_MAPPED_BYTES // 8, populate=True)
+    assert calls == [(-1, _MAPPED_BYTES, (), {})]
+    assert array.size == _MAPPED_BYTES // 8 and not array[:: 1 << 16].any()
