@@ -17,7 +17,6 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Literal
 
 import numpy as np
@@ -209,7 +208,7 @@ def _release(
     streams = _spawn(generator, len(blocks))  # one noise stream per block: same result for any thread count
     if len(blocks) == 1:  # no S_A to split on: one block, whose own steps report progress
         _check_counts(matrix, steps)
-        noisy = np.ascontiguousarray(pipeline.run(matrix, streams[0], steps))
+        noisy = np.ascontiguousarray(pipeline.run(matrix, streams[0], steps, workers=threads))
     else:
         noisy = zeros(matrix.shape)
 
@@ -219,7 +218,7 @@ def _release(
             _check_counts(cells)
             noisy[index] = pipeline.run(cells, streams[number])
 
-        _run_blocks(fill, len(blocks), threads, steps)
+        _run_blocks(fill, len(blocks), threads, steps, "transform, noise and inverse: block")
     steps.report(1.0, "release done")
     return Release(
         noisy=noisy,
@@ -283,35 +282,83 @@ class _BlockPipeline:
             [factors[0] * calibration.grid, *factors[1:]] if factors else [np.float64(calibration.grid)]
         )
 
-    def run(self, cells: np.ndarray, rng: np.random.Generator, progress: Progress | None = None) -> np.ndarray:
-        """The noisy block (thread-safe: each call has its own generator and buffers)."""
+    def run(
+        self, cells: np.ndarray, rng: np.random.Generator, progress: Progress | None = None, workers: int = 1
+    ) -> np.ndarray:
+        """The noisy block (thread-safe: each call has its own generator and buffers).
+
+        A big block (more than one slab, see :meth:`_outer_forward`) is cut into independent
+        slabs and tiles, run on ``workers`` threads; each tile then draws from its own stream,
+        spawned from ``rng``, so the result does not depend on ``workers``.
+        """
         transforms = self.plan.transforms
         axes = self.plan.transformed_axes
+        steps = progress or Progress()
         if not axes:  # Basic: the cells themselves are the weighted coefficients
             whole = tuple(slice(None) for _ in cells.shape)
             return self._noisy_coefficients(np.asarray(cells, dtype=np.float64), whole, rng)
         *outer_axes, last = axes
-        array = cells
-        for done, axis in enumerate(outer_axes):
-            part = progress.slice(0.3 * done / len(outer_axes), 0.3 * (done + 1) / len(outer_axes)) if progress else None
-            array = _by_tiles(transforms[axis].numerators, array, axis, transforms[axis].n_coefficients,
-                              part, f"transforming {self.plan.axis_name(axis)}")
+        big = len(list(_slabs(cells.shape, last))) > 1
+        array = self._outer_forward(cells, outer_axes, last, steps.slice(0.0, 0.3), workers)
         # Each tile is read before its values are written back: when the array is this
         # block's own intermediate, the values can go back into it (less memory to touch).
         result = array if outer_axes else np.empty(array.shape)
         tiles = list(_tiles(array.shape, last, transforms[last].n_coefficients))
-        stage = f"transforming {self.plan.axis_name(last)}, adding noise, inverting"
-        for done, index in enumerate(tiles):
+        streams = _spawn(rng, len(tiles)) if big else [rng] * len(tiles)
+
+        def tile(number: int) -> None:
+            index = tiles[number]
             z = transforms[last].numerators(array[index], last)
-            transforms[last].inverse(self._noisy_coefficients(z, index, rng), last, out=result[index])
-            if progress is not None:
-                progress.report(0.3 + 0.5 * (done + 1) / len(tiles), stage)
-        for done, axis in enumerate(reversed(outer_axes)):
-            part = progress.slice(0.8 + 0.2 * done / len(outer_axes), 0.8 + 0.2 * (done + 1) / len(outer_axes)) if progress else None
-            # result is this block's own intermediate: the inverse may work in it
-            result = _by_tiles(partial(transforms[axis].inverse, overwrite_input=True), result, axis,
-                               transforms[axis].size, part, f"inverting {self.plan.axis_name(axis)}")
-        return result
+            transforms[last].inverse(self._noisy_coefficients(z, index, streams[number]), last, out=result[index])
+
+        stage = f"transforming {self.plan.axis_name(last)}, adding noise, inverting: tile"
+        _run_blocks(tile, len(tiles), workers if big else 1, steps.slice(0.3, 0.8), stage)
+        return self._outer_inverse(result, outer_axes, last, steps.slice(0.8, 1.0), workers)
+
+    def _outer_forward(
+        self, cells: np.ndarray, outer_axes: list[int], last: int, steps: Progress, workers: int
+    ) -> np.ndarray:
+        """Numerators along every transformed axis but ``last``.
+
+        They are independent across ``last``: a big block goes through all of them a slab
+        of ``last``'s values at a time (slabs on ``workers`` threads), so that each slab's
+        intermediates stay small and the block's coefficients are written once.
+        """
+        transforms = self.plan.transforms
+        if not outer_axes:
+            return cells
+
+        def forward(index: tuple[slice, ...]) -> np.ndarray:
+            z = cells[index]
+            for axis in outer_axes:
+                z = transforms[axis].numerators(z, axis)
+            return z
+
+        shape = list(cells.shape)
+        for axis in outer_axes:
+            shape[axis] = transforms[axis].n_coefficients
+        stage = "transforming " + ", ".join(self.plan.axis_name(axis) for axis in outer_axes) + ": slab"
+        return _by_slabs(forward, cells.shape, tuple(shape), last, workers, steps, stage)
+
+    def _outer_inverse(
+        self, coefficients: np.ndarray, outer_axes: list[int], last: int, steps: Progress, workers: int
+    ) -> np.ndarray:
+        """Undo :meth:`_outer_forward` on the block's own buffer (the inverses may work in it)."""
+        transforms = self.plan.transforms
+        if not outer_axes:
+            return coefficients
+
+        def inverse(index: tuple[slice, ...]) -> np.ndarray:
+            v = coefficients[index]
+            for axis in reversed(outer_axes):
+                v = transforms[axis].inverse(v, axis, overwrite_input=True)
+            return v
+
+        shape = list(coefficients.shape)
+        for axis in outer_axes:
+            shape[axis] = transforms[axis].size
+        stage = "inverting " + ", ".join(self.plan.axis_name(axis) for axis in reversed(outer_axes)) + ": slab"
+        return _by_slabs(inverse, coefficients.shape, tuple(shape), last, workers, steps, stage)
 
     def _noisy_coefficients(self, numerators: np.ndarray, index: tuple[slice, ...], rng: np.random.Generator) -> np.ndarray:
         """Noisy coefficients of a tile (``index``: where the tile sits on the other axes)."""
@@ -342,12 +389,35 @@ def _worker_count(workers: int | None) -> int:
     return workers
 
 
-def _run_blocks(fill: Callable[[int], None], count: int, workers: int, steps: Progress) -> None:
+def _by_slabs(
+    step: Callable[[tuple[slice, ...]], np.ndarray],
+    shape: tuple[int, ...],
+    out_shape: tuple[int, ...],
+    axis: int,
+    workers: int,
+    steps: Progress,
+    stage: str,
+) -> np.ndarray:
+    """``step`` applied to each slab of ``shape`` along ``axis`` (its result has the slab's
+    extent on ``axis``), gathered into one array of ``out_shape``; one slab: its result."""
+    slabs = list(_slabs(shape, axis))
+    if len(slabs) == 1:
+        return step(slabs[0])
+    out = zeros(out_shape, populate=True)
+
+    def fill(number: int) -> None:
+        out[slabs[number]] = step(slabs[number])
+
+    _run_blocks(fill, len(slabs), workers, steps, stage)
+    return out
+
+
+def _run_blocks(fill: Callable[[int], None], count: int, workers: int, steps: Progress, stage: str) -> None:
     """Run ``fill(0..count-1)`` on a thread pool, reporting progress and honouring cancel in order."""
     if workers == 1:
         for number in range(count):
             fill(number)
-            steps.report((number + 1) / count, f"transform, noise and inverse: block {number + 1:,} of {count:,}")
+            steps.report((number + 1) / count, f"{stage} {number + 1:,} of {count:,}")
         return
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="privelet") as pool:
         window: deque[Future[None]] = deque()
@@ -358,39 +428,10 @@ def _run_blocks(fill: Callable[[int], None], count: int, workers: int, steps: Pr
                     window.append(pool.submit(fill, submitted))
                     submitted += 1
                 window.popleft().result()
-                steps.report((number + 1) / count, f"transform, noise and inverse: block {number + 1:,} of {count:,}")
+                steps.report((number + 1) / count, f"{stage} {number + 1:,} of {count:,}")
         finally:  # on error or cancel: drop queued blocks; the pool waits for running ones
             for future in window:
                 future.cancel()
-
-
-def _by_tiles(
-    step: Callable[[np.ndarray, int], np.ndarray],
-    array: np.ndarray,
-    axis: int,
-    length: int,
-    progress: Progress | None,
-    stage: str,
-) -> np.ndarray:
-    """One axis transform of a big array, a slab at a time across the other axes.
-
-    Only a single huge block (S_A empty) gets here in several slabs: progress moves and a
-    cancel request is honoured between slabs instead of after a whole axis.
-    """
-    if array.size <= _SLAB_CELLS:
-        out = step(array, axis)
-    else:
-        shape = list(array.shape)
-        shape[axis] = length
-        out = np.empty(shape)
-        slabs = list(_tiles(array.shape, axis, length, _SLAB_CELLS))
-        for done, index in enumerate(slabs):
-            out[index] = step(array[index], axis)
-            if progress is not None:
-                progress.report((done + 1) / len(slabs), stage)
-    if progress is not None:
-        progress.report(1.0, stage)
-    return out
 
 
 def _restrict(vector: np.ndarray, index: tuple[slice, ...]) -> np.ndarray:
@@ -400,26 +441,31 @@ def _restrict(vector: np.ndarray, index: tuple[slice, ...]) -> np.ndarray:
 
 # Cells per tile of the last transformed axis: about 1 MiB, to stay in the L2 cache.
 _TILE_CELLS = 1 << 17
-# Cells per slab of the other transformed axes of a huge block (about 32 MiB).
+# Cells per slab of a huge block for the transforms of its outer axes (about 32 MiB), and per
+# slab of the counts checked at once.
 _SLAB_CELLS = 1 << 22
 
 
-def _tiles(shape: tuple[int, ...], axis: int, coefficients: int, target: int = _TILE_CELLS) -> Iterator[tuple[slice, ...]]:
-    """Cut ``shape`` along its outermost axis other than ``axis`` into tiles of about ``target`` cells.
+def _tiles(shape: tuple[int, ...], axis: int, coefficients: int) -> Iterator[tuple[slice, ...]]:
+    """Cut ``shape`` into tiles of about ``target`` cells (counting ``coefficients`` along
+    ``axis``, which is never cut), along its other axes, outermost first.
 
-    The outermost axis, so that each tile of a C-ordered array is one contiguous run of memory:
+    Outermost first, so that each tile of a C-ordered array is one contiguous run of memory:
     writing a tile then touches only its own pages.
     """
-    others = [a for a in range(len(shape)) if a != axis and shape[a] > 1]
-    if not others:
-        yield tuple(slice(None) for _ in shape)
-        return
-    tile_axis = others[0]
-    per_index = math.prod(shape) // (shape[tile_axis] * shape[axis]) * coefficients
-    step = max(1, target // per_index)
+    sizes = list(shape)
+    sizes[axis] = coefficients
+    others = tuple(a for a in range(len(shape)) if a != axis and shape[a] > 1)
+    return _blocks(tuple(sizes), others, _TILE_CELLS)
+
+
+def _slabs(shape: tuple[int, ...], axis: int) -> Iterator[tuple[slice, ...]]:
+    """Cut ``shape`` along ``axis`` into slabs of about ``_SLAB_CELLS`` cells (one if it is smaller)."""
+    per_index = math.prod(shape) // max(shape[axis], 1)
+    step = max(1, _SLAB_CELLS // max(per_index, 1))
     index = [slice(None)] * len(shape)
-    for start in range(0, shape[tile_axis], step):
-        index[tile_axis] = slice(start, start + step)
+    for start in range(0, max(shape[axis], 1), step):
+        index[axis] = slice(start, start + step)
         yield tuple(index)
 
 

@@ -267,7 +267,7 @@ def test_tiled_pipeline_reconstructs_the_matrix_when_noise_is_negligible():
 def test_tiles_cover_every_cell_exactly_once():
     from privelet_gui.engine.mechanisms import _tiles
 
-    for shape, axis in [((3, 500, 257), 2), ((1, 1, 535, 1001), 3), ((7,), 0), ((40, 9), 0)]:
+    for shape, axis in [((3, 500, 257), 2), ((1, 1, 535, 1001), 3), ((4, 3, 535, 1001), 3), ((7,), 0), ((40, 9), 0)]:
         hits = np.zeros(shape, dtype=int)
         for index in _tiles(shape, axis, 1024):
             hits[index] += 1
@@ -292,3 +292,33 @@ def test_threads_do_not_change_the_result_and_cancel_stops_them():
         privelet_plus(m, schema, 1.0, ["a"], workers=2, should_cancel=cancel_after_three)
     with pytest.raises(PriveletError, match="workers must be a positive integer"):
         privelet_plus(m, schema, 1.0, ["a"], workers=0)
+
+
+def test_a_big_single_block_runs_in_slabs_and_tiles_on_threads(monkeypatch):
+    # S_A empty: one block; made "big" here by tiny slab and tile sizes
+    from privelet_gui.engine import mechanisms
+
+    monkeypatch.setattr(mechanisms, "_SLAB_CELLS", 200)
+    monkeypatch.setattr(mechanisms, "_TILE_CELLS", 64)
+    schema = Schema(
+        [OrdinalAttribute.integer_range("a", 0, 9), NominalAttribute("job", JOBS), OrdinalAttribute.integer_range("o", 0, 30)]
+    )
+    m = np.random.default_rng(2).integers(0, 9, schema.shape).astype(float)
+    assert len(list(mechanisms._slabs(schema.shape, 2))) > 5
+    # slabs and tiles put the transform back together
+    np.testing.assert_allclose(privelet(m, schema, 1e7, np.random.default_rng(1)).noisy, m, atol=1e-3)
+    one = privelet(m, schema, 1.0, np.random.default_rng(5), workers=1)
+    three = privelet(m, schema, 1.0, np.random.default_rng(5), workers=3)
+    np.testing.assert_array_equal(one.noisy, three.noisy)  # each tile has its own noise stream
+    seen: list[tuple[float, str]] = []
+    privelet(m, schema, 1.0, workers=2, progress=lambda f, stage: seen.append((f, stage)))
+    assert [f for f, _ in seen] == sorted(f for f, _ in seen) and seen[-1][0] == 1.0
+    assert any("slab" in stage for _, stage in seen) and any("tile" in stage for _, stage in seen)
+    calls = []
+
+    def cancel_after_five() -> bool:
+        calls.append(1)
+        return len(calls) > 5
+
+    with pytest.raises(Cancelled):
+        privelet(m, schema, 1.0, workers=2, should_cancel=cancel_after_five)
