@@ -9,6 +9,7 @@ are stated in, each measured in the same run:
   textbook Basic (``M + rng.laplace(0, 2 / epsilon, M.shape)``, which leaks through
   floating point and is never used for releases);
 - the peak additional memory of the release, versus the bytes of M;
+- for reference, one Privelet release (S_A empty: the whole matrix is one block);
 - the first exact worst-case variance of the schema.
 
 The table's values are synthetic (no real person is in it).
@@ -35,6 +36,7 @@ from .engine import (
     VarianceModel,
     basic,
     frequency_matrix,
+    privelet,
     privelet_plus,
 )
 
@@ -173,6 +175,10 @@ def main(argv: list[str] | None = None) -> int:
             f"  {label}: Privelet+ {plus:.3f} s, Basic {ours:.3f} s; Privelet+ / Basic = {plus / ours:.2f} "
             f"(target <= 2), Privelet+ / textbook = {plus / textbook:.2f} (target <= 1)"
         )
+
+    started = time.perf_counter()
+    privelet(matrix, schema, args.epsilon, rng)
+    print(f"  for reference, Privelet (S_A empty, all cores, one run): {time.perf_counter() - started:.3f} s")
 
     peak = peak_additional_bytes(lambda: privelet_plus(matrix, schema, args.epsilon, sa, rng))
     print(
