@@ -14,7 +14,7 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from .transform import AxisTransform, deliver, back, outer
+from .transform import AxisTransform, back, deliver, outer
 
 __all__ = ["HaarTransform", "haar_forward", "haar_inverse", "haar_weights"]
 

@@ -21,10 +21,10 @@ from typing import Literal
 
 import numpy as np
 
+from ._memory import recycle_block_buffers, zeros
 from .bounds import variance_model
 from .errors import PriveletError
 from .hn import TransformPlan
-from ._memory import recycle_block_buffers, zeros
 from .noise import Neighbours, NoiseCalibration, add_discrete_laplace, calibrate, default_rng, round_to_grid
 from .progress import CancelCallback, Progress, ProgressCallback
 from .queries import QueryBatch, RangeQuery
@@ -218,7 +218,7 @@ def _release(
             _check_counts(cells)
             noisy[index] = pipeline.run(cells, streams[number])
 
-        _run_blocks(fill, len(blocks), threads, steps, "transform, noise and inverse: block")
+        _run_parts(fill, len(blocks), threads, steps, "transform, noise and inverse: block")
     steps.report(1.0, "release done")
     return Release(
         noisy=noisy,
@@ -312,7 +312,7 @@ class _BlockPipeline:
             transforms[last].inverse(self._noisy_coefficients(z, index, streams[number]), last, out=result[index])
 
         stage = f"transforming {self.plan.axis_name(last)}, adding noise, inverting: tile"
-        _run_blocks(tile, len(tiles), workers if big else 1, steps.slice(0.3, 0.8), stage)
+        _run_parts(tile, len(tiles), workers if big else 1, steps.slice(0.3, 0.8), stage)
         return self._outer_inverse(result, outer_axes, last, steps.slice(0.8, 1.0), workers)
 
     def _outer_forward(
@@ -408,12 +408,13 @@ def _by_slabs(
     def fill(number: int) -> None:
         out[slabs[number]] = step(slabs[number])
 
-    _run_blocks(fill, len(slabs), workers, steps, stage)
+    _run_parts(fill, len(slabs), workers, steps, stage)
     return out
 
 
-def _run_blocks(fill: Callable[[int], None], count: int, workers: int, steps: Progress, stage: str) -> None:
-    """Run ``fill(0..count-1)`` on a thread pool, reporting progress and honouring cancel in order."""
+def _run_parts(fill: Callable[[int], None], count: int, workers: int, steps: Progress, stage: str) -> None:
+    """Run ``fill(0..count-1)`` (blocks, slabs or tiles) on ``workers`` threads, reporting
+    progress and honouring cancel in order."""
     if workers == 1:
         for number in range(count):
             fill(number)
@@ -447,8 +448,8 @@ _SLAB_CELLS = 1 << 22
 
 
 def _tiles(shape: tuple[int, ...], axis: int, coefficients: int) -> Iterator[tuple[slice, ...]]:
-    """Cut ``shape`` into tiles of about ``target`` cells (counting ``coefficients`` along
-    ``axis``, which is never cut), along its other axes, outermost first.
+    """Cut ``shape`` into tiles of about ``_TILE_CELLS`` cells (counting ``coefficients``
+    along ``axis``, which is never cut), along its other axes, outermost first.
 
     Outermost first, so that each tile of a C-ordered array is one contiguous run of memory:
     writing a tile then touches only its own pages.

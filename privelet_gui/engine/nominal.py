@@ -17,7 +17,7 @@ from functools import cached_property
 import numpy as np
 
 from .hierarchy import Hierarchy
-from .transform import AxisTransform, deliver, along, back, outer
+from .transform import AxisTransform, along, back, deliver, outer
 
 __all__ = ["NominalTransform", "nominal_forward", "nominal_inverse", "nominal_weights"]
 

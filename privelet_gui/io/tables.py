@@ -700,7 +700,7 @@ def read_ahead(*producers: Callable[[], Iterator[pd.DataFrame]]) -> Iterator[pd.
                     if not offer(chunk):
                         return
                     del chunk
-        except BaseException as exc:  # handed to the caller, who re-raises it
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller, who re-raises it
             offer(None, exc)
             return
         offer(finished)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import itertools
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -21,7 +22,6 @@ from privelet_gui.engine import (
     Schema,
     frequency_matrix,
 )
-from privelet_gui.io.tables import read_ahead
 from privelet_gui.io import (
     TableError,
     TableOptions,
@@ -32,6 +32,7 @@ from privelet_gui.io import (
     sniff_table,
     table_columns,
 )
+from privelet_gui.io.tables import read_ahead
 
 ROWS = [
     ("age", "sex", "job", "income"),
@@ -393,7 +394,7 @@ def test_byte_ranges_cut_only_after_newlines_and_only_when_safe(tmp_path, parall
     data = path.read_bytes()
     ranges = _byte_ranges(_resolve(path, None))
     assert len(ranges) == 3 and ranges[0][0] == 0 and ranges[-1][1] == len(data)
-    assert all(stop == start for (_, stop), (start, _) in zip(ranges, ranges[1:]))  # no gap, no overlap
+    assert all(stop == start for (_, stop), (start, _) in itertools.pairwise(ranges))  # no gap, no overlap
     assert all(data[start - 1 : start] == b"\n" for start, _ in ranges[1:])
     quoted = write(tmp_path / "q.csv", [ROWS[0], *_random_rows(300)[:-1], ("30", "F", '"Sales"', "5")])
     utf16 = write(tmp_path / "u.csv", [ROWS[0], *_random_rows(300)], encoding="utf-16")
@@ -406,7 +407,7 @@ def test_byte_ranges_cut_only_after_newlines_and_only_when_safe(tmp_path, parall
 
 @pytest.mark.parametrize(
     "layout",
-    [dict(), dict(newline="\r\n", bom=True), dict(sep=";", encoding="latin-1"), dict(header=False)],
+    [{}, {"newline": "\r\n", "bom": True}, {"sep": ";", "encoding": "latin-1"}, {"header": False}],
     ids=["lf", "crlf-bom", "latin-1", "no-header"],
 )
 def test_counting_in_parallel_ranges_equals_counting_in_one_pass(tmp_path, parallel, monkeypatch, layout):
