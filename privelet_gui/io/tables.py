@@ -415,7 +415,8 @@ def _iter_csv(
     byte_range: tuple[int, int] | None = None,
 ) -> Iterator[pd.DataFrame]:
     """Chunks of the file, or of the rows in ``byte_range`` (see :func:`_byte_ranges`);
-    ``position`` gets the bytes of the file (compressed, if it is) read so far."""
+    ``position`` gets how many bytes of the file (compressed, if it is) or of the range
+    have been read so far."""
     start = 0 if byte_range is None else byte_range[0]
     kwargs = _csv_kwargs(source, usecols, dtype)
     if start > 0:  # a range after the first starts with a data row
