@@ -202,9 +202,10 @@ def _release(
         rows=rows,
         max_denominator=plan.max_denominator,
     )
+    blocks = list(_blocks(matrix.shape, plan.identity_axes, _BLOCK_CELLS))
+    _check_memory(_peak_bytes(plan, blocks, threads))
     recycle_block_buffers()
     pipeline = _BlockPipeline(plan, calibration)
-    blocks = list(_blocks(matrix.shape, plan.identity_axes, _BLOCK_CELLS))
     streams = _spawn(generator, len(blocks))  # one noise stream per block: same result for any thread count
     if len(blocks) == 1:  # no S_A to split on: one block, whose own steps report progress
         _check_counts(matrix, steps)
@@ -233,6 +234,56 @@ def _release(
         seeded=seeded,
         seconds=time.perf_counter() - started,
     )
+
+
+def _peak_bytes(plan: TransformPlan, blocks: list[tuple[slice, ...]], threads: int) -> int:
+    """About the most memory a release holds at once besides M itself (bytes).
+
+    Many blocks: the noisy output, and per running block its coefficients and one more
+    array of their size. One big block (S_A empty): all its coefficients, the noisy
+    output, and per thread a slab's intermediates. Plus each thread's tile buffers.
+    """
+    shape = plan.shape
+    axes = plan.transformed_axes
+    outer_axes = axes[:-1]
+
+    def coefficient_cells(extent: tuple[int, ...]) -> int:
+        return math.prod(plan.transforms[a].n_coefficients if a in outer_axes else n for a, n in enumerate(extent))
+
+    cells = math.prod(shape)
+    tile_buffers = threads * 8 * _TILE_CELLS * 8
+    if len(blocks) > 1 or not axes or len(list(_slabs(shape, axes[-1]))) == 1:
+        extent = max((tuple(len(range(n)[part]) for part, n in zip(index, shape)) for index in blocks), key=math.prod)
+        running = min(threads, len(blocks))
+        return 8 * (cells + running * 2 * coefficient_cells(extent)) + tile_buffers
+    slab = max(1, _SLAB_CELLS // (cells // shape[axes[-1]]))
+    slab_extent = tuple(min(slab, n) if a == axes[-1] else n for a, n in enumerate(shape))
+    return 8 * (coefficient_cells(shape) + cells + threads * 3 * coefficient_cells(slab_extent)) + tile_buffers
+
+
+def _check_memory(needed: int) -> None:
+    """Refuse, with what to do, a release that would not fit in the memory available now
+    (instead of being killed by the operating system half way)."""
+    available = available_memory()
+    if available is not None and needed > available:
+        raise PriveletError(
+            f"this release needs about {needed / 2**30:.1f} GiB of memory besides the matrix, but only "
+            f"{available / 2**30:.1f} GiB are available; put more attributes in S_A (the release then "
+            "works block by block), exclude attributes, use coarser domains, or close other programs"
+        )
+
+
+def available_memory() -> int | None:
+    """Memory the operating system can give without swapping (Linux: MemAvailable), in
+    bytes; None where it is not known."""
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
 
 
 def _total_count(matrix: np.ndarray) -> int:

@@ -322,3 +322,43 @@ def test_a_big_single_block_runs_in_slabs_and_tiles_on_threads(monkeypatch):
 
     with pytest.raises(Cancelled):
         privelet(m, schema, 1.0, workers=2, should_cancel=cancel_after_five)
+
+
+@pytest.mark.parametrize("sa", [("a",), (), ("a", "o"), ("n",)], ids=["blocks", "one-big-block", "basic-like", "few-big-blocks"])
+def test_the_memory_estimate_covers_what_a_release_holds(monkeypatch, sa):
+    import tracemalloc
+
+    from privelet_gui.engine import mechanisms
+    from privelet_gui.engine.hn import TransformPlan
+
+    monkeypatch.setattr(mechanisms, "_SLAB_CELLS", 1 << 16)  # small enough for S_A empty to take slabs
+    groups = {f"g{g}": [f"v{g}-{i}" for i in range(1 + g % 7)] for g in range(60)}
+    schema = Schema(
+        [
+            OrdinalAttribute.integer_range("a", 0, 19),
+            NominalAttribute("n", Hierarchy.from_nested({"*": groups})),
+            OrdinalAttribute.integer_range("o", 0, 300),
+        ]
+    )
+    m = np.random.default_rng(0).integers(0, 5, schema.shape).astype(float)
+    plan = TransformPlan(schema, sa)
+    estimate = mechanisms._peak_bytes(plan, list(mechanisms._blocks(plan.shape, plan.identity_axes, mechanisms._BLOCK_CELLS)), 1)
+    tracemalloc.start()
+    try:
+        release = privelet_plus(m, schema, 1.0, sa, np.random.default_rng(1), workers=1)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    del release
+    tile_buffers = 8 * mechanisms._TILE_CELLS * 8
+    assert peak <= estimate <= 2 * peak + tile_buffers, (peak / m.nbytes, estimate / m.nbytes)
+
+
+def test_a_release_that_would_not_fit_in_memory_is_refused_up_front(monkeypatch):
+    from privelet_gui.engine import mechanisms
+
+    monkeypatch.setattr(mechanisms, "available_memory", lambda: 1 << 20)
+    with pytest.raises(PriveletError, match=r"needs about .* GiB of memory .* put more attributes in S_A"):
+        privelet_plus(TRUTH, SCHEMA, 1.0, ())
+    monkeypatch.setattr(mechanisms, "available_memory", lambda: None)  # unknown: no check
+    assert privelet_plus(TRUTH, SCHEMA, 1.0, ()).noisy.shape == TRUTH.shape
