@@ -26,7 +26,7 @@ import sys
 
 import numpy as np
 
-__all__ = ["recycle_block_buffers", "zeros"]
+__all__ = ["available_memory", "byte_size", "recycle_block_buffers", "zeros"]
 
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
@@ -71,3 +71,24 @@ def recycle_block_buffers() -> None:
         return
     mallopt(_M_MMAP_THRESHOLD, _MAPPED_BYTES)
     mallopt(_M_TRIM_THRESHOLD, 256 << 20)
+
+
+def available_memory() -> int | None:
+    """Memory the operating system can give without swapping (Linux: MemAvailable), in
+    bytes; None where it is not known."""
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def byte_size(count: int) -> str:
+    """``count`` bytes for people: "7.6 MiB", "1.6 GiB"."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if count >= 1 << shift:
+            return f"{count / (1 << shift):.1f} {unit}"
+    return f"{count} bytes"

@@ -10,6 +10,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from . import _memory
 from ._memory import zeros
 from .errors import DomainError, SchemaError
 from .progress import CancelCallback, Progress, ProgressCallback
@@ -72,6 +73,12 @@ class FrequencyCounter:
     def __init__(self, schema: Schema, *, invalid: InvalidPolicy = "error", chunked: bool = False):
         if invalid not in ("error", "drop"):
             raise SchemaError(f"invalid must be 'error' or 'drop', got {invalid!r}")
+        needed, available = 8 * schema.size, _memory.available_memory()
+        if available is not None and needed > available:
+            raise SchemaError(
+                f"the frequency matrix of this schema has {schema.size:,} cells ({_memory.byte_size(needed)}), more "
+                f"than the {_memory.byte_size(available)} of memory available; exclude attributes or use coarser domains"
+            )
         self.schema = schema
         self.invalid = invalid
         self.chunked = chunked

@@ -21,6 +21,7 @@ from typing import Literal
 
 import numpy as np
 
+from . import _memory
 from ._memory import recycle_block_buffers, zeros
 from .bounds import variance_model
 from .errors import PriveletError
@@ -264,26 +265,13 @@ def _peak_bytes(plan: TransformPlan, blocks: list[tuple[slice, ...]], threads: i
 def _check_memory(needed: int) -> None:
     """Refuse, with what to do, a release that would not fit in the memory available now
     (instead of being killed by the operating system half way)."""
-    available = available_memory()
+    available = _memory.available_memory()
     if available is not None and needed > available:
         raise PriveletError(
-            f"this release needs about {needed / 2**30:.1f} GiB of memory besides the matrix, but only "
-            f"{available / 2**30:.1f} GiB are available; put more attributes in S_A (the release then "
+            f"this release needs about {_memory.byte_size(needed)} of memory besides the matrix, but only "
+            f"{_memory.byte_size(available)} are available; put more attributes in S_A (the release then "
             "works block by block), exclude attributes, use coarser domains, or close other programs"
         )
-
-
-def available_memory() -> int | None:
-    """Memory the operating system can give without swapping (Linux: MemAvailable), in
-    bytes; None where it is not known."""
-    try:
-        with open("/proc/meminfo") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
 
 
 def _total_count(matrix: np.ndarray) -> int:

@@ -197,3 +197,14 @@ def test_cell_indices_equal_ravel_multi_index_across_blocks():
     flat = cell_indices(codes, shape)
     assert flat.dtype == np.intp
     np.testing.assert_array_equal(flat, np.ravel_multi_index(codes, shape))
+
+
+def test_a_matrix_larger_than_the_memory_is_refused_before_counting(monkeypatch):
+    from privelet_gui.engine import _memory
+
+    schema = Schema([OrdinalAttribute.integer_range("a", 0, 999), OrdinalAttribute.integer_range("b", 0, 999)])
+    monkeypatch.setattr(_memory, "available_memory", lambda: 4 << 20)  # 4 MiB; the matrix needs 7.6 MiB
+    with pytest.raises(SchemaError, match=r"1,000,000 cells \(7.6 MiB\), more than the 4.0 MiB .* exclude attributes"):
+        frequency_matrix(pd.DataFrame({"a": [1], "b": [2]}), schema)
+    monkeypatch.setattr(_memory, "available_memory", lambda: 64 << 20)
+    assert frequency_matrix(pd.DataFrame({"a": [1], "b": [2]}), schema)[1, 2] == 1

@@ -355,10 +355,10 @@ def test_the_memory_estimate_covers_what_a_release_holds(monkeypatch, sa):
 
 
 def test_a_release_that_would_not_fit_in_memory_is_refused_up_front(monkeypatch):
-    from privelet_gui.engine import mechanisms
+    from privelet_gui.engine import _memory
 
-    monkeypatch.setattr(mechanisms, "available_memory", lambda: 1 << 20)
-    with pytest.raises(PriveletError, match=r"needs about .* GiB of memory .* put more attributes in S_A"):
+    monkeypatch.setattr(_memory, "available_memory", lambda: 1 << 20)
+    with pytest.raises(PriveletError, match=r"needs about .* of memory besides the matrix, but only 1.0 MiB .* put more attributes in S_A"):
         privelet_plus(TRUTH, SCHEMA, 1.0, ())
-    monkeypatch.setattr(mechanisms, "available_memory", lambda: None)  # unknown: no check
+    monkeypatch.setattr(_memory, "available_memory", lambda: None)  # unknown: no check
     assert privelet_plus(TRUTH, SCHEMA, 1.0, ()).noisy.shape == TRUTH.shape

@@ -39,3 +39,9 @@ def test_zeros_work_where_mmap_has_no_posix_flags(monkeypatch):
     array = _memory.zeros(_MAPPED_BYTES // 8, populate=True)
     assert calls == [(-1, _MAPPED_BYTES, (), {})]
     assert array.size == _MAPPED_BYTES // 8 and not array[:: 1 << 16].any()
+
+
+def test_byte_sizes_read_naturally():
+    from privelet_gui.engine._memory import byte_size
+
+    assert [byte_size(n) for n in (512, 4 << 10, 7_999_999, 3 << 30)] == ["512 bytes", "4.0 KiB", "7.6 MiB", "3.0 GiB"]
