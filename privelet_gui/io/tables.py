@@ -448,8 +448,13 @@ def _iter_csv(
             raise TableError(f"{source.path}: cannot read the file ({exc})") from None
 
 
+class _QuoteInRange(Exception):
+    """A byte range holds a quote: a quoted value might hold the newline it was cut at."""
+
+
 class _ByteRange(io.RawIOBase):
-    """The bytes of an open file from its current position up to ``stop``."""
+    """The bytes of an open file from its current position up to ``stop``; raises
+    :class:`_QuoteInRange` on reading a quote, before the parser sees it."""
 
     def __init__(self, raw: IO[bytes], stop: int):
         self._raw = raw
@@ -460,16 +465,23 @@ class _ByteRange(io.RawIOBase):
 
     def readinto(self, buffer: Any) -> int:
         wanted = min(len(buffer), self._stop - self._raw.tell())
-        return self._raw.readinto(memoryview(buffer)[:wanted]) if wanted > 0 else 0
+        if wanted <= 0:
+            return 0
+        view = memoryview(buffer)[:wanted]
+        read = self._raw.readinto(view)
+        if view[:read].tobytes().find(b'"') >= 0:
+            raise _QuoteInRange()
+        return read
 
 
 def _byte_ranges(source: _Source) -> list[tuple[int, int]]:
     """Byte ranges of a CSV file that parse independently into its rows.
 
-    A cut goes right after a newline, which ends a row unless a quoted value holds it:
-    so the file is cut only when it contains no quote at all, is not compressed, and its
-    encoding keeps the byte b"\n" a line break. Otherwise, or for files too small to be
-    worth it, the whole file is one range.
+    A cut goes right after a newline, which ends a row unless a quoted value holds it.
+    So the file is cut only if it is not compressed, its encoding keeps the byte b"\n" a
+    line break, and its first 64 KiB hold no quote; a range that then meets a quote stops
+    with :class:`_QuoteInRange` and the caller reads the file again in one pass.
+    Otherwise, or for files too small to be worth it, the whole file is one range.
     """
     size = source.path.stat().st_size
     whole = [(0, size)]
@@ -477,7 +489,7 @@ def _byte_ranges(source: _Source) -> list[tuple[int, int]]:
     if source.gzip or size < _PARALLEL_MIN_BYTES or encoding not in _NEWLINE_SAFE_ENCODINGS:
         return whole
     with open(source.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        if data.find(b'"') >= 0:
+        if data.find(b'"', 0, _SAMPLE_BYTES) >= 0:
             return whole
         cuts = [0]
         for part in range(1, _PARALLEL_RANGES):
@@ -636,7 +648,7 @@ class _CountingReaders:
     types from Parquet): one per byte range of a big plain CSV file (see
     :func:`_byte_ranges`), else one; and the fraction of the file they have read."""
 
-    def __init__(self, source: _Source, usecols: list[str] | None, chunksize: int | None):
+    def __init__(self, source: _Source, usecols: list[str] | None, chunksize: int | None, *, one_pass: bool = False):
         rows = _chunk_rows(source, chunksize)
         self._size = max(source.path.stat().st_size, 1)
         self.producers: list[Callable[[], Iterator[pd.DataFrame]]]
@@ -644,7 +656,7 @@ class _CountingReaders:
             self._done = [0.0]
             self.producers = [lambda: _iter_parquet(source, usecols, rows, None, self._parquet_at, categorical=True)]
             return
-        ranges = _byte_ranges(source)
+        ranges = [(0, self._size)] if one_pass else _byte_ranges(source)
         self._done = [0.0] * len(ranges)
         if len(ranges) == 1:
             self.producers = [lambda: _iter_csv(source, usecols, "category", rows, None, self._reached(0))]
@@ -762,20 +774,32 @@ def count_table(
     >>> m.tolist(), report.rows_counted
     ([[1.0, 0.0], [0.0, 0.0], [0.0, 2.0]], 3)
     """
-    counter = FrequencyCounter(schema, invalid=invalid, chunked=True)
     steps = Progress(progress, should_cancel)
     steps.report(0.0, "reading table")
     source = _resolve(path, options)
-    readers = _CountingReaders(source, _check_columns(source, _schema_columns(schema)), chunksize)
+    usecols = _check_columns(source, _schema_columns(schema))
+    shown = [0.0]  # progress never moves back, even when counting starts again
+    try:
+        counter = _count(_CountingReaders(source, usecols, chunksize), schema, invalid, steps, shown)
+    except _QuoteInRange:  # a quote after the sample: the file cannot be cut safely
+        counter = _count(_CountingReaders(source, usecols, chunksize, one_pass=True), schema, invalid, steps, shown)
+    matrix = counter.matrix()
+    steps.report(1.0, "counting done")
+    return matrix, counter.report
+
+
+def _count(
+    readers: _CountingReaders, schema: Schema, invalid: Literal["error", "drop"], steps: Progress, shown: list[float]
+) -> FrequencyCounter:
+    counter = FrequencyCounter(schema, invalid=invalid, chunked=True)
     # Categorical chunks: the engine encodes each distinct value once and gathers the rows.
     chunks = read_ahead(*readers.producers)
     try:
         for chunk in chunks:
             counter.add(chunk)
             del chunk  # not alive while the next one is handed over
-            steps.report(readers.fraction, "counting rows")
+            shown[0] = max(shown[0], readers.fraction)
+            steps.report(shown[0], "counting rows")
     finally:
-        chunks.close()  # on error or cancel: stop the reader thread too
-    matrix = counter.matrix()
-    steps.report(1.0, "counting done")
-    return matrix, counter.report
+        chunks.close()  # on error or cancel: stop the reader threads too
+    return counter

@@ -439,3 +439,28 @@ def test_an_error_in_a_later_range_stops_every_reader(tmp_path, parallel):
     with pytest.raises(TableError, match="not valid utf-8"):
         count_table(broken, SCHEMA, chunksize=250)
     assert not _reader_threads()
+
+
+def test_a_quote_past_the_sample_sends_the_count_back_to_one_pass(tmp_path, parallel, monkeypatch):
+    # Quoted notes with line breaks only after the first 64 KiB: the file is cut, a range
+    # meets a quote (maybe right where a cut split a note) and the count starts again.
+    rows = [(*row, "plain") for row in _random_rows(8000)]
+    rows[4000:] = [(*row[:4], f'"note {i}\nsecond line"') for i, row in enumerate(rows[4000:])]
+    path = write(tmp_path / "t.csv", [(*ROWS[0], "note"), *rows])
+    assert path.read_bytes().find(b'"') > 1 << 16
+    assert len(parallel._byte_ranges(parallel._resolve(path, None))) == 3
+    passes: list[bool] = []
+    readers = parallel._CountingReaders
+
+    def spy(*args, one_pass=False, **kwargs):
+        passes.append(one_pass)
+        return readers(*args, one_pass=one_pass, **kwargs)
+
+    monkeypatch.setattr(parallel, "_CountingReaders", spy)
+    seen: list[float] = []
+    matrix, report = count_table(path, SCHEMA, chunksize=500, progress=lambda f, _: seen.append(f))
+    assert passes == [False, True]  # cut in ranges, then once more in one pass
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    assert report.rows_counted == len(frame) == 8000
+    np.testing.assert_array_equal(matrix, frequency_matrix(frame, SCHEMA))
+    assert seen == sorted(seen) and not _reader_threads()
