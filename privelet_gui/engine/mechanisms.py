@@ -251,15 +251,17 @@ def _peak_bytes(plan: TransformPlan, blocks: list[tuple[slice, ...]], threads: i
     def coefficient_cells(extent: tuple[int, ...]) -> int:
         return math.prod(plan.transforms[a].n_coefficients if a in outer_axes else n for a, n in enumerate(extent))
 
+    def extent(index: tuple[slice, ...]) -> tuple[int, ...]:
+        return tuple(len(range(n)[part]) for part, n in zip(index, shape))
+
     cells = math.prod(shape)
     tile_buffers = threads * 8 * _TILE_CELLS * 8
-    if len(blocks) > 1 or not axes or len(list(_slabs(shape, axes[-1]))) == 1:
-        extent = max((tuple(len(range(n)[part]) for part, n in zip(index, shape)) for index in blocks), key=math.prod)
+    slabs = list(_slabs(shape, axes[-1])) if axes else []
+    if len(blocks) > 1 or len(slabs) <= 1:
+        largest = max((extent(index) for index in blocks), key=math.prod)
         running = min(threads, len(blocks))
-        return 8 * (cells + running * 2 * coefficient_cells(extent)) + tile_buffers
-    slab = max(1, _SLAB_CELLS // (cells // shape[axes[-1]]))
-    slab_extent = tuple(min(slab, n) if a == axes[-1] else n for a, n in enumerate(shape))
-    return 8 * (coefficient_cells(shape) + cells + threads * 3 * coefficient_cells(slab_extent)) + tile_buffers
+        return 8 * (cells + running * 2 * coefficient_cells(largest)) + tile_buffers
+    return 8 * (coefficient_cells(shape) + cells + threads * 3 * coefficient_cells(extent(slabs[0]))) + tile_buffers
 
 
 def _check_memory(needed: int) -> None:
