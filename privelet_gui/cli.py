@@ -75,7 +75,7 @@ from .io import (
     write_hierarchy,
 )
 
-__all__ = ["main", "build_parser", "DEMO_EPSILON"]
+__all__ = ["DEMO_EPSILON", "build_parser", "main"]
 
 #: The privacy budget ``release --demo`` uses.
 DEMO_EPSILON = 1.0

@@ -17,6 +17,7 @@ from .bounds import (
     AttributeFactors,
     VarianceModel,
     epsilon_for_variance,
+    margin95,
     paper_bound,
     paper_factors,
     query_variance,
@@ -40,7 +41,7 @@ from .evaluation import (
 from .haar import HaarTransform, haar_forward, haar_inverse, haar_weights
 from .hierarchy import Hierarchy, HierarchyNode, NodeInfo
 from .hn import TransformPlan, axis_transform, hn_forward, hn_inverse
-from .mechanisms import SAMPLER, Release, basic, privelet, privelet_plus
+from .mechanisms import basic, privelet, privelet_plus
 from .noise import ADD_REMOVE_MAX_ROWS, NoiseCalibration, calibrate, discrete_laplace
 from .nominal import NominalTransform, nominal_forward, nominal_inverse, nominal_weights
 from .progress import Progress
@@ -53,11 +54,17 @@ from .queries import (
     sanity_bound,
     square_error,
 )
+from .release import SAMPLER, Release
 from .schema import Attribute, NominalAttribute, NumericBins, OrdinalAttribute, Schema
+from .spec import MECHANISM_NAMES, MECHANISMS, ReleaseSpec, mechanism_name
 from .transform import AxisTransform, IdentityTransform
 
 __all__ = [
     "ADD_REMOVE_MAX_ROWS",
+    "MECHANISMS",
+    "MECHANISM_NAMES",
+    "SAMPLER",
+    "Z95",
     "Attribute",
     "AttributeFactors",
     "AxisTransform",
@@ -81,17 +88,16 @@ __all__ = [
     "OrdinalAttribute",
     "PrefixSums",
     "PriveletError",
-    "QuintileRow",
     "Progress",
     "QueryBatch",
+    "QuintileRow",
     "RangeQuery",
     "Release",
-    "SAMPLER",
+    "ReleaseSpec",
     "Schema",
     "SchemaError",
     "TransformPlan",
     "VarianceModel",
-    "Z95",
     "axis_transform",
     "basic",
     "calibrate",
@@ -106,8 +112,10 @@ __all__ = [
     "haar_weights",
     "hn_forward",
     "hn_inverse",
+    "margin95",
     "marginal",
     "measure_release",
+    "mechanism_name",
     "nominal_forward",
     "nominal_inverse",
     "nominal_weights",
@@ -115,8 +123,8 @@ __all__ = [
     "paper_factors",
     "privelet",
     "privelet_plus",
-    "quintile_summary",
     "query_variance",
+    "quintile_summary",
     "random_workload",
     "recommend_sa",
     "relative_error",

@@ -23,28 +23,35 @@ import numpy as np
 
 from .haar import HaarTransform
 from .hn import axis_transform
-from .noise import Neighbours, check_epsilon
+from .noise import Neighbours, check_epsilon, multiplicity
 from .queries import QueryBatch, RangeQuery
 from .schema import Attribute, NominalAttribute, Schema
 from .transform import AxisTransform
 
 __all__ = [
     "Z95",
-    "paper_factors",
-    "paper_bound",
-    "recommend_sa",
-    "VarianceModel",
     "AttributeFactors",
-    "variance_model",
-    "query_variance",
-    "worst_case_variance",
+    "VarianceModel",
     "epsilon_for_variance",
+    "margin95",
+    "paper_bound",
+    "paper_factors",
+    "query_variance",
+    "recommend_sa",
+    "variance_model",
+    "worst_case_variance",
 ]
 
 
 #: The two-sided 95% quantile of the normal distribution: intervals are ``count +/- Z95 sqrt(variance)``
 #: (a normal approximation of the noise on a query, a sum of many independent terms).
 Z95 = 1.959963984540054
+
+
+def margin95(variance: float) -> float:
+    """The half-width ``Z95 * sqrt(variance)`` of a 95% interval for noise of this variance:
+    a count is off by at most this much in 95% of releases."""
+    return Z95 * math.sqrt(variance)
 
 
 def paper_factors(attribute: Attribute) -> tuple[int, float]:
@@ -54,12 +61,6 @@ def paper_factors(attribute: Attribute) -> tuple[int, float]:
         return attribute.hierarchy.rho, 4.0
     levels = math.ceil(math.log2(attribute.size)) if attribute.size > 1 else 0
     return 1 + levels, (2 + levels) / 2
-
-
-def _multiplicity(neighbours: Neighbours) -> int:
-    if neighbours not in ("replace", "add-remove"):
-        raise ValueError(f"neighbours must be 'replace' or 'add-remove', got {neighbours!r}")
-    return 2 if neighbours == "replace" else 1
 
 
 def paper_bound(schema: Schema, epsilon: float, sa: Iterable[str] = (), *, neighbours: Neighbours = "replace") -> float:
@@ -83,7 +84,7 @@ def paper_bound(schema: Schema, epsilon: float, sa: Iterable[str] = (), *, neigh
         else:
             p, h = paper_factors(attribute)
             product *= p * p * h
-    return 2 * _multiplicity(neighbours) ** 2 * product / epsilon**2
+    return 2 * multiplicity(neighbours) ** 2 * product / epsilon**2
 
 
 def recommend_sa(schema: Schema) -> tuple[str, ...]:
@@ -125,6 +126,18 @@ class VarianceModel:
     def __init__(self, schema: Schema):
         self.schema = schema
 
+    @property
+    def ready(self) -> bool:
+        """Whether :meth:`prepare` has run (the per-axis factors are known), so that every
+        other method returns at once; computing them can take a moment for big domains."""
+        return "factors" in self.__dict__
+
+    def prepare(self) -> VarianceModel:
+        """Compute every attribute's worst-case factors now (slow for big domains: call it
+        off the UI thread); returns the model."""
+        _ = self.factors
+        return self
+
     @cached_property
     def transforms(self) -> tuple[AxisTransform, ...]:
         return tuple(axis_transform(a) for a in self.schema)
@@ -156,7 +169,7 @@ class VarianceModel:
 
     def coefficient_variance(self, epsilon: float, sa: Iterable[str] = (), *, neighbours: Neighbours = "replace") -> float:
         """``2 lambda^2``: the Laplace variance per unit of V."""
-        lam = _multiplicity(neighbours) * self.rho(sa) / check_epsilon(epsilon)
+        lam = multiplicity(neighbours) * self.rho(sa) / check_epsilon(epsilon)
         return 2.0 * lam * lam
 
     def worst_factor(self, sa: Iterable[str] = ()) -> float:

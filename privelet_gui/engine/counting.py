@@ -5,10 +5,9 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-import pandas as pd
 
 from . import _memory
 from ._memory import zeros
@@ -16,7 +15,10 @@ from .errors import DomainError, SchemaError
 from .progress import CancelCallback, Progress, ProgressCallback
 from .schema import Attribute, Schema
 
-__all__ = ["CountReport", "FrequencyCounter", "frequency_matrix", "DroppedRowsWarning"]
+if TYPE_CHECKING:  # pandas is imported when a table is counted, not with the engine
+    import pandas as pd
+
+__all__ = ["CountReport", "DroppedRowsWarning", "FrequencyCounter", "frequency_matrix"]
 
 InvalidPolicy = Literal["error", "drop"]
 
@@ -206,6 +208,8 @@ def frequency_matrix(
            [0., 0.],
            [0., 2.]])
     """
+    import pandas as pd
+
     single = isinstance(table, pd.DataFrame)
     counter = FrequencyCounter(schema, invalid=invalid, chunked=not single)
     steps = Progress(progress, should_cancel)
@@ -223,6 +227,8 @@ def frequency_matrix(
 
 
 def _domain_error(attribute: Attribute, column: pd.Series, rows: np.ndarray) -> DomainError:
+    import pandas as pd
+
     count = int(rows.sum())
     bad = column[rows]
     examples = tuple(pd.unique(bad.astype(object))[:5])
@@ -248,6 +254,8 @@ def _domain_error(attribute: Attribute, column: pd.Series, rows: np.ndarray) -> 
 
 
 def _is_empty(value: object) -> bool:
+    import pandas as pd
+
     return value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA or (
         isinstance(value, str) and not value.strip()
     )

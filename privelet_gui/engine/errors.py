@@ -7,11 +7,11 @@ line can print it as is and the desktop app can show it in a dialog.
 from __future__ import annotations
 
 __all__ = [
-    "PriveletError",
-    "HierarchyError",
-    "SchemaError",
-    "DomainError",
     "Cancelled",
+    "DomainError",
+    "HierarchyError",
+    "PriveletError",
+    "SchemaError",
 ]
 
 

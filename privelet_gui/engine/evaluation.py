@@ -22,17 +22,17 @@ from .queries import PrefixSums, QueryBatch, random_workload, relative_error, sa
 from .schema import Schema
 
 __all__ = [
+    "EVALUATED_MECHANISMS",
     "QUINTILES",
+    "ErrorPreview",
+    "EvaluationRow",
     "QuintileRow",
     "coverage_groups",
-    "quintile_summary",
-    "expected_errors",
     "evaluate",
-    "EVALUATED_MECHANISMS",
-    "EvaluationRow",
-    "ErrorPreview",
-    "measure_release",
+    "expected_errors",
     "marginal",
+    "measure_release",
+    "quintile_summary",
 ]
 
 QUINTILES = 5

@@ -10,7 +10,7 @@ level 2, and so on; a level-``i`` coefficient is ``(a1 - a2) / 2`` where ``a1``
 from __future__ import annotations
 
 import math
-from functools import cached_property, lru_cache
+from functools import cache, cached_property
 
 import numpy as np
 
@@ -269,7 +269,7 @@ def _fine_levels_forward(
     return sums, filled
 
 
-@lru_cache(maxsize=None)
+@cache
 def _coarse_forward(levels: int) -> np.ndarray:
     """Numerators of the base and levels 1..``levels`` from the 2**levels subtree sums below."""
     n = 1 << levels
@@ -279,7 +279,7 @@ def _coarse_forward(levels: int) -> np.ndarray:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def _coarse_inverse(levels: int) -> np.ndarray:
     """Means of the 2**levels subtrees below level ``levels`` from the coefficients above."""
     n = 1 << levels

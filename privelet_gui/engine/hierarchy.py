@@ -17,7 +17,7 @@ import numpy as np
 
 from .errors import HierarchyError
 
-__all__ = ["HierarchyNode", "Hierarchy", "NodeInfo"]
+__all__ = ["Hierarchy", "HierarchyNode", "NodeInfo"]
 
 
 @dataclass(frozen=True)

@@ -43,21 +43,12 @@ class TransformPlan:
     """
 
     def __init__(self, schema: Schema, sa: Iterable[str] = ()):
-        self.schema: Schema | None = schema
+        self.schema = schema
         self.sa: tuple[str, ...] = tuple(schema[i].name for i in schema.axes(list(sa)))
         sa_axes = set(schema.axes(self.sa))
         self.transforms: tuple[AxisTransform, ...] = tuple(
             IdentityTransform(a.size) if i in sa_axes else _cached_transform(a) for i, a in enumerate(schema)
         )
-
-    @classmethod
-    def untransformed(cls, shape: tuple[int, ...]) -> TransformPlan:
-        """Every axis left as is (Basic), for a matrix given without a schema."""
-        plan = cls.__new__(cls)
-        plan.schema = None
-        plan.sa = ()
-        plan.transforms = tuple(IdentityTransform(n) for n in shape)
-        return plan
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -111,7 +102,7 @@ class TransformPlan:
         return out
 
     def axis_name(self, axis: int) -> str:
-        return self.schema[axis].name if self.schema is not None else f"axis {axis}"
+        return self.schema[axis].name
 
     def divide(self, array: np.ndarray, per_axis: str) -> np.ndarray:
         """Divide ``array`` (coefficient-shaped) in place by a per-axis vector, axis by axis.

@@ -40,15 +40,17 @@ import numpy as np
 from .errors import PriveletError
 
 __all__ = [
+    "ADD_REMOVE_MAX_ROWS",
     "Neighbours",
     "NoiseCalibration",
-    "calibrate",
-    "ADD_REMOVE_MAX_ROWS",
-    "round_to_grid",
-    "discrete_laplace",
     "add_discrete_laplace",
-    "discrete_laplace_variance",
+    "calibrate",
+    "check_neighbours",
     "default_rng",
+    "discrete_laplace",
+    "discrete_laplace_variance",
+    "multiplicity",
+    "round_to_grid",
 ]
 
 Neighbours = Literal["replace", "add-remove"]
@@ -59,6 +61,18 @@ NEIGHBOURS: tuple[str, ...] = ("replace", "add-remove")
 ADD_REMOVE_MAX_ROWS = 1 << 32
 
 _GRID_BITS_BELOW_SCALE = 30
+
+
+def check_neighbours(neighbours: object) -> Neighbours:
+    """``neighbours`` if it names a neighbouring notion; a PriveletError otherwise."""
+    if neighbours not in NEIGHBOURS:
+        raise PriveletError(f"neighbours must be 'replace' or 'add-remove', got {neighbours!r}")
+    return neighbours  # type: ignore[return-value]
+
+
+def multiplicity(neighbours: Neighbours) -> int:
+    """Cells of M one neighbour step changes: 2 (replace one tuple) or 1 (add or remove one)."""
+    return 2 if check_neighbours(neighbours) == "replace" else 1
 _FLOAT_EXACT = 2.0**52
 
 
@@ -76,7 +90,7 @@ class NoiseCalibration:
     @property
     def multiplicity(self) -> int:
         """Cells of M changed by one neighbour step: 2 (replace) or 1 (add/remove)."""
-        return 2 if self.neighbours == "replace" else 1
+        return multiplicity(self.neighbours)
 
     @property
     def nominal_scale(self) -> float:
@@ -109,9 +123,7 @@ def calibrate(
 ) -> NoiseCalibration:
     """Choose the grid and the sensitivity in grid units (see the module docstring)."""
     check_epsilon(epsilon)
-    if neighbours not in NEIGHBOURS:
-        raise PriveletError(f"neighbours must be 'replace' or 'add-remove', got {neighbours!r}")
-    multiplicity = 2 if neighbours == "replace" else 1
+    steps = multiplicity(neighbours)
     if neighbours == "add-remove":
         if rows > ADD_REMOVE_MAX_ROWS:
             raise PriveletError(
@@ -121,7 +133,7 @@ def calibrate(
         bound = ADD_REMOVE_MAX_ROWS
     else:
         bound = max(int(rows), 1)
-    lam = multiplicity * rho / epsilon
+    lam = steps * rho / epsilon
     k = math.floor(math.log2(lam)) - _GRID_BITS_BELOW_SCALE
     # Exact rounding (see round_to_grid) needs (B / g) d 2^max(k, 0) < 2^52; raise the grid
     # only if that fails (it then costs a negligible (s K + 1) g / (s rho) of extra scale).
@@ -129,7 +141,7 @@ def calibrate(
         if k > 1023:
             raise PriveletError("the table is too large to release with exact rounding")
         k += 1
-    units = math.ceil(multiplicity * rho / 2.0**k) + multiplicity * influence
+    units = math.ceil(steps * rho / 2.0**k) + steps * influence
     return NoiseCalibration(
         epsilon=float(epsilon),
         neighbours=neighbours,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .errors import Cancelled
 
-__all__ = ["ProgressCallback", "CancelCallback", "Progress"]
+__all__ = ["CancelCallback", "Progress", "ProgressCallback"]
 
 ProgressCallback = Callable[[float, str], None]
 CancelCallback = Callable[[], bool]

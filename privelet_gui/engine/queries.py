@@ -17,13 +17,13 @@ from .errors import SchemaError
 from .schema import NominalAttribute, Schema
 
 __all__ = [
-    "RangeQuery",
-    "QueryBatch",
     "PrefixSums",
+    "QueryBatch",
+    "RangeQuery",
     "random_workload",
-    "square_error",
     "relative_error",
     "sanity_bound",
+    "square_error",
 ]
 
 @dataclass(frozen=True)

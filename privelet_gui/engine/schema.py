@@ -12,22 +12,24 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal, Union
 
 import numpy as np
-import pandas as pd
 
 from .errors import SchemaError
 from .hierarchy import Hierarchy
 
+if TYPE_CHECKING:  # pandas is imported where tables are encoded, not with the engine
+    import pandas as pd
+
 __all__ = [
-    "OutOfRange",
+    "Attribute",
+    "EncodedColumn",
+    "NominalAttribute",
     "NumericBins",
     "OrdinalAttribute",
-    "NominalAttribute",
-    "Attribute",
+    "OutOfRange",
     "Schema",
-    "EncodedColumn",
 ]
 
 OutOfRange = Literal["error", "clamp", "drop"]
@@ -55,6 +57,18 @@ class NumericBins:
     @property
     def count(self) -> int:
         return math.ceil((self.stop - self.start) / self.width)
+
+    def positions(self, numbers: np.ndarray) -> np.ndarray:
+        """The bin of each number, as float64 (NaN stays NaN): below 0 for numbers under
+        ``start``, ``count`` or more for numbers at or past ``stop`` (both outside)."""
+        position = np.floor((numbers - self.start) / self.width)
+        # The last bin may be narrower than the width: it ends at stop, not at start + count * width.
+        return np.where(numbers >= self.stop, np.maximum(position, self.count), position)
+
+    def index_of_number(self, number: float) -> int | None:
+        """The bin holding ``number``, or None when it lies outside ``[start, stop)``."""
+        index = self.positions(np.array([float(number)]))[0]
+        return int(index) if 0 <= index < self.count else None
 
     def labels(self) -> tuple[str, ...]:
         def fmt(x: float) -> str:
@@ -99,6 +113,8 @@ class _AttributeBase(ABC):
 
     @cached_property
     def _label_index(self) -> pd.Index:
+        import pandas as pd
+
         return pd.Index(self.labels)
 
     def index_of(self, label: object) -> int:
@@ -117,6 +133,8 @@ class _AttributeBase(ABC):
         file usually share their categories: give the same ``categories_memo`` dict for
         every chunk of a column and identical categories are encoded only once.
         """
+        import pandas as pd
+
         if isinstance(column.dtype, pd.CategoricalDtype):
             return self._encode_categorical(column, {} if categories_memo is None else categories_memo)
         return self._encode_rows(column)
@@ -126,6 +144,8 @@ class _AttributeBase(ABC):
         """Axis index of every row of a plain (not categorical) column."""
 
     def _encode_categorical(self, column: pd.Series, memo: dict[str, Any]) -> EncodedColumn:
+        import pandas as pd
+
         raw = column.cat.codes.to_numpy()  # -1 marks an empty cell
         categories = column.cat.categories
         known = memo.get("categories")
@@ -224,8 +244,8 @@ class OrdinalAttribute(_AttributeBase):
         if bins is None and not self.values:
             raise SchemaError(f"attribute {name!r} has an empty domain: list its values, a range or bins")
         labels = self.labels
-        if len(set(labels)) != len(labels):
-            dup = pd.Index(labels)[pd.Index(labels).duplicated()][0]
+        dup = _first_duplicate(labels)
+        if dup is not None:
             raise SchemaError(f"attribute {name!r}: value {dup!r} is listed twice; each value must appear once")
         if missing is not None and str(missing) not in set(labels):
             raise SchemaError(f"attribute {name!r}: missing={missing!r} is not one of its values; declare it first")
@@ -275,7 +295,7 @@ class OrdinalAttribute(_AttributeBase):
         missing = _missing_mask(column)
         numbers = _as_numbers(column)
         if self.bins is not None:
-            position = np.floor((numbers - self.bins.start) / self.bins.width)
+            position = self.bins.positions(numbers)
             unparsable = ~missing & np.isnan(numbers)
         else:
             position = numbers - self.integer_start  # type: ignore[operator]
@@ -353,6 +373,15 @@ class NominalAttribute(_AttributeBase):
 Attribute = Union[OrdinalAttribute, NominalAttribute]
 
 
+def _first_duplicate(labels: Iterable[str]) -> str | None:
+    seen: set[str] = set()
+    for label in labels:
+        if label in seen:
+            return label
+        seen.add(label)
+    return None
+
+
 def _check_name(name: object) -> str:
     if not isinstance(name, str) or not name.strip():
         raise SchemaError(f"an attribute needs a non-empty name, got {name!r}")
@@ -365,6 +394,8 @@ def _is_plain_integer(column: pd.Series) -> bool:
 
 def _missing_mask(column: pd.Series) -> np.ndarray:
     """Empty cells: NA values, and blank text in text columns."""
+    import pandas as pd
+
     missing = column.isna().to_numpy()
     if column.dtype == object or isinstance(column.dtype, pd.StringDtype):
         missing = missing | (column.astype("string").str.strip() == "").fillna(True).to_numpy(dtype=bool)
@@ -372,6 +403,8 @@ def _missing_mask(column: pd.Series) -> np.ndarray:
 
 
 def _as_numbers(column: pd.Series) -> np.ndarray:
+    import pandas as pd
+
     if pd.api.types.is_numeric_dtype(column.dtype) and not pd.api.types.is_bool_dtype(column.dtype):
         return column.to_numpy(dtype=np.float64, na_value=np.nan)
     text = column.astype("string").str.strip()

@@ -19,7 +19,7 @@ from functools import cached_property
 
 import numpy as np
 
-__all__ = ["AxisTransform", "IdentityTransform", "outer", "back", "along"]
+__all__ = ["AxisTransform", "IdentityTransform", "along", "back", "outer"]
 
 
 def outer(x: np.ndarray, axis: int, *, copy: bool = False) -> np.ndarray:

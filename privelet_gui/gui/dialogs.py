@@ -16,7 +16,7 @@ from ..engine import PriveletError
 from .settings import Settings
 from .tasks import format_exception
 
-__all__ = ["Dialogs", "FILTERS", "SaveChoice"]
+__all__ = ["FILTERS", "Dialogs", "SaveChoice"]
 
 SaveChoice = Literal["save", "discard", "cancel"]
 

@@ -35,7 +35,7 @@ from ..io.schema import INFER_BINS, INFER_MAX_RANGE
 from .jobs import MAX_CELLS, ColumnSummary, ReleaseJob, ReleaseOutcome, TableSummary
 from .models.hierarchy_model import HierarchyModel, TreeNode, tree_from_json, tree_to_json
 
-__all__ = ["AttributeConfig", "Document", "StepStatus", "STEPS", "infer_config"]
+__all__ = ["STEPS", "AttributeConfig", "Document", "StepStatus", "infer_config"]
 
 Kind = Literal["ordinal", "nominal"]
 Mode = Literal["range", "values", "bins"]

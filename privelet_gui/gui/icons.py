@@ -12,7 +12,7 @@ from importlib import resources
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QGuiApplication, QIcon, QPainter, QPainterPath, QPalette, QPen, QPixmap
 
-__all__ = ["icon", "clear_cache", "app_icon", "GREEN", "AMBER", "RED"]
+__all__ = ["AMBER", "GREEN", "RED", "app_icon", "clear_cache", "icon"]
 
 GREEN = "#2e7d32"
 AMBER = "#ef8f00"

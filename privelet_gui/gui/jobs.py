@@ -29,25 +29,25 @@ from ..engine import (
     Progress,
     Release,
     Schema,
-    paper_bound,
     measure_release,
+    paper_bound,
     privelet_plus,
     variance_model,
 )
 
 __all__ = [
+    "MAX_CELLS",
+    "MAX_TRACKED_VALUES",
+    "PROJECT_SUFFIX",
     "ColumnSummary",
-    "TableSummary",
-    "summarize_table",
     "ReleaseJob",
     "ReleaseOutcome",
-    "run_release",
-    "export_release_file",
+    "TableSummary",
     "classify_file",
-    "MAX_TRACKED_VALUES",
-    "MAX_CELLS",
-    "PROJECT_SUFFIX",
+    "export_release_file",
     "extra_metadata",
+    "run_release",
+    "summarize_table",
 ]
 
 #: Distinct values of a column are remembered up to this many (for domains and checks).
@@ -250,7 +250,7 @@ class ReleaseOutcome:
     seconds: float
     counting_seconds: float
     preview: ErrorPreview | None = None  # errors on the true data: shown here only, never exported
-    finished_at: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    finished_at: str = field(default_factory=lambda: _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"))
 
     @property
     def margin95(self) -> float:

@@ -30,11 +30,11 @@ from .widgets import Banner
 
 __all__ = [
     "TRUE_DATA_WARNING",
-    "PlotView",
-    "ErrorByCoveragePlot",
     "AttributeFactorPlot",
-    "MarginalComparisonPlot",
+    "ErrorByCoveragePlot",
     "HeatmapPlot",
+    "MarginalComparisonPlot",
+    "PlotView",
 ]
 
 #: Shown on every view that reads the true data.

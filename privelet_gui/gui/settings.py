@@ -10,7 +10,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings
 
-__all__ = ["Settings", "SETTINGS_VERSION", "MAX_RECENT"]
+__all__ = ["MAX_RECENT", "SETTINGS_VERSION", "Settings"]
 
 SETTINGS_VERSION = 1
 MAX_RECENT = 10

@@ -27,7 +27,7 @@ from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from ..engine import Cancelled
 
-__all__ = ["TaskFunction", "TaskRunner", "ProgressFunction", "CancelFunction", "format_exception"]
+__all__ = ["CancelFunction", "ProgressFunction", "TaskFunction", "TaskRunner", "format_exception"]
 
 ProgressFunction = Callable[[float, str], None]
 CancelFunction = Callable[[], bool]
@@ -68,7 +68,7 @@ class _Worker(QObject):
                 raise Cancelled("cancelled by the user")
         except Cancelled:
             self.cancelled.emit(generation)
-        except BaseException as exc:  # noqa: BLE001 - every failure is reported to the GUI
+        except BaseException as exc:
             self.failed.emit(generation, exc)
         else:
             self.succeeded.emit(generation, result)

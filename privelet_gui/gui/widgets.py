@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 
 from . import icons
 
-__all__ = ["StepHeader", "Banner", "fmt_number", "fmt_count", "fmt_bytes", "section_label"]
+__all__ = ["Banner", "StepHeader", "fmt_bytes", "fmt_count", "fmt_number", "section_label"]
 
 
 def fmt_number(x: float, digits: int = 4) -> str:
@@ -148,7 +148,7 @@ class SwitchBox(QWidget):
         self._pages: list[QWidget] = []
         self._current = -1
 
-    def addWidget(self, widget: QWidget) -> int:  # noqa: N802 - Qt naming, a drop-in for QStackedWidget
+    def addWidget(self, widget: QWidget) -> int:
         self._pages.append(widget)
         self._layout.addWidget(widget)
         widget.setVisible(len(self._pages) == 1)
@@ -156,10 +156,10 @@ class SwitchBox(QWidget):
             self._current = 0
         return len(self._pages) - 1
 
-    def setCurrentIndex(self, index: int) -> None:  # noqa: N802
+    def setCurrentIndex(self, index: int) -> None:
         self._current = index
         for i, page in enumerate(self._pages):
             page.setVisible(i == index)
 
-    def currentIndex(self) -> int:  # noqa: N802
+    def currentIndex(self) -> int:
         return self._current

@@ -33,7 +33,7 @@ from ..engine import Hierarchy, NominalAttribute, PrefixSums, RangeQuery, Releas
 from ..io import QueryAnswer, answer_query, atomic_write
 from .widgets import fmt_number
 
-__all__ = ["QueryWorkbench", "NodePicker", "IntervalPicker", "INSTANT_PREFIX_CELLS"]
+__all__ = ["INSTANT_PREFIX_CELLS", "IntervalPicker", "NodePicker", "QueryWorkbench"]
 
 #: Releases up to this many cells get their prefix sums at once; bigger ones from the caller
 #: (computed in a task: a cumulative sum over every cell).

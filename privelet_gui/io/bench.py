@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["write_brazil_csv", "main"]
+__all__ = ["main", "write_brazil_csv"]
 
 COLUMNS = ("Age", "Gender", "Occupation", "Income")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..engine.errors import PriveletError
 
-__all__ = ["TableError", "OutputExistsError", "ReleaseFileError"]
+__all__ = ["OutputExistsError", "ReleaseFileError", "TableError"]
 
 
 class TableError(PriveletError):

@@ -49,17 +49,17 @@ from .atomic import atomic_write
 from .tables import sniff_delimiter
 
 __all__ = [
-    "HierarchyLabelWarning",
     "ARX_DELIMITERS",
+    "HierarchyLabelWarning",
     "hierarchy_from_arx_rows",
+    "hierarchy_summary",
     "hierarchy_to_arx_rows",
     "read_arx_hierarchy",
-    "write_arx_hierarchy",
-    "read_json_hierarchy",
-    "write_json_hierarchy",
     "read_hierarchy",
+    "read_json_hierarchy",
+    "write_arx_hierarchy",
     "write_hierarchy",
-    "hierarchy_summary",
+    "write_json_hierarchy",
 ]
 
 #: ARX's separator first: it wins ties when sniffing.

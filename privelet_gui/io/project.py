@@ -41,15 +41,15 @@ from .atomic import atomic_write
 
 __all__ = [
     "PROJECT_FORMAT",
-    "PROJECT_VERSION",
     "PROJECT_SUFFIX",
+    "PROJECT_VERSION",
     "Project",
     "ProjectError",
-    "project_to_json",
-    "project_from_json",
-    "save_project",
     "load_project",
     "migrate_project",
+    "project_from_json",
+    "project_to_json",
+    "save_project",
 ]
 
 PROJECT_FORMAT = "privelet-studio-project"

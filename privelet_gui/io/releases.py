@@ -22,7 +22,7 @@ import os
 import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,15 +31,15 @@ import pandas as pd
 
 from .. import __version__
 from ..engine import (
-    NominalAttribute,
+    Z95,
     NoiseCalibration,
+    NominalAttribute,
     PrefixSums,
     PriveletError,
     RangeQuery,
     Release,
     Schema,
     SchemaError,
-    Z95,
     paper_bound,
 )
 from .atomic import atomic_write, check_writable
@@ -49,15 +49,15 @@ from .schema import schema_from_json, schema_to_json
 __all__ = [
     "RELEASE_FORMAT",
     "RELEASE_FORMAT_VERSION",
-    "release_metadata",
-    "save_release",
-    "load_release",
-    "load_release_metadata",
-    "export_release",
-    "release_frame",
-    "parse_where",
     "QueryAnswer",
     "answer_query",
+    "export_release",
+    "load_release",
+    "load_release_metadata",
+    "parse_where",
+    "release_frame",
+    "release_metadata",
+    "save_release",
 ]
 
 RELEASE_FORMAT = "privelet-release"
@@ -91,7 +91,7 @@ def release_metadata(
         "format_version": RELEASE_FORMAT_VERSION,
         "software": "privelet-gui",
         "software_version": __version__,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "created": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
         "mechanism": release.mechanism,
         "epsilon": float(release.epsilon),
         "sa": list(release.sa),
@@ -319,8 +319,8 @@ def _value_label(attribute: Any, text: str) -> str:
         return text  # RangeQuery.build reports it with the attribute's values
     if attribute.bins is not None and math.isfinite(number):
         b = attribute.bins
-        index = math.floor((number - b.start) / b.width)
-        if not 0 <= index < attribute.size:
+        index = b.index_of_number(number)
+        if index is None:
             raise SchemaError(
                 f"{text} is outside attribute {attribute.name!r} (bins from {b.start} to {b.stop}, stop excluded)"
             )

@@ -7,7 +7,7 @@ import contextlib
 from importlib.resources import as_file, files
 from pathlib import Path
 
-__all__ = ["sample_table_path", "sample_schema_path", "sample_hierarchy_paths", "resource_path"]
+__all__ = ["resource_path", "sample_hierarchy_paths", "sample_schema_path", "sample_table_path"]
 
 _SAMPLE_DIR = "adult"
 _stack = contextlib.ExitStack()

@@ -50,14 +50,14 @@ from .atomic import atomic_write, check_writable
 from .hierarchies import read_hierarchy, write_arx_hierarchy
 
 __all__ = [
+    "INFERRED_DOMAIN_WARNING",
     "SCHEMA_VERSION",
-    "schema_from_json",
-    "schema_to_json",
-    "load_schema",
-    "save_schema",
     "dumps_schema",
     "infer_schema",
-    "INFERRED_DOMAIN_WARNING",
+    "load_schema",
+    "save_schema",
+    "schema_from_json",
+    "schema_to_json",
 ]
 
 SCHEMA_VERSION = 1

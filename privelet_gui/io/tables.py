@@ -33,16 +33,16 @@ from ..engine.progress import CancelCallback, Progress, ProgressCallback
 from .errors import TableError
 
 __all__ = [
-    "TableOptions",
-    "DELIMITERS",
-    "sniff_table",
-    "preview_table",
-    "read_table",
-    "iter_table_chunks",
-    "count_table",
-    "read_ahead",
-    "table_columns",
     "DEFAULT_CHUNK_BYTES",
+    "DELIMITERS",
+    "TableOptions",
+    "count_table",
+    "iter_table_chunks",
+    "preview_table",
+    "read_ahead",
+    "read_table",
+    "sniff_table",
+    "table_columns",
 ]
 
 #: The delimiters :func:`sniff_table` chooses among.
@@ -713,7 +713,7 @@ def read_ahead(*producers: Callable[[], Iterator[pd.DataFrame]]) -> Iterator[pd.
                     if not offer(chunk):
                         return
                     del chunk
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller, who re-raises it
+        except BaseException as exc:
             offer(None, exc)
             return
         offer(finished)

@@ -16,7 +16,7 @@ def hierarchies(draw, max_leaves: int = 12, max_depth: int = 4) -> Hierarchy:
     counter = itertools.count()
 
     def node(depth: int, budget: int) -> HierarchyNode:
-        if depth >= max_depth or budget <= 1 or draw(st.booleans()) and depth > 1:
+        if depth >= max_depth or budget <= 1 or (draw(st.booleans()) and depth > 1):
             return HierarchyNode(f"v{next(counter)}")
         fanout = draw(st.integers(1, min(4, budget)))
         share = max(1, budget // fanout)

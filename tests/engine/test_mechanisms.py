@@ -21,8 +21,8 @@ from privelet_gui.engine import (
     privelet_plus,
     query_variance,
 )
-from privelet_gui.engine.mechanisms import _blocks
 from privelet_gui.engine.noise import calibrate, discrete_laplace_variance, round_to_grid
+from privelet_gui.engine.pipeline import _blocks
 
 JOBS = Hierarchy.from_nested({"*": {"T": ["t1", "t2", "t3"], "O": {"O1": ["o1"]}, "S": ["s1", "s2"]}})
 SCHEMA = Schema([OrdinalAttribute.integer_range("age", 0, 5), NominalAttribute("job", JOBS)])
@@ -265,7 +265,7 @@ def test_tiled_pipeline_reconstructs_the_matrix_when_noise_is_negligible():
 
 
 def test_tiles_cover_every_cell_exactly_once():
-    from privelet_gui.engine.mechanisms import _tiles
+    from privelet_gui.engine.pipeline import _tiles
 
     for shape, axis in [((3, 500, 257), 2), ((1, 1, 535, 1001), 3), ((4, 3, 535, 1001), 3), ((7,), 0), ((40, 9), 0)]:
         hits = np.zeros(shape, dtype=int)
@@ -296,7 +296,7 @@ def test_threads_do_not_change_the_result_and_cancel_stops_them():
 
 def test_a_big_single_block_runs_in_slabs_and_tiles_on_threads(monkeypatch):
     # S_A empty: one block; made "big" here by tiny slab and tile sizes
-    from privelet_gui.engine import mechanisms
+    from privelet_gui.engine import pipeline as mechanisms
 
     monkeypatch.setattr(mechanisms, "_SLAB_CELLS", 200)
     monkeypatch.setattr(mechanisms, "_TILE_CELLS", 64)
@@ -328,7 +328,7 @@ def test_a_big_single_block_runs_in_slabs_and_tiles_on_threads(monkeypatch):
 def test_the_memory_estimate_covers_what_a_release_holds(monkeypatch, sa):
     import tracemalloc
 
-    from privelet_gui.engine import mechanisms
+    from privelet_gui.engine import pipeline as mechanisms
     from privelet_gui.engine.hn import TransformPlan
 
     monkeypatch.setattr(mechanisms, "_SLAB_CELLS", 1 << 16)  # small enough for S_A empty to take slabs

@@ -16,9 +16,9 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
-from PySide6.QtCore import QSettings, QThread, QTimer  # noqa: E402
+from PySide6.QtCore import QSettings, QThread, QTimer
 
-from privelet_gui import io as pio  # noqa: E402
+from privelet_gui import io as pio
 
 # Qt messages of the offscreen platform that say nothing about our code.
 QT_LOG_IGNORE = [

@@ -211,10 +211,9 @@ def test_atomic_write_helper(tmp_path):
         f.write("{}")
         assert not path.exists()  # nothing visible until the block ends
     assert path.read_text() == "{}"
-    with pytest.raises(ValueError, match="boom"):
-        with atomic_write(path, mode="w", force=True) as f:
-            f.write("partial")
-            raise ValueError("boom")
+    with pytest.raises(ValueError, match="boom"), atomic_write(path, mode="w", force=True) as f:
+        f.write("partial")
+        raise ValueError("boom")
     assert path.read_text() == "{}"
     assert os.listdir(tmp_path) == ["p.json"]
     with pytest.raises(FileNotFoundError, match="does not exist"):

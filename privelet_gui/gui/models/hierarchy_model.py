@@ -26,7 +26,7 @@ from PySide6.QtGui import QUndoCommand, QUndoStack
 
 from ...engine import Hierarchy, HierarchyError, HierarchyNode
 
-__all__ = ["TreeNode", "Problem", "HierarchyModel", "MIME_TYPE", "tree_from_hierarchy", "tree_to_json", "tree_from_json"]
+__all__ = ["MIME_TYPE", "HierarchyModel", "Problem", "TreeNode", "tree_from_hierarchy", "tree_from_json", "tree_to_json"]
 
 MIME_TYPE = "application/x-privelet-hierarchy-nodes"
 
@@ -38,7 +38,7 @@ ModelIndex = QModelIndex | QPersistentModelIndex
 class TreeNode:
     """One node of the editable tree. ``is_group`` distinguishes an empty group from a leaf."""
 
-    __slots__ = ("uid", "label", "is_group", "children", "parent")
+    __slots__ = ("children", "is_group", "label", "parent", "uid")
 
     def __init__(self, label: str, is_group: bool = False, children: Iterable[TreeNode] = ()):
         self.uid: int = next(_uids)
@@ -556,7 +556,7 @@ class HierarchyModel(QAbstractItemModel):
             return False  # only siblings move together
         assert parent is not None
         rows = [n.row for n in nodes]
-        if step < 0 and rows[0] == 0 or step > 0 and rows[-1] == len(parent.children) - 1:
+        if (step < 0 and rows[0] == 0) or (step > 0 and rows[-1] == len(parent.children) - 1):
             return False
         if step < 0:
             target_row = rows[0] - 1

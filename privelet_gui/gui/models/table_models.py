@@ -9,7 +9,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 
 from ..jobs import ColumnSummary, TableSummary
 
-__all__ = ["DataFrameModel", "ColumnSummaryModel"]
+__all__ = ["ColumnSummaryModel", "DataFrameModel"]
 
 ModelIndex = QModelIndex | QPersistentModelIndex
 

@@ -30,7 +30,7 @@ from ..jobs import MAX_CELLS
 from ..models.attributes_model import AttributesModel
 from ..widgets import Banner, StepHeader, SwitchBox, fmt_bytes
 
-__all__ = ["AttributesPanel", "AttributeEditor"]
+__all__ = ["AttributeEditor", "AttributesPanel"]
 
 _OUT_OF_RANGE = [
     ("Stop with an error", "error"),

@@ -45,7 +45,7 @@ from ..widgets import StepHeader, section_label
 if TYPE_CHECKING:
     from ..dialogs import Dialogs
 
-__all__ = ["HierarchyPanel", "HierarchyFilterModel"]
+__all__ = ["HierarchyFilterModel", "HierarchyPanel"]
 
 
 class HierarchyFilterModel(QSortFilterProxyModel):

@@ -25,7 +25,7 @@ from ...engine import PriveletError
 from ..models.table_models import DataFrameModel
 from ..widgets import Banner
 
-__all__ = ["ImportDialog", "PREVIEW_ROWS"]
+__all__ = ["PREVIEW_ROWS", "ImportDialog"]
 
 PREVIEW_ROWS = 20
 

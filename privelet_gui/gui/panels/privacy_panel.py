@@ -12,7 +12,6 @@ import math
 from typing import Any
 
 import numpy as np
-
 from PySide6.QtCore import QSignalBlocker, Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
@@ -31,8 +30,8 @@ from PySide6.QtWidgets import (
     QSizePolicy,
     QSlider,
     QTableWidget,
-    QTabWidget,
     QTableWidgetItem,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -53,7 +52,7 @@ from ..plots import AttributeFactorPlot, ErrorByCoveragePlot
 from ..tasks import TaskRunner
 from ..widgets import StepHeader, fmt_count, fmt_number
 
-__all__ = ["PrivacyPanel", "EPSILON_MIN", "EPSILON_MAX", "slider_to_epsilon", "epsilon_to_slider", "Z95"]
+__all__ = ["EPSILON_MAX", "EPSILON_MIN", "Z95", "PrivacyPanel", "epsilon_to_slider", "slider_to_epsilon"]
 
 #: Random queries behind the expected-error preview (enough for smooth quintile averages).
 PREVIEW_QUERIES = 2000

@@ -1,0 +1,86 @@
+"""A release: the noisy frequency matrix and how it was made (never a true count)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from .bounds import variance_model
+from .errors import PriveletError
+from .noise import Neighbours, NoiseCalibration
+from .queries import QueryBatch, RangeQuery
+from .schema import Schema
+
+if TYPE_CHECKING:
+    from .spec import ReleaseSpec
+
+__all__ = ["SAMPLER", "Mechanism", "Release"]
+
+Mechanism = Literal["privelet+", "privelet", "basic"]
+
+#: The noise sampler every release uses (math.md, "standard"): discrete Laplace on a
+#: power-of-two grid, drawn as the difference of two geometric variables.
+SAMPLER = "discrete-laplace/geometric-difference"
+
+
+@dataclass(frozen=True)
+class Release:
+    """A differentially private noisy frequency matrix and how it was made.
+
+    ``noisy`` has the shape of the input. ``scale`` is the effective Laplace scale
+    ``D g / epsilon`` of the weighted coefficients (math.md; it exceeds the
+    nominal ``lambda`` by a relative 2**-30 K / rho or so). ``seeded`` is True when
+    the caller supplied the random generator (tests): such a release must not be
+    published. A release never holds a true count.
+    """
+
+    noisy: np.ndarray
+    epsilon: float
+    sa: tuple[str, ...]
+    rho: float
+    scale: float
+    mechanism: Mechanism
+    neighbours: Neighbours
+    calibration: NoiseCalibration
+    schema: Schema | None = None
+    seeded: bool = False
+    sampler: str = SAMPLER
+    seconds: float = field(default=0.0, compare=False)
+
+    @property
+    def spec(self) -> ReleaseSpec:
+        """The specification this release follows (a schema of plain axes when it has none)."""
+        from .spec import ReleaseSpec, axes_schema
+
+        schema = self.schema if self.schema is not None else axes_schema(self.noisy.shape)
+        sa = self.sa if self.schema is not None else schema.names
+        return ReleaseSpec(schema, self.epsilon, self.mechanism, sa, self.neighbours)
+
+    @property
+    def nominal_scale(self) -> float:
+        """lambda = 2 rho / epsilon (replace) or rho / epsilon (add/remove)."""
+        return self.calibration.nominal_scale
+
+    @property
+    def coefficient_variance(self) -> float:
+        """Variance of the noise on each weighted coefficient (``~ 2 scale^2``)."""
+        return self.calibration.variance
+
+    def variances(self, queries: QueryBatch) -> np.ndarray:
+        """Exact noise variance of each query's answer on this release (data-independent)."""
+        if self.schema is None:
+            raise PriveletError("this release has no schema: exact variances need the attributes' transforms")
+        return self.coefficient_variance * variance_model(self.schema).batch_factors(queries, self.sa)
+
+    def variance(self, query: RangeQuery) -> float:
+        """Exact noise variance of one query's answer on this release."""
+        return float(self.variances(QueryBatch.of([query]))[0])
+
+    @property
+    def worst_case_variance(self) -> float:
+        """The largest noise variance of any range-count query on this release."""
+        if self.schema is None:  # Basic without a schema: the worst query is the whole matrix
+            return self.coefficient_variance * self.noisy.size
+        return self.coefficient_variance * variance_model(self.schema).worst_factor(self.sa)

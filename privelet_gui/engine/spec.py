@@ -1,0 +1,269 @@
+"""The release specification: every rule of a release, decided in one place.
+
+A :class:`ReleaseSpec` is what a custodian chooses before releasing a table: the
+schema, epsilon, the mechanism, the attributes left untransformed (S_A) and the
+neighbouring notion. It is validated once, when it is made, and everything that
+follows from it is computed here and nowhere else: the effective S_A, rho, the
+noise calibration, the paper's bound, the exact worst case and any query's
+variance and 95% interval, the memory a release needs, and the release itself
+(:meth:`ReleaseSpec.run`). The command line, the desktop app, release files and
+project files all go through it; the functions :func:`~privelet_gui.engine.privelet_plus`,
+:func:`~privelet_gui.engine.privelet` and :func:`~privelet_gui.engine.basic` are thin
+calls into it.
+
+Examples
+--------
+>>> import numpy as np
+>>> from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, Schema
+>>> schema = Schema([OrdinalAttribute.integer_range("age", 0, 15),
+...                  NominalAttribute("sex", Hierarchy.flat(["F", "M"]))])
+>>> spec = ReleaseSpec(schema, epsilon=1.0, sa=("sex",))
+>>> spec.effective_sa, spec.rho, spec.name
+(('sex',), 5, 'Privelet+')
+>>> ReleaseSpec(schema, 1.0, "basic").effective_sa
+('age', 'sex')
+>>> round(spec.worst_case_variance(), 1), spec.paper_bound()
+(568.8, 1200.0)
+>>> spec.run(np.ones(schema.shape), rng=np.random.default_rng(7)).noisy.shape
+(16, 2)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Collection
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from .bounds import VarianceModel, margin95, paper_bound, variance_model
+from .errors import PriveletError, SchemaError
+from .hn import TransformPlan
+from .noise import Neighbours, NoiseCalibration, calibrate, check_epsilon, check_neighbours, default_rng, multiplicity
+from .pipeline import EXACT_LIMIT, check_memory, peak_bytes, release_blocks, total_count, worker_count
+from .progress import CancelCallback, Progress, ProgressCallback
+from .queries import QueryBatch, RangeQuery
+from .release import Mechanism, Release
+from .schema import OrdinalAttribute, Schema
+
+__all__ = [
+    "MECHANISMS",
+    "MECHANISM_NAMES",
+    "Mechanism",
+    "ReleaseSpec",
+    "axes_schema",
+    "check_mechanism",
+    "check_sa",
+    "mechanism_name",
+]
+
+#: The mechanisms a custodian can choose (Privelet+ with S_A empty is Privelet, with every
+#: attribute in S_A it is Basic).
+MECHANISMS: tuple[Mechanism, ...] = ("privelet+", "privelet", "basic")
+#: How each mechanism is written for people.
+MECHANISM_NAMES: dict[str, str] = {"privelet+": "Privelet+", "privelet": "Privelet", "basic": "Basic"}
+
+def mechanism_name(mechanism: str) -> str:
+    """``"Privelet+"``, ``"Privelet"`` or ``"Basic"`` (an unknown name is returned as is)."""
+    return MECHANISM_NAMES.get(mechanism, mechanism)
+
+
+def check_mechanism(mechanism: object) -> Mechanism:
+    """``mechanism`` if it is one of :data:`MECHANISMS`; a PriveletError naming them otherwise."""
+    if mechanism not in MECHANISMS:
+        raise PriveletError(f"mechanism must be one of {', '.join(map(repr, MECHANISMS))}, got {mechanism!r}")
+    return mechanism  # type: ignore[return-value]
+
+
+def check_sa(schema: Schema, sa: Collection[str]) -> tuple[str, ...]:
+    """S_A as attribute names in axis order; errors name an unknown or repeated attribute.
+
+    A single string is refused rather than read as its letters.
+    """
+    if isinstance(sa, str):
+        raise SchemaError(
+            f"S_A is a collection of attribute names, got the text {sa!r}; write [{sa!r}] for one attribute"
+        )
+    names = tuple(sa)
+    wrong = [name for name in names if not isinstance(name, str)]
+    if wrong:
+        raise SchemaError(f"S_A holds attribute names, got {wrong[0]!r}")
+    return tuple(schema[axis].name for axis in schema.axes(names))
+
+
+def axes_schema(shape: tuple[int, ...]) -> Schema:
+    """A schema of plain ordinal axes ``axis_0, axis_1, ...`` for a matrix given without one."""
+    return Schema([OrdinalAttribute.integer_range(f"axis_{axis}", 0, size - 1) for axis, size in enumerate(shape)])
+
+
+@dataclass(frozen=True)
+class ReleaseSpec:
+    """What to release and how (see the module docstring); validated when made.
+
+    ``sa`` is read as attribute names (in any order; kept in axis order). It applies to
+    Privelet+ only: Privelet leaves no attribute untransformed and Basic every one.
+    """
+
+    schema: Schema
+    epsilon: float
+    mechanism: Mechanism = "privelet+"
+    sa: tuple[str, ...] = ()
+    neighbours: Neighbours = "replace"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.schema, Schema):
+            raise SchemaError(f"a release needs a Schema, got {type(self.schema).__name__}")
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        check_mechanism(self.mechanism)
+        check_neighbours(self.neighbours)
+        object.__setattr__(self, "sa", check_sa(self.schema, self.sa))
+
+    def replace(self, **changes: object) -> ReleaseSpec:
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    # -- what the mechanism means ------------------------------------------------------------
+    @cached_property
+    def effective_sa(self) -> tuple[str, ...]:
+        """S_A as the release uses it, in axis order: none for Privelet, all for Basic."""
+        if self.mechanism == "privelet":
+            return ()
+        if self.mechanism == "basic":
+            return self.schema.names
+        return self.sa
+
+    @property
+    def label(self) -> Mechanism:
+        """The mechanism the release really is: Privelet+ with S_A empty is Privelet, and
+        with every attribute in S_A it is Basic."""
+        if not self.effective_sa:
+            return "privelet"
+        if len(self.effective_sa) == len(self.schema):
+            return "basic"
+        return "privelet+"
+
+    @property
+    def name(self) -> str:
+        """The label for people: ``"Privelet+"``, ``"Privelet"`` or ``"Basic"``."""
+        return mechanism_name(self.label)
+
+    @cached_property
+    def plan(self) -> TransformPlan:
+        """The per-axis transforms (identity along S_A)."""
+        return TransformPlan(self.schema, self.effective_sa)
+
+    @property
+    def rho(self) -> int:
+        """The generalized sensitivity of the transform (1 for Basic)."""
+        return self.plan.rho
+
+    @property
+    def multiplicity(self) -> int:
+        """Cells of M one neighbour step changes: 2 (replace) or 1 (add/remove)."""
+        return multiplicity(self.neighbours)
+
+    @property
+    def nominal_scale(self) -> float:
+        """lambda = 2 rho / epsilon (replace) or rho / epsilon (add/remove)."""
+        return self.multiplicity * self.rho / self.epsilon
+
+    def calibration(self, rows: int) -> NoiseCalibration:
+        """The noise grid and sensitivity in grid units for a table of ``rows`` tuples."""
+        plan = self.plan
+        return calibrate(
+            self.epsilon, plan.rho, plan.influence, neighbours=self.neighbours, rows=rows,
+            max_denominator=plan.max_denominator,
+        )
+
+    # -- errors, before any release (data-independent: they cost no privacy) -------------------
+    @property
+    def model(self) -> VarianceModel:
+        """The schema's shared variance model (its factors are computed once per schema)."""
+        return variance_model(self.schema)
+
+    def paper_bound(self) -> float:
+        """The paper's bound on the noise variance of every range-count query (Eq. 7)."""
+        return paper_bound(self.schema, self.epsilon, self.effective_sa, neighbours=self.neighbours)
+
+    def worst_case_variance(self) -> float:
+        """The exact largest noise variance of any range-count query (slow the first time
+        for a schema with big domains: :meth:`VarianceModel.prepare`)."""
+        return self.model.worst_case(self.epsilon, self.effective_sa, neighbours=self.neighbours)
+
+    def worst_case_margin95(self) -> float:
+        """+/- the worst query's noise stays within in 95% of releases."""
+        return margin95(self.worst_case_variance())
+
+    def variances(self, queries: QueryBatch) -> np.ndarray:
+        """The exact noise variance of each query of a batch."""
+        return self.model.batch(queries, self.epsilon, self.effective_sa, neighbours=self.neighbours)
+
+    def variance(self, query: RangeQuery) -> float:
+        """The exact noise variance of one query."""
+        return float(self.variances(QueryBatch.of([query]))[0])
+
+    @staticmethod
+    def margin95(variance: float) -> float:
+        """The half-width of a 95% interval for noise of this variance (normal approximation)."""
+        return margin95(variance)
+
+    # -- the release ----------------------------------------------------------------------------
+    def peak_bytes(self, workers: int | None = None) -> int:
+        """About the most memory a release holds at once besides M itself (bytes)."""
+        return peak_bytes(self.plan, worker_count(workers))
+
+    def check_memory(self, workers: int | None = None) -> None:
+        """Refuse, with what to do, a release that would not fit in the memory available now."""
+        check_memory(self.peak_bytes(workers))
+
+    def run(
+        self,
+        matrix: np.ndarray,
+        *,
+        rng: np.random.Generator | None = None,
+        progress: ProgressCallback | None = None,
+        should_cancel: CancelCallback | None = None,
+        workers: int | None = None,
+    ) -> Release:
+        """Release ``matrix`` (M: non-negative integer counts of shape ``schema.shape``).
+
+        ``rng`` is for reproducible tests only (such a release is marked ``seeded`` and is
+        not private); by default the noise is seeded from OS entropy. The S_A blocks are
+        processed by ``workers`` threads (default: one per CPU core, at most 8); the result
+        does not depend on their number.
+        """
+        started = time.perf_counter()
+        matrix = np.asarray(matrix, dtype=np.float64)
+        if matrix.shape != self.schema.shape:
+            raise PriveletError(
+                f"the matrix has shape {matrix.shape} but the schema needs {self.schema.shape}; "
+                "count the table with this schema or fix the schema"
+            )
+        threads = worker_count(workers)
+        generator = default_rng(rng)
+        rows = total_count(matrix)
+        plan = self.plan
+        if rows * plan.growth >= EXACT_LIMIT:
+            raise PriveletError(
+                f"the table is too large for exact rounding with these hierarchies ({rows:,} rows); "
+                "split the table or use hierarchies with smaller fan-outs"
+            )
+        calibration = self.calibration(rows)
+        steps = Progress(progress, should_cancel)
+        noisy = release_blocks(matrix, plan, calibration, generator, steps, threads)
+        steps.report(1.0, "release done")
+        return Release(
+            noisy=noisy,
+            epsilon=calibration.epsilon,
+            sa=self.effective_sa,
+            rho=plan.rho,
+            scale=calibration.scale,
+            mechanism=self.label,
+            neighbours=self.neighbours,
+            calibration=calibration,
+            schema=self.schema,
+            seeded=rng is not None,
+            seconds=time.perf_counter() - started,
+        )
