@@ -39,7 +39,7 @@ def create_application(argv: Sequence[str] | None = None):  # type: ignore[no-un
     from PySide6.QtWidgets import QApplication
 
     from .. import __version__
-    from . import icons
+    from ..qt import icons
     from .settings import APPLICATION, ORGANIZATION
 
     app = QApplication.instance()

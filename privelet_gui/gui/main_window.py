@@ -33,7 +33,7 @@ from .. import __version__
 from .. import io as pio
 from ..engine import PriveletError, Release
 from ..io.project import PROJECT_SUFFIX, load_project, save_project
-from . import icons
+from ..qt import icons
 from .dialogs import Dialogs
 from .document import STEPS, Document
 from .guide import GUIDE_HTML, about_html

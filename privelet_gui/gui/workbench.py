@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 
 from ..engine import Hierarchy, NominalAttribute, PrefixSums, RangeQuery, Release
 from ..io import QueryAnswer, answer_query, atomic_write
-from .widgets import fmt_number
+from ..qt.widgets import fmt_number
 
 __all__ = ["INSTANT_PREFIX_CELLS", "IntervalPicker", "NodePicker", "QueryWorkbench"]
 

@@ -9,7 +9,7 @@ from PySide6.QtGui import QImage
 from privelet_gui import io as pio
 from privelet_gui.engine import expected_errors, random_workload, variance_model
 from privelet_gui.gui.panels.privacy_panel import PREVIEW_QUERIES
-from privelet_gui.gui.plots import TRUE_DATA_WARNING
+from privelet_gui.qt.plots import TRUE_DATA_WARNING
 from tests.gui.conftest import open_sample
 
 

@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from privelet_gui import io as pio
 from privelet_gui.engine import Z95, NominalAttribute, OrdinalAttribute, paper_bound, variance_model
 from privelet_gui.gui.models.attributes_model import AttributesModel
-from privelet_gui.gui.widgets import fmt_number
+from privelet_gui.qt.widgets import fmt_number
 from tests.gui.conftest import open_sample
 
 KEEP = ("sex", "age", "race", "marital-status", "education", "occupation")

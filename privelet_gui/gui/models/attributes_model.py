@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 
 from ...engine import NominalAttribute, PriveletError, paper_factors
-from .. import icons
+from ...qt import icons
 
 if TYPE_CHECKING:
     from ..document import AttributeConfig, Document

@@ -698,7 +698,7 @@ class HierarchyModel(QAbstractItemModel):
         return f"Value {node.label!r}: axis position {lo}"
 
     def _icon(self, node: TreeNode) -> Any:
-        from .. import icons
+        from ...qt import icons
 
         if node.is_group and not node.children and node is not self._root:
             return icons.icon("warning")

@@ -28,7 +28,7 @@ from ...engine import Hierarchy, HierarchyError, NumericBins, PriveletError
 from ..document import AttributeConfig, Document
 from ..jobs import MAX_CELLS
 from ..models.attributes_model import AttributesModel
-from ..widgets import Banner, StepHeader, SwitchBox, fmt_bytes
+from ...qt.widgets import Banner, StepHeader, SwitchBox, fmt_bytes
 
 __all__ = ["AttributeEditor", "AttributesPanel"]
 

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 
 from ..document import Document
 from ..models.table_models import ColumnSummaryModel
-from ..widgets import Banner, StepHeader
+from ...qt.widgets import Banner, StepHeader
 
 __all__ = ["DataPanel"]
 

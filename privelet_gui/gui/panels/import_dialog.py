@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 from ... import io as pio
 from ...engine import PriveletError
 from ..models.table_models import DataFrameModel
-from ..widgets import Banner
+from ...qt.widgets import Banner
 
 __all__ = ["PREVIEW_ROWS", "ImportDialog"]
 

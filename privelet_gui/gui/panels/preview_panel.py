@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QTabWid
 
 from ...engine import ErrorPreview, Release, marginal
 from ..jobs import MEASURE_MAX_CELLS
-from ..plots import ErrorByCoveragePlot, HeatmapPlot, MarginalComparisonPlot
+from ...qt.plots import ErrorByCoveragePlot, HeatmapPlot, MarginalComparisonPlot
 from ..tasks import TaskRunner
 
 __all__ = ["ErrorPreviewPanel"]

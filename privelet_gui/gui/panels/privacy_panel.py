@@ -46,11 +46,11 @@ from ...engine import (
     random_workload,
     variance_model,
 )
-from .. import icons
+from ...qt import icons
 from ..document import Document
-from ..plots import AttributeFactorPlot, ErrorByCoveragePlot
+from ...qt.plots import AttributeFactorPlot, ErrorByCoveragePlot
 from ..tasks import TaskRunner
-from ..widgets import StepHeader, fmt_count, fmt_number
+from ...qt.widgets import StepHeader, fmt_count, fmt_number
 
 __all__ = ["EPSILON_MAX", "EPSILON_MIN", "Z95", "PrivacyPanel", "epsilon_to_slider", "slider_to_epsilon"]
 

@@ -28,7 +28,7 @@ from ...engine import Z95, ErrorPreview, PrefixSums, PriveletError, Release
 from ..document import Document
 from ..jobs import MEASURE_MAX_CELLS, ReleaseOutcome
 from ..tasks import TaskRunner
-from ..widgets import Banner, StepHeader, fmt_count, fmt_number
+from ...qt.widgets import Banner, StepHeader, fmt_count, fmt_number
 from ..workbench import INSTANT_PREFIX_CELLS, QueryWorkbench
 from .preview_panel import ErrorPreviewPanel
 

@@ -1,7 +1,7 @@
 r"""Figures of ``privelet evaluate``: the paper's Figures 8/9 as PNG files, drawn headless.
 
 The command line imports this module only when it writes figures (``--no-figures``
-never loads Qt). It draws with the app's own :class:`~privelet_gui.gui.plots.ErrorByCoveragePlot`
+never loads Qt). It draws with the app's own :class:`~privelet_gui.qt.plots.ErrorByCoveragePlot`
 (log scale, Basic against Privelet+), on a white background for printing, and writes
 the custodian-only warning *into the exported image* (a second title line): the
 app's warning banner is a separate widget that a PNG export of the plot would leave out.

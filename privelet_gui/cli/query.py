@@ -1,0 +1,63 @@
+"""``privelet query`` and ``privelet export``: answer queries on a release file, export it as a table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+from ._common import fmt
+
+__all__ = ["register"]
+
+
+def register(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Add this module's commands to the ``privelet`` parser."""
+    p = commands.add_parser(
+        "query", parents=[common], help="answer a range-count query on a release",
+        description="Sum the noisy counts in a box and give the exact noise variance and a 95%% interval.",
+    )
+    p.add_argument("release", metavar="RELEASE.npz")
+    p.add_argument("--where", action="append", default=[], metavar="NAME=VALUE",
+                   help="a condition: a hierarchy label (occupation=Technical), a value (sex=Male) or an "
+                        "inclusive range (age=20..30, age=65..); repeat for several attributes")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(handler=_cmd_query)
+
+    p = commands.add_parser(
+        "export", parents=[common], help="export a release as a long table (CSV or Parquet)",
+        description="Write one row per cell: the attribute labels, then noisy_count.",
+    )
+    p.add_argument("release", metavar="RELEASE.npz")
+    p.add_argument("--format", choices=("csv", "parquet"), help="default: from the --out extension")
+    p.add_argument("--out", required=True, metavar="FILE", help="file to write (.csv, .csv.gz or .parquet)")
+    p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    p.set_defaults(handler=_cmd_export)
+
+
+def _cmd_query(args: argparse.Namespace) -> int:
+    from ..engine import PriveletError
+    from ..io import answer_query, load_release, parse_where
+
+    release = load_release(args.release)
+    if release.schema is None:
+        raise PriveletError(f"{args.release} has no schema, so its cells have no labels to query")
+    answer = answer_query(release, parse_where(release.schema, args.where))
+    if args.json:
+        print(json.dumps(answer.to_json()))
+        return 0
+    lo, hi = answer.ci95
+    print(f"{answer.query}: {answer.noisy_count:,.2f}")
+    print(f"  noise variance {fmt(answer.variance)} (standard deviation {math.sqrt(answer.variance):,.2f})")
+    print(f"  95% interval [{lo:,.2f}, {hi:,.2f}]")
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from ..io import check_writable, export_release, load_release
+
+    out = check_writable(args.out, force=args.force)
+    release = load_release(args.release)
+    rows = export_release(release, out, format=args.format, force=args.force)
+    print(f"wrote {out} ({rows:,} rows, one per cell)")
+    return 0
