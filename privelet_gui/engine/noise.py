@@ -41,6 +41,7 @@ from .errors import PriveletError
 
 __all__ = [
     "ADD_REMOVE_MAX_ROWS",
+    "NEIGHBOUR_NAMES",
     "Neighbours",
     "NoiseCalibration",
     "add_discrete_laplace",
@@ -55,6 +56,8 @@ __all__ = [
 
 Neighbours = Literal["replace", "add-remove"]
 NEIGHBOURS: tuple[str, ...] = ("replace", "add-remove")
+#: How each neighbouring notion is written for people.
+NEIGHBOUR_NAMES: dict[str, str] = {"replace": "replace one record", "add-remove": "add or remove one record"}
 
 #: Under add/remove the table size is private, so the grid is chosen for this public
 #: cap on the number of rows instead (2**32, about 4.3 billion; larger tables are refused).

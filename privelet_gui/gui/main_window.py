@@ -31,13 +31,14 @@ from PySide6.QtWidgets import (
 
 from .. import __version__
 from .. import io as pio
-from ..engine import PriveletError, Release
+from ..engine import PriveletError, Release, mechanism_name
 from ..io.project import PROJECT_SUFFIX, load_project, save_project
 from ..qt import icons
 from .dialogs import Dialogs
 from .document import STEPS, Document
 from .guide import GUIDE_HTML, about_html
-from .jobs import ReleaseOutcome, TableSummary, classify_file, export_release_file, run_release, summarize_table
+from ..io import TableSummary, summarize_table
+from ..workspace.jobs import ReleaseOutcome, classify_file, export_release_file, run_release
 from .panels.attributes_panel import AttributesPanel
 from .panels.data_panel import DataPanel
 from .panels.hierarchy_panel import HierarchyPanel
@@ -339,8 +340,7 @@ class MainWindow(QMainWindow):
 
     def _update_settings_label(self) -> None:
         doc = self.document
-        names = {"privelet+": "Privelet+", "privelet": "Privelet", "basic": "Basic"}
-        self.settings_label.setText(f"ε = {doc.epsilon:g} · {names[doc.mechanism]} · S_A = {{{', '.join(doc.effective_sa())}}}")
+        self.settings_label.setText(f"ε = {doc.epsilon:g} · {mechanism_name(doc.mechanism)} · S_A = {{{', '.join(doc.effective_sa())}}}")
 
     def _edit_hierarchy(self, column: str) -> None:
         self.go_to("hierarchies")

@@ -26,6 +26,7 @@ from .hierarchies import (
     write_hierarchy,
     write_json_hierarchy,
 )
+from .inference import infer_attribute, infer_schema
 from .releases import (
     QueryAnswer,
     answer_query,
@@ -42,12 +43,12 @@ from .schema import (
     INFERRED_DOMAIN_WARNING,
     SCHEMA_VERSION,
     dumps_schema,
-    infer_schema,
     load_schema,
     save_schema,
     schema_from_json,
     schema_to_json,
 )
+from .summary import ColumnSummary, TableSummary, summarize_table
 from .tables import (
     DELIMITERS,
     TableOptions,
@@ -65,12 +66,14 @@ __all__ = [
     "DELIMITERS",
     "INFERRED_DOMAIN_WARNING",
     "SCHEMA_VERSION",
+    "ColumnSummary",
     "HierarchyLabelWarning",
     "OutputExistsError",
     "QueryAnswer",
     "ReleaseFileError",
     "TableError",
     "TableOptions",
+    "TableSummary",
     "answer_query",
     "atomic_write",
     "check_writable",
@@ -80,6 +83,7 @@ __all__ = [
     "hierarchy_from_arx_rows",
     "hierarchy_summary",
     "hierarchy_to_arx_rows",
+    "infer_attribute",
     "infer_schema",
     "iter_table_chunks",
     "load_release",
@@ -102,6 +106,7 @@ __all__ = [
     "schema_to_json",
     "sniff_delimiter",
     "sniff_table",
+    "summarize_table",
     "table_columns",
     "write_arx_hierarchy",
     "write_hierarchy",

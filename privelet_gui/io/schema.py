@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from ..engine import (
     Hierarchy,
@@ -53,7 +52,6 @@ __all__ = [
     "INFERRED_DOMAIN_WARNING",
     "SCHEMA_VERSION",
     "dumps_schema",
-    "infer_schema",
     "load_schema",
     "save_schema",
     "schema_from_json",
@@ -479,86 +477,3 @@ def save_schema(
             write_arx_hierarchy(attribute.hierarchy, p.parent / files[attribute.name], force=force)  # type: ignore[union-attr]
     with atomic_write(p, force=force, mode="w", encoding="utf-8", newline="\n") as f:
         f.write(dumps_schema(schema, hierarchy_files=hierarchy_files) + "\n")
-
-
-# -- inference -----------------------------------------------------------------------------------
-
-#: Integer columns spanning at most this many values become an integer range; wider ones, bins.
-INFER_MAX_RANGE = 1000
-#: Number of bins proposed for wide or fractional numeric columns.
-INFER_BINS = 100
-_MISSING_LABEL = "(missing)"
-
-
-def infer_schema(table: pd.DataFrame, *, max_range: int = INFER_MAX_RANGE, bins: int = INFER_BINS) -> Schema:
-    """Propose a schema from a table. **Not private**: see :data:`INFERRED_DOMAIN_WARNING`.
-
-    Integer columns spanning at most ``max_range`` values become an ordinal range,
-    other numeric columns ``bins`` equal-width bins with round edges, and text columns
-    a flat nominal hierarchy of their sorted distinct values under ``*`` (with a
-    ``(missing)`` leaf if some cells are empty). Every attribute is marked
-    ``domain_from_data``.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> s = infer_schema(pd.DataFrame({"age": ["30", "41"], "sex": ["M", "F"]}))
-    >>> [(a.name, a.kind, a.labels[:2], a.domain_from_data) for a in s]
-    [('age', 'ordinal', ('30', '31'), True), ('sex', 'nominal', ('F', 'M'), True)]
-    """
-    if table.shape[1] == 0:
-        raise SchemaError("the table has no columns to infer a schema from")
-    attributes: list[Attribute] = []
-    for name in table.columns:
-        attributes.append(_infer_attribute(str(name), table[name], max_range, bins))
-    return Schema(attributes)
-
-
-def _infer_attribute(name: str, column: pd.Series, max_range: int, bins: int) -> Attribute:
-    if pd.api.types.is_numeric_dtype(column.dtype) and not pd.api.types.is_bool_dtype(column.dtype):
-        numbers = pd.Series(column.to_numpy(dtype=np.float64, na_value=np.nan))
-        text = None
-    else:
-        text = column.astype("string").str.strip()
-        text = text.mask(text == "")
-        numbers = pd.to_numeric(text, errors="coerce")
-    present = numbers.notna() if text is None else text.notna()
-    has_missing = bool((~present).any())
-    values = numbers[present]
-    if len(values) and values.notna().all() and not has_missing:
-        arr = values.to_numpy(dtype=np.float64)
-        lo, hi = float(arr.min()), float(arr.max())
-        if np.array_equal(arr, np.floor(arr)) and hi - lo + 1 <= max_range:
-            return OrdinalAttribute.integer_range(name, int(lo), int(hi), domain_from_data=True)
-        width = _nice_width((hi - lo) / bins if hi > lo else 1.0)
-        start = math.floor(lo / width) * width
-        stop = (math.floor(hi / width) + 1) * width
-        return OrdinalAttribute(name, bins=NumericBins(_tidy(start), _tidy(stop), _tidy(width)), domain_from_data=True)
-    labels = sorted({str(v) for v in (column[present] if text is None else column[present].astype(str))})
-    if not labels:
-        labels = [_MISSING_LABEL]
-    missing = None
-    if has_missing:
-        if _MISSING_LABEL not in labels:
-            labels.append(_MISSING_LABEL)
-        missing = _MISSING_LABEL
-    root = "*" if "*" not in labels else "(all)"
-    return NominalAttribute(name, Hierarchy.flat(labels, root=root), missing=missing, domain_from_data=True)
-
-
-def _nice_width(raw: float) -> float:
-    """The smallest 1, 2 or 5 times a power of ten that is >= raw."""
-    if raw <= 0:
-        return 1.0
-    exponent = math.floor(math.log10(raw))
-    for mantissa in (1, 2, 5, 10):
-        width = mantissa * 10.0**exponent
-        if width >= raw * (1 - 1e-12):
-            return width
-    return 10.0 ** (exponent + 1)
-
-
-def _tidy(x: float) -> int | float:
-    rounded = round(x, 12)
-    return int(rounded) if float(rounded).is_integer() else rounded
-

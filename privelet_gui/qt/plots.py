@@ -24,7 +24,7 @@ from PySide6.QtGui import QImage, QPainter
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from ..engine import AttributeFactors, QuintileRow
+from ..engine import AttributeFactors, QuintileRow, mechanism_name
 from ..io import atomic_write
 from .widgets import Banner
 
@@ -45,7 +45,6 @@ TRUE_DATA_WARNING = (
 
 # Colour-blind-safe pair (Okabe-Ito): Basic in vermillion, Privelet+ in blue.
 MECHANISM_COLOURS = {"basic": "#D55E00", "privelet+": "#0072B2", "true": "#7F7F7F", "noisy": "#0072B2"}
-MECHANISM_NAMES = {"basic": "Basic", "privelet+": "Privelet+"}
 
 
 class PlotView(QWidget):
@@ -187,7 +186,7 @@ class ErrorByCoveragePlot(PlotView):
             colour = MECHANISM_COLOURS.get(mechanism, "#444444")
             self._curves[mechanism] = self.plot_item.plot(
                 [], [], pen=pg.mkPen(colour, width=2), symbol="o", symbolBrush=colour, symbolPen=None,
-                name=MECHANISM_NAMES.get(mechanism, mechanism),
+                name=mechanism_name(mechanism),
             )
         return self._curves[mechanism]
 

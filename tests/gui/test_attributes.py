@@ -6,7 +6,7 @@ from PySide6.QtCore import Qt
 
 from privelet_gui import io as pio
 from privelet_gui.engine import NumericBins, paper_factors
-from privelet_gui.gui.document import MAX_CELLS
+from privelet_gui.workspace import MAX_CELLS
 from privelet_gui.gui.models.attributes_model import AttributesModel
 
 

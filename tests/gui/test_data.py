@@ -11,7 +11,8 @@ import pytest
 
 from privelet_gui import io as pio
 from privelet_gui.engine import Cancelled
-from privelet_gui.gui.jobs import classify_file, summarize_table
+from privelet_gui.io import summarize_table
+from privelet_gui.workspace.jobs import classify_file
 
 
 def test_a_table_is_read_in_the_worker_with_progress(window, qtbot, tmp_path):
@@ -89,7 +90,7 @@ def test_work_functions_and_project_files_import_without_qt():
                 return None
 
         sys.meta_path.insert(0, BlockQt())
-        import privelet_gui.gui.jobs, privelet_gui.gui.hierarchy_builders, privelet_gui.io.project
+        import privelet_gui.workspace, privelet_gui.engine.builders, privelet_gui.io.project
         assert not [m for m in sys.modules if m.startswith(("PySide6", "shiboken6"))]
         print("ok")
         """

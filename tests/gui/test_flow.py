@@ -129,7 +129,7 @@ def test_whole_flow_on_the_sample(window, qtbot, tmp_path, dialogs):
     assert loaded.schema == schema
     assert (loaded.noisy == release.noisy).all()
     meta = pio.load_release_metadata(npz)
-    assert meta["extra"]["table"] == "adult.csv.gz"
+    assert "table" not in meta["extra"]  # the table's file name is not published (issue 11)
     assert meta["extra"]["created_by"].startswith("Privelet Studio")
     assert meta["paper_bound"] == expected
     assert "rows" not in str(meta["extra"])  # nothing computed from the true data

@@ -9,7 +9,7 @@ from PySide6.QtCore import QTimer
 
 from privelet_gui import io as pio
 from privelet_gui.bench import brazil_schema, brazil_table
-from privelet_gui.gui.jobs import ReleaseJob, run_release
+from privelet_gui.workspace.jobs import ReleaseJob, run_release
 from tests.gui.conftest import open_sample
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import pandas as pd
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 
-from ..jobs import ColumnSummary, TableSummary
+from ...io import ColumnSummary, TableSummary
 
 __all__ = ["ColumnSummaryModel", "DataFrameModel"]
 

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 
 from ...engine import Hierarchy, HierarchyError, NumericBins, PriveletError
 from ..document import AttributeConfig, Document
-from ..jobs import MAX_CELLS
+from ...workspace.model import MAX_CELLS
 from ..models.attributes_model import AttributesModel
 from ...qt.widgets import Banner, StepHeader, SwitchBox, fmt_bytes
 

@@ -38,7 +38,7 @@ from ... import io as pio
 from ...engine import HierarchyError, PriveletError
 from ...qt import icons
 from ..document import AttributeConfig, Document
-from ..hierarchy_builders import flat, group_by_prefix, group_into_ranges, parse_numbers
+from ...engine.builders import flat, group_by_prefix, group_into_ranges, parse_numbers
 from ..models.hierarchy_model import HierarchyModel, TreeNode
 from ...qt.widgets import StepHeader, section_label
 
@@ -232,7 +232,7 @@ class HierarchyPanel(QWidget):
             self.attribute.setCurrentIndex(index if configs else -1)
             self.attribute.blockSignals(False)
             self._attribute_chosen()
-        elif self._config is not None and self._config.hierarchy is not self.model:
+        elif self._config is not None and self._doc.hierarchy_model(self._config) is not self.model:
             self._attribute_chosen()  # the attribute's hierarchy model was replaced
         else:
             self._refresh_side()
@@ -264,7 +264,7 @@ class HierarchyPanel(QWidget):
             except KeyError:
                 config = None
         self._config = config
-        self.model = config.hierarchy if config is not None else None
+        self.model = self._doc.hierarchy_model(config) if config is not None else None
         self.proxy.setSourceModel(self.model)
         if self.model is not None:
             self.view.expandToDepth(0)

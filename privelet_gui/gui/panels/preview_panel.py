@@ -15,7 +15,7 @@ import numpy as np
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from ...engine import ErrorPreview, Release, marginal
-from ..jobs import MEASURE_MAX_CELLS
+from ...workspace.jobs import MEASURE_MAX_CELLS
 from ...qt.plots import ErrorByCoveragePlot, HeatmapPlot, MarginalComparisonPlot
 from ..tasks import TaskRunner
 

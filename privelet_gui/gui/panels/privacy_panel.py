@@ -37,12 +37,12 @@ from PySide6.QtWidgets import (
 )
 
 from ...engine import (
+    MECHANISM_NAMES,
     Z95,
     QueryBatch,
     Schema,
     epsilon_for_variance,
     expected_errors,
-    paper_bound,
     random_workload,
     variance_model,
 )
@@ -60,10 +60,13 @@ EPSILON_MIN = 0.01
 EPSILON_MAX = 10.0
 SLIDER_STEPS = 1000
 
-MECHANISMS = (
-    ("privelet+", "Privelet+", "transform every attribute except those in S_A"),
-    ("privelet", "Privelet", "transform every attribute (S_A empty)"),
-    ("basic", "Basic", "noise on every cell, no transform (S_A = all)"),
+MECHANISMS = tuple(
+    (key, MECHANISM_NAMES[key], tip)
+    for key, tip in (
+        ("privelet+", "transform every attribute except those in S_A"),
+        ("privelet", "transform every attribute (S_A empty)"),
+        ("basic", "noise on every cell, no transform (S_A = all)"),
+    )
 )
 
 
@@ -331,15 +334,12 @@ class PrivacyPanel(QWidget):
         self.clear_sa.setEnabled(bool(names) and enabled)
 
     # -- bounds ---------------------------------------------------------------------------------------
-    def mechanism_sa(self, schema: Schema) -> dict[str, tuple[str, ...]]:
-        chosen = set(self._doc.sa)
-        return {"basic": schema.names, "privelet": (), "privelet+": tuple(n for n in schema.names if n in chosen)}
-
     def refresh_bounds(self) -> None:
         """Recompute the table of bounds (instant once the schema's factors are known)."""
         schema = self._doc.schema()
+        specs = {key: self._doc.release_spec(mechanism=key) for key, _title, _tip in MECHANISMS}
         self.bounds = {}
-        if schema is None:
+        if schema is None or any(spec is None for spec in specs.values()):
             for row in range(3):
                 for col in range(4):
                     self.table.setItem(row, col, QTableWidgetItem(MECHANISMS[row][1] if col == 0 else "—"))
@@ -348,18 +348,18 @@ class PrivacyPanel(QWidget):
             self._update_target()
             self.boundsUpdated.emit()
             return
-        epsilon, neighbours = self._doc.epsilon, self._doc.neighbours
         model = variance_model(schema)
-        ready = "factors" in model.__dict__
+        ready = model.ready
         if not ready and self._pending != schema:
             self._pending = schema
-            self.runner.submit(lambda progress, cancel, m=model: m.factors, "variance factors")
+            self.runner.submit(lambda progress, cancel, m=model: m.prepare(), "variance factors")
         for row, (key, title, _tip) in enumerate(MECHANISMS):
-            sa = self.mechanism_sa(schema)[key]
-            entry: dict[str, Any] = {"sa": sa, "paper": paper_bound(schema, epsilon, sa, neighbours=neighbours)}
+            spec = specs[key]
+            assert spec is not None
+            entry: dict[str, Any] = {"sa": spec.effective_sa, "paper": spec.paper_bound()}
             if ready:
-                entry["exact"] = model.worst_case(epsilon, sa, neighbours=neighbours)
-                entry["margin"] = Z95 * math.sqrt(entry["exact"])
+                entry["exact"] = spec.worst_case_variance()
+                entry["margin"] = spec.margin95(entry["exact"])
             self.bounds[key] = entry
             cells = [
                 title,
@@ -378,9 +378,9 @@ class PrivacyPanel(QWidget):
                     item.setFont(font)
                 if col == 0:
                     item.setIcon(icons.icon("done" if selected else "todo"))
-                    item.setToolTip(_tip + (f"; S_A = {{{', '.join(sa)}}}" if key == "privelet+" else ""))
+                    item.setToolTip(_tip + (f"; S_A = {{{', '.join(spec.effective_sa)}}}" if key == "privelet+" else ""))
                 self.table.setItem(row, col, item)
-        plus_sa = self.mechanism_sa(schema)["privelet+"]
+        plus_sa = self.bounds["privelet+"]["sa"]
         self.bounds_note.setText(
             f"Privelet+ with S_A = {{{', '.join(plus_sa)}}}; m = {schema.size:,} cells. Variances are those of the "
             "noise on one range-count query; the error is ± 1.96 standard deviations. The paper's bound "
@@ -436,17 +436,16 @@ class PrivacyPanel(QWidget):
         if schema is None:
             self.target_result.setText("Define the attributes first.")
             return
-        model = variance_model(schema)
-        if "factors" not in model.__dict__:
+        spec = self._doc.release_spec()
+        if spec is None or not variance_model(schema).ready:
             self.target_result.setText("Computing...")
             return
-        sa = self.mechanism_sa(schema)[self._doc.mechanism]
-        at_one = model.worst_case(1.0, sa, neighbours=self._doc.neighbours)
+        at_one = spec.replace(epsilon=1.0).worst_case_variance()
         target_variance = (self.target.value() / Z95) ** 2
         epsilon = round_up(epsilon_for_variance(at_one, target_variance))
         self.target_epsilon = epsilon
-        name = dict((k, t) for k, t, _ in MECHANISMS)[self._doc.mechanism]
-        achieved = Z95 * math.sqrt(model.worst_case(epsilon, sa, neighbours=self._doc.neighbours))
+        name = spec.name
+        achieved = spec.replace(epsilon=epsilon).worst_case_margin95()
         text = (
             f"With {name}, the smallest epsilon giving ± {fmt_count(self.target.value())} is "
             f"<b>ε = {epsilon:g}</b> (± {fmt_count(achieved)})."

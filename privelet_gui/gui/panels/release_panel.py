@@ -24,9 +24,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...engine import Z95, ErrorPreview, PrefixSums, PriveletError, Release
+from ...engine import Z95, ErrorPreview, PrefixSums, PriveletError, Release, mechanism_name
+from ...engine.noise import NEIGHBOUR_NAMES
 from ..document import Document
-from ..jobs import MEASURE_MAX_CELLS, ReleaseOutcome
+from ...workspace.jobs import MEASURE_MAX_CELLS, ReleaseOutcome
 from ..tasks import TaskRunner
 from ...qt.widgets import Banner, StepHeader, fmt_count, fmt_number
 from ..workbench import INSTANT_PREFIX_CELLS, QueryWorkbench
@@ -34,8 +35,6 @@ from .preview_panel import ErrorPreviewPanel
 
 __all__ = ["ReleasePanel"]
 
-_MECHANISM_NAMES = {"privelet+": "Privelet+", "privelet": "Privelet", "basic": "Basic"}
-_NEIGHBOUR_NAMES = {"replace": "replace one record", "add-remove": "add or remove one record"}
 
 
 class ReleasePanel(QWidget):
@@ -209,12 +208,12 @@ class ReleasePanel(QWidget):
             elif doc.mechanism == "privelet+" and not sa:
                 same = " (S_A empty: this is Privelet)"
             labels["mechanism"].setText(
-                f"{_MECHANISM_NAMES[doc.mechanism]}, S_A = {{{', '.join(sa)}}}{same}; "
-                f"neighbours: {_NEIGHBOUR_NAMES[doc.neighbours]}"
+                f"{mechanism_name(doc.mechanism)}, S_A = {{{', '.join(sa)}}}{same}; "
+                f"neighbours: {NEIGHBOUR_NAMES[doc.neighbours]}"
             )
         else:
             labels["attributes"].setText("—")
-            labels["mechanism"].setText(_MECHANISM_NAMES[doc.mechanism])
+            labels["mechanism"].setText(mechanism_name(doc.mechanism))
         labels["epsilon"].setText(f"{doc.epsilon:g}")
         labels["bound"].setText(self._bound_text())
         try:
@@ -228,16 +227,13 @@ class ReleasePanel(QWidget):
         self._show_outcome(doc.outcome)
 
     def _bound_text(self) -> str:
-        from ...engine import variance_model
-
-        schema = self._doc.schema()
-        if schema is None:
+        spec = self._doc.release_spec()
+        if spec is None:
             return "—"
-        model = variance_model(schema)
-        if "factors" not in model.__dict__:
+        if not spec.model.ready:
             return "computing..."
-        variance = model.worst_case(self._doc.epsilon, self._doc.effective_sa(), neighbours=self._doc.neighbours)
-        return f"variance {fmt_number(variance)}, about ± {fmt_count(Z95 * variance ** 0.5)} at 95%"
+        variance = spec.worst_case_variance()
+        return f"variance {fmt_number(variance)}, about ± {fmt_count(spec.margin95(variance))} at 95%"
 
     def show_release(self, release: Release | None, preview: ErrorPreview | None = None, source: str = "") -> None:
         """Show a release in the error preview and the query workbench (a fresh one, or a file)."""
@@ -263,10 +259,10 @@ class ReleasePanel(QWidget):
         self.show_release(outcome.release, outcome.preview, "This release")
         r = outcome.release
         labels = self.result_labels
-        labels["mechanism"].setText(_MECHANISM_NAMES.get(r.mechanism, r.mechanism) + ("  (seeded: for tests only)" if r.seeded else ""))
+        labels["mechanism"].setText(mechanism_name(r.mechanism) + ("  (seeded: for tests only)" if r.seeded else ""))
         labels["epsilon"].setText(f"{r.epsilon:g}")
         labels["sa"].setText("{" + ", ".join(r.sa) + "}")
-        labels["neighbours"].setText(_NEIGHBOUR_NAMES.get(r.neighbours, r.neighbours))
+        labels["neighbours"].setText(NEIGHBOUR_NAMES.get(r.neighbours, r.neighbours))
         labels["rho"].setText(f"{r.rho:g}")
         labels["lambda"].setText(f"{r.nominal_scale:.6g} (effective scale on the exact grid: {r.scale:.9g})")
         labels["paper"].setText(fmt_number(outcome.paper_bound))
@@ -278,19 +274,9 @@ class ReleasePanel(QWidget):
             f"finished {outcome.finished_at}"
         )
         labels["shape"].setText(" x ".join(f"{n:,}" for n in r.noisy.shape) + f" noisy counts from {outcome.table_name}")
-        self.stale.setVisible(self._is_stale(outcome))
+        self.stale.setVisible(self._doc.release_is_stale(outcome))
         for button in (self.export_release, self.export_csv, self.export_parquet):
             button.setEnabled(not self._running)
-
-    def _is_stale(self, outcome: ReleaseOutcome) -> bool:
-        doc = self._doc
-        r = outcome.release
-        return (
-            doc.schema() != r.schema
-            or abs(doc.epsilon - r.epsilon) > 1e-12
-            or doc.neighbours != r.neighbours
-            or tuple(doc.effective_sa()) != tuple(r.sa)
-        )
 
     def _invalid_changed(self) -> None:
         self._doc.set_privacy("Rows outside the domains: " + str(self.invalid.currentData()), invalid=self.invalid.currentData())

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..engine import Hierarchy, HierarchyError, HierarchyNode
+from .errors import HierarchyError
+from .hierarchy import Hierarchy, HierarchyNode
 
 __all__ = ["flat", "group_by_prefix", "group_into_ranges", "parse_numbers"]
 

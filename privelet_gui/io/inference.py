@@ -1,0 +1,109 @@
+"""Proposing a domain for each column from the data: the one rule, for the app and ``privelet schema infer``.
+
+**Not private**: a domain learned from the data discloses its rare values (see
+:data:`~privelet_gui.io.schema.INFERRED_DOMAIN_WARNING`); every proposed attribute is
+marked ``domain_from_data`` so that the app and the command line keep saying so.
+
+The rule, per column summary (:class:`~privelet_gui.io.summary.ColumnSummary`):
+
+- numbers: ordinal; an integer range when the integers span at most
+  :data:`INFER_MAX_RANGE` values, else :data:`INFER_BINS` equal bins with round edges;
+- text: nominal, a flat hierarchy of the sorted distinct values, plus a
+  ``"(missing)"`` value that empty cells count as when some are empty;
+- an empty column: nominal, the single value ``"(missing)"``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ..engine import Hierarchy, NominalAttribute, NumericBins, OrdinalAttribute, Schema, SchemaError
+from ..engine.schema import Attribute
+from .summary import MAX_TRACKED_VALUES, ColumnSummary, summarize_frame
+
+__all__ = ["INFER_BINS", "INFER_MAX_RANGE", "MISSING_LABEL", "free_root_label", "infer_attribute", "infer_schema"]
+
+#: Integer columns spanning at most this many values become an integer range; wider ones, bins.
+INFER_MAX_RANGE = 1000
+#: Number of bins proposed for wide or fractional numeric columns.
+INFER_BINS = 100
+#: The value empty cells of a text column count as.
+MISSING_LABEL = "(missing)"
+
+
+def infer_attribute(column: ColumnSummary) -> Attribute:
+    """The proposed attribute for one column (see the module docstring).
+
+    Raises :class:`~privelet_gui.engine.SchemaError` for a text column with more distinct
+    values than a summary tracks (``MAX_TRACKED_VALUES``): too many for a domain.
+    """
+    name = column.name
+    if column.numeric and column.minimum is not None and column.maximum is not None:
+        lo, hi = column.minimum, column.maximum
+        if column.integer and hi - lo + 1 <= INFER_MAX_RANGE:
+            return OrdinalAttribute.integer_range(name, int(lo), int(hi), domain_from_data=True)
+        width = _nice_width((hi - lo) / INFER_BINS if hi > lo else 1.0)
+        start = math.floor(lo / width) * width
+        stop = (math.floor(hi / width) + 1) * width
+        return OrdinalAttribute(name, bins=NumericBins(_tidy(start), _tidy(stop), _tidy(width)), domain_from_data=True)
+    if column.values is None:
+        raise SchemaError(
+            f"column {name!r} has more than {MAX_TRACKED_VALUES:,} distinct values, too many for a domain; "
+            "leave it out, or bin or group its values first"
+        )
+    labels = list(column.values) or [MISSING_LABEL]
+    missing = None
+    if column.missing:
+        if MISSING_LABEL not in labels:
+            labels.append(MISSING_LABEL)
+        missing = MISSING_LABEL
+    return NominalAttribute(
+        name, Hierarchy.flat(labels, root=free_root_label(labels)), missing=missing, domain_from_data=True
+    )
+
+
+def infer_schema(table: pd.DataFrame) -> Schema:
+    """Propose a schema from a table held in memory. **Not private** (see the module docstring).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> s = infer_schema(pd.DataFrame({"age": ["30", "41"], "sex": ["M", "F"]}))
+    >>> [(a.name, a.kind, a.labels[:2], a.domain_from_data) for a in s]
+    [('age', 'ordinal', ('30', '31'), True), ('sex', 'nominal', ('F', 'M'), True)]
+    """
+    if table.shape[1] == 0:
+        raise SchemaError("the table has no columns to infer a schema from")
+    return Schema([infer_attribute(column) for column in summarize_frame(table)])
+
+
+def free_root_label(labels: list[str]) -> str:
+    """``"*"``, or another root label when ``"*"`` is itself a value (labels are unique in a tree)."""
+    taken = set(labels)
+    for candidate in ("*", "(all)", "(all values)"):
+        if candidate not in taken:
+            return candidate
+    number = 2
+    while f"(all {number})" in taken:
+        number += 1
+    return f"(all {number})"
+
+
+def _nice_width(raw: float) -> float:
+    """The smallest 1, 2 or 5 times a power of ten that is >= raw."""
+    if raw <= 0:
+        return 1.0
+    exponent = math.floor(math.log10(raw))
+    for mantissa in (1, 2, 5, 10):
+        width = mantissa * 10.0**exponent
+        if width >= raw * (1 - 1e-12):
+            return width
+    return 10.0 ** (exponent + 1)
+
+
+def _tidy(x: float) -> int | float:
+    """Round away floating-point noise; whole numbers become ints."""
+    rounded = round(x, 12)
+    return int(rounded) if float(rounded).is_integer() else rounded

@@ -1,0 +1,273 @@
+"""The long-running work of the app, as plain functions with no Qt.
+
+Each job is ``run(inputs..., progress, should_cancel)`` (Orange3 style) and returns
+plain data. The desktop app hands them to its task service
+(:mod:`privelet_gui.gui.tasks`); tests call them directly. They call the engine and io
+functions and re-implement nothing: the release itself is
+:meth:`~privelet_gui.engine.ReleaseSpec.run`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+from .. import __version__
+from .. import io as pio
+from ..engine import (
+    CountReport,
+    ErrorPreview,
+    Progress,
+    Release,
+    ReleaseSpec,
+    Schema,
+    margin95,
+    measure_release,
+)
+from ..engine.noise import Neighbours
+from ..engine.spec import Mechanism
+
+__all__ = [
+    "MEASURE_MAX_CELLS",
+    "PROJECT_SUFFIX",
+    "ReleaseJob",
+    "ReleaseOutcome",
+    "classify_file",
+    "export_release_file",
+    "extra_metadata",
+    "natural_sorted",
+    "run_release",
+]
+
+PROJECT_SUFFIX = ".privelet"
+#: The error of releases up to this many cells is measured on the true data (memory: 4 x M).
+MEASURE_MAX_CELLS = 1 << 24
+
+ProgressFunction = Callable[[float, str], None]
+CancelFunction = Callable[[], bool]
+
+
+# -- release ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReleaseJob:
+    """Everything a release needs; frozen so the worker sees a consistent snapshot.
+
+    The release itself is :attr:`spec` (validated when the job is made).
+    """
+
+    table_path: Path
+    options: Any  # io.TableOptions
+    schema: Schema
+    epsilon: float
+    sa: tuple[str, ...]
+    neighbours: Neighbours = "replace"
+    mechanism: Mechanism = "privelet+"
+    invalid: Literal["error", "drop"] = "error"
+    measure_error: bool = True  # measure the release's error on the true data (custodian only)
+
+    def __post_init__(self) -> None:
+        _ = self.spec  # validate now, in the caller's thread, not in the worker
+
+    @cached_property
+    def spec(self) -> ReleaseSpec:
+        return ReleaseSpec(self.schema, self.epsilon, self.mechanism, self.sa, self.neighbours)
+
+    @property
+    def measures_error(self) -> bool:
+        """Measuring keeps three more matrices of M's size: only for matrices up to MEASURE_MAX_CELLS."""
+        return self.measure_error and self.schema.size <= MEASURE_MAX_CELLS
+
+
+@dataclass(frozen=True)
+class ReleaseOutcome:
+    """A finished release and what the custodian should see about it (no true counts)."""
+
+    release: Release
+    report: CountReport  # rows read / counted / dropped: shown to the custodian, never exported
+    table_name: str
+    paper_bound: float
+    worst_case_variance: float
+    seconds: float
+    counting_seconds: float
+    preview: ErrorPreview | None = None  # errors on the true data: shown here only, never exported
+    finished_at: str = field(default_factory=lambda: _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"))
+
+    @property
+    def margin95(self) -> float:
+        """+/- count that the worst query's noise stays within with 95% probability (normal approx.)."""
+        return margin95(self.worst_case_variance)
+
+
+def _counting_share(path: Path, cells: int) -> float:
+    """The part of the progress bar for counting, from the file size and the matrix size."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0
+    share = size / (size + 16.0 * cells) if size + cells else 0.5
+    return min(max(share, 0.05), 0.9)
+
+
+def run_release(job: ReleaseJob, progress: ProgressFunction | None = None, should_cancel: CancelFunction | None = None) -> ReleaseOutcome:
+    """Count the table into M, then release it as the job's spec says; M is dropped at once."""
+    started = time.perf_counter()
+    steps = Progress(progress, should_cancel)
+    spec = job.spec
+    share = _counting_share(Path(job.table_path), job.schema.size)
+    counting = steps.slice(0.0, share)
+    counting.report(0.0, "counting rows")
+    matrix, report = pio.count_table(
+        job.table_path,
+        job.schema,
+        job.options,
+        invalid=job.invalid,
+        progress=lambda f, stage: counting.report(f, _stage("counting", stage)),
+        should_cancel=should_cancel,
+    )
+    counted = time.perf_counter()
+    # Measuring the error releases Basic for comparison and answers queries: about as long again.
+    end = share + (1.0 - share) * (0.5 if job.measures_error else 1.0)
+    releasing = steps.slice(share, end)
+    try:
+        release = spec.run(matrix, progress=releasing.report, should_cancel=should_cancel)
+        measuring = steps.slice(end, 1.0)
+        preview = (
+            measure_release(matrix, release, progress=measuring.report, should_cancel=should_cancel)
+            if job.measures_error
+            else None
+        )
+    finally:
+        del matrix  # the true counts never leave this function (only error statistics and marginals)
+    outcome = ReleaseOutcome(
+        release=release,
+        report=report,
+        table_name=Path(job.table_path).name,
+        paper_bound=spec.paper_bound(),
+        worst_case_variance=spec.worst_case_variance(),
+        seconds=time.perf_counter() - started,
+        counting_seconds=counted - started,
+        preview=preview,
+    )
+    steps.report(1.0, "done")
+    return outcome
+
+
+def _stage(prefix: str, stage: str) -> str:
+    return stage if stage.startswith(prefix) else f"{prefix}: {stage}"
+
+
+# -- export -------------------------------------------------------------------------------------
+
+ExportFormat = Literal["release", "csv", "parquet"]
+
+
+def extra_metadata(outcome: ReleaseOutcome) -> dict[str, Any]:
+    """Descriptive metadata stored with a release file: nothing computed from the data, and
+    not the table's file name (a name can say more than the custodian means to publish)."""
+    return {
+        "created_by": f"Privelet Studio {__version__}",
+        "created": outcome.finished_at,
+    }
+
+
+def export_format(path: str | os.PathLike[str]) -> ExportFormat:
+    """The export format a file name asks for: .npz release file, .csv(.gz) or .parquet."""
+    name = str(path).lower()
+    if name.endswith((".parquet", ".pq")):
+        return "parquet"
+    if name.endswith((".csv", ".csv.gz", ".tsv")):
+        return "csv"
+    return "release"
+
+
+def export_release_file(
+    outcome: ReleaseOutcome,
+    path: str | os.PathLike[str],
+    fmt: ExportFormat | None = None,
+    progress: ProgressFunction | None = None,
+    should_cancel: CancelFunction | None = None,
+    *,
+    force: bool = False,
+) -> Path:
+    """Write a release: the release file (.npz, with metadata) or a long-format CSV / Parquet.
+
+    The io writers are atomic (a temporary file renamed into place). Only noisy counts
+    are written.
+    """
+    steps = Progress(progress, should_cancel)
+    fmt = fmt or export_format(path)
+    steps.report(0.0, f"writing {Path(path).name}")
+    if fmt == "release":
+        pio.save_release(outcome.release, path, force=force, metadata=extra_metadata(outcome))
+    else:
+        pio.export_release(outcome.release, path, format=fmt, force=force)
+    steps.report(1.0, f"wrote {Path(path).name}")
+    return Path(path)
+
+
+# -- dropped files -----------------------------------------------------------------------------
+
+FileKind = Literal["project", "schema", "table", "hierarchy", "release"]
+
+
+def classify_file(path: str | os.PathLike[str]) -> FileKind:
+    """What a file dropped on the window probably is: a project, a schema, a release, a table
+    or a hierarchy.
+
+    ``.privelet`` and JSON with the project marker are projects; JSON with ``"attributes"``
+    is a schema (the command line's format); other JSON files are hierarchies; a headerless
+    delimited file whose rows all end with the same value (the root, ``*`` in ARX files) is
+    a hierarchy; anything else is a table.
+    """
+    p = Path(path)
+    name = p.name.lower()
+    if name.endswith(PROJECT_SUFFIX):
+        return "project"
+    if name.endswith(".npz"):
+        return "release"
+    if name.endswith(".json"):
+        try:
+            with open(p, encoding="utf-8") as f:
+                obj = json.load(f)
+        except (OSError, ValueError, RecursionError):
+            return "hierarchy"
+        if isinstance(obj, dict) and obj.get("format") == "privelet-studio-project":
+            return "project"
+        if isinstance(obj, dict) and "attributes" in obj:
+            return "schema"
+        return "hierarchy"
+    if name.endswith((".parquet", ".pq", ".gz")):
+        return "table"
+    try:
+        with open(p, encoding="utf-8", errors="replace") as f:
+            lines = [line.rstrip("\r\n") for _, line in zip(range(200), f) if line.strip()]
+    except OSError:
+        return "table"
+    if not lines:
+        return "table"
+    delimiter = pio.sniff_delimiter(lines, pio.ARX_DELIMITERS)
+    rows = [line.split(delimiter) for line in lines]
+    if all(len(r) >= 2 for r in rows) and len({r[-1] for r in rows}) == 1 and (len(rows) > 1 or rows[0][-1] == "*"):
+        return "hierarchy"
+    return "table"
+
+
+def natural_sorted(values: Sequence[str]) -> list[str]:
+    """Numbers by value, then text."""
+
+    def key(v: str) -> tuple[int, float, str]:
+        try:
+            return (0, float(v), v)
+        except ValueError:
+            return (1, 0.0, v)
+
+    return sorted(values, key=key)

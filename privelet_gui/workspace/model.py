@@ -1,0 +1,586 @@
+"""The app's state without Qt: the table, each column's attribute settings, the privacy
+settings and the last release.
+
+:class:`Workspace` holds plain state, turns it into engine objects on demand
+(:meth:`Workspace.schema`, :meth:`Workspace.release_spec`), says which steps are complete
+(:mod:`privelet_gui.workspace.steps`) and announces changes through plain
+:class:`~privelet_gui.workspace.events.Event` objects (``workspace.events.*``). Every user
+edit is an undoable :class:`~privelet_gui.workspace.history.Change` on
+:attr:`Workspace.history` (hierarchy edits included); the history's clean state is the
+"saved" state. The desktop app's document is this class plus Qt signals and a
+``QUndoStack`` (:mod:`privelet_gui.gui.document`); tests and scripts use it directly.
+
+>>> from privelet_gui import io as pio
+>>> workspace = Workspace()
+>>> workspace.set_table(pio.summarize_table(pio.sample_table_path()), schema=pio.load_schema(pio.sample_schema_path()))
+>>> workspace.set_epsilon(0.5)
+>>> workspace.release_spec().epsilon, workspace.history.can_undo
+(0.5, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from ..engine import (
+    Attribute,
+    HierarchyError,
+    NominalAttribute,
+    NumericBins,
+    OrdinalAttribute,
+    PriveletError,
+    ReleaseSpec,
+    Schema,
+    SchemaError,
+    recommend_sa,
+)
+from ..io import ColumnSummary, TableSummary, infer_attribute
+from ..io.inference import free_root_label
+from ..io.project import Project
+from .events import Event
+from .history import FieldChange, History, UndoHistory
+from .jobs import ReleaseJob, ReleaseOutcome
+from .tree import HierarchyTree, TreeNode, tree_from_json, tree_to_json
+
+__all__ = [
+    "MAX_CELLS",
+    "MAX_DEFAULT_VALUES",
+    "AttributeConfig",
+    "Workspace",
+    "WorkspaceEvents",
+    "config_from_attribute",
+    "infer_config",
+]
+
+Kind = Literal["ordinal", "nominal"]
+Mode = Literal["range", "values", "bins"]
+
+#: Columns with more distinct values than this are not included by default.
+MAX_DEFAULT_VALUES = 1000
+#: The largest frequency matrix a release is started for (8 bytes a cell, a few copies).
+MAX_CELLS = 1 << 27
+
+
+@dataclass
+class AttributeConfig:
+    """The editable settings of one column (changed only through the workspace's history)."""
+
+    column: str
+    name: str
+    include: bool = True
+    kind: Kind = "nominal"
+    mode: Mode = "values"
+    values: tuple[object, ...] = ()
+    lo: int = 0
+    hi: int = 0
+    bins: tuple[float, float, float] = (0.0, 1.0, 1.0)  # start, stop, width
+    out_of_range: str = "error"
+    missing: str | None = None
+    domain_from_data: bool = False
+    hierarchy: HierarchyTree | None = None
+    note: str = ""
+
+    def to_attribute(self) -> Attribute:
+        """The engine attribute (validated by the engine); raises PriveletError."""
+        common: dict[str, Any] = {
+            "missing": self.missing,
+            "column": None if self.column == self.name else self.column,
+            "domain_from_data": self.domain_from_data,
+        }
+        if self.kind == "nominal":
+            if self.hierarchy is None:
+                raise SchemaError(f"attribute {self.name!r} has no hierarchy yet")
+            try:
+                hierarchy = self.hierarchy.to_hierarchy()
+            except HierarchyError as exc:
+                raise HierarchyError(f"attribute {self.name!r}: {exc}") from None
+            return NominalAttribute(self.name, hierarchy, **common)
+        if self.mode == "range":
+            return OrdinalAttribute.integer_range(
+                self.name, int(self.lo), int(self.hi), out_of_range=self.out_of_range, **common  # type: ignore[arg-type]
+            )
+        if self.mode == "bins":
+            start, stop, width = self.bins
+            return OrdinalAttribute(
+                self.name, bins=NumericBins(start, stop, width), out_of_range=self.out_of_range, **common  # type: ignore[arg-type]
+            )
+        return OrdinalAttribute(self.name, self.values, out_of_range=self.out_of_range, **common)  # type: ignore[arg-type]
+
+    def domain_text(self) -> str:
+        """A one-line description of the domain."""
+        if self.kind == "nominal":
+            if self.hierarchy is None:
+                return "no hierarchy"
+            return f"hierarchy of {len(self.hierarchy.leaves()):,} values"
+        if self.mode == "range":
+            return f"integers {self.lo} to {self.hi}"
+        if self.mode == "bins":
+            start, stop, width = self.bins
+            return f"bins of width {_num(width)} from {_num(start)} to {_num(stop)}"
+        shown = ", ".join(map(str, self.values[:4])) + (", ..." if len(self.values) > 4 else "")
+        return f"{len(self.values):,} values: {shown}"
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def _flat_tree(labels: Sequence[str], history: History | None, name: str) -> HierarchyTree:
+    """A flat hierarchy of ``labels``, as an editable tree (a draft if the labels repeat)."""
+    labels = list(dict.fromkeys(str(v) for v in labels))
+    root = free_root_label(labels)
+    return HierarchyTree(TreeNode(root, True, [TreeNode(v) for v in labels]), history, name=name)
+
+
+def config_from_attribute(attribute: Attribute, history: History | None) -> AttributeConfig:
+    """The configuration that reproduces an engine attribute exactly."""
+    config = AttributeConfig(
+        column=attribute.source_column,
+        name=attribute.name,
+        missing=attribute.missing,
+        domain_from_data=attribute.domain_from_data,
+    )
+    if isinstance(attribute, NominalAttribute):
+        config.kind = "nominal"
+        config.hierarchy = HierarchyTree(attribute.hierarchy, history, name=attribute.name)
+        config.values = attribute.hierarchy.leaves
+        return config
+    config.kind = "ordinal"
+    config.out_of_range = attribute.out_of_range
+    config.values = tuple(attribute.values) or attribute.labels
+    if attribute.bins is not None:
+        config.mode = "bins"
+        config.bins = (attribute.bins.start, attribute.bins.stop, attribute.bins.width)
+    elif attribute.integer_start is not None:
+        config.mode = "range"
+        config.lo = attribute.integer_start
+        config.hi = attribute.integer_start + attribute.size - 1
+    else:
+        config.mode = "values"
+    # Ready for a switch to nominal: a flat tree of the same values.
+    config.hierarchy = _flat_tree(attribute.labels, history, attribute.name)
+    return config
+
+
+def infer_config(column: ColumnSummary, history: History | None = None) -> AttributeConfig:
+    """A starting configuration for a column: the domain :func:`~privelet_gui.io.infer_attribute`
+    proposes from the data (flagged as not private), and whether to include it by default."""
+    values = column.values
+    if values is None:
+        config = AttributeConfig(column=column.name, name=column.name, domain_from_data=True, include=False)
+        config.note = f"more than {column.distinct:,} distinct values: too many for a frequency table"
+        config.hierarchy = HierarchyTree(TreeNode("*", True), history, name=column.name)
+        return config
+    config = config_from_attribute(infer_attribute(column), history)
+    if config.kind == "ordinal":
+        # The values a switch to "values" or to nominal starts from are the data's own.
+        config.values = tuple(values)
+        config.hierarchy = _flat_tree(values, history, column.name)
+    if not values:
+        config.include = False
+        config.note = "the column is empty"
+    elif config.kind == "nominal" and column.distinct > MAX_DEFAULT_VALUES:
+        config.include = False
+        config.note = f"{column.distinct:,} distinct values: excluded by default"
+    return config
+
+
+class WorkspaceEvents:
+    """What a workspace announces; every edit ends with ``state_changed``."""
+
+    def __init__(self) -> None:
+        self.table_changed = Event()
+        self.attributes_changed = Event()
+        self.privacy_changed = Event()
+        self.release_changed = Event()
+        self.state_changed = Event()  # after any of the above: step statuses may differ
+        self.modified_changed = Event()  # (bool)
+        self.project_path_changed = Event()
+
+
+_PRIVACY_FIELDS = ("epsilon", "sa", "neighbours", "mechanism", "invalid")
+
+
+class Workspace:
+    """Everything the custodian has set up, and the last release (see the module docstring).
+
+    ``history`` receives every edit: a plain :class:`~privelet_gui.workspace.history.UndoHistory`
+    by default, the app's ``QUndoStack`` adapter in the app.
+    """
+
+    def __init__(self, *, history: History | None = None) -> None:
+        self.history: Any = history if history is not None else UndoHistory()
+        self.events = WorkspaceEvents()
+        self.summary: TableSummary | None = None
+        self.table_path: Path | None = None
+        self.table_options: Any = None
+        self.table_error: str | None = None
+        self.configs: list[AttributeConfig] = []
+        self.epsilon = 1.0
+        self.sa: tuple[str, ...] = ()
+        self.neighbours = "replace"
+        self.mechanism = "privelet+"
+        self.invalid = "error"
+        self.measure_error = True  # a preference of this session, not part of the project
+        self.outcome: ReleaseOutcome | None = None
+        self.project_path: Path | None = None
+        self._dirty = False
+        self._modified = False
+        self._schema_cache: tuple[Schema | None, str | None] | None = None
+        self.history.clean_changed.connect(self._update_modified)
+
+    # -- saved state -------------------------------------------------------------------------
+    @property
+    def modified(self) -> bool:
+        return self._modified
+
+    def _update_modified(self, *_: object) -> None:
+        modified = self._dirty or not self.history.is_clean()
+        if modified != self._modified:
+            self._modified = modified
+            self.events.modified_changed.emit(modified)
+
+    def mark_saved(self, path: Path | None = None) -> None:
+        if path is not None and path != self.project_path:
+            self.project_path = path
+            self.events.project_path_changed.emit()
+        self._dirty = False
+        self.history.set_clean()
+        self._update_modified()
+
+    def mark_dirty(self) -> None:
+        self._dirty = True
+        self._update_modified()
+
+    # -- lookups ---------------------------------------------------------------------------------
+    def config(self, column: str) -> AttributeConfig:
+        for config in self.configs:
+            if config.column == column:
+                return config
+        raise KeyError(column)
+
+    def config_by_name(self, name: str) -> AttributeConfig | None:
+        return next((c for c in self.configs if c.name == name), None)
+
+    def included(self) -> list[AttributeConfig]:
+        return [c for c in self.configs if c.include]
+
+    def data_values(self, column: str) -> tuple[str, ...] | None:
+        """The column's distinct values in the table (None if unknown or too many)."""
+        summary = self.column_summary(column)
+        return summary.values if summary is not None else None
+
+    def column_summary(self, column: str) -> ColumnSummary | None:
+        return self.summary.column(column) if self.summary is not None else None
+
+    def trees(self) -> list[HierarchyTree]:
+        """Every attribute's editable hierarchy."""
+        return [c.hierarchy for c in self.configs if c.hierarchy is not None]
+
+    # -- engine objects --------------------------------------------------------------------------
+    def schema(self) -> Schema | None:
+        """The schema of the included attributes, or None (see :meth:`schema_error`)."""
+        return self._schema()[0]
+
+    def schema_error(self) -> str | None:
+        return self._schema()[1]
+
+    def _schema(self) -> tuple[Schema | None, str | None]:
+        if self._schema_cache is None:
+            included = self.included()
+            if not included:
+                self._schema_cache = (None, "include at least one attribute")
+            else:
+                try:
+                    self._schema_cache = (Schema([c.to_attribute() for c in included]), None)
+                except PriveletError as exc:
+                    self._schema_cache = (None, str(exc))
+        return self._schema_cache
+
+    def release_spec(self, *, mechanism: str | None = None) -> ReleaseSpec | None:
+        """The release the settings describe (or, with ``mechanism``, another mechanism at the
+        same settings), or None while the schema or epsilon is not valid."""
+        schema = self.schema()
+        if schema is None:
+            return None
+        sa = tuple(n for n in schema.names if n in set(self.sa))  # S_A keeps excluded names: skip them
+        try:
+            return ReleaseSpec(schema, self.epsilon, mechanism or self.mechanism, sa, self.neighbours)  # type: ignore[arg-type]
+        except PriveletError:
+            return None
+
+    def effective_sa(self) -> tuple[str, ...]:
+        """S_A as the release will use it (in axis order; Privelet: none; Basic: all)."""
+        spec = self.release_spec()
+        return spec.effective_sa if spec is not None else ()
+
+    def recommended_sa(self) -> tuple[str, ...]:
+        schema = self.schema()
+        return recommend_sa(schema) if schema is not None else ()
+
+    def release_job(self) -> ReleaseJob:
+        """A snapshot of the settings for the worker; raises PriveletError if something is missing."""
+        from .steps import release_blockers
+
+        if self.table_path is None:
+            raise PriveletError("open a table first (File > Open table)")
+        blockers = release_blockers(self)
+        if blockers:
+            raise PriveletError("fix these first: " + "; ".join(blockers))
+        spec = self.release_spec()
+        assert spec is not None
+        return ReleaseJob(
+            table_path=self.table_path,
+            options=self.table_options,
+            schema=spec.schema,
+            epsilon=spec.epsilon,
+            sa=spec.sa,
+            neighbours=spec.neighbours,
+            mechanism=spec.mechanism,
+            invalid=self.invalid,  # type: ignore[arg-type]
+            measure_error=self.measure_error,
+        )
+
+    def release_is_stale(self, outcome: ReleaseOutcome | None = None) -> bool:
+        """Whether the release (the last one by default) no longer matches the settings."""
+        outcome = outcome if outcome is not None else self.outcome
+        if outcome is None:
+            return False
+        spec = self.release_spec()
+        released = outcome.release
+        return (
+            spec is None
+            or spec.schema != released.schema
+            or abs(spec.epsilon - released.epsilon) > 1e-12
+            or spec.neighbours != released.neighbours
+            or spec.effective_sa != tuple(released.sa)
+        )
+
+    # -- steps (rules in workspace/steps.py) ------------------------------------------------------
+    def step_statuses(self) -> dict[str, Any]:
+        from .steps import STEPS, step_status
+
+        return {step: step_status(self, step) for step in STEPS}
+
+    def step_status(self, step: str) -> Any:
+        from .steps import step_status
+
+        return step_status(self, step)
+
+    def attribute_issues(self, config: AttributeConfig) -> list[tuple[str, str]]:
+        from .steps import attribute_issues
+
+        return [(issue.severity, issue.message) for issue in attribute_issues(self, config)]
+
+    def hierarchy_problems(self, config: AttributeConfig) -> list[Any]:
+        if config.kind != "nominal" or config.hierarchy is None:
+            return []
+        return config.hierarchy.problems(self.data_values(config.column))
+
+    # -- loading ----------------------------------------------------------------------------------
+    def reset(self) -> None:
+        """An empty workspace (a new project)."""
+        self.history.clear()
+        self.summary = None
+        self.table_path = None
+        self.table_options = None
+        self.table_error = None
+        self.configs = []
+        self.epsilon, self.sa, self.neighbours, self.mechanism, self.invalid = 1.0, (), "replace", "privelet+", "error"
+        self.outcome = None
+        self.project_path = None
+        self._dirty = False
+        self._changed_all()
+        self.events.project_path_changed.emit()
+        self.mark_saved()
+
+    def set_table(self, summary: TableSummary, schema: Schema | None = None, project: Project | None = None) -> None:
+        """Start from a freshly read table: settings from ``project`` or ``schema``, or inferred."""
+        self.history.clear()
+        self.summary = summary
+        self.table_path = summary.path
+        self.table_options = summary.options
+        self.table_error = None
+        self.outcome = None
+        if project is not None:
+            self._apply_project(project)
+        else:
+            self.configs = self._build_configs(schema, (), {})
+            self.sa = tuple(n for n in self.sa if n in schema.names) if schema is not None else ()
+        self._dirty = True  # a table read anew is a change to the saved project
+        self._changed_all()
+        self._update_modified()
+
+    def set_table_error(self, path: Path, message: str) -> None:
+        """A table could not be read: keep the settings, report the problem."""
+        self.table_path = path
+        self.table_error = message
+        self.summary = None
+        self._changed_all()
+
+    def apply_project(self, project: Project, path: Path | None, summary: TableSummary | None) -> None:
+        """Open a project (its table already summarised, or None if it could not be read)."""
+        self.history.clear()
+        self.summary = summary
+        self.table_path = project.table_path
+        self.table_options = project.table_options if summary is None else summary.options
+        self.outcome = None
+        self._apply_project(project)
+        self.project_path = path
+        self.events.project_path_changed.emit()
+        self._changed_all()
+        self.mark_saved()
+
+    def _apply_project(self, project: Project) -> None:
+        self.configs = self._build_configs(project.schema, project.attribute_order, project.drafts)
+        self.epsilon = project.epsilon
+        self.sa = project.sa
+        self.neighbours = project.neighbours
+        self.mechanism = project.mechanism
+        self.invalid = project.invalid
+        self._dirty = False
+
+    def _build_configs(
+        self, schema: Schema | None, order: Sequence[str], drafts: Mapping[str, Mapping[str, Any]]
+    ) -> list[AttributeConfig]:
+        from_schema: dict[str, AttributeConfig] = {}
+        if schema is not None:
+            for attribute in schema:
+                from_schema[attribute.name] = config_from_attribute(attribute, self.history)
+        for name, draft in drafts.items():
+            config = AttributeConfig(column=str(draft.get("column", name)), name=name)
+            if "tree" in draft:
+                config.kind = "nominal"
+                config.hierarchy = HierarchyTree(tree_from_json(dict(draft["tree"])), self.history, name=name)
+            else:
+                config.kind, config.mode = "ordinal", "values"
+                config.values = tuple(draft.get("values", ()))
+            config.domain_from_data = bool(draft.get("domain_from_data", False))
+            from_schema[name] = config
+        names = list(order) or list(from_schema)
+        names += [n for n in from_schema if n not in names]
+        configs = [from_schema[n] for n in names if n in from_schema]
+        used = {c.column for c in configs}
+        if self.summary is not None:
+            for column in self.summary.columns:
+                if column.name in used:
+                    continue
+                config = infer_config(column, self.history)
+                if schema is not None or drafts:
+                    config.include = False  # the schema lists what to release
+                configs.append(config)
+        for config in configs:
+            self._watch(config.hierarchy)
+        return configs
+
+    def _watch(self, tree: HierarchyTree | None) -> None:
+        if tree is not None:
+            tree.edited.connect(self._attributes_changed)
+
+    def to_project(self) -> Project:
+        """The project (what a project file stores) for the current settings."""
+        valid: list[Attribute] = []
+        drafts: dict[str, dict[str, Any]] = {}
+        order: list[str] = []
+        for config in self.included():
+            order.append(config.name)
+            try:
+                valid.append(config.to_attribute())
+            except PriveletError:
+                draft: dict[str, Any] = {"column": config.column, "domain_from_data": config.domain_from_data}
+                if config.kind == "nominal" and config.hierarchy is not None:
+                    draft["tree"] = tree_to_json(config.hierarchy.root)
+                else:
+                    draft["values"] = [str(v) for v in config.values]
+                drafts[config.name] = draft
+        schema = Schema(valid) if valid else None
+        return Project(
+            table_path=self.table_path,
+            table_options=self.table_options,
+            schema=schema,
+            epsilon=self.epsilon,
+            sa=tuple(n for n in order if n in set(self.sa)),
+            neighbours=self.neighbours,
+            mechanism=self.mechanism,
+            invalid=self.invalid,
+            attribute_order=tuple(order),
+            drafts=drafts,
+        )
+
+    # -- edits (undoable) ---------------------------------------------------------------------------
+    def set_attribute(self, column: str, text: str | None = None, *, merge: str | None = None, **changes: Any) -> None:
+        """Change an attribute's settings through the history."""
+        config = self.config(column)
+        changes = {k: v for k, v in changes.items() if getattr(config, k) != v}
+        if not changes:
+            return
+        if changes.get("kind") == "nominal" and config.hierarchy is None and "hierarchy" not in changes:
+            labels = [str(v) for v in (self.data_values(column) or config.values)]
+            tree = _flat_tree(labels, self.history, config.name)
+            self._watch(tree)
+            changes["hierarchy"] = tree
+        domain_keys = {"mode", "values", "lo", "hi", "bins", "hierarchy"}
+        if domain_keys & set(changes) and "domain_from_data" not in changes and config.domain_from_data:
+            # A domain the user typed in is theirs: it is no longer "taken from the data".
+            changes["domain_from_data"] = False
+        label = text or f"Change {config.name}: " + ", ".join(sorted(changes))
+
+        def apply(name: str, value: Any) -> None:
+            setattr(config, name, value)
+
+        before = {key: getattr(config, key) for key in changes}
+        key = None if merge is None else ("attribute", merge, column)
+        self.history.push(FieldChange(label, apply, before, changes, merge_key=key, done=self._attributes_changed))
+
+    def set_privacy(self, text: str | None = None, *, merge: str | None = None, **changes: Any) -> None:
+        """Change epsilon, S_A, the neighbouring notion, the mechanism or the counting policy."""
+        unknown = set(changes) - set(_PRIVACY_FIELDS)
+        if unknown:
+            raise TypeError(f"not a privacy setting: {', '.join(sorted(unknown))}")
+        before = {k: getattr(self, k) for k in changes}
+        changes = {k: v for k, v in changes.items() if before[k] != v}
+        if not changes:
+            return
+        label = text or "Change " + ", ".join(sorted(changes))
+        before = {k: before[k] for k in changes}
+        key = None if merge is None else ("privacy", merge)
+        self.history.push(FieldChange(label, self._set_field, before, changes, merge_key=key, done=self._privacy_changed))
+
+    def _set_field(self, name: str, value: Any) -> None:
+        setattr(self, name, value)
+
+    def set_epsilon(self, epsilon: float) -> None:
+        self.set_privacy(f"Set epsilon to {epsilon:g}", merge="epsilon", epsilon=float(epsilon))
+
+    def set_sa(self, names: Iterable[str]) -> None:
+        schema = self.schema()
+        order = schema.names if schema is not None else tuple(c.name for c in self.configs)
+        wanted = set(names)
+        sa = tuple(n for n in order if n in wanted)
+        self.set_privacy("Set S_A to {" + ", ".join(sa) + "}", sa=sa)
+
+    def set_release_outcome(self, outcome: ReleaseOutcome | None) -> None:
+        self.outcome = outcome
+        self.events.release_changed.emit()
+        self.events.state_changed.emit()
+
+    # -- announcements ------------------------------------------------------------------------------
+    def _privacy_changed(self) -> None:
+        self.events.privacy_changed.emit()
+        self.events.state_changed.emit()
+
+    def _attributes_changed(self) -> None:
+        self._schema_cache = None
+        self.events.attributes_changed.emit()
+        self.events.state_changed.emit()
+
+    def _changed_all(self) -> None:
+        self._schema_cache = None
+        self.events.table_changed.emit()
+        self.events.attributes_changed.emit()
+        self.events.privacy_changed.emit()
+        self.events.release_changed.emit()
+        self.events.state_changed.emit()

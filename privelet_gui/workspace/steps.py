@@ -1,0 +1,211 @@
+"""When each step of the app is complete, and what makes the release startable.
+
+Every step's status is computed here from the workspace's own inputs, as structured
+records (:class:`StepIssue`: step, attribute, code, message, severity) rather than
+strings, so that the app can point at the attribute concerned and tests can assert on
+codes. :func:`release_blockers` is the one rule that decides whether a release may start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from ..engine import OrdinalAttribute, PriveletError
+from ..io import ColumnSummary
+
+if TYPE_CHECKING:
+    from .model import AttributeConfig, Workspace
+
+__all__ = ["STEPS", "StepIssue", "StepState", "StepStatus", "attribute_issues", "release_blockers", "step_status"]
+
+StepState = Literal["done", "todo", "warning", "error"]
+Severity = Literal["error", "warning"]
+STEPS: tuple[str, ...] = ("data", "attributes", "hierarchies", "privacy", "release")
+
+
+@dataclass(frozen=True)
+class StepIssue:
+    """One thing a step reports: what, for which attribute (if any), and how serious."""
+
+    step: str
+    code: str
+    message: str
+    severity: Severity = "error"
+    attribute: str | None = None
+
+
+@dataclass(frozen=True)
+class StepStatus:
+    """A step's state and the line shown for it; ``issues`` are the records behind it."""
+
+    state: StepState
+    message: str
+    issues: tuple[StepIssue, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        return self.state in ("done", "warning")
+
+
+def _summed(issues: list[StepIssue], done: str) -> StepStatus:
+    """Errors first, then warnings, else done; the first message stands for the rest."""
+    for severity, state in (("error", "error"), ("warning", "warning")):
+        chosen = [i for i in issues if i.severity == severity]
+        if chosen:
+            more = f" (+{len(chosen) - 1} more)" if len(chosen) > 1 else ""
+            return StepStatus(state, chosen[0].message + more, tuple(issues))  # type: ignore[arg-type]
+    return StepStatus("done", done, tuple(issues))
+
+
+def attribute_issues(workspace: Workspace, config: AttributeConfig) -> list[StepIssue]:
+    """What stands in the way of counting this attribute (errors) or deserves a look (warnings)."""
+    name = config.name
+    try:
+        attribute = config.to_attribute()
+    except PriveletError as exc:
+        if config.kind == "nominal":
+            return [StepIssue("attributes", "hierarchy", f"{name}: the hierarchy has problems (see the Hierarchies step)",
+                              attribute=name)]
+        return [StepIssue("attributes", "invalid-domain", str(exc), attribute=name)]
+    issues: list[StepIssue] = []
+    column = workspace.column_summary(config.column)
+    severity: Severity = "warning" if workspace.invalid == "drop" else "error"
+    if workspace.summary is not None and column is None:
+        issues.append(StepIssue("attributes", "no-column", f"{name}: the table has no column {config.column!r}",
+                                attribute=name))
+    if column is not None:
+        if column.missing and attribute.missing is None:
+            issues.append(StepIssue(
+                "attributes", "empty-cells",
+                f"{name}: {column.missing:,} empty cell(s); map them to a value of the domain "
+                "(\"Empty cells\") or drop such rows (Release step)",
+                severity, name,
+            ))
+        if isinstance(attribute, OrdinalAttribute):
+            issues.extend(_ordinal_issues(config, attribute, column, severity))
+    if config.domain_from_data:
+        issues.append(StepIssue("attributes", "domain-from-data",
+                                f"{name}: the domain was taken from the data, which is not private", "warning", name))
+    return issues
+
+
+def _ordinal_issues(
+    config: AttributeConfig, attribute: OrdinalAttribute, column: ColumnSummary, severity: Severity
+) -> list[StepIssue]:
+    name = config.name
+    if attribute.is_numeric:
+        if not column.numeric:
+            return [StepIssue("attributes", "text-in-numeric", f"{name}: the column holds text but the domain is "
+                              "numeric; use explicit values or make the attribute nominal", severity, name)]
+        lo, hi = (attribute.bins.start, attribute.bins.stop) if attribute.bins else (config.lo, config.hi + 1)
+        assert column.minimum is not None and column.maximum is not None
+        if column.minimum < lo or column.maximum >= hi:
+            if attribute.out_of_range == "error":
+                return [StepIssue("attributes", "out-of-range",
+                                  f"{name}: the data runs from {_num(column.minimum)} to {_num(column.maximum)}, "
+                                  "outside the domain; widen it or set \"Out of range\" to clamp or drop", severity, name)]
+            fate = "dropped (the rows)" if attribute.out_of_range == "drop" else "clamped to the first or last value"
+            return [StepIssue("attributes", "out-of-range", f"{name}: values outside the domain will be {fate}",
+                              "warning", name)]
+        return []
+    if column.values is not None:
+        labels = set(attribute.labels)
+        outside = [v for v in column.values if v not in labels]
+        if outside:
+            shown = ", ".join(map(repr, outside[:3])) + (", ..." if len(outside) > 3 else "")
+            return [StepIssue("attributes", "values-outside",
+                              f"{name}: {len(outside):,} data value(s) not in the domain ({shown})", severity, name)]
+    return []
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def step_status(workspace: Workspace, step: str) -> StepStatus:
+    """The status of one of :data:`STEPS`."""
+    if step == "data":
+        return _data(workspace)
+    if step == "attributes":
+        return _attributes(workspace)
+    if step == "hierarchies":
+        return _hierarchies(workspace)
+    if step == "privacy":
+        return _privacy(workspace)
+    if step == "release":
+        return _release(workspace)
+    raise KeyError(step)
+
+
+def _data(workspace: Workspace) -> StepStatus:
+    if workspace.summary is not None:
+        summary = workspace.summary
+        return StepStatus("done", f"{summary.path.name}: {summary.rows:,} rows, {len(summary.columns)} columns")
+    if workspace.table_error:
+        return StepStatus("error", workspace.table_error, (StepIssue("data", "table-error", workspace.table_error),))
+    return StepStatus("todo", "open a table (File > Open table)")
+
+
+def _attributes(workspace: Workspace) -> StepStatus:
+    from .model import MAX_CELLS
+
+    if not workspace.configs:
+        return StepStatus("todo", "open a table first")
+    included = workspace.included()
+    if not included:
+        return StepStatus("todo", "include at least one attribute")
+    issues: list[StepIssue] = []
+    for config in included:
+        if config.kind == "nominal" and config.hierarchy is not None and not config.hierarchy.is_valid():
+            continue  # reported by the Hierarchies step
+        issues.extend(attribute_issues(workspace, config))
+    schema = workspace.schema()
+    if schema is not None and schema.size > MAX_CELLS:
+        issues.append(StepIssue(
+            "attributes", "too-many-cells",
+            f"the frequency matrix would have {schema.size:,} cells ({schema.size * 8 / 2**30:.1f} GB); "
+            "exclude attributes or use coarser domains",
+        ))
+    return _summed(issues, f"{len(included)} attribute(s), {schema.size:,} cells" if schema else "ready")
+
+
+def _hierarchies(workspace: Workspace) -> StepStatus:
+    if not workspace.configs:
+        return StepStatus("todo", "open a table first")
+    nominal = [c for c in workspace.included() if c.kind == "nominal"]
+    bad = [(c, p) for c in nominal if (p := workspace.hierarchy_problems(c))]
+    if bad:
+        config, problems = bad[0]
+        more = f" (and {len(bad) - 1} more attribute(s))" if len(bad) > 1 else ""
+        issues = tuple(
+            StepIssue("hierarchies", problem.kind, f"{c.name}: {problem.message}", attribute=c.name)
+            for c, found in bad for problem in found
+        )
+        return StepStatus("error", f"{config.name}: {len(problems):,} problem(s): {problems[0].message}{more}", issues)
+    if not nominal:
+        return StepStatus("done", "no nominal attributes: nothing to edit")
+    return StepStatus("done", f"{len(nominal)} hierarchy(ies) ready")
+
+
+def _privacy(workspace: Workspace) -> StepStatus:
+    spec = workspace.release_spec()
+    if spec is None:
+        return StepStatus("todo", "define the attributes first")
+    return StepStatus("done", f"epsilon = {spec.epsilon:g}, S_A = {{{', '.join(spec.effective_sa)}}}")
+
+
+def _release(workspace: Workspace) -> StepStatus:
+    if workspace.outcome is not None:
+        return StepStatus("done", f"released in {workspace.outcome.seconds:.1f} s")
+    return StepStatus("todo", "run the release")
+
+
+def release_blockers(workspace: Workspace) -> list[str]:
+    """Why a release cannot start now (empty: it can): the data, attributes and hierarchies
+    steps must be complete."""
+    return [
+        status.message
+        for step in STEPS[:3]
+        if not (status := step_status(workspace, step)).complete
+    ]
