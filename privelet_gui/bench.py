@@ -169,8 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     textbook = best_of(args.repeat, lambda: matrix + rng.laplace(0.0, 2.0 / args.epsilon, matrix.shape))
     print(f"release: textbook Basic {textbook:.3f} s (one thread)")
     for workers, label in ((None, "all cores"), (1, "one thread")):
-        plus = best_of(args.repeat, lambda: privelet_plus(matrix, schema, args.epsilon, sa, rng, workers=workers))
-        ours = best_of(args.repeat, lambda: basic(matrix, args.epsilon, rng, workers=workers))
+        plus = best_of(args.repeat, lambda w=workers: privelet_plus(matrix, schema, args.epsilon, sa, rng, workers=w))
+        ours = best_of(args.repeat, lambda w=workers: basic(matrix, args.epsilon, rng, workers=w))
         print(
             f"  {label}: Privelet+ {plus:.3f} s, Basic {ours:.3f} s; Privelet+ / Basic = {plus / ours:.2f} "
             f"(target <= 2), Privelet+ / textbook = {plus / textbook:.2f} (target <= 1)"

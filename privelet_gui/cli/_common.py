@@ -71,7 +71,7 @@ class ProgressBar:
             return
         self._last = now
         fraction = min(max(fraction, 0.0), 1.0)
-        filled = int(round(fraction * self.width))
+        filled = round(fraction * self.width)
         line = f"{stage[:40]:<40} [{'#' * filled}{'.' * (self.width - filled)}] {fraction:4.0%}"
         pad = max(self._length - len(line), 0)
         self.stream.write("\r" + line + " " * pad)

@@ -100,7 +100,7 @@ def _cgroup_headroom(proc: Path, cgroups: Path) -> int | None:
     except OSError:
         return None
     for line in lines:
-        number, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        number, controllers, path = ([*line.split(":", 2), "", ""])[:3]
         if number == "0" and not controllers:
             folder, limit_file, usage_file, cache_key = cgroups / path.lstrip("/"), "memory.max", "memory.current", "inactive_file"
         elif "memory" in controllers.split(","):

@@ -15,6 +15,7 @@ Examples
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 from .errors import HierarchyError
@@ -54,7 +55,7 @@ def group_by_prefix(values: Sequence[str], lengths: Sequence[int], root: str = "
     the order in which their first value appears; the second result says whether some
     values had to move (their codes were not contiguous).
     """
-    lengths = sorted(set(int(n) for n in lengths), reverse=True)  # finest level first
+    lengths = sorted({int(n) for n in lengths}, reverse=True)  # finest level first
     if not lengths or lengths[-1] < 1:
         raise HierarchyError("give at least one prefix length (a positive number of characters)")
     values = [str(v) for v in values]
@@ -103,7 +104,7 @@ def group_into_ranges(values: Sequence[str], widths: Sequence[int], root: str = 
     widths = [int(w) for w in widths]
     if not widths or any(w < 1 for w in widths):
         raise HierarchyError("range widths must be positive whole numbers")
-    for finer, coarser in zip(widths, widths[1:]):
+    for finer, coarser in itertools.pairwise(widths):
         if coarser <= finer or coarser % finer:
             raise HierarchyError(
                 f"each range width must be a multiple of the previous one and larger (got {finer} then {coarser})"

@@ -113,7 +113,7 @@ def total_count(matrix: np.ndarray) -> int:
     total = float(matrix.sum())
     if not math.isfinite(total):
         raise PriveletError("the matrix holds NaN or infinite values; a frequency matrix holds counts")
-    return max(int(round(total)), 0)
+    return max(round(total), 0)
 
 
 def _check_counts(cells: np.ndarray, steps: Progress | None = None) -> None:

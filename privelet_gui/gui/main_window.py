@@ -32,20 +32,20 @@ from PySide6.QtWidgets import (
 from .. import __version__
 from .. import io as pio
 from ..engine import PriveletError, Release, mechanism_name
+from ..io import TableSummary, summarize_table
 from ..io.project import PROJECT_SUFFIX, load_project, save_project
 from ..qt import icons
+from ..workspace.jobs import ReleaseOutcome, classify_file, export_release_file, run_release
 from .dialogs import Dialogs
 from .document import STEPS, Document
 from .guide import GUIDE_HTML, about_html
-from ..io import TableSummary, summarize_table
-from ..workspace.jobs import ReleaseOutcome, classify_file, export_release_file, run_release
 from .panels.attributes_panel import AttributesPanel
 from .panels.data_panel import DataPanel
 from .panels.hierarchy_panel import HierarchyPanel
 from .panels.privacy_panel import PrivacyPanel
 from .panels.release_panel import ReleasePanel
 from .settings import Settings
-from .tasks import TaskRunner
+from .tasks import TaskHandle, TaskService
 
 __all__ = ["MainWindow"]
 
@@ -73,9 +73,9 @@ class MainWindow(QMainWindow):
         self.settings = settings or Settings()
         self.dialogs: Any = Dialogs(self, self.settings)
         self.document = Document(self)
-        self.runner = TaskRunner(self)
-        self._handlers: dict[int, dict[str, Callable[..., None]]] = {}
-        self._task_kind = ""
+        self.tasks = TaskService(self)
+        self.runner = self.tasks.lane("work")  # tables, releases, exports: one at a time
+        self._cancelling: Callable[[], None] | None = None
 
         self.setWindowTitle("Privelet Studio[*]")
         self.setWindowIcon(icons.app_icon())
@@ -86,10 +86,6 @@ class MainWindow(QMainWindow):
         self._build_status_bar()
         self.steps.setCurrentRow(0)
 
-        self.runner.progressed.connect(self._on_progress)
-        self.runner.succeeded.connect(self._on_succeeded)
-        self.runner.failed.connect(self._on_failed)
-        self.runner.cancelled.connect(self._on_cancelled)
         self.runner.busyChanged.connect(self._busy_changed)
         self.document.stateChanged.connect(self._refresh_steps)
         self.document.modifiedChanged.connect(self.setWindowModified)
@@ -179,8 +175,8 @@ class MainWindow(QMainWindow):
         self.data_panel = DataPanel(self.document)
         self.attributes_panel = AttributesPanel(self.document)
         self.hierarchy_panel = HierarchyPanel(self.document, lambda: self.dialogs)
-        self.privacy_panel = PrivacyPanel(self.document)
-        self.release_panel = ReleasePanel(self.document)
+        self.privacy_panel = PrivacyPanel(self.document, self.tasks)
+        self.release_panel = ReleasePanel(self.document, self.tasks)
         self.panels = {
             "data": self.data_panel,
             "attributes": self.attributes_panel,
@@ -353,62 +349,65 @@ class MainWindow(QMainWindow):
             panel.update()
 
     # -- tasks -----------------------------------------------------------------------------------------
-    def _start(self, kind: str, fn: Any, name: str, *, success: Callable[[Any], None],
-               failure: Callable[[BaseException], None] | None = None, cancelled: Callable[[], None] | None = None) -> int:
-        self._task_kind = kind
-        generation = self.runner.submit(fn, name)
-        self._handlers = {generation: {"success": success, "failure": failure or (lambda e: None),
-                                       "cancelled": cancelled or (lambda: None)}}
+    def _start(
+        self,
+        fn: Any,
+        name: str,
+        *,
+        success: Callable[[Any], None],
+        failure: Callable[[BaseException], None] | None = None,
+        cancelled: Callable[[], None] | None = None,
+        progress: Callable[[float, str], None] | None = None,
+        finished: Callable[[], None] | None = None,
+        cancelling: Callable[[], None] | None = None,
+    ) -> TaskHandle:
+        """Run ``fn`` on the work lane, its progress in the status bar; ``finished`` runs
+        before whichever of ``success``, ``failure`` or ``cancelled`` ends it, and
+        ``cancelling`` when the user asks it to stop."""
+
+        def ended(then: Callable[..., None] | None) -> Callable[..., None]:
+            def call(*args: Any) -> None:
+                self._finish_task()
+                if finished is not None:
+                    finished()
+                if then is not None:
+                    then(*args)
+
+            return call
+
+        def on_progress(fraction: float, stage: str) -> None:
+            self.task_progress.setValue(int(fraction * 1000))
+            self.task_label.setText(stage[:1].upper() + stage[1:])
+            if progress is not None:
+                progress(fraction, stage)
+
+        def on_cancel() -> None:
+            self.statusBar().showMessage("Cancelled.", 5000)
+            if cancelled is not None:
+                cancelled()
+
+        self._cancelling = cancelling
+        handle = self.runner.run(
+            fn, name, on_success=ended(success), on_failure=ended(failure), on_cancel=ended(on_cancel),
+            on_progress=on_progress,
+        )
         self.task_label.setText(name)
         self.task_label.show()
         self.task_progress.setValue(0)
         self.task_progress.show()
         self.act_cancel.setEnabled(True)
-        if kind == "table":
-            self.data_panel.set_progress(0.0, name)
-        return generation
+        return handle
 
     def _finish_task(self) -> None:
         self.task_label.hide()
         self.task_progress.hide()
         self.act_cancel.setEnabled(False)
-        self.data_panel.set_progress(None)
-        if self._task_kind == "release":
-            self.release_panel.set_running(False)
-        self._task_kind = ""
+        self._cancelling = None
         self._refresh_steps()
-
-    def _on_progress(self, generation: int, fraction: float, stage: str) -> None:
-        self.task_progress.setValue(int(fraction * 1000))
-        self.task_label.setText(stage[:1].upper() + stage[1:])
-        if self._task_kind == "release":
-            self.release_panel.set_progress(fraction, stage)
-        elif self._task_kind == "table":
-            self.data_panel.set_progress(fraction, stage)
-
-    def _on_succeeded(self, generation: int, result: object) -> None:
-        handlers = self._handlers.pop(generation, None)
-        self._finish_task()
-        if handlers:
-            handlers["success"](result)
-
-    def _on_failed(self, generation: int, error: object) -> None:
-        handlers = self._handlers.pop(generation, None)
-        self._finish_task()
-        if handlers:
-            handlers["failure"](error)  # type: ignore[arg-type]
-
-    def _on_cancelled(self, generation: int) -> None:
-        handlers = self._handlers.pop(generation, None)
-        self._finish_task()
-        self.statusBar().showMessage("Cancelled.", 5000)
-        if handlers:
-            handlers["cancelled"]()
 
     def _busy_changed(self, busy: bool) -> None:
         for action in (self.act_open_table, self.act_open_sample, self.act_open_project):
             action.setEnabled(not busy)
-        self.data_panel.setEnabled(not busy or self._task_kind != "release")
         self._refresh_steps()
 
     def cancel_task(self) -> None:
@@ -416,8 +415,8 @@ class MainWindow(QMainWindow):
         if self.runner.busy:
             self.runner.cancel()
             self.statusBar().showMessage("Cancelling...")
-            if self._task_kind == "release":
-                self.release_panel.set_finished("Cancelling...", False)
+            if self._cancelling is not None:
+                self._cancelling()
 
     def _refuse_if_busy(self) -> bool:
         if self.runner.busy:
@@ -491,8 +490,16 @@ class MainWindow(QMainWindow):
             self.dialogs.error(f"Cannot read the table {path.name}", error)
             self.tableFailed.emit(str(error))
 
-        self._start("table", partial(summarize_table, path, options), f"Reading {path.name}", success=success, failure=failure)
+        self._start_reading(path, options, success, failure)
         return True
+
+    def _start_reading(self, path: Path, options: Any, success: Callable[[Any], None],
+                       failure: Callable[[BaseException], None]) -> None:
+        """Summarise a table on the work lane, its progress shown in the Data step."""
+        name = f"Reading {path.name}"
+        self.data_panel.set_progress(0.0, name)
+        self._start(partial(summarize_table, path, options), name, success=success, failure=failure,
+                    progress=self.data_panel.set_progress, finished=lambda: self.data_panel.set_progress(None))
 
     def change_table_options(self) -> None:
         summary = self.document.summary
@@ -548,8 +555,7 @@ class MainWindow(QMainWindow):
             self.dialogs.error(f"Cannot read the project's table {table.name}", error)
             self.projectOpened.emit(path)
 
-        self._start("table", partial(summarize_table, table, project.table_options), f"Reading {table.name}",
-                    success=success, failure=failure)
+        self._start_reading(table, project.table_options, success, failure)
         return True
 
     def save_project(self, path: str | Path | None = None) -> bool:
@@ -617,8 +623,15 @@ class MainWindow(QMainWindow):
             self.release_panel.set_finished("Cancelled: nothing was released", False)
             self.releaseCancelled.emit()
 
-        self._start("release", partial(run_release, job), "Releasing", success=success, failure=failure, cancelled=cancelled)
+        def finished() -> None:
+            self.release_panel.set_running(False)
+            self.data_panel.setEnabled(True)
+
+        self._start(partial(run_release, job), "Releasing", success=success, failure=failure, cancelled=cancelled,
+                    progress=self.release_panel.set_progress, finished=finished,
+                    cancelling=lambda: self.release_panel.set_finished("Cancelling...", False))
         self.release_panel.set_running(True)
+        self.data_panel.setEnabled(False)
         return True
 
     def open_release(self, path: str | Path | None = None) -> bool:
@@ -640,7 +653,7 @@ class MainWindow(QMainWindow):
         def failure(error: BaseException) -> None:
             self.dialogs.error(f"Cannot open the release {path.name}", error)
 
-        self._start("open release", lambda _progress, _cancel: pio.load_release(path), f"Opening {path.name}",
+        self._start(lambda _progress, _cancel: pio.load_release(path), f"Opening {path.name}",
                     success=success, failure=failure)
         return True
 
@@ -670,7 +683,7 @@ class MainWindow(QMainWindow):
             self.exportFailed.emit(error)
 
         fmt = {"release": "release", "csv": "csv", "parquet": "parquet"}[kind]
-        self._start("export", partial(export_release_file, outcome, target, fmt, force=force), f"Writing {target.name}",
+        self._start(partial(export_release_file, outcome, target, fmt, force=force), f"Writing {target.name}",
                     success=success, failure=failure)
         return True
 
@@ -723,9 +736,7 @@ class MainWindow(QMainWindow):
             event.ignore()
             return
         # Close = cancel + wait: no worker outlives the window.
-        self.runner.shutdown()
-        self.privacy_panel.shutdown()
-        self.release_panel.shutdown()
+        self.tasks.shutdown()
         self.settings.set_geometry(self.saveGeometry())
         self.settings.set_window_state(self.saveState())
         self.settings.sync()

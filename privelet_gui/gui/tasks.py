@@ -1,16 +1,23 @@
-"""The task runner: long work on a worker thread, with progress, cancel and errors.
+"""The task service: long work on worker threads, with progress, cancel and errors.
 
 A task is a plain function ``run(progress, should_cancel) -> result`` (Orange3 style):
 ``progress(fraction, stage)`` reports 0..1 with a stage label and ``should_cancel()``
-says whether the user asked to stop. Task functions never touch a widget; they
-return plain data, which reaches the GUI thread through queued signals.
+says whether the user asked to stop. Task functions never touch a widget; they return
+plain data, which reaches the GUI thread through a queued signal.
 
-Each submitted task gets a *generation* number. Starting a new task cancels the
-previous one, and results, errors and progress of an older generation are dropped
-(ndv style), so a slow stale task can never overwrite a fresh result.
+:class:`TaskService` has named *lanes* (:class:`TaskRunner`), each running one task at a
+time: the window's main work (reading a table, releasing, exporting), the privacy
+preview, the workbench's prefix sums... Starting a task on a lane cancels the lane's
+previous one, and whatever an older task still reports is dropped (a generation counter,
+ndv style), so a slow stale task can never overwrite a fresh result. Each task is a
+:class:`TaskHandle` carrying its own callbacks (superqt's ``create_worker``): on success,
+on failure (errors are always delivered, with their traceback), on cancel, on progress.
 
-Exceptions raised by a task are emitted (:attr:`TaskRunner.failed`), never
-swallowed; :class:`~privelet_gui.engine.Cancelled` becomes :attr:`TaskRunner.cancelled`.
+Worker threads are plain Python threads and hold no Qt object. They still must not run
+Python's cyclic garbage collector: a collection runs in whichever thread allocates and
+frees *every* unreachable cycle, including Qt objects the GUI thread dropped, which Qt
+then destroys in the wrong thread (``tests/gui/test_tasks.py`` shows it). So automatic
+collection is off while any task runs, and runs on the GUI thread once the last ends.
 """
 
 from __future__ import annotations
@@ -20,20 +27,28 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+from PySide6.QtCore import QObject, Signal, Slot
 
 from ..engine import Cancelled
 
-__all__ = ["CancelFunction", "ProgressFunction", "TaskFunction", "TaskRunner", "format_exception"]
+__all__ = [
+    "CancelFunction",
+    "ProgressFunction",
+    "TaskFunction",
+    "TaskHandle",
+    "TaskRunner",
+    "TaskService",
+    "format_exception",
+]
 
 ProgressFunction = Callable[[float, str], None]
 CancelFunction = Callable[[], bool]
 TaskFunction = Callable[[ProgressFunction, CancelFunction], Any]
 
-#: Progress signals are throttled to at most one per this many seconds (and per stage change).
+#: Progress is reported at most once per this many seconds (and at every stage change).
 PROGRESS_INTERVAL = 0.05
 
 
@@ -42,55 +57,11 @@ def format_exception(exc: BaseException) -> str:
     return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
 
 
-class _Worker(QObject):
-    """Runs one task function in the worker thread and emits what happened, tagged with its generation."""
-
-    progressed = Signal(int, float, str)
-    succeeded = Signal(int, object)
-    failed = Signal(int, object)
-    cancelled = Signal(int)
-    done = Signal(int)
-
-    def __init__(self, fn: TaskFunction, cancel: threading.Event, generation: int):
-        super().__init__()
-        self._fn = fn
-        self._cancel = cancel
-        self._generation = generation
-        self._last_emit = 0.0
-        self._last_stage = ""
-
-    @Slot()
-    def run(self) -> None:
-        generation = self._generation
-        try:
-            result = self._fn(self._progress, self._cancel.is_set)
-            if self._cancel.is_set():
-                raise Cancelled("cancelled by the user")
-        except Cancelled:
-            self.cancelled.emit(generation)
-        except BaseException as exc:
-            self.failed.emit(generation, exc)
-        else:
-            self.succeeded.emit(generation, result)
-        finally:
-            self.done.emit(generation)
-
-    def _progress(self, fraction: float, stage: str) -> None:
-        now = time.monotonic()
-        if stage != self._last_stage or fraction >= 1.0 or now - self._last_emit >= PROGRESS_INTERVAL:
-            self._last_emit = now
-            self._last_stage = stage
-            self.progressed.emit(self._generation, float(fraction), str(stage))
-
-
 class _GuiThreadCollection:
-    """Keep Python's cyclic garbage collector off worker threads.
+    """Keep Python's cyclic garbage collector off worker threads (see the module docstring).
 
-    A collection runs in whichever thread happens to allocate; run in a worker, it can
-    destroy Qt objects away from their thread and crash the app (seen in the tests as a
-    segmentation fault inside a worker). While any task runs, automatic collection is
-    off; when the last one ends, it is switched back on and run here, on the GUI thread.
-    Both methods are called on the GUI thread only.
+    While any task runs, automatic collection is off; when the last one ends, it is
+    switched back on and run here, on the GUI thread. Both methods run on the GUI thread.
     """
 
     running = 0
@@ -109,19 +80,79 @@ class _GuiThreadCollection:
             gc.collect()
 
 
-@dataclass
-class _Task:
+@dataclass(eq=False)
+class TaskHandle:
+    """One submitted task: its lane, generation, callbacks and cancel flag."""
+
     name: str
-    thread: QThread
-    worker: _Worker
-    cancel: threading.Event
+    generation: int
+    on_success: Callable[[Any], None] | None = None
+    on_failure: Callable[[BaseException], None] | None = None
+    on_cancel: Callable[[], None] | None = None
+    on_progress: Callable[[float, str], None] | None = None
+    cancel_event: threading.Event = field(default_factory=threading.Event)
+    thread: threading.Thread | None = None
+
+    def cancel(self) -> None:
+        """Ask the task to stop (cooperatively, at its next check)."""
+        self.cancel_event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel_event.is_set()
+
+    def running(self) -> bool:
+        return self.thread is not None and self.thread.is_alive()
+
+
+class _Worker:
+    """Runs one task function on a plain thread; reports through the lane's queued signals."""
+
+    def __init__(self, fn: TaskFunction, handle: TaskHandle, relay: _Relay):
+        self._fn = fn
+        self._handle = handle
+        self._relay = relay
+        self._last_emit = 0.0
+        self._last_stage = ""
+
+    def run(self) -> None:
+        handle, relay = self._handle, self._relay
+        try:
+            result = self._fn(self._progress, handle.cancel_event.is_set)
+            if handle.cancelled:
+                raise Cancelled("cancelled by the user")
+        except Cancelled:
+            relay.cancelled.emit(handle.generation)
+        except BaseException as exc:
+            relay.failed.emit(handle.generation, exc)
+        else:
+            relay.succeeded.emit(handle.generation, result)
+        finally:
+            relay.done.emit(handle.generation)
+
+    def _progress(self, fraction: float, stage: str) -> None:
+        now = time.monotonic()
+        if stage != self._last_stage or fraction >= 1.0 or now - self._last_emit >= PROGRESS_INTERVAL:
+            self._last_emit = now
+            self._last_stage = stage
+            self._relay.progressed.emit(self._handle.generation, float(fraction), str(stage))
+
+
+class _Relay(QObject):
+    """Lives in the GUI thread: signals emitted from a worker thread are queued to it."""
+
+    progressed = Signal(int, float, str)
+    succeeded = Signal(int, object)
+    failed = Signal(int, object)
+    cancelled = Signal(int)
+    done = Signal(int)
 
 
 class TaskRunner(QObject):
-    """One worker thread per task, results delivered on the GUI thread.
+    """One lane: tasks on worker threads, results delivered on the GUI thread.
 
-    Signals carry the task's generation first; only the current generation's
-    signals are emitted (stale ones are dropped).
+    Signals carry the task's generation first; only the current generation's are emitted
+    (stale ones are dropped), and so are the current task's callbacks.
     """
 
     started = Signal(int, str)  # generation, task name
@@ -132,11 +163,18 @@ class TaskRunner(QObject):
     finished = Signal(int)  # generation; after succeeded / failed / cancelled
     busyChanged = Signal(bool)
 
-    def __init__(self, parent: QObject | None = None):
+    def __init__(self, parent: QObject | None = None, *, name: str = ""):
         super().__init__(parent)
+        self.name = name
         self._generation = 0
-        self._tasks: dict[int, _Task] = {}
+        self._tasks: dict[int, TaskHandle] = {}
         self._busy = False
+        self._relay = _Relay(self)
+        self._relay.progressed.connect(self._on_progress)
+        self._relay.succeeded.connect(self._on_success)
+        self._relay.failed.connect(self._on_failure)
+        self._relay.cancelled.connect(self._on_cancelled)
+        self._relay.done.connect(self._on_done)
 
     # -- public API ----------------------------------------------------------------
     @property
@@ -150,54 +188,59 @@ class TaskRunner(QObject):
         return self._busy
 
     @property
+    def current(self) -> TaskHandle | None:
+        """The current task, while it has not finished."""
+        return self._tasks.get(self._generation) if self._busy else None
+
+    @property
     def current_name(self) -> str:
         task = self._tasks.get(self._generation)
         return task.name if task is not None else ""
 
-    def submit(self, fn: TaskFunction, name: str = "") -> int:
-        """Start ``fn(progress, should_cancel)`` on a worker thread; return its generation.
+    def run(
+        self,
+        fn: TaskFunction,
+        name: str = "",
+        *,
+        on_success: Callable[[Any], None] | None = None,
+        on_failure: Callable[[BaseException], None] | None = None,
+        on_cancel: Callable[[], None] | None = None,
+        on_progress: Callable[[float, str], None] | None = None,
+    ) -> TaskHandle:
+        """Start ``fn(progress, should_cancel)`` on a worker thread, with its own callbacks.
 
-        A task still running is asked to cancel; its results will be dropped.
+        A task still running on this lane is asked to cancel; its results will be dropped.
         """
         self.cancel()
         self._generation += 1
-        generation = self._generation
-        cancel = threading.Event()
-        thread = QThread()
-        thread.setObjectName(f"privelet-task-{generation}")
-        worker = _Worker(fn, cancel, generation)
-        worker.moveToThread(thread)
-        thread.started.connect(worker.run)
-        # The runner lives in the GUI thread: these are queued connections to its slots.
-        worker.progressed.connect(self._on_progress)
-        worker.succeeded.connect(self._on_success)
-        worker.failed.connect(self._on_failure)
-        worker.cancelled.connect(self._on_cancelled)
-        worker.done.connect(self._on_done)
-        # Direct: quit from the worker thread itself, so that wait() on the GUI thread cannot deadlock.
-        worker.done.connect(thread.quit, Qt.ConnectionType.DirectConnection)
-        self._tasks[generation] = _Task(name, thread, worker, cancel)
+        handle = TaskHandle(name, self._generation, on_success, on_failure, on_cancel, on_progress)
+        worker = _Worker(fn, handle, self._relay)
+        handle.thread = threading.Thread(target=worker.run, name=f"privelet-{self.name or 'task'}-{handle.generation}", daemon=True)
+        self._tasks[handle.generation] = handle
         _GuiThreadCollection.task_started()
         self._set_busy(True)
-        self.started.emit(generation, name)
-        thread.start()
-        return generation
+        self.started.emit(handle.generation, name)
+        handle.thread.start()
+        return handle
+
+    def submit(self, fn: TaskFunction, name: str = "") -> int:
+        """:meth:`run` without callbacks; returns the task's generation."""
+        return self.run(fn, name).generation
 
     def cancel(self) -> None:
-        """Ask every running task to stop (cooperatively, at its next check)."""
+        """Ask every running task of this lane to stop (cooperatively, at its next check)."""
         for task in self._tasks.values():
-            task.cancel.set()
+            task.cancel()
 
     def wait(self, timeout_ms: int | None = None) -> bool:
         """Block until every worker thread has ended; True if they all did."""
         deadline = None if timeout_ms is None else time.monotonic() + timeout_ms / 1000
         for task in list(self._tasks.values()):
-            if deadline is None:
-                task.thread.wait()
-            else:
-                remaining = max(0, int((deadline - time.monotonic()) * 1000))
-                if not task.thread.wait(remaining):
-                    return False
+            if task.thread is None:
+                continue
+            task.thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            if task.thread.is_alive():
+                return False
         return True
 
     def shutdown(self, timeout_ms: int | None = None) -> bool:
@@ -213,34 +256,53 @@ class TaskRunner(QObject):
 
     def is_running(self) -> bool:
         """True while any worker thread (current or stale) is alive."""
-        return any(task.thread.isRunning() for task in self._tasks.values())
+        return any(task.running() for task in self._tasks.values())
 
     # -- worker signals, queued to the GUI thread ---------------------------------------------
+    def _current(self, generation: int) -> TaskHandle | None:
+        return self._tasks.get(generation) if generation == self._generation else None
+
     @Slot(int, float, str)
     def _on_progress(self, generation: int, fraction: float, stage: str) -> None:
-        if generation == self._generation:
-            self.progressed.emit(generation, fraction, stage)
+        task = self._current(generation)
+        if task is None:
+            return
+        self.progressed.emit(generation, fraction, stage)
+        if task.on_progress is not None:
+            task.on_progress(fraction, stage)
 
     @Slot(int, object)
     def _on_success(self, generation: int, result: object) -> None:
-        if generation == self._generation:
-            self._set_busy(False)
-            self.succeeded.emit(generation, result)
-            self.finished.emit(generation)
+        task = self._current(generation)
+        if task is None:
+            return
+        self._set_busy(False)
+        if task.on_success is not None:
+            task.on_success(result)
+        self.succeeded.emit(generation, result)
+        self.finished.emit(generation)
 
     @Slot(int, object)
     def _on_failure(self, generation: int, error: object) -> None:
-        if generation == self._generation:
-            self._set_busy(False)
-            self.failed.emit(generation, error)
-            self.finished.emit(generation)
+        task = self._current(generation)
+        if task is None:
+            return
+        self._set_busy(False)
+        if task.on_failure is not None:
+            task.on_failure(error)  # type: ignore[arg-type]
+        self.failed.emit(generation, error)
+        self.finished.emit(generation)
 
     @Slot(int)
     def _on_cancelled(self, generation: int) -> None:
-        if generation == self._generation:
-            self._set_busy(False)
-            self.cancelled.emit(generation)
-            self.finished.emit(generation)
+        task = self._current(generation)
+        if task is None:
+            return
+        self._set_busy(False)
+        if task.on_cancel is not None:
+            task.on_cancel()
+        self.cancelled.emit(generation)
+        self.finished.emit(generation)
 
     @Slot(int)
     def _on_done(self, generation: int) -> None:
@@ -250,13 +312,48 @@ class TaskRunner(QObject):
         task = self._tasks.pop(generation, None)
         if task is None:
             return
-        # The worker quits its thread right after ``done``: wait for the end, then let Python
-        # delete the finished thread and its worker (nothing is deleteLater'd, so nothing is
-        # deleted twice, by Qt and by its Python owner).
-        task.thread.wait()
+        if task.thread is not None:
+            task.thread.join()  # it ends right after "done"
         _GuiThreadCollection.task_ended()
 
     def _set_busy(self, busy: bool) -> None:
+        if busy != self._busy:
+            self._busy = busy
+            self.busyChanged.emit(busy)
+
+
+class TaskService(QObject):
+    """Named lanes of background work (see the module docstring); ``busyChanged`` says
+    whether any lane runs a task."""
+
+    busyChanged = Signal(bool)
+
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(parent)
+        self._lanes: dict[str, TaskRunner] = {}
+        self._busy = False
+
+    def lane(self, name: str) -> TaskRunner:
+        """The lane called ``name`` (made on first use)."""
+        runner = self._lanes.get(name)
+        if runner is None:
+            runner = self._lanes[name] = TaskRunner(self, name=name)
+            runner.busyChanged.connect(self._lane_busy)
+        return runner
+
+    @property
+    def busy(self) -> bool:
+        return any(runner.busy for runner in self._lanes.values())
+
+    def is_running(self) -> bool:
+        return any(runner.is_running() for runner in self._lanes.values())
+
+    def shutdown(self, timeout_ms: int | None = None) -> bool:
+        """Cancel and wait for every lane."""
+        return all(runner.shutdown(timeout_ms) for runner in self._lanes.values())
+
+    def _lane_busy(self, _busy: bool) -> None:
+        busy = self.busy
         if busy != self._busy:
             self._busy = busy
             self.busyChanged.emit(busy)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QFont, QPalette
@@ -88,7 +89,7 @@ class Banner(QFrame):
 
     actionTriggered = Signal()
 
-    COLOURS = {"warning": icons.AMBER, "error": icons.RED, "info": icons.BLUE, "done": icons.GREEN}
+    COLOURS: ClassVar[dict[str, str]] = {"warning": icons.AMBER, "error": icons.RED, "info": icons.BLUE, "done": icons.GREEN}
 
     def __init__(self, kind: str = "warning", text: str = "", action: str | None = None, parent: QWidget | None = None):
         super().__init__(parent)

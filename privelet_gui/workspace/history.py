@@ -174,18 +174,25 @@ class UndoHistory:
 
     def _record(self, change: Change) -> None:
         was_clean = self.is_clean()
-        del self._changes[self._index :]
-        if self._clean is not None and self._clean > self._index:
-            self._clean = None  # the saved state can no longer be reached
-        last = self._changes[-1] if self._changes and self._index != self._clean else None
+        last = self._changes[self._index - 1] if self._index > 0 and self._index != self._clean else None
         if last is not None and last.merge_key is not None and last.merge(change):
+            self._drop_redo()
             if last.obsolete:
                 self._changes.pop()
                 self._index -= 1
-        elif not change.obsolete:
+        elif change.obsolete:
+            return  # it did nothing: the history (and what can be redone) stays as it was
+        else:
+            self._drop_redo()
             self._changes.append(change)
             self._index += 1
         self._announce(was_clean)
+
+    def _drop_redo(self) -> None:
+        """A new change replaces the changes that were undone."""
+        del self._changes[self._index :]
+        if self._clean is not None and self._clean > self._index:
+            self._clean = None  # the saved state can no longer be reached
 
     @contextmanager
     def group(self, text: str) -> Iterator[None]:

@@ -105,7 +105,7 @@ def test_basic_variance_is_8k_over_epsilon_squared():
 
 
 # -- exact variance against explicit transform matrices ------------------------------------
-@pytest.mark.parametrize("size", list(range(1, 20)) + [31, 40])
+@pytest.mark.parametrize("size", [*list(range(1, 20)), 31, 40])
 def test_haar_interval_factors_match_explicit_matrices(size):
     schema = Schema([OrdinalAttribute.integer_range("a", 0, size - 1)])
     plan = TransformPlan(schema)

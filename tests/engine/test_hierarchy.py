@@ -1,3 +1,5 @@
+import itertools
+
 import pytest
 from hypothesis import given
 
@@ -57,7 +59,7 @@ def test_round_trip_random(h):
         if node.fanout:
             children = [c for c in h.nodes() if c.parent == node.index]
             assert children[0].lo == node.lo and children[-1].hi == node.hi
-            assert all(a.hi == b.lo for a, b in zip(children, children[1:]))
+            assert all(a.hi == b.lo for a, b in itertools.pairwise(children))
 
 
 @pytest.mark.parametrize(

@@ -198,7 +198,7 @@ def test_bad_epsilon_says_what_to_fix(epsilon):
 def test_bad_matrices_and_sa_say_what_to_fix():
     with pytest.raises(PriveletError, match=r"shape \(5, 6\) but the schema needs \(6, 6\)"):
         privelet_plus(TRUTH[:5], SCHEMA, 1.0)
-    with pytest.raises(SchemaError, match="unknown attribute 'sex'.*'age', 'job'"):
+    with pytest.raises(SchemaError, match=r"unknown attribute 'sex'.*'age', 'job'"):
         privelet_plus(TRUTH, SCHEMA, 1.0, ["sex"])
     with pytest.raises(PriveletError, match="negative or fractional"):
         privelet_plus(TRUTH - 1, SCHEMA, 1.0)

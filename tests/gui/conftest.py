@@ -6,6 +6,7 @@ pyqtgraph's habit of failing on Qt warnings.
 
 from __future__ import annotations
 
+import contextlib
 import traceback
 import uuid
 from pathlib import Path
@@ -114,10 +115,8 @@ def no_dangling_threads_or_timers(qtbot: Any, monkeypatch: pytest.MonkeyPatch, f
             problems.append(f"a QTimer is still active, started at:\n{where}")
             timer.stop()
     if pending_single_shots:
-        try:  # a single shot due any moment is not a leak
+        with contextlib.suppress(AssertionError):  # a single shot due any moment is not a leak
             qtbot.waitUntil(lambda: not pending_single_shots, timeout=1000)
-        except AssertionError:
-            pass
         problems.extend(f"a QTimer.singleShot has not fired, set at:\n{w}" for w in pending_single_shots)
     if problems:
         pytest.fail("\n".join(problems), pytrace=False)

@@ -6,8 +6,8 @@ from PySide6.QtCore import Qt
 
 from privelet_gui import io as pio
 from privelet_gui.engine import NumericBins, paper_factors
-from privelet_gui.workspace import MAX_CELLS
 from privelet_gui.gui.models.attributes_model import AttributesModel
+from privelet_gui.workspace import MAX_CELLS
 
 
 def test_ordinal_domains_and_out_of_range_checks(sample_window):

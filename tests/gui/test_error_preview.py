@@ -18,11 +18,11 @@ def test_privacy_step_previews_the_expected_error_without_data(sample_window, qt
     panel = window.privacy_panel
     window.go_to("privacy")
     schema = window.document.schema()
-    qtbot.waitUntil(lambda: "factors" in variance_model(schema).__dict__, timeout=10_000)
+    qtbot.waitUntil(lambda: variance_model(schema).ready, timeout=10_000)
     qtbot.waitUntil(lambda: bool(panel.expected_plot.table[1]), timeout=10_000)
     window.document.set_sa(["age"])
     window.document.set_epsilon(0.5)
-    header, rows = panel.expected_plot.table
+    _, rows = panel.expected_plot.table
     assert not panel.expected_plot.uses_true_data and panel.expected_plot.banner.isHidden()
     workload = random_workload(schema, PREVIEW_QUERIES, np.random.default_rng(0))
     expected = expected_errors(schema, 0.5, ("age",), workload)

@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QApplication
 
 from privelet_gui.engine import QuintileRow
 from privelet_gui.engine.evaluation import EvaluationRow
+from privelet_gui.io import OutputExistsError
 from privelet_gui.qt.figures import (
     CUSTODIAN_LABEL,
     LABEL_COLOUR,
@@ -19,7 +20,6 @@ from privelet_gui.qt.figures import (
     write_error_figure,
 )
 from privelet_gui.qt.plots import MECHANISM_COLOURS, TRUE_DATA_WARNING, ErrorByCoveragePlot
-from privelet_gui.io import OutputExistsError
 
 COVERAGE = [4e-5, 2.3e-4, 1.1e-3, 6e-2, 0.43]
 ROWS = {

@@ -156,3 +156,90 @@ def test_garbage_is_never_collected_on_a_worker_thread(runner, qtbot):
     finally:
         release.set()
         other.shutdown()
+
+
+def test_why_collection_stays_off_worker_threads():
+    """A collection in any thread frees every unreachable cycle, Qt objects of the GUI thread
+    included, and Qt then destroys them in the wrong thread: this is what the task runner's
+    guard prevents (workers that hold no Qt object are not enough)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import gc, threading
+        from PySide6.QtCore import QTimer
+        from PySide6.QtWidgets import QApplication
+        app = QApplication([])
+        gc.disable()
+        for _ in range(5):
+            timer = QTimer()
+            timer.start(1000)
+            timer.me = timer  # a cycle: only the collector frees it
+            del timer
+        worker = threading.Thread(target=gc.collect)
+        worker.start()
+        worker.join()
+        print("collected on a worker thread")
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                            env={**__import__("os").environ, "QT_QPA_PLATFORM": "offscreen"})
+    assert "collected on a worker thread" in result.stdout
+    assert "cannot be stopped from another thread" in result.stderr
+
+
+def test_each_task_has_its_own_callbacks_and_stale_ones_never_run(runner, qtbot):
+    gui_thread = QThread.currentThread()
+    calls: list[tuple[str, object, bool]] = []
+    gate = threading.Event()
+
+    def record(kind):
+        return lambda *args: calls.append((kind, args[0] if args else None, QThread.currentThread() is gui_thread))
+
+    stale = runner.run(lambda p, c: gate.wait(5) and "stale", "first", on_success=record("stale success"),
+                       on_cancel=record("stale cancel"))
+    fresh = runner.run(lambda p, c: (p(0.5, "half"), "fresh")[1], "second", on_success=record("success"),
+                       on_progress=record("progress"))
+    assert stale.cancelled and not fresh.cancelled
+    qtbot.waitUntil(lambda: ("success", "fresh", True) in calls, timeout=5000)
+    gate.set()
+    assert runner.wait(5000)
+    qtbot.wait(50)
+    assert calls == [("progress", 0.5, True), ("success", "fresh", True)]
+
+
+def test_failures_reach_the_handles_callback_with_their_traceback(runner, qtbot):
+    errors: list[BaseException] = []
+
+    def task(progress, should_cancel):
+        raise PriveletError("bad column")
+
+    runner.run(task, on_failure=errors.append)
+    qtbot.waitUntil(lambda: bool(errors), timeout=5000)
+    assert isinstance(errors[0], PriveletError) and errors[0].__traceback__ is not None
+
+
+def test_lanes_of_the_service_run_side_by_side(qtbot):
+    from privelet_gui.gui.tasks import TaskService
+
+    service = TaskService()
+    gate = threading.Event()
+    results: list[object] = []
+    try:
+        busy = []
+        service.busyChanged.connect(busy.append)
+        slow = service.lane("work").run(lambda p, c: gate.wait(5) and "work done", on_success=results.append)
+        service.lane("preview").run(lambda p, c: "preview done", on_success=results.append)
+        qtbot.waitUntil(lambda: results == ["preview done"], timeout=5000)
+        assert not slow.cancelled and service.busy  # another lane's task does not cancel this one
+        gate.set()
+        qtbot.waitUntil(lambda: results == ["preview done", "work done"], timeout=5000)
+        assert service.lane("work") is service.lane("work")
+        qtbot.waitUntil(lambda: not service.busy, timeout=5000)
+        assert busy == [True, False]
+    finally:
+        gate.set()
+        assert service.shutdown(5000)
+    assert not service.is_running()

@@ -25,10 +25,10 @@ from PySide6.QtWidgets import (
 )
 
 from ...engine import Hierarchy, HierarchyError, NumericBins, PriveletError
-from ..document import AttributeConfig, Document
-from ...workspace.model import MAX_CELLS
-from ..models.attributes_model import AttributesModel
 from ...qt.widgets import Banner, StepHeader, SwitchBox, fmt_bytes
+from ...workspace.model import MAX_CELLS
+from ..document import AttributeConfig, Document
+from ..models.attributes_model import AttributesModel
 
 __all__ = ["AttributeEditor", "AttributesPanel"]
 

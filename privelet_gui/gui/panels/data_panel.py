@@ -16,9 +16,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ...qt.widgets import Banner, StepHeader
 from ..document import Document
 from ..models.table_models import ColumnSummaryModel
-from ...qt.widgets import Banner, StepHeader
 
 __all__ = ["DataPanel"]
 
@@ -155,5 +155,5 @@ class DataPanel(QWidget):
             self.progress.hide()
             return
         self.progress.show()
-        self.progress.setValue(int(round(fraction * 100)))
+        self.progress.setValue(round(fraction * 100))
         self.progress.setFormat(f"{stage}  %p%")

@@ -36,11 +36,11 @@ from PySide6.QtWidgets import (
 
 from ... import io as pio
 from ...engine import HierarchyError, PriveletError
-from ...qt import icons
-from ..document import AttributeConfig, Document
 from ...engine.builders import flat, group_by_prefix, group_into_ranges, parse_numbers
-from ..models.hierarchy_model import HierarchyModel, TreeNode
+from ...qt import icons
 from ...qt.widgets import StepHeader, section_label
+from ..document import AttributeConfig, Document
+from ..models.hierarchy_model import HierarchyModel, TreeNode
 
 if TYPE_CHECKING:
     from ..dialogs import Dialogs

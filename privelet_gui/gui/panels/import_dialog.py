@@ -22,8 +22,8 @@ from PySide6.QtWidgets import (
 
 from ... import io as pio
 from ...engine import PriveletError
-from ..models.table_models import DataFrameModel
 from ...qt.widgets import Banner
+from ..models.table_models import DataFrameModel
 
 __all__ = ["PREVIEW_ROWS", "ImportDialog"]
 

@@ -9,15 +9,14 @@ release only. Sums over big releases run in a task, never on the GUI thread.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from ...engine import ErrorPreview, Release, marginal
-from ...workspace.jobs import MEASURE_MAX_CELLS
 from ...qt.plots import ErrorByCoveragePlot, HeatmapPlot, MarginalComparisonPlot
-from ..tasks import TaskRunner
+from ...workspace.jobs import MEASURE_MAX_CELLS
+from ..tasks import TaskService
 
 __all__ = ["ErrorPreviewPanel"]
 
@@ -34,15 +33,12 @@ _NO_TRUE_DATA = (
 class ErrorPreviewPanel(QWidget):
     """Figure 8 of the paper on the custodian's data, true vs noisy marginals, a noisy 2-D marginal."""
 
-    def __init__(self, parent: QWidget | None = None):
+    def __init__(self, tasks: TaskService, parent: QWidget | None = None):
         super().__init__(parent)
         self.release: Release | None = None
         self.preview: ErrorPreview | None = None
-        # One runner per view: a new sum for one view must not cancel the other's.
-        self.runners = {"marginal": TaskRunner(self), "heatmap": TaskRunner(self)}
-        self._show: dict[str, Callable[[Any], None]] = {}
-        for view, runner in self.runners.items():
-            runner.succeeded.connect(lambda _generation, result, v=view: self._show[v](result))
+        # One lane per view: a new sum for one view must not cancel the other's.
+        self.runners = {view: tasks.lane(f"preview {view}") for view in ("marginal", "heatmap")}
 
         layout = QVBoxLayout(self)
         self.notice = QLabel("Run a release (or open a release file) to see its error here.")
@@ -166,9 +162,5 @@ class ErrorPreviewPanel(QWidget):
         if self.release is not None and self.release.noisy.size <= _INSTANT_CELLS:
             show(work())
             return
-        self._show[view] = show  # only the latest request of a view is shown (stale ones are dropped)
-        self.runners[view].submit(lambda _progress, _cancel: work(), f"summing the release ({view})")
-
-    def shutdown(self) -> None:
-        for runner in self.runners.values():
-            runner.shutdown()
+        # Only the latest request of a view is shown (its lane drops stale results).
+        self.runners[view].run(lambda _progress, _cancel: work(), f"summing the release ({view})", on_success=show)

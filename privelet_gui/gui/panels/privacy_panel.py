@@ -47,10 +47,10 @@ from ...engine import (
     variance_model,
 )
 from ...qt import icons
-from ..document import Document
 from ...qt.plots import AttributeFactorPlot, ErrorByCoveragePlot
-from ..tasks import TaskRunner
 from ...qt.widgets import StepHeader, fmt_count, fmt_number
+from ..document import Document
+from ..tasks import TaskService
 
 __all__ = ["EPSILON_MAX", "EPSILON_MIN", "Z95", "PrivacyPanel", "epsilon_to_slider", "slider_to_epsilon"]
 
@@ -79,7 +79,7 @@ def slider_to_epsilon(position: int) -> float:
 def epsilon_to_slider(epsilon: float) -> int:
     lo, hi = math.log10(EPSILON_MIN), math.log10(EPSILON_MAX)
     value = (math.log10(min(max(epsilon, EPSILON_MIN), EPSILON_MAX)) - lo) / (hi - lo)
-    return int(round(value * SLIDER_STEPS))
+    return round(value * SLIDER_STEPS)
 
 
 def round_up(x: float, decimals: int = 4) -> float:
@@ -92,12 +92,10 @@ class PrivacyPanel(QWidget):
 
     boundsUpdated = Signal()  # after the table of bounds was refreshed (tests wait on it)
 
-    def __init__(self, document: Document, parent: QWidget | None = None):
+    def __init__(self, document: Document, tasks: TaskService, parent: QWidget | None = None):
         super().__init__(parent)
         self._doc = document
-        self.runner = TaskRunner(self)  # first factor computation of a schema
-        self.runner.succeeded.connect(lambda _gen, _result: self.refresh_bounds())
-        self.runner.failed.connect(lambda _gen, error: self._factors_failed(error))
+        self.runner = tasks.lane("variance factors")  # the first factor computation of a schema
         self._pending: Schema | None = None
         self.bounds: dict[str, dict[str, Any]] = {}
 
@@ -352,7 +350,8 @@ class PrivacyPanel(QWidget):
         ready = model.ready
         if not ready and self._pending != schema:
             self._pending = schema
-            self.runner.submit(lambda progress, cancel, m=model: m.prepare(), "variance factors")
+            self.runner.run(lambda progress, cancel, m=model: m.prepare(), "variance factors",
+                            on_success=lambda _model: self.refresh_bounds(), on_failure=self._factors_failed)
         for row, (key, title, _tip) in enumerate(MECHANISMS):
             spec = specs[key]
             assert spec is not None
@@ -409,9 +408,6 @@ class PrivacyPanel(QWidget):
         rows = expected_errors(schema, self._doc.epsilon, sa, workload, neighbours=self._doc.neighbours)
         self.expected_plot.set_rows(rows, epsilon=self._doc.epsilon)
         self.factor_plot.set_factors(variance_model(schema).factors, sa)
-
-    def shutdown(self) -> None:
-        self.runner.shutdown()
 
     def _fit_table(self) -> None:
         height = self.table.horizontalHeader().sizeHint().height() + 2 * self.table.frameWidth()

@@ -26,10 +26,10 @@ from PySide6.QtWidgets import (
 
 from ...engine import Z95, ErrorPreview, PrefixSums, PriveletError, Release, mechanism_name
 from ...engine.noise import NEIGHBOUR_NAMES
-from ..document import Document
-from ...workspace.jobs import MEASURE_MAX_CELLS, ReleaseOutcome
-from ..tasks import TaskRunner
 from ...qt.widgets import Banner, StepHeader, fmt_count, fmt_number
+from ...workspace.jobs import MEASURE_MAX_CELLS, ReleaseOutcome
+from ..document import Document
+from ..tasks import TaskService
 from ..workbench import INSTANT_PREFIX_CELLS, QueryWorkbench
 from .preview_panel import ErrorPreviewPanel
 
@@ -42,7 +42,7 @@ class ReleasePanel(QWidget):
     cancelRequested = Signal()
     exportRequested = Signal(str)  # "release", "csv" or "parquet"
 
-    def __init__(self, document: Document, parent: QWidget | None = None):
+    def __init__(self, document: Document, tasks: TaskService, parent: QWidget | None = None):
         super().__init__(parent)
         self._doc = document
         self._running = False
@@ -167,12 +167,11 @@ class ReleasePanel(QWidget):
         run.addWidget(self.result_box)
         run.addStretch(1)
 
-        self.preview = ErrorPreviewPanel()
+        self.preview = ErrorPreviewPanel(tasks)
         self.add_tab(self.preview, "Error preview")
         self.workbench = QueryWorkbench()
         self.add_tab(self.workbench, "Query workbench")
-        self.prefix_runner = TaskRunner(self)  # prefix sums of big releases, for the workbench
-        self.prefix_runner.succeeded.connect(lambda _generation, prefix: self.workbench.set_prefix_sums(prefix))
+        self.prefix_runner = tasks.lane("prefix sums")  # prefix sums of big releases, for the workbench
         self._shown: Release | None = None
 
         self.invalid.currentIndexChanged.connect(self._invalid_changed)
@@ -244,13 +243,10 @@ class ReleasePanel(QWidget):
         if release is not None and release.noisy.size > INSTANT_PREFIX_CELLS:
             self.workbench.set_release(release, prefix=None)
             noisy = release.noisy
-            self.prefix_runner.submit(lambda _progress, _cancel: PrefixSums(noisy), "preparing queries")
+            self.prefix_runner.run(lambda _progress, _cancel: PrefixSums(noisy), "preparing queries",
+                                   on_success=self.workbench.set_prefix_sums)
         else:
             self.workbench.set_release(release)
-
-    def shutdown(self) -> None:
-        self.prefix_runner.shutdown()
-        self.preview.shutdown()
 
     def _show_outcome(self, outcome: ReleaseOutcome | None) -> None:
         self.result_box.setVisible(outcome is not None)
@@ -292,7 +288,7 @@ class ReleasePanel(QWidget):
         self.refresh()
 
     def set_progress(self, fraction: float, stage: str) -> None:
-        self.progress.setValue(int(round(fraction * 1000)))
+        self.progress.setValue(round(fraction * 1000))
         self.progress.setFormat(f"{stage[:1].upper()}{stage[1:]}  %p%")
         self.stage.setText(stage[:1].upper() + stage[1:])
 

@@ -1,0 +1,184 @@
+"""The workspace model without Qt: a custodian's flow, step records, undo, staleness, projects."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from privelet_gui import io as pio
+from privelet_gui.engine import Hierarchy, ReleaseSpec
+from privelet_gui.workspace import (
+    HierarchyTree,
+    ReleaseOutcome,
+    UndoHistory,
+    Workspace,
+    release_blockers,
+    run_release,
+)
+
+
+@pytest.fixture(scope="module")
+def sample_summary():
+    return pio.summarize_table(pio.sample_table_path(), pio.sniff_table(pio.sample_table_path()))
+
+
+@pytest.fixture
+def workspace(sample_summary):
+    ws = Workspace()
+    ws.set_table(sample_summary, schema=pio.load_schema(pio.sample_schema_path()))
+    return ws
+
+
+def test_the_workspace_imports_no_qt():
+    script = textwrap.dedent(
+        """
+        import importlib.abc, sys
+
+        class BlockQt(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] in {"PySide6", "shiboken6", "pyqtgraph"}:
+                    raise ImportError(f"{name} is blocked")
+                return None
+
+        sys.meta_path.insert(0, BlockQt())
+        from privelet_gui import io as pio
+        from privelet_gui.workspace import Workspace
+        ws = Workspace()
+        ws.set_table(pio.summarize_table(pio.sample_table_path()), schema=pio.load_schema(pio.sample_schema_path()))
+        ws.set_epsilon(0.5)
+        print(ws.release_spec().epsilon, ws.step_status("privacy").state)
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0.5", "done"]
+
+
+def test_a_custodians_flow_with_undo_and_a_spec(workspace):
+    history = workspace.history
+    assert [c.name for c in workspace.included()] == list(pio.load_schema(pio.sample_schema_path()).names)
+    assert workspace.step_status("attributes").complete
+    # attribute settings, undoable
+    workspace.set_attribute("age", "Narrow age", lo=20, hi=60)
+    assert workspace.schema()["age"].size == 41
+    assert workspace.step_status("attributes").state == "error"  # the data runs outside 20..60
+    issue = next(i for i in workspace.step_status("attributes").issues if i.code == "out-of-range")
+    assert (issue.step, issue.attribute, issue.severity) == ("attributes", "age", "error")
+    history.undo()
+    assert workspace.schema()["age"].size == 74 and workspace.step_status("attributes").complete
+    # a hierarchy edit through the same history, with undo and redo
+    tree = workspace.config("occupation").hierarchy
+    assert isinstance(tree, HierarchyTree)
+    before = tree.to_hierarchy()
+    technical = tree.find("Technical")
+    tree.move_nodes([tree.find("Sales")], technical)
+    assert "Sales" in [n.label for n in technical.children]
+    assert workspace.schema()["occupation"].hierarchy != before
+    history.undo()
+    assert workspace.schema()["occupation"].hierarchy == before
+    history.redo()
+    assert workspace.schema()["occupation"].hierarchy != before
+    # S_A and the spec
+    workspace.set_sa(["sex", "race"])
+    workspace.set_epsilon(0.5)
+    spec = workspace.release_spec()
+    assert spec == ReleaseSpec(workspace.schema(), 0.5, "privelet+", ("sex", "race"))
+    assert workspace.effective_sa() == ("sex", "race")
+    assert workspace.release_spec(mechanism="basic").effective_sa == workspace.schema().names
+    assert release_blockers(workspace) == []
+    job = workspace.release_job()
+    assert job.spec == spec
+    assert history.texts[-2:] == ["Set S_A to {sex, race}", "Set epsilon to 0.5"]
+
+
+def test_typing_an_epsilon_is_one_change(workspace):
+    history = workspace.history
+    start = len(history)
+    for epsilon in (0.9, 0.8, 0.7):
+        workspace.set_epsilon(epsilon)
+    assert len(history) == start + 1 and workspace.epsilon == 0.7
+    history.undo()
+    assert workspace.epsilon == 1.0
+    workspace.set_epsilon(0.5)
+    workspace.set_epsilon(1.0)  # back where it started: nothing to undo
+    assert len(history) == start
+
+
+def test_steps_are_records_and_blockers_name_them(sample_summary):
+    ws = Workspace()
+    assert ws.step_status("data").state == "todo"
+    ws.set_table(sample_summary)  # no schema: every domain inferred from the data
+    attributes = ws.step_status("attributes")
+    codes = {(i.attribute, i.code, i.severity) for i in attributes.issues}
+    assert ("age", "domain-from-data", "warning") in codes
+    assert (None, "too-many-cells", "error") in codes and attributes.state == "error"
+    assert release_blockers(ws)[0] == attributes.message
+    for config in ws.included():
+        ws.set_attribute(config.column, include=False)
+    assert ws.step_status("attributes").message == "include at least one attribute"
+    assert release_blockers(ws) == ["include at least one attribute"]
+    with pytest.raises(Exception, match="include at least one attribute"):
+        ws.release_job()
+
+
+def test_a_release_goes_stale_when_its_settings_change(workspace):
+    workspace.set_sa(["sex"])
+    outcome = run_release(workspace.release_job())
+    assert isinstance(outcome, ReleaseOutcome)
+    workspace.set_release_outcome(outcome)
+    assert not workspace.release_is_stale()
+    assert workspace.step_status("release").state == "done"
+    workspace.set_epsilon(2.0)
+    assert workspace.release_is_stale()
+    workspace.history.undo()
+    assert not workspace.release_is_stale()
+    workspace.set_privacy(mechanism="basic")
+    assert workspace.release_is_stale()
+
+
+def test_modified_follows_the_history_and_saving(workspace, tmp_path):
+    seen: list[bool] = []
+    workspace.events.modified_changed.connect(seen.append)
+    assert workspace.modified  # a table read anew is a change to the saved project
+    workspace.mark_saved(tmp_path / "p.privelet")
+    assert not workspace.modified
+    workspace.set_epsilon(0.25)
+    assert workspace.modified
+    workspace.history.undo()
+    assert not workspace.modified
+    assert seen == [False, True, False]
+
+
+def test_projects_round_trip_through_the_workspace(workspace, sample_summary, tmp_path):
+    tree = workspace.config("occupation").hierarchy
+    tree.add_empty_group(tree.root, "Empty")  # invalid: kept as a draft
+    workspace.set_sa(["sex"])
+    path = tmp_path / "adult.privelet"
+    from privelet_gui.io.project import load_project, save_project
+
+    save_project(workspace.to_project(), path)
+    again = Workspace()
+    again.apply_project(load_project(path), path, sample_summary)
+    assert again.sa == ("sex",) and not again.modified
+    assert again.step_status("hierarchies").state == "error"
+    occupation = again.config("occupation").hierarchy
+    assert occupation.find("Empty") is not None and occupation.find("Empty").is_group
+
+
+def test_a_plain_history_groups_and_drops_no_op_changes():
+    history = UndoHistory()
+    tree = HierarchyTree(Hierarchy.from_nested({"*": {"A": ["a1", "a2"], "B": ["b1"]}}), history)
+    with history.group("Tidy up"):
+        tree.move_nodes([tree.find("a2")], tree.find("B"))
+        tree.rename(tree.find("b1"), "b-one")
+    assert history.texts == ["Tidy up"]
+    assert tree.to_hierarchy().to_nested() == {"*": {"A": ["a1"], "B": ["b-one", "a2"]}}
+    history.undo()
+    assert tree.to_hierarchy().to_nested() == {"*": {"A": ["a1", "a2"], "B": ["b1"]}}
+    assert not tree.move_nodes([tree.find("a1")], tree.find("A"), 0)  # already there: no change
+    assert history.can_redo and history.texts == [] and len(history) == 1  # the undone group stays redoable
+    history.redo()
+    assert tree.to_hierarchy().to_nested() == {"*": {"A": ["a1"], "B": ["b-one", "a2"]}}
