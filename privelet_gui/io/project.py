@@ -59,6 +59,8 @@ PROJECT_SUFFIX = ".privelet"
 _NEIGHBOURS = ("replace", "add-remove")
 _MECHANISMS = ("privelet+", "privelet", "basic")
 _INVALID = ("error", "drop")
+#: How S_A was chosen: by the custodian, or by the recommendation rule (it then follows the schema).
+SA_RULES = ("chosen", "recommended")
 
 
 class ProjectError(PriveletError):
@@ -74,6 +76,8 @@ class Project:
     "tree": {...}}``: a nominal attribute whose hierarchy is not valid yet; the tree is
     ``{"label": ..., "children": [...]}`` with groups marked by ``children``).
     ``table_options`` is an :class:`~privelet_gui.io.TableOptions` (or None: sniff).
+    ``sa_rule`` says how S_A was chosen (:data:`SA_RULES`); with ``"recommended"`` the app
+    keeps it equal to the recommended S_A of the current schema.
     """
 
     table_path: Path | None = None
@@ -81,6 +85,7 @@ class Project:
     schema: Schema | None = None
     epsilon: float = 1.0
     sa: tuple[str, ...] = ()
+    sa_rule: str = "chosen"
     neighbours: str = "replace"
     mechanism: str = "privelet+"
     invalid: str = "error"
@@ -102,6 +107,8 @@ class Project:
             raise ProjectError(f"neighbours must be one of {_NEIGHBOURS}, got {self.neighbours!r}")
         if self.mechanism not in _MECHANISMS:
             raise ProjectError(f"mechanism must be one of {_MECHANISMS}, got {self.mechanism!r}")
+        if self.sa_rule not in SA_RULES:
+            raise ProjectError(f"sa_rule must be one of {SA_RULES}, got {self.sa_rule!r}")
         if self.invalid not in _INVALID:
             raise ProjectError(f"invalid must be one of {_INVALID}, got {self.invalid!r}")
         known = set(self.attribute_order)
@@ -183,6 +190,7 @@ def project_to_json(project: Project, base_dir: str | os.PathLike[str] | None = 
         "privacy": {
             "epsilon": project.epsilon,
             "sa": list(project.sa),
+            "sa_rule": project.sa_rule,
             "neighbours": project.neighbours,
             "mechanism": project.mechanism,
         },
@@ -243,6 +251,7 @@ def project_from_json(obj: Any, base_dir: str | os.PathLike[str] | None = None) 
         schema=schema,
         epsilon=float(epsilon) if isinstance(epsilon, (int, float)) and not isinstance(epsilon, bool) else epsilon,
         sa=tuple(sa),
+        sa_rule=privacy.get("sa_rule", "chosen"),
         neighbours=privacy.get("neighbours", "replace"),
         mechanism=privacy.get("mechanism", "privelet+"),
         invalid=counting.get("invalid", "error"),

@@ -62,6 +62,16 @@ Mode = Literal["range", "values", "bins"]
 MAX_DEFAULT_VALUES = 1000
 #: The largest frequency matrix a release is started for (8 bytes a cell, a few copies).
 MAX_CELLS = 1 << 27
+#: Columns are included by default while the matrix has at most this many cells per row of the
+#: table (and at most MAX_CELLS): beyond it most cells are empty and the noise swamps them.
+DEFAULT_CELLS_PER_ROW = 10
+#: ... but a small table may always have this many cells.
+DEFAULT_MIN_CELLS = 10_000
+#: How S_A was chosen, for people.
+SA_RULE_TEXT = {
+    "recommended": "recommended: the attributes with |A| <= P(A)^2 H(A), which never raises the paper's bound",
+    "chosen": "chosen by you",
+}
 
 
 @dataclass
@@ -201,7 +211,38 @@ class WorkspaceEvents:
         self.project_path_changed = Event()
 
 
-_PRIVACY_FIELDS = ("epsilon", "sa", "neighbours", "mechanism", "invalid")
+_PRIVACY_FIELDS = ("epsilon", "sa", "sa_rule", "neighbours", "mechanism", "invalid")
+
+
+def default_cell_budget(rows: int) -> int:
+    """The largest matrix the default column selection makes for a table of ``rows`` rows."""
+    return min(MAX_CELLS, max(DEFAULT_MIN_CELLS, DEFAULT_CELLS_PER_ROW * rows))
+
+
+def choose_default_columns(configs: Sequence[AttributeConfig], rows: int) -> None:
+    """Include columns in table order while the matrix stays within :func:`default_cell_budget`
+    (a column that would exceed it is left out, later smaller ones may still come in); columns
+    excluded by inference (too many values, empty) stay out. Says why in each left-out note."""
+    budget = default_cell_budget(rows)
+    cells = 1
+    for config in configs:
+        if not config.include:
+            continue
+        try:
+            size = config.to_attribute().size
+        except PriveletError:
+            config.include = False
+            config.note = "its domain is not valid yet"
+            continue
+        if cells * size > budget:
+            config.include = False
+            config.note = (
+                f"excluded by default: with it the matrix would exceed {budget:,} cells "
+                f"({DEFAULT_CELLS_PER_ROW} per row of the table); include it if your users need it"
+            )
+            continue
+        cells *= size
+
 
 
 class Workspace:
@@ -220,17 +261,38 @@ class Workspace:
         self.table_error: str | None = None
         self.configs: list[AttributeConfig] = []
         self.epsilon = 1.0
-        self.sa: tuple[str, ...] = ()
+        self._sa: tuple[str, ...] = ()
+        self.sa_rule = "recommended"
         self.neighbours = "replace"
         self.mechanism = "privelet+"
         self.invalid = "error"
         self.measure_error = True  # a preference of this session, not part of the project
         self.outcome: ReleaseOutcome | None = None
+        self.outcome_saved = False  # the last release was written to a file (release, CSV or Parquet)
         self.project_path: Path | None = None
         self._dirty = False
         self._modified = False
         self._schema_cache: tuple[Schema | None, str | None] | None = None
         self.history.clean_changed.connect(self._update_modified)
+
+    # -- S_A -----------------------------------------------------------------------------------
+    @property
+    def sa(self) -> tuple[str, ...]:
+        """S_A for Privelet+: the custodian's choice, or the recommended S_A of the current
+        schema while :attr:`sa_rule` is ``"recommended"``. A chosen S_A keeps the names of
+        excluded attributes, so that excluding and re-including one restores its choice."""
+        if self.sa_rule == "recommended":
+            schema = self.schema()
+            return recommend_sa(schema) if schema is not None else ()
+        return self._sa
+
+    @sa.setter
+    def sa(self, names: tuple[str, ...]) -> None:
+        self._sa = tuple(names)
+
+    def sa_rule_text(self) -> str:
+        """How S_A was chosen, for people."""
+        return SA_RULE_TEXT[self.sa_rule]
 
     # -- saved state -------------------------------------------------------------------------
     @property
@@ -389,27 +451,39 @@ class Workspace:
         self.table_options = None
         self.table_error = None
         self.configs = []
-        self.epsilon, self.sa, self.neighbours, self.mechanism, self.invalid = 1.0, (), "replace", "privelet+", "error"
-        self.outcome = None
+        self.epsilon, self.neighbours, self.mechanism, self.invalid = 1.0, "replace", "privelet+", "error"
+        self._sa, self.sa_rule = (), "recommended"
+        self.outcome, self.outcome_saved = None, False
         self.project_path = None
         self._dirty = False
         self._changed_all()
         self.events.project_path_changed.emit()
         self.mark_saved()
 
-    def set_table(self, summary: TableSummary, schema: Schema | None = None, project: Project | None = None) -> None:
-        """Start from a freshly read table: settings from ``project`` or ``schema``, or inferred."""
+    def set_table(
+        self, summary: TableSummary, schema: Schema | None = None, project: Project | None = None,
+        *, same_project: bool = False,
+    ) -> None:
+        """Start from a freshly read table: settings from ``project`` (columns of the same name
+        keep their settings and hierarchies; data values new to them show up as problems) or
+        ``schema``, or inferred. A new table makes a new, unsaved project unless ``same_project``
+        (the same table read again, e.g. with other reading options)."""
         self.history.clear()
         self.summary = summary
         self.table_path = summary.path
         self.table_options = summary.options
         self.table_error = None
-        self.outcome = None
+        self.outcome, self.outcome_saved = None, False
         if project is not None:
             self._apply_project(project)
         else:
             self.configs = self._build_configs(schema, (), {})
-            self.sa = tuple(n for n in self.sa if n in schema.names) if schema is not None else ()
+            self._sa, self.sa_rule = (), "recommended"
+            if schema is None:
+                choose_default_columns(self.configs, summary.rows)
+        if not same_project and self.project_path is not None:
+            self.project_path = None  # never titled with, or saved over, a project it no longer matches
+            self.events.project_path_changed.emit()
         self._dirty = True  # a table read anew is a change to the saved project
         self._changed_all()
         self._update_modified()
@@ -427,7 +501,7 @@ class Workspace:
         self.summary = summary
         self.table_path = project.table_path
         self.table_options = project.table_options if summary is None else summary.options
-        self.outcome = None
+        self.outcome, self.outcome_saved = None, False
         self._apply_project(project)
         self.project_path = path
         self.events.project_path_changed.emit()
@@ -437,7 +511,8 @@ class Workspace:
     def _apply_project(self, project: Project) -> None:
         self.configs = self._build_configs(project.schema, project.attribute_order, project.drafts)
         self.epsilon = project.epsilon
-        self.sa = project.sa
+        self._sa = project.sa
+        self.sa_rule = project.sa_rule
         self.neighbours = project.neighbours
         self.mechanism = project.mechanism
         self.invalid = project.invalid
@@ -503,6 +578,7 @@ class Workspace:
             schema=schema,
             epsilon=self.epsilon,
             sa=tuple(n for n in order if n in set(self.sa)),
+            sa_rule=self.sa_rule,
             neighbours=self.neighbours,
             mechanism=self.mechanism,
             invalid=self.invalid,
@@ -540,8 +616,11 @@ class Workspace:
         unknown = set(changes) - set(_PRIVACY_FIELDS)
         if unknown:
             raise TypeError(f"not a privacy setting: {', '.join(sorted(unknown))}")
+        if changes.get("sa_rule") == "chosen":
+            changes.setdefault("sa", self.sa)  # a chosen S_A is stored, even when it equals the recommended one
         before = {k: getattr(self, k) for k in changes}
-        changes = {k: v for k, v in changes.items() if before[k] != v}
+        keep = {"sa"} if changes.get("sa_rule") == "chosen" and before.get("sa_rule") != "chosen" else set()
+        changes = {k: v for k, v in changes.items() if before[k] != v or k in keep}
         if not changes:
             return
         label = text or "Change " + ", ".join(sorted(changes))
@@ -556,16 +635,36 @@ class Workspace:
         self.set_privacy(f"Set epsilon to {epsilon:g}", merge="epsilon", epsilon=float(epsilon))
 
     def set_sa(self, names: Iterable[str]) -> None:
+        """Choose S_A (it then stays as chosen whatever the schema)."""
         schema = self.schema()
         order = schema.names if schema is not None else tuple(c.name for c in self.configs)
         wanted = set(names)
         sa = tuple(n for n in order if n in wanted)
-        self.set_privacy("Set S_A to {" + ", ".join(sa) + "}", sa=sa)
+        self.set_privacy("Set S_A to {" + ", ".join(sa) + "}", sa=sa, sa_rule="chosen")
+
+    def use_recommended_sa(self) -> None:
+        """Let S_A follow the recommendation for the current schema (see :data:`SA_RULE_TEXT`)."""
+        self.set_privacy("Use the recommended S_A", sa_rule="recommended")
+
+    def import_schema(self, schema: Schema, text: str = "Import a schema") -> None:
+        """Take every attribute's settings from ``schema`` (undoable): its attributes are
+        included, in its order; the table's other columns are kept, excluded."""
+        before = {"configs": self.configs}
+        configs = self._build_configs(schema, (), {})
+        self.history.push(FieldChange(text, self._set_field, before, {"configs": configs}, done=self._attributes_changed))
 
     def set_release_outcome(self, outcome: ReleaseOutcome | None) -> None:
-        self.outcome = outcome
+        self.outcome, self.outcome_saved = outcome, False
         self.events.release_changed.emit()
         self.events.state_changed.emit()
+
+    def mark_release_saved(self) -> None:
+        """The last release was written to a file: dropping it loses nothing."""
+        self.outcome_saved = True
+
+    def release_at_risk(self) -> bool:
+        """Whether a release is held that no file holds yet (dropping it would lose it)."""
+        return self.outcome is not None and not self.outcome_saved
 
     # -- announcements ------------------------------------------------------------------------------
     def _privacy_changed(self) -> None:

@@ -183,16 +183,26 @@ def _hierarchies(workspace: Workspace) -> StepStatus:
             for c, found in bad for problem in found
         )
         return StepStatus("error", f"{config.name}: {len(problems):,} problem(s): {problems[0].message}{more}", issues)
+    if not _attributes(workspace).complete:
+        return StepStatus("todo", "finish the attributes first (Attributes step)")
     if not nominal:
         return StepStatus("done", "no nominal attributes: nothing to edit")
-    return StepStatus("done", f"{len(nominal)} hierarchy(ies) ready")
+    flat = [
+        StepIssue("hierarchies", "flat-from-data", f"{c.name}: a flat hierarchy of the data's values; group them "
+                  "(or import a public hierarchy) so that queries can ask for groups", "warning", c.name)
+        for c in nominal
+        if c.domain_from_data and c.hierarchy is not None and c.hierarchy.is_valid() and c.hierarchy.to_hierarchy().height <= 2
+    ]
+    return _summed(flat, f"{len(nominal)} hierarchy(ies) ready")
 
 
 def _privacy(workspace: Workspace) -> StepStatus:
     spec = workspace.release_spec()
-    if spec is None:
-        return StepStatus("todo", "define the attributes first")
-    return StepStatus("done", f"epsilon = {spec.epsilon:g}, S_A = {{{', '.join(spec.effective_sa)}}}")
+    if spec is None or release_blockers(workspace):
+        return StepStatus("todo", "finish the attributes and hierarchies first")
+    return StepStatus(
+        "done", f"epsilon = {spec.epsilon:g}, S_A = {{{', '.join(spec.effective_sa)}}} ({workspace.sa_rule_text().split(':')[0]})"
+    )
 
 
 def _release(workspace: Workspace) -> StepStatus:

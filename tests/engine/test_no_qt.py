@@ -42,3 +42,30 @@ def test_engine_imports_and_releases_without_qt():
 def test_the_blocker_really_blocks():
     result = run_blocked("import PySide6.QtCore")
     assert result.returncode != 0 and "blocked" in result.stderr
+
+
+def test_importing_the_engine_loads_neither_pandas_nor_pyarrow():
+    """Every command line call imports the engine: tables' libraries load only to read tables."""
+    result = run_blocked(
+        """
+        import privelet_gui.engine
+        print(sorted(m for m in ("pandas", "pyarrow") if m in sys.modules))
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_the_command_lines_help_loads_no_numpy():
+    """``privelet --help`` and ``--version`` start at once: nothing heavy is imported to parse."""
+    result = run_blocked(
+        """
+        import contextlib, io
+        from privelet_gui.cli import main
+        with contextlib.redirect_stdout(io.StringIO()):
+            codes = [main(["--help"]), main(["--version"]), main(["release", "--help"])]
+        print(codes, sorted(m for m in ("numpy", "pandas", "pyarrow") if m in sys.modules))
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[0, 0, 0] []"

@@ -7,6 +7,7 @@ from PySide6.QtGui import QKeySequence
 
 from privelet_gui import io as pio
 from privelet_gui.gui.main_window import MainWindow
+from privelet_gui.engine import recommend_sa
 from privelet_gui.gui.models.hierarchy_model import tree_to_json
 from privelet_gui.gui.settings import Settings
 from tests.gui.conftest import FakeDialogs
@@ -151,7 +152,7 @@ def test_undo_redo_cover_every_kind_of_edit(sample_window):
     window.act_undo.trigger()
     window.act_undo.trigger()
     window.act_undo.trigger()
-    assert (doc.epsilon, doc.config("age").lo, doc.sa) == (1.0, 17, ())
+    assert (doc.epsilon, doc.config("age").lo, doc.sa) == (1.0, 17, recommend_sa(doc.schema()))  # the default S_A
     assert doc.undo_stack.isClean()  # back to the state just after opening (an unsaved new project)
     assert doc.modified
     window.act_redo.trigger()

@@ -46,6 +46,7 @@ def test_bounds_follow_every_change_instantly(sample_window, qtbot):
     panel = sample_window.privacy_panel
     doc = sample_window.document
     schema = doc.schema()
+    doc.set_sa(())  # Privelet+ with S_A empty, as below
     qtbot.waitUntil(lambda: "exact" in panel.bounds.get("privelet", {}), timeout=10_000)
     model = variance_model(schema)
     for neighbours in ("add-remove", "replace"):
@@ -67,6 +68,9 @@ def test_bounds_follow_every_change_instantly(sample_window, qtbot):
 def test_use_recommended_sa_and_mechanisms(sample_window):
     panel = sample_window.privacy_panel
     doc = sample_window.document
+    assert doc.sa == recommend_sa(doc.schema()) and doc.sa_rule == "recommended"  # the default
+    panel.clear_sa.click()
+    assert doc.sa == () and doc.sa_rule == "chosen"
     panel.use_recommended.click()
     assert doc.sa == recommend_sa(doc.schema())
     recommended = set(recommend_sa(doc.schema()))
@@ -102,13 +106,27 @@ def test_target_accuracy_gives_the_smallest_epsilon(sample_window, qtbot):
     assert Z95 * math.sqrt(variance_model(doc.schema()).worst_case(slightly_less, ("sex", "race"))) > 800 - 1e-6
 
 
-def test_first_factors_of_a_new_schema_are_computed_off_the_gui_thread(sample_window, qtbot):
+def test_first_factors_of_a_new_schema_are_computed_off_the_gui_thread(sample_window, qtbot, monkeypatch):
+    import threading
+
+    from privelet_gui.engine.bounds import VarianceModel
+
     panel = sample_window.privacy_panel
     doc = sample_window.document
-    doc.set_attribute("age", lo=0, hi=2_999)  # a schema whose factors are not cached yet (~0.3 s)
+    gate = threading.Event()
+    prepare = VarianceModel.prepare
+
+    def slow_prepare(model):  # the worker computes the factors only once the GUI side was checked
+        assert threading.current_thread() is not threading.main_thread()
+        gate.wait(10)
+        return prepare(model)
+
+    monkeypatch.setattr(VarianceModel, "prepare", slow_prepare)
+    doc.set_attribute("age", lo=0, hi=2_999)  # a schema whose factors are not cached yet
     schema = doc.schema()
-    assert "factors" not in variance_model(schema).__dict__
+    assert not variance_model(schema).ready
     assert panel.displayed("privelet", 2) == "computing..."
     assert panel.bounds["privelet"]["paper"] == paper_bound(schema, doc.epsilon, ())  # the paper bound is instant
+    gate.set()
     qtbot.waitUntil(lambda: "exact" in panel.bounds["privelet"], timeout=10_000)
     assert panel.bounds["privelet"]["exact"] == variance_model(schema).worst_case(doc.epsilon, ())

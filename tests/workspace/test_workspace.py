@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from privelet_gui import io as pio
-from privelet_gui.engine import Hierarchy, ReleaseSpec
+from privelet_gui.engine import Hierarchy, ReleaseSpec, recommend_sa
 from privelet_gui.workspace import (
     HierarchyTree,
     ReleaseOutcome,
@@ -18,6 +18,7 @@ from privelet_gui.workspace import (
     release_blockers,
     run_release,
 )
+from privelet_gui.workspace.model import default_cell_budget
 
 
 @pytest.fixture(scope="module")
@@ -113,15 +114,60 @@ def test_steps_are_records_and_blockers_name_them(sample_summary):
     ws.set_table(sample_summary)  # no schema: every domain inferred from the data
     attributes = ws.step_status("attributes")
     codes = {(i.attribute, i.code, i.severity) for i in attributes.issues}
-    assert ("age", "domain-from-data", "warning") in codes
-    assert (None, "too-many-cells", "error") in codes and attributes.state == "error"
-    assert release_blockers(ws)[0] == attributes.message
+    assert ("age", "domain-from-data", "warning") in codes and attributes.state == "warning"
+    hierarchies = ws.step_status("hierarchies")
+    assert hierarchies.state == "warning"  # flat hierarchies of the data's values: not ticked green
+    assert {i.code for i in hierarchies.issues} == {"flat-from-data"}
+    for config in ws.configs:
+        ws.set_attribute(config.column, include=True)
+    attributes = ws.step_status("attributes")
+    assert (None, "too-many-cells", "error") in {(i.attribute, i.code, i.severity) for i in attributes.issues}
+    assert attributes.state == "error" and release_blockers(ws)[0] == attributes.message
+    assert ws.step_status("hierarchies").state == "todo"  # its inputs, the attributes, are not ready
+    assert ws.step_status("privacy").state == "todo"
     for config in ws.included():
         ws.set_attribute(config.column, include=False)
     assert ws.step_status("attributes").message == "include at least one attribute"
-    assert release_blockers(ws) == ["include at least one attribute"]
+    assert release_blockers(ws)[0] == "include at least one attribute"
     with pytest.raises(Exception, match="include at least one attribute"):
         ws.release_job()
+
+
+def test_columns_are_included_while_the_matrix_suits_the_table(sample_summary):
+    ws = Workspace()
+    ws.set_table(sample_summary)
+    budget = default_cell_budget(sample_summary.rows)
+    assert budget == 10 * 30_162
+    schema = ws.schema()
+    assert schema is not None and schema.size <= budget
+    included = [c.name for c in ws.included()]
+    assert included[:5] == ["sex", "age", "race", "marital-status", "education"]  # table order
+    left_out = [c for c in ws.configs if not c.include]
+    assert left_out and all("per row of the table" in c.note for c in left_out)
+    # every left-out column would have pushed the matrix over the budget where it came
+    cells = 1
+    for config in ws.configs:
+        size = config.to_attribute().size
+        if config.include:
+            cells *= size
+        else:
+            assert cells * size > budget
+
+
+def test_sa_follows_the_recommendation_until_chosen(workspace):
+    schema = workspace.schema()
+    assert workspace.sa_rule == "recommended" and workspace.sa == recommend_sa(schema)
+    assert workspace.release_spec().effective_sa == recommend_sa(schema)
+    workspace.set_attribute("native-country", include=False)  # the schema changes: S_A follows it
+    assert workspace.sa == recommend_sa(workspace.schema())
+    workspace.set_sa(["sex"])
+    assert (workspace.sa, workspace.sa_rule) == (("sex",), "chosen")
+    assert "chosen by you" == workspace.sa_rule_text()
+    workspace.history.undo()
+    assert workspace.sa_rule == "recommended"
+    workspace.set_sa(["sex"])
+    workspace.use_recommended_sa()
+    assert workspace.sa == recommend_sa(workspace.schema())
 
 
 def test_a_release_goes_stale_when_its_settings_change(workspace):
@@ -182,3 +228,12 @@ def test_a_plain_history_groups_and_drops_no_op_changes():
     assert history.can_redo and history.texts == [] and len(history) == 1  # the undone group stays redoable
     history.redo()
     assert tree.to_hierarchy().to_nested() == {"*": {"A": ["a1"], "B": ["b-one", "a2"]}}
+
+
+def test_choosing_the_recommended_set_keeps_it_chosen(workspace):
+    recommended = recommend_sa(workspace.schema())
+    workspace.set_sa(recommended)
+    assert (workspace.sa, workspace.sa_rule) == (recommended, "chosen")
+    workspace.set_attribute("age", "Bin age", mode="bins", bins=(0.0, 100.0, 10.0))  # the recommendation changes
+    assert workspace.sa == recommended  # a chosen S_A stays as chosen
+    assert workspace.release_spec().effective_sa == tuple(n for n in workspace.schema().names if n in recommended)

@@ -183,6 +183,9 @@ class PrivacyPanel(QWidget):
         )
         sa_hint.setWordWrap(True)
         sa_layout.addWidget(sa_hint)
+        self.sa_rule_label = QLabel()
+        self.sa_rule_label.setWordWrap(True)
+        sa_layout.addWidget(self.sa_rule_label)
         self.sa_grid = QGridLayout()
         sa_layout.addLayout(self.sa_grid)
         self.sa_boxes: dict[str, QCheckBox] = {}
@@ -328,7 +331,8 @@ class PrivacyPanel(QWidget):
             box.setIcon(icons.icon("done") if name in recommended else icons.icon("todo"))
             box.setToolTip("Recommended: leaving it untransformed does not raise the bound" if name in recommended else "")
             del with_blocker
-        self.use_recommended.setEnabled(bool(names) and enabled)
+        self.sa_rule_label.setText(f"S_A now: {self._doc.sa_rule_text()}.")
+        self.use_recommended.setEnabled(bool(names) and enabled and self._doc.sa_rule != "recommended")
         self.clear_sa.setEnabled(bool(names) and enabled)
 
     # -- bounds ---------------------------------------------------------------------------------------
@@ -484,4 +488,4 @@ class PrivacyPanel(QWidget):
         self._doc.set_sa([name for name, box in self.sa_boxes.items() if box.isChecked()])
 
     def _use_recommended(self) -> None:
-        self._doc.set_sa(self._doc.recommended_sa())
+        self._doc.use_recommended_sa()
