@@ -7,6 +7,7 @@ ever blocks on a modal dialog.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -75,6 +76,20 @@ class Dialogs:
         answer = QMessageBox.question(self.parent, title, text)
         return answer == QMessageBox.StandardButton.Yes
 
+    def choose(self, kind: str, title: str, text: str, choices: Sequence[tuple[str, str]]) -> str:
+        """Ask with named answers ``(key, button text)``, the first the default and the last the
+        one Escape gives; returns the key chosen. ``kind`` names the question (for tests)."""
+        box = QMessageBox(QMessageBox.Icon.Question, title, text, QMessageBox.StandardButton.NoButton, self.parent)
+        buttons = {}
+        for number, (key, label) in enumerate(choices):
+            role = QMessageBox.ButtonRole.RejectRole if number == len(choices) - 1 else QMessageBox.ButtonRole.AcceptRole
+            buttons[box.addButton(label, role)] = key
+        first = next(iter(buttons))
+        box.setDefaultButton(first)  # type: ignore[arg-type]
+        box.setEscapeButton(list(buttons)[-1])
+        box.exec()
+        return buttons.get(box.clickedButton(), choices[-1][0])  # type: ignore[call-overload]
+
     def get_text(self, title: str, label: str, text: str = "") -> str | None:
         value, ok = QInputDialog.getText(self.parent, title, label, text=text)
         return value if ok and value.strip() else None
@@ -140,6 +155,9 @@ class HeadlessDialogs:
 
     def confirm(self, title: str, text: str) -> bool:
         return True
+
+    def choose(self, kind: str, title: str, text: str, choices: Sequence[tuple[str, str]]) -> str:
+        return choices[0][0]
 
     def get_text(self, title: str, label: str, text: str = "") -> str | None:
         return text or None

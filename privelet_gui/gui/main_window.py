@@ -192,6 +192,8 @@ class MainWindow(QMainWindow):
         self.data_panel.openSampleRequested.connect(self.open_sample)
         self.data_panel.changeOptionsRequested.connect(self.change_table_options)
         self.attributes_panel.editHierarchyRequested.connect(self._edit_hierarchy)
+        self.attributes_panel.importSchemaRequested.connect(lambda: self.import_schema())
+        self.attributes_panel.exportSchemaRequested.connect(lambda: self.export_schema())
         self.release_panel.runRequested.connect(self.run_release)
         self.release_panel.cancelRequested.connect(self.cancel_task)
         self.release_panel.exportRequested.connect(lambda kind: self.export_release(kind))
@@ -220,6 +222,10 @@ class MainWindow(QMainWindow):
         file_menu = bar.addMenu("&File")
         self.act_open_table = self._action(file_menu, "Open &table...", lambda: self.open_table(), QKeySequence.StandardKey.Open,
                                            "Open a CSV, TSV, .csv.gz or Parquet table")
+        self.act_open_next = self._action(
+            file_menu, "Open a table with these &settings...", lambda: self.open_table(reuse_settings=True),
+            tip="Next year's table: this project's attribute settings and hierarchies for its columns of the same name",
+        )
         self.act_open_sample = self._action(file_menu, "Open the sample (UCI Adult)", self.open_sample)
         self.act_open_project = self._action(file_menu, "Open &project...", lambda: self.open_project(), "Ctrl+Shift+O")
         self.act_open_release = self._action(file_menu, "Open release &file...", lambda: self.open_release(), "Ctrl+Shift+L",
@@ -406,7 +412,7 @@ class MainWindow(QMainWindow):
         self._refresh_steps()
 
     def _busy_changed(self, busy: bool) -> None:
-        for action in (self.act_open_table, self.act_open_sample, self.act_open_project):
+        for action in (self.act_open_table, self.act_open_next, self.act_open_sample, self.act_open_project):
             action.setEnabled(not busy)
         self._refresh_steps()
 
@@ -434,6 +440,8 @@ class MainWindow(QMainWindow):
         kind = classify_file(path)
         if kind == "project":
             self.open_project(path)
+        elif kind == "schema":
+            self.import_schema(path)
         elif kind == "release":
             self.open_release(path)
         elif kind == "hierarchy":
@@ -449,17 +457,38 @@ class MainWindow(QMainWindow):
             self.open_table(path)
 
     def _confirm_discard(self, what: str) -> bool:
-        """Ask about unsaved changes; True if the caller may go on."""
-        if not self.document.modified or not self.document.configs:
+        """Ask about unsaved changes, then about a release no file holds yet; True if the
+        caller may go on (every path that drops the settings or the release comes here)."""
+        if self.document.modified and self.document.configs:
+            choice = self.dialogs.ask_save_changes(what)
+            if choice == "cancel" or (choice == "save" and not self.save_project()):
+                return False
+        return self._confirm_drop_release(what)
+
+    def _confirm_drop_release(self, what: str) -> bool:
+        """A release that spent epsilon is never dropped without asking; True if the caller may go on."""
+        if not self.document.release_at_risk():
             return True
-        choice = self.dialogs.ask_save_changes(what)
-        if choice == "save":
-            return self.save_project()
+        choice = self.dialogs.choose(
+            "drop-release", "The release is not saved",
+            f"The last release has not been exported. {what[:1].upper()}{what[1:]} discards it, and the privacy "
+            "budget it spent cannot be spent again on this table without a new account. Export it first?",
+            [("export", "Export it..."), ("discard", "Discard the release"), ("cancel", "Cancel")],
+        )
+        if choice == "export":
+            self.export_release("release")  # runs in the background; the custodian goes on afterwards
+            return False
         return choice == "discard"
 
     def open_table(self, path: str | Path | None = None, options: Any = None, *, schema: Any = None,
-                   keep_settings: bool = False) -> bool:
-        """Read a table in the worker; the import dialog asks for options unless given."""
+                   keep_settings: bool = False, reuse_settings: bool | None = None) -> bool:
+        """Read a table in the worker; the import dialog asks for options unless given.
+
+        ``keep_settings``: the same table read again (e.g. other reading options) in the same
+        project. ``reuse_settings``: a new table with this project's attribute settings and
+        hierarchies for its columns of the same name (next year's table); None asks, when there
+        are settings to reuse.
+        """
         if self._refuse_if_busy():
             return False
         if not keep_settings and not self._confirm_discard("opening another table"):
@@ -469,16 +498,26 @@ class MainWindow(QMainWindow):
             if path is None:
                 return False
         path = Path(path)
+        if not keep_settings and schema is None and reuse_settings is None and self.document.included():
+            choice = self.dialogs.choose(
+                "reuse-settings", "Use these settings?",
+                f"Open {path.name} with this project's attribute settings and hierarchies (for its columns of "
+                "the same name; values new to them show up as problems to fix), or start afresh?",
+                [("reuse", "Use these settings"), ("fresh", "Start afresh"), ("cancel", "Cancel")],
+            )
+            if choice == "cancel":
+                return False
+            reuse_settings = choice == "reuse"
         if options is None:
             options = self.dialogs.import_options(path)
             if options is None:
                 return False
-        project = self.document.to_project() if keep_settings else None
+        project = self.document.to_project() if keep_settings or reuse_settings else None
         self.go_to("data")
         self.statusBar().showMessage(f"Reading {path.name}...")
 
         def success(summary: TableSummary) -> None:
-            self.document.set_table(summary, schema=schema, project=project)
+            self.document.set_table(summary, schema=schema, project=project, same_project=keep_settings)
             self.settings.add_recent_file(path)
             self.settings.set_last_folder("table", path)
             self.statusBar().showMessage(f"Read {summary.rows:,} rows from {path.name} in {summary.seconds:.1f} s.", 8000)
@@ -598,7 +637,7 @@ class MainWindow(QMainWindow):
     # -- release ----------------------------------------------------------------------------------------
     def run_release(self) -> bool:
         """Start counting and Privelet in the worker (one task, one progress bar)."""
-        if self._refuse_if_busy():
+        if self._refuse_if_busy() or not self._confirm_drop_release("running a new release"):
             return False
         try:
             job = self.document.release_job()
@@ -674,6 +713,8 @@ class MainWindow(QMainWindow):
         target = Path(path)
 
         def success(written: Path) -> None:
+            if self.document.outcome is outcome:
+                self.document.mark_release_saved()
             self.settings.set_last_folder("export", target)
             self.statusBar().showMessage(f"Wrote {target.name}.", 8000)
             self.exportFinished.emit(target)
@@ -685,6 +726,48 @@ class MainWindow(QMainWindow):
         fmt = {"release": "release", "csv": "csv", "parquet": "parquet"}[kind]
         self._start(partial(export_release_file, outcome, target, fmt, force=force), f"Writing {target.name}",
                     success=success, failure=failure)
+        return True
+
+    # -- schema files -----------------------------------------------------------------------------------
+    def import_schema(self, path: str | Path | None = None) -> bool:
+        """Take the attributes from a schema file (the command line's format); undoable."""
+        if path is None:
+            path = self.dialogs.open_path("schema", "Import a schema")
+            if path is None:
+                return False
+        path = Path(path)
+        if not self.document.configs:
+            self.dialogs.error(f"Cannot import the schema {path.name}", "open the table it describes first")
+            return False
+        try:
+            schema = pio.load_schema(path)
+        except (PriveletError, OSError) as exc:
+            self.dialogs.error(f"Cannot import the schema {path.name}", exc)
+            return False
+        self.document.import_schema(schema, f"Import the schema {path.name}")
+        self.settings.set_last_folder("schema", path)
+        self.go_to("attributes")
+        self.statusBar().showMessage(f"Imported {len(schema)} attribute(s) from {path.name}.", 8000)
+        return True
+
+    def export_schema(self, path: str | Path | None = None) -> bool:
+        """Write the included attributes as a schema file (hierarchies inlined)."""
+        schema = self.document.schema()
+        if schema is None:
+            self.dialogs.error("Nothing to export", self.document.schema_error() or "define the attributes first")
+            return False
+        if path is None:
+            path = self.dialogs.save_path("schema", "Export the schema", "schema.json")
+            if path is None:
+                return False
+        path = Path(path)
+        try:
+            pio.save_schema(schema, path, force=True)  # the file dialog asked before overwriting
+        except (PriveletError, OSError) as exc:
+            self.dialogs.error(f"Cannot write {path.name}", exc)
+            return False
+        self.settings.set_last_folder("schema", path)
+        self.statusBar().showMessage(f"Wrote {path.name}.", 8000)
         return True
 
     # -- help ------------------------------------------------------------------------------------------

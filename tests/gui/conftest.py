@@ -133,6 +133,8 @@ class FakeDialogs:
         self.open_answer: Path | None = None
         self.save_path_answer: Path | None = None
         self.asked: list[str] = []
+        # answers to choose(kind, ...): the key per kind of question (default: the last choice, Cancel)
+        self.choices: dict[str, str] = {"reuse-settings": "fresh", "drop-release": "discard"}
 
     def error(self, title: str, error: BaseException | str) -> None:
         self.errors.append((title, str(error)))
@@ -144,6 +146,10 @@ class FakeDialogs:
     def confirm(self, title: str, text: str) -> bool:
         self.asked.append(title)
         return self.confirm_answer
+
+    def choose(self, kind: str, title: str, text: str, choices: list[tuple[str, str]]) -> str:
+        self.asked.append(kind)
+        return self.choices.get(kind, choices[-1][0])
 
     def get_text(self, title: str, label: str, text: str = "") -> str | None:
         return self.text_answer
@@ -174,6 +180,7 @@ def window(qtbot: Any, dialogs: FakeDialogs, no_dangling_threads_or_timers: Any)
     win.show()
     yield win
     dialogs.save_answer = "discard"
+    dialogs.choices["drop-release"] = "discard"
     win.close()
     assert not win.runner.is_running()
     win.deleteLater()

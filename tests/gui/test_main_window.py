@@ -23,6 +23,7 @@ def make_window(qtbot) -> tuple[MainWindow, FakeDialogs]:
 
 def close(win: MainWindow, qtbot) -> None:
     win.dialogs.save_answer = "discard"
+    win.dialogs.choices["drop-release"] = "discard"
     win.close()
     win.deleteLater()
     qtbot.wait(1)

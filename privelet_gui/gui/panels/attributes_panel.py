@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QPushButton,
     QRadioButton,
+    QSizePolicy,
     QSpinBox,
     QSplitter,
     QStyledItemDelegate,
@@ -363,6 +364,8 @@ def _html(text: str) -> str:
 
 class AttributesPanel(QWidget):
     editHierarchyRequested = Signal(str)
+    importSchemaRequested = Signal()
+    exportSchemaRequested = Signal()
 
     def __init__(self, document: Document, parent: QWidget | None = None):
         super().__init__(parent)
@@ -378,10 +381,33 @@ class AttributesPanel(QWidget):
                 "nominal ones are grouped by a hierarchy.",
             )
         )
+        tools = QHBoxLayout()
+        self.select_all = QPushButton("Include all")
+        self.select_all.clicked.connect(lambda: self._include_all(True))
+        self.select_none = QPushButton("Include none")
+        self.select_none.clicked.connect(lambda: self._include_all(False))
+        self.import_schema = QPushButton("Import schema...")
+        self.import_schema.setToolTip("Take every attribute's domain from a schema file (the privelet command's JSON)")
+        self.import_schema.clicked.connect(self.importSchemaRequested)
+        self.export_schema = QPushButton("Export schema...")
+        self.export_schema.setToolTip("Write the included attributes as a schema file for the privelet command")
+        self.export_schema.clicked.connect(self.exportSchemaRequested)
+        for button in (self.select_all, self.select_none):
+            tools.addWidget(button)
+        tools.addStretch(1)
+        for button in (self.import_schema, self.export_schema):
+            tools.addWidget(button)
+        layout.addLayout(tools)
         self.size_label = QLabel()
         self.size_label.setWordWrap(True)
         layout.addWidget(self.size_label)
         self.banner = Banner("warning")
+        # The banner comes and goes as domains become public: it keeps its room (two lines at
+        # most), so that the table below never moves under the cursor.
+        self.banner.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        policy = self.banner.sizePolicy()
+        policy.setRetainSizeWhenHidden(True)
+        self.banner.setSizePolicy(policy)
         self.banner.hide()
         layout.addWidget(self.banner)
 
@@ -450,8 +476,28 @@ class AttributesPanel(QWidget):
             )
         derived = [c.name for c in included if c.domain_from_data]
         if derived:
+            shown = ", ".join(derived[:3]) + (f" and {len(derived) - 3} more" if len(derived) > 3 else "")
             self.banner.set_text(
-                f"<b>Not private:</b> the domain of {', '.join(derived)} was taken from the data. Releasing such a "
+                f"<b>Not private:</b> the domain of {shown} was taken from the data. Releasing such a "
                 "domain can reveal that a rare value occurs. Use public domains where you can."
             )
+            self.banner.setToolTip("Taken from the data: " + ", ".join(derived))
         self.banner.setVisible(bool(derived))
+        self.banner.setFixedHeight(self._banner_height())
+        self.select_all.setEnabled(any(not c.include for c in self._doc.configs))
+        self.select_none.setEnabled(bool(included))
+        self.export_schema.setEnabled(schema is not None)
+        self.import_schema.setEnabled(bool(self._doc.configs))
+
+    def _banner_height(self) -> int:
+        """Room for two lines of the banner's text: the same whatever it says."""
+        return 2 * self.fontMetrics().lineSpacing() + 22
+
+    def _include_all(self, include: bool) -> None:
+        """Include (or exclude) every column, as one undoable change."""
+        columns = [c.column for c in self._doc.configs if c.include != include]
+        if not columns:
+            return
+        with self._doc.history.group("Include every column" if include else "Include no column"):
+            for column in columns:
+                self._doc.set_attribute(column, include=include)
