@@ -354,11 +354,14 @@ class NominalAttribute(_AttributeBase):
         column: str | None = None,
         domain_from_data: bool = False,
         level: int | None = None,
+        finest: Hierarchy | None = None,
     ):
         object.__setattr__(self, "name", _check_name(name))
         if not isinstance(hierarchy, Hierarchy):
             raise SchemaError(f"attribute {name!r}: hierarchy must be a Hierarchy, got {type(hierarchy).__name__}")
         object.__setattr__(self, "level", level)
+        if level is not None and finest is not None:  # a copy (dataclasses.replace) passes both back
+            hierarchy = finest
         object.__setattr__(self, "finest", hierarchy)
         if level is not None:
             if isinstance(level, bool) or not isinstance(level, int) or not 2 <= level <= hierarchy.height:

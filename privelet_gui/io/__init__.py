@@ -48,6 +48,7 @@ from .schema import (
     schema_from_json,
     schema_to_json,
 )
+from .workloads import read_workload, workload_from_description, workloads_from_descriptions
 from .tables import (
     DELIMITERS,
     TableOptions,
@@ -91,6 +92,7 @@ __all__ = [
     "read_hierarchy",
     "read_json_hierarchy",
     "read_table",
+    "read_workload",
     "release_frame",
     "release_metadata",
     "sample_hierarchy_paths",
