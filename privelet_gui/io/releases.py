@@ -304,7 +304,8 @@ def release_frame(release: Release, *, counts: str = "noisy") -> pd.DataFrame:
         dtype = np.min_scalar_type(max(len(cats) - 1, 0))
         codes = np.tile(np.repeat(np.arange(len(cats), dtype=dtype), inner), outer)
         columns[name] = pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
-    columns[count_column(counts)] = noisy.reshape(-1)
+    values = noisy.reshape(-1)
+    columns[count_column(counts)] = values.astype(np.int64) if counts.endswith("integer") else values
     return pd.DataFrame(columns, copy=False)
 
 
