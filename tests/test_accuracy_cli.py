@@ -84,8 +84,8 @@ def test_advise_prints_multipliers_and_writes_the_chosen_schema(capsys, tmp_path
 
 
 def test_a_level_schema_counts_the_finest_values(tmp_path):
-    from privelet_gui.io import count_table, sample_table_path, save_schema
     from privelet_gui.engine import NominalAttribute, Schema
+    from privelet_gui.io import count_table, sample_table_path, save_schema
 
     schema = load_schema(SCHEMA)
     coarse = Schema([a if a.name != "native-country" else NominalAttribute(a.name, a.hierarchy, level=2) for a in schema])

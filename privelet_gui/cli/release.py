@@ -6,7 +6,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..engine import Mechanism
 
 from ._common import (
     SEED_WARNING,
@@ -102,7 +105,7 @@ def _spec_of(args: argparse.Namespace, schema: Any, epsilon: float) -> Any:
     """The release the options ask for: ``--mechanism privelet`` is Privelet+ with ``--sa``."""
     from ..engine import ReleaseSpec, best_sa
 
-    mechanism = "basic" if args.mechanism == "basic" else "privelet+"
+    mechanism: Mechanism = "basic" if args.mechanism == "basic" else "privelet+"
     if args.sa is not None and args.sa.strip().lower() == "best":
         spec = ReleaseSpec(schema, epsilon, mechanism, (), args.neighbours, public_total_of(args))
         return spec.replace(sa=best_sa(spec, workload_of(args, schema), objective=args.objective).sa)
@@ -185,7 +188,7 @@ def _cmd_bounds(args: argparse.Namespace) -> int:
     eps, nb = args.epsilon, args.neighbours
     public = public_total_of(args)
     workload = workload_of(args, schema) if args.workload or (args.sa or "").lower() == "best" else None
-    if (args.sa or "").lower() == "best":
+    if workload is not None and (args.sa or "").lower() == "best":
         sa = best_sa(ReleaseSpec(schema, eps, "privelet+", (), nb, public), workload, objective=args.objective).sa
     else:
         sa = parse_sa(args.sa, schema)

@@ -57,7 +57,7 @@ from .queries import (
 )
 from .release import SAMPLER, Release
 from .schema import Attribute, NominalAttribute, NumericBins, OrdinalAttribute, Schema
-from .spec import MECHANISM_NAMES, MECHANISMS, ReleaseSpec, mechanism_name
+from .spec import MECHANISM_NAMES, MECHANISMS, Mechanism, ReleaseSpec, mechanism_name
 from .transform import AxisTransform, IdentityTransform
 from .workloads import (
     OBJECTIVES,
@@ -73,9 +73,9 @@ from .workloads import (
 __all__ = [
     "ADD_REMOVE_MAX_ROWS",
     "EXHAUSTIVE_UP_TO",
-    "OBJECTIVES",
     "MECHANISMS",
     "MECHANISM_NAMES",
+    "OBJECTIVES",
     "SAMPLER",
     "Z95",
     "Advice",
@@ -96,6 +96,7 @@ __all__ = [
     "HierarchyError",
     "HierarchyNode",
     "IdentityTransform",
+    "Mechanism",
     "NodeInfo",
     "NoiseCalibration",
     "NominalAttribute",

@@ -39,7 +39,6 @@ from .workloads import (
     check_objective,
     combine_products,
     expected_error,
-    level_nodes,
     unit_variance,
     workload_factors,
 )
@@ -99,7 +98,7 @@ def _all_subsets(factors_columns: list[tuple[np.ndarray, np.ndarray]], signs: li
     lows = [_half_products(c, low) for c in factors_columns]
     highs = [_half_products(c, high) for c in factors_columns]
     if weights is not None:
-        total = sum(sign * (a * weights) @ b.T for sign, a, b in zip(signs, lows, highs))
+        total = sum(sign * (a * weights) @ b.T for sign, a, b in zip(signs, lows, highs, strict=False))
         result = np.asarray(total) / weights.sum()
     else:
         result = np.empty((lows[0].shape[0], highs[0].shape[0]))
@@ -109,7 +108,7 @@ def _all_subsets(factors_columns: list[tuple[np.ndarray, np.ndarray]], signs: li
             best = np.full(highs[0].shape[0], -np.inf)
             for start in range(0, rows, step):
                 part = slice(start, start + step)
-                value = sum(sign * a[i, part] * b[:, part] for sign, a, b in zip(signs, lows, highs))
+                value = sum(sign * a[i, part] * b[:, part] for sign, a, b in zip(signs, lows, highs, strict=False))
                 best = np.maximum(best, np.asarray(value).max(axis=1))
             result[i] = best
     # result[i_low, i_high]: the subset's mask is i_low + (i_high << len(low))
@@ -273,7 +272,7 @@ def _mean_coverage(workload: Workload) -> float:
     for part in workload.parts:
         if isinstance(part, ProductPart):
             total += len(part) * math.prod(
-                float(np.mean((a.hi - a.lo + 1) / size)) for a, size in zip(part.axes, workload.schema.shape)
+                float(np.mean((a.hi - a.lo + 1) / size)) for a, size in zip(part.axes, workload.schema.shape, strict=False)
             )
         else:
             total += float(part.coverage(workload.schema.shape).sum())
@@ -287,7 +286,7 @@ def _map_parts(
     the share of its queries answered exactly on the new axis."""
     parts: list[Part] = []
     exact = 0.0
-    for part, preds in zip(workload.parts, workload.axis_predicates()):
+    for part, preds in zip(workload.parts, workload.axis_predicates(), strict=False):
         if mapper is None:
             new_axis = None
             exact_here = np.ones(len(preds[axis]), dtype=bool)
@@ -343,7 +342,8 @@ class _Level(_AxisMapper):
 
 def _bin_widths(size: int) -> list[int]:
     """Friendly widths (2, 5, 10, 20, 50, ...) leaving at least 8 bins."""
-    out, base = [], 1
+    out: list[int] = []
+    base = 1
     while True:
         for step in (2, 5, 10):
             width = base * step

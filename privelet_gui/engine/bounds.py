@@ -150,7 +150,7 @@ class VarianceModel:
     @cached_property
     def factors(self) -> tuple[AttributeFactors, ...]:
         out = []
-        for attribute, transform in zip(self.schema, self.transforms):
+        for attribute, transform in zip(self.schema, self.transforms, strict=False):
             p, h = paper_factors(attribute)
             out.append(
                 AttributeFactors(

@@ -79,7 +79,7 @@ def integer_counts(counts: np.ndarray) -> np.ndarray:
     """
     counts = np.asarray(counts, dtype=np.float64)
     floors = np.floor(counts)
-    missing = int(round(float(np.sum(counts)) - float(np.sum(floors))))
+    missing = round(float(np.sum(counts)) - float(np.sum(floors)))
     if missing > 0:
         fractions = (counts - floors).reshape(-1)
         # stable order: equal remainders go to the earlier cells, so the result is reproducible

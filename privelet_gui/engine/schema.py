@@ -333,7 +333,8 @@ class NominalAttribute(_AttributeBase):
     hierarchy: its values are the nodes of that level (and the leaves above it), while
     the column still holds the finest values, each counted under its ancestor at that
     level (native-country counted by continent). :attr:`hierarchy` is then the hierarchy
-    cut at that level and :attr:`finest` the full one.
+    cut at that level and :attr:`finest` the full one (``finest`` as an argument is for copies:
+    with ``level``, it is the hierarchy that is cut).
     """
 
     name: str
@@ -388,11 +389,13 @@ class NominalAttribute(_AttributeBase):
 
     def _encode_rows(self, column: pd.Series) -> EncodedColumn:
         if self.level is not None:
-            import pandas as pd
-
-            # The finest values (and the coarse ones themselves) count under their level's node.
-            text = column.astype(str).map(self._coarse_labels)
-            column = pd.Series(np.where(_missing_mask(column), None, text), index=column.index, dtype=object)
+            # The finest values (and the coarse ones themselves) count under their level's node;
+            # an unknown value keeps its text (and is reported as outside the domain).
+            empty = _missing_mask(column)
+            text = column.astype(str)
+            coarse = text.map(self._coarse_labels)
+            column = coarse.where(coarse.notna(), text).astype(object)
+            column[empty] = None
         codes, missing = self._encode_text(column)
         return EncodedColumn(self._apply_missing(codes, missing))
 

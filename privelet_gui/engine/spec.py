@@ -42,8 +42,8 @@ from .bounds import VarianceModel, margin95, paper_bound, variance_model
 from .errors import PriveletError, SchemaError
 from .hn import TransformPlan
 from .noise import Neighbours, NoiseCalibration, calibrate, check_epsilon, check_neighbours, default_rng, multiplicity
-from .postprocess import shift_to_total
 from .pipeline import EXACT_LIMIT, check_memory, peak_bytes, release_blocks, total_count, worker_count
+from .postprocess import shift_to_total
 from .progress import CancelCallback, Progress, ProgressCallback
 from .queries import QueryBatch, RangeQuery
 from .release import Mechanism, Release
@@ -75,7 +75,7 @@ def check_mechanism(mechanism: object) -> Mechanism:
     """``mechanism`` if it is one of :data:`MECHANISMS`; a PriveletError naming them otherwise."""
     if mechanism not in MECHANISMS:
         raise PriveletError(f"mechanism must be one of {', '.join(map(repr, MECHANISMS))}, got {mechanism!r}")
-    return mechanism  # type: ignore[return-value]
+    return mechanism
 
 
 def check_sa(schema: Schema, sa: Collection[str]) -> tuple[str, ...]:

@@ -51,8 +51,8 @@ __all__ = [
     "expected_error",
     "level_nodes",
     "marginals",
-    "sa_mask",
     "paper_workload",
+    "sa_mask",
     "workload_factors",
     "workload_variances",
 ]
@@ -99,9 +99,9 @@ class ProductPart:
         """The part's queries listed one by one (the last axis varies fastest)."""
         grids = np.meshgrid(*[np.arange(len(a)) for a in self.axes], indexing="ij")
         picks = [g.reshape(-1) for g in grids]
-        lo = np.stack([a.lo[p] for a, p in zip(self.axes, picks)], axis=1)
-        hi = np.stack([a.hi[p] for a, p in zip(self.axes, picks)], axis=1)
-        nodes = np.stack([a.nodes[p] for a, p in zip(self.axes, picks)], axis=1)
+        lo = np.stack([a.lo[p] for a, p in zip(self.axes, picks, strict=False)], axis=1)
+        hi = np.stack([a.hi[p] for a, p in zip(self.axes, picks, strict=False)], axis=1)
+        nodes = np.stack([a.nodes[p] for a, p in zip(self.axes, picks, strict=False)], axis=1)
         return QueryBatch(lo.astype(np.int64), hi.astype(np.int64), nodes.astype(np.int64))
 
 
@@ -330,9 +330,10 @@ OBJECTIVES: tuple[Objective, ...] = ("mean", "worst")
 
 
 def check_objective(objective: object) -> Objective:
-    if objective not in OBJECTIVES:
-        raise PriveletError(f"the objective is 'mean' (average square error) or 'worst' (worst query), got {objective!r}")
-    return objective  # type: ignore[return-value]
+    """``objective`` if it is one of :data:`OBJECTIVES`; a PriveletError saying them otherwise."""
+    if objective == "mean" or objective == "worst":
+        return objective
+    raise PriveletError(f"the objective is 'mean' (average square error) or 'worst' (worst query), got {objective!r}")
 
 
 def sa_mask(schema: Schema, sa: Iterable[str]) -> np.ndarray:

@@ -48,7 +48,6 @@ from .schema import (
     schema_from_json,
     schema_to_json,
 )
-from .workloads import read_workload, workload_from_description, workloads_from_descriptions
 from .tables import (
     DELIMITERS,
     TableOptions,
@@ -60,6 +59,7 @@ from .tables import (
     sniff_table,
     table_columns,
 )
+from .workloads import read_workload, workload_from_description, workloads_from_descriptions
 
 __all__ = [
     "ARX_DELIMITERS",
@@ -105,6 +105,8 @@ __all__ = [
     "sniff_delimiter",
     "sniff_table",
     "table_columns",
+    "workload_from_description",
+    "workloads_from_descriptions",
     "write_arx_hierarchy",
     "write_hierarchy",
     "write_json_hierarchy",

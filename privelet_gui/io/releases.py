@@ -298,7 +298,7 @@ def release_frame(release: Release, *, counts: str = "noisy") -> pd.DataFrame:
         raise SchemaError(f"an attribute is called {COUNT_COLUMN!r}, the name of the count column; rename it")
     columns: dict[str, Any] = {}
     shape = noisy.shape
-    for axis, (name, cats) in enumerate(zip(names, labels)):
+    for axis, (name, cats) in enumerate(zip(names, labels, strict=False)):
         inner = math.prod(shape[axis + 1 :])
         outer = math.prod(shape[:axis])
         dtype = np.min_scalar_type(max(len(cats) - 1, 0))
@@ -439,7 +439,7 @@ def answer_query(release: Release, query: RangeQuery, prefix: PrefixSums | None 
     if prefix is not None:
         noisy = prefix.box_sum(query.lo, query.hi)
     else:
-        box = tuple(slice(lo, hi + 1) for lo, hi in zip(query.lo, query.hi))
+        box = tuple(slice(lo, hi + 1) for lo, hi in zip(query.lo, query.hi, strict=False))
         noisy = float(release.noisy[box].sum())
     variance = float(release.variance(query))
     half = Z95 * math.sqrt(variance)

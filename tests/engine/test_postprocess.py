@@ -28,7 +28,7 @@ def every_box(schema):
             per_axis.append([node.index for node in attribute.hierarchy.nodes()])
         else:
             per_axis.append([(a, b) for a in range(attribute.size) for b in range(a, attribute.size)])
-    return [RangeQuery.from_indices(schema, dict(zip(schema.names, combo))) for combo in itertools.product(*per_axis)]
+    return [RangeQuery.from_indices(schema, dict(zip(schema.names, combo, strict=False))) for combo in itertools.product(*per_axis)]
 
 
 @settings(max_examples=25, deadline=None)
@@ -43,7 +43,7 @@ def test_shifted_variances_match_explicit_matrices(schema, data):
     model = VarianceModel(schema)
     got = model.batch_factors(QueryBatch.of(queries), sa, public_total=True)
     m = schema.size
-    for query, value in zip(queries, got):
+    for query, value in zip(queries, got, strict=False):
         q = box_indicator(schema.shape, query.lo, query.hi)
         shifted = q - q.sum() / m  # the query's noise after the shift: (q - s 1) . E
         assert value == pytest.approx(shifted @ covariance @ shifted, rel=1e-9, abs=1e-12)

@@ -3,7 +3,6 @@
 import itertools
 import time
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -74,7 +73,7 @@ def test_best_sa_matches_brute_force(name, objective, public_total):
     workload = WORKLOADS[name](schema)
     spec = ReleaseSpec(schema, 0.8, public_total=public_total)
     choice = best_sa(spec, workload, objective=objective)
-    sa, value = brute_force(spec, workload, objective)
+    _, value = brute_force(spec, workload, objective)
     assert choice.exhaustive
     assert choice.error == pytest.approx(value, rel=1e-9)
     chosen = spec.replace(sa=choice.sa).variances(workload.queries())
@@ -137,7 +136,7 @@ def test_workload_errors_say_what_to_fix():
     schema = small_schema()
     with pytest.raises(SchemaError, match="1- to 2-way"):
         marginals(schema, (3,), ["age", "sex"])
-    with pytest.raises(SchemaError, match="levels 1..4"):
+    with pytest.raises(SchemaError, match=r"levels 1\.\.4"):
         marginals(schema, (1,), grains={"country": 5})
     with pytest.raises(SchemaError, match="unknown attribute"):
         marginals(schema, (1,), grains={"nope": 2})
@@ -231,3 +230,19 @@ def adult_schema():
     from privelet_gui.io import load_schema, sample_schema_path
 
     return load_schema(sample_schema_path())
+
+
+def test_a_nominal_attribute_at_a_level_counts_its_finer_values():
+    import dataclasses
+
+    import pandas as pd
+
+    coarse = NominalAttribute("country", CONTINENTS, level=2)
+    assert coarse.labels == ("Europe", "Asia", "Other") and coarse.finest == CONTINENTS
+    codes = coarse.encode(pd.Series(["fr", "West", "Asia", "au", "nowhere", None])).codes
+    assert codes.tolist() == [0, 0, 1, 2, -1, -1]  # a group above the level or an unknown value: outside
+    copy = dataclasses.replace(coarse, column="land")
+    assert copy.finest == CONTINENTS and copy.labels == coarse.labels and copy.column == "land"
+    for level in (1, 5, True):
+        with pytest.raises(SchemaError, match="level must be a whole number from 2 to 4"):
+            NominalAttribute("country", CONTINENTS, level=level)
