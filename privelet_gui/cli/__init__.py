@@ -5,6 +5,8 @@ Examples::
     privelet release --demo --out demo.npz
     privelet release people.csv --schema schema.json --epsilon 1 --sa auto --out release.npz
     privelet bounds --schema schema.json --epsilon 1 --json
+    privelet bounds --schema schema.json --epsilon 1 --workload marginals:2
+    privelet advise --schema schema.json --workload marginals:1,2:age/5,sex
     privelet query release.npz --where "age=20..30" --where "occupation=Technical"
     privelet export release.npz --format csv --out release.csv
     privelet evaluate people.csv --schema schema.json --epsilons 0.5,1 --out evaluation/
@@ -29,7 +31,7 @@ import warnings
 from collections.abc import Sequence
 
 from .. import __version__
-from . import evaluate, query, release, tools
+from . import advise, evaluate, query, release, tools
 from ._common import Parser, ProgressBar, UsageError, common_options, one_line
 from .evaluate import EVALUATION_WARNING, SUMMARY_COLUMNS
 from .release import DEMO_EPSILON
@@ -48,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"privelet {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for module in (release, query, evaluate, tools):
+    for module in (release, query, evaluate, advise, tools):
         module.register(commands, common)
     return parser
 

@@ -32,6 +32,11 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
     p.add_argument("--format", choices=("csv", "parquet"), help="default: from the --out extension")
     p.add_argument("--out", required=True, metavar="FILE", help="file to write (.csv, .csv.gz or .parquet)")
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    p.add_argument("--counts", choices=("noisy", "nonnegative", "integer", "nonnegative-integer"), default="noisy",
+                   help="noisy (default: the release's own unbiased counts), or for users who cannot use negative or "
+                        "fractional counts: nonnegative (the closest non-negative counts with the same total), "
+                        "integer (whole counts keeping the total) or both; these help small counts and relative "
+                        "errors but bias large sums, and their column is named so (e.g. noisy_count_nonnegative)")
     p.set_defaults(handler=_cmd_export)
 
 
@@ -58,6 +63,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
     out = check_writable(args.out, force=args.force)
     release = load_release(args.release)
-    rows = export_release(release, out, format=args.format, force=args.force)
-    print(f"wrote {out} ({rows:,} rows, one per cell)")
+    rows = export_release(release, out, format=args.format, force=args.force, counts=args.counts)
+    what = "" if args.counts == "noisy" else f", {args.counts} counts (post-processed for convenience: biased for big sums)"
+    print(f"wrote {out} ({rows:,} rows, one per cell{what})")
     return 0

@@ -6,7 +6,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..engine import Mechanism
 
 from ._common import (
     SEED_WARNING,
@@ -36,13 +39,17 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
     p.add_argument("table", nargs="?", metavar="TABLE", help="CSV, TSV, .csv.gz or Parquet file")
     p.add_argument("--schema", metavar="S.json", help="schema file (attributes, domains, hierarchies)")
     p.add_argument("--epsilon", type=epsilon_type, metavar="E", help="privacy budget epsilon > 0 (smaller: more private)")
-    p.add_argument("--sa", metavar="A,B|auto|none", default=None,
-                   help="attributes left untransformed (Privelet+): a list, 'auto' (recommended, the default) "
-                        "or 'none' (plain Privelet)")
+    p.add_argument("--sa", metavar="A,B|auto|best|none", default=None,
+                   help="attributes left untransformed (Privelet+): a list, 'auto' (the paper's rule, the default), "
+                        "'best' (the least expected error on --workload) or 'none' (plain Privelet)")
     p.add_argument("--mechanism", choices=("privelet", "basic"), default="privelet",
                    help="privelet (wavelets, default) or basic (noise on every cell)")
     p.add_argument("--neighbours", choices=("replace", "add-remove"), default="replace",
                    help="neighbouring tables differ by replacing one row (default, the paper's) or adding/removing one")
+    workload_options(p)
+    p.add_argument("--raw", action="store_true",
+                   help="do not shift the release to the public number of rows (replace-one neighbours shift it "
+                        "by default: the total becomes exact at no privacy cost)")
     p.add_argument("--out", metavar="RELEASE.npz", help="release file to write")
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     p.add_argument("--seed", type=seed_type, metavar="N", help="fixed noise seed, FOR TESTS ONLY (not private)")
@@ -60,19 +67,52 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
     )
     p.add_argument("--schema", required=True, metavar="S.json", help="schema file")
     p.add_argument("--epsilon", required=True, type=epsilon_type, metavar="E", help="privacy budget epsilon > 0")
-    p.add_argument("--sa", metavar="A,B|auto|none", default=None, help="S_A for Privelet+ (default: auto)")
+    p.add_argument("--sa", metavar="A,B|auto|best|none", default=None, help="S_A for Privelet+ (default: auto)")
     p.add_argument("--neighbours", choices=("replace", "add-remove"), default="replace", help="neighbouring notion")
+    workload_options(p)
+    p.add_argument("--raw", action="store_true", help="errors of the raw release (not shifted to the public total)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=_cmd_bounds)
 
 
+def workload_options(parser: argparse.ArgumentParser) -> None:
+    """``--workload`` (repeatable) and ``--objective``."""
+    parser.add_argument("--workload", action="append", default=[], metavar="W",
+                        help="the queries you expect: 'paper[:N]' (the paper's random workload, the default), "
+                             "'marginals:K[,K][:A[/G],B[/G]...]' (every cell of the K-way marginals; /G: blocks of G "
+                             "values or hierarchy level G), or a CSV/JSON file of queries (--where syntax); repeat to "
+                             "combine")
+    parser.add_argument("--objective", choices=("mean", "worst"), default="mean",
+                        help="the workload's error: its average square error (default) or its worst query")
+
+
+def public_total_of(args: argparse.Namespace) -> bool | None:
+    """``--raw`` as the spec's ``public_total`` (refused under add/remove, where nothing is shifted)."""
+    if getattr(args, "raw", False):
+        if args.neighbours != "replace":
+            raise UsageError("--raw applies to replace-one neighbours only: add/remove releases are never shifted")
+        return False
+    return None
+
+
+def workload_of(args: argparse.Namespace, schema: Any) -> Any:
+    from ..io import workloads_from_descriptions
+
+    return workloads_from_descriptions(args.workload, schema)
+
+
 def _spec_of(args: argparse.Namespace, schema: Any, epsilon: float) -> Any:
     """The release the options ask for: ``--mechanism privelet`` is Privelet+ with ``--sa``."""
-    from ..engine import ReleaseSpec
+    from ..engine import ReleaseSpec, best_sa
 
+    mechanism: Mechanism = "basic" if args.mechanism == "basic" else "privelet+"
+    if args.sa is not None and args.sa.strip().lower() == "best":
+        spec = ReleaseSpec(schema, epsilon, mechanism, (), args.neighbours, public_total_of(args))
+        return spec.replace(sa=best_sa(spec, workload_of(args, schema), objective=args.objective).sa)
+    if args.workload:
+        raise UsageError("--workload chooses S_A with --sa best; give --sa best (or see 'privelet bounds --workload')")
     sa = parse_sa(args.sa, schema)
-    mechanism = "basic" if args.mechanism == "basic" else "privelet+"
-    return ReleaseSpec(schema, epsilon, mechanism, sa, args.neighbours)
+    return ReleaseSpec(schema, epsilon, mechanism, sa, args.neighbours, public_total_of(args))
 
 
 def _cmd_release(args: argparse.Namespace) -> int:
@@ -133,21 +173,29 @@ def _cmd_release(args: argparse.Namespace) -> int:
           f"S_A = {{{', '.join(release.sa)}}}")
     print(f"  matrix {' x '.join(map(str, release.noisy.shape))} = {release.noisy.size:,} cells")
     print(f"  worst-case noise variance of any range count: {fmt(meta['exact_worst_case_variance'])} "
-          f"(paper's bound {fmt(meta['paper_bound'])})")
+          f"(raw release; paper's bound {fmt(meta['paper_bound'])})")
+    if release.public_total:
+        print("  shifted to the public number of rows (replace-one neighbours make it public): the total is exact; "
+              "the raw release is noisy - post_processing.total_shift")
     return 0
 
 
 def _cmd_bounds(args: argparse.Namespace) -> int:
-    from ..engine import MECHANISM_NAMES, ReleaseSpec, recommend_sa
+    from ..engine import MECHANISM_NAMES, ReleaseSpec, best_sa, expected_error, margin95, recommend_sa
     from ..io import load_schema
 
     schema = load_schema(args.schema)
-    sa = parse_sa(args.sa, schema)
     eps, nb = args.epsilon, args.neighbours
+    public = public_total_of(args)
+    workload = workload_of(args, schema) if args.workload or (args.sa or "").lower() == "best" else None
+    if workload is not None and (args.sa or "").lower() == "best":
+        sa = best_sa(ReleaseSpec(schema, eps, "privelet+", (), nb, public), workload, objective=args.objective).sa
+    else:
+        sa = parse_sa(args.sa, schema)
     specs = {
-        "basic": ReleaseSpec(schema, eps, "basic", (), nb),
-        "privelet": ReleaseSpec(schema, eps, "privelet", (), nb),
-        "privelet_plus": ReleaseSpec(schema, eps, "privelet+", sa, nb),
+        "basic": ReleaseSpec(schema, eps, "basic", (), nb, public),
+        "privelet": ReleaseSpec(schema, eps, "privelet", (), nb, public),
+        "privelet_plus": ReleaseSpec(schema, eps, "privelet+", sa, nb, public),
     }
     result: dict[str, Any] = {
         key: {"paper_bound": spec.paper_bound(), "exact_worst_case": spec.worst_case_variance()}
@@ -155,14 +203,35 @@ def _cmd_bounds(args: argparse.Namespace) -> int:
     }
     result["sa"] = list(sa)
     result["recommended_sa"] = list(recommend_sa(schema))
+    if workload is not None:
+        choice = best_sa(specs["privelet_plus"], workload, objective=args.objective)
+        specs["best"] = specs["privelet_plus"].replace(sa=choice.sa)
+        result["best"] = {"paper_bound": specs["best"].paper_bound(),
+                          "exact_worst_case": specs["best"].worst_case_variance()}
+        result["workload"] = {"name": workload.name, "queries": len(workload), "objective": args.objective,
+                              "public_total": specs["basic"].uses_public_total, "best_sa": list(choice.sa)}
+        for key, spec in specs.items():
+            error = expected_error(spec, workload, objective=args.objective)
+            result.setdefault(key, {})["workload_error"] = error
+            result[key]["workload_margin95"] = margin95(error)
+        result["best"]["sa"] = list(choice.sa)
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
     print(f"epsilon {eps:g}, neighbours {nb}, matrix {' x '.join(map(str, schema.shape))} = {schema.size:,} cells")
     print(f"{'mechanism':<12} {'paper bound':>14} {'exact worst case':>18}")
     for key, spec in specs.items():
-        label = MECHANISM_NAMES[spec.mechanism]
+        label = "best S_A" if key == "best" else MECHANISM_NAMES[spec.mechanism]
         print(f"{label:<12} {fmt(result[key]['paper_bound']):>14} {fmt(result[key]['exact_worst_case']):>18}")
     print(f"S_A used for Privelet+: {{{', '.join(sa)}}}")
     print(f"recommended S_A:        {{{', '.join(result['recommended_sa'])}}}")
+    if workload is not None:
+        what = "average square error" if args.objective == "mean" else "worst query's square error"
+        shifted = "shifted to the public total" if specs["basic"].uses_public_total else "raw"
+        print(f"workload {workload.name} ({len(workload):,} queries), {what}, release {shifted}:")
+        for key, spec in specs.items():
+            label = "best S_A" if key == "best" else MECHANISM_NAMES[spec.mechanism]
+            print(f"  {label:<10} {fmt(result[key]['workload_error']):>14}  "
+                  f"(+/- {result[key]['workload_margin95']:,.0f} in 95% of releases)")
+        print(f"best S_A for this workload: {{{', '.join(result['best']['sa'])}}}")
     return 0

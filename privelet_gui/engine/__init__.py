@@ -12,6 +12,7 @@ re-exported here:
 (100, 2)
 """
 
+from .advisor import EXHAUSTIVE_UP_TO, Advice, AttributeMultiplier, SaChoice, Suggestion, advise, best_sa
 from .bounds import (
     Z95,
     AttributeFactors,
@@ -56,17 +57,32 @@ from .queries import (
 )
 from .release import SAMPLER, Release
 from .schema import Attribute, NominalAttribute, NumericBins, OrdinalAttribute, Schema
-from .spec import MECHANISM_NAMES, MECHANISMS, ReleaseSpec, mechanism_name
+from .spec import MECHANISM_NAMES, MECHANISMS, Mechanism, ReleaseSpec, mechanism_name
 from .transform import AxisTransform, IdentityTransform
+from .workloads import (
+    OBJECTIVES,
+    AxisPredicates,
+    ProductPart,
+    Workload,
+    expected_error,
+    marginals,
+    paper_workload,
+    workload_variances,
+)
 
 __all__ = [
     "ADD_REMOVE_MAX_ROWS",
+    "EXHAUSTIVE_UP_TO",
     "MECHANISMS",
     "MECHANISM_NAMES",
+    "OBJECTIVES",
     "SAMPLER",
     "Z95",
+    "Advice",
     "Attribute",
     "AttributeFactors",
+    "AttributeMultiplier",
+    "AxisPredicates",
     "AxisTransform",
     "Cancelled",
     "CountReport",
@@ -80,6 +96,7 @@ __all__ = [
     "HierarchyError",
     "HierarchyNode",
     "IdentityTransform",
+    "Mechanism",
     "NodeInfo",
     "NoiseCalibration",
     "NominalAttribute",
@@ -88,23 +105,30 @@ __all__ = [
     "OrdinalAttribute",
     "PrefixSums",
     "PriveletError",
+    "ProductPart",
     "Progress",
     "QueryBatch",
     "QuintileRow",
     "RangeQuery",
     "Release",
     "ReleaseSpec",
+    "SaChoice",
     "Schema",
     "SchemaError",
+    "Suggestion",
     "TransformPlan",
     "VarianceModel",
+    "Workload",
+    "advise",
     "axis_transform",
     "basic",
+    "best_sa",
     "calibrate",
     "coverage_groups",
     "discrete_laplace",
     "epsilon_for_variance",
     "evaluate",
+    "expected_error",
     "expected_errors",
     "frequency_matrix",
     "haar_forward",
@@ -114,6 +138,7 @@ __all__ = [
     "hn_inverse",
     "margin95",
     "marginal",
+    "marginals",
     "measure_release",
     "mechanism_name",
     "nominal_forward",
@@ -121,6 +146,7 @@ __all__ = [
     "nominal_weights",
     "paper_bound",
     "paper_factors",
+    "paper_workload",
     "privelet",
     "privelet_plus",
     "query_variance",
@@ -131,5 +157,6 @@ __all__ = [
     "sanity_bound",
     "square_error",
     "variance_model",
+    "workload_variances",
     "worst_case_variance",
 ]

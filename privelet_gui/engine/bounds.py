@@ -7,6 +7,11 @@ Both are data-independent: they can be shown before any release at no privacy co
 - Exact: a box query ``q = q_1 x ... x q_d`` has noise variance
   ``2 lambda^2 prod_i V_i(q_i)`` with ``V_i(q_i) = sum_c (R_i^T q_i)_c^2 / W_i(c)^2``;
   the worst case over all boxes is ``2 lambda^2 prod_i max V_i``.
+- The public total (replace-one-tuple: n is public): a release shifted by ``(n - total) / m``
+  per cell answers a box of ``k`` cells with noise ``(q - s 1) . E``, ``s = k / m``, of variance
+  ``2 lambda^2 (prod_i V_i(q_i) - 2 s prod_i C_i(q_i) + s^2 prod_i T_i)``: ``C_i(q_i) = q_i^T Sigma_i 1``
+  is the per-axis covariance of the query's noise with the total's (``Sigma_i = R_i D_i R_i^T``)
+  and ``T_i = 1^T Sigma_i 1`` the total's own factor. Every term factorises over the axes.
 
 :class:`VarianceModel` caches each attribute's factors (transformed and in S_A),
 so changing epsilon or S_A only multiplies a handful of numbers.
@@ -145,7 +150,7 @@ class VarianceModel:
     @cached_property
     def factors(self) -> tuple[AttributeFactors, ...]:
         out = []
-        for attribute, transform in zip(self.schema, self.transforms):
+        for attribute, transform in zip(self.schema, self.transforms, strict=False):
             p, h = paper_factors(attribute)
             out.append(
                 AttributeFactors(
@@ -187,24 +192,102 @@ class VarianceModel:
         return float(self.batch(batch, epsilon, sa, neighbours=neighbours)[0])
 
     def batch(
-        self, queries: QueryBatch, epsilon: float, sa: Iterable[str] = (), *, neighbours: Neighbours = "replace"
+        self,
+        queries: QueryBatch,
+        epsilon: float,
+        sa: Iterable[str] = (),
+        *,
+        neighbours: Neighbours = "replace",
+        public_total: bool = False,
     ) -> np.ndarray:
-        """Exact noise variance of every query of a batch."""
-        return self.coefficient_variance(epsilon, sa, neighbours=neighbours) * self.batch_factors(queries, sa)
+        """Exact noise variance of every query of a batch (of the release shifted to the
+        public total with ``public_total``)."""
+        factors = self.batch_factors(queries, sa, public_total=public_total)
+        return self.coefficient_variance(epsilon, sa, neighbours=neighbours) * factors
 
-    def batch_factors(self, queries: QueryBatch, sa: Iterable[str] = ()) -> np.ndarray:
-        """``prod_i V_i(q_i)`` per query (variance per unit of ``2 lambda^2``)."""
+    def batch_factors(self, queries: QueryBatch, sa: Iterable[str] = (), *, public_total: bool = False) -> np.ndarray:
+        """``prod_i V_i(q_i)`` per query (variance per unit of ``2 lambda^2``).
+
+        With ``public_total`` the factor of the release shifted to the public total
+        (module docstring): ``prod V - 2 s prod C + s^2 prod T``.
+        """
         in_sa = self._sa_axes(sa)
         product = np.ones(len(queries))
-        for axis, transform in enumerate(self.transforms):
-            lo, hi = queries.lo[:, axis], queries.hi[:, axis]
-            if axis in in_sa:
-                product *= (hi - lo + 1).astype(np.float64)
-            elif isinstance(transform, HaarTransform):
-                product *= transform.interval_factor(lo, hi)
-            else:
-                product *= transform.node_factors[queries.nodes[:, axis]]  # type: ignore[attr-defined]
-        return product
+        covariance = np.ones(len(queries))
+        share = np.ones(len(queries))
+        total = 1.0
+        for axis, attribute in enumerate(self.schema):
+            lo, hi, nodes = queries.lo[:, axis], queries.hi[:, axis], queries.nodes[:, axis]
+            untransformed = axis in in_sa
+            own, with_total = self.axis_factors(axis, lo, hi, nodes, untransformed=untransformed)
+            product *= own
+            if public_total:
+                covariance *= with_total
+                share *= (hi - lo + 1) / attribute.size
+                total *= self.axis_total(axis, untransformed=untransformed)
+        if not public_total:
+            return product
+        # The whole matrix has exactly zero variance; rounding must not make it negative.
+        return np.maximum(product - 2.0 * share * covariance + share**2 * total, 0.0)
+
+    def axis_factors(
+        self, axis: int, lo: np.ndarray, hi: np.ndarray, nodes: np.ndarray, *, untransformed: bool
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(V_i, C_i)`` of one axis' predicates: their own variance factor and their
+        covariance factor with the axis' total (``C_i = q_i^T Sigma_i 1``).
+
+        ``lo``/``hi`` are inclusive index arrays, ``nodes`` the level-order nodes of a
+        nominal axis (ignored otherwise). Along S_A (``untransformed``) both are ``|q_i|``.
+        """
+        lo = np.asarray(lo, dtype=np.int64)
+        hi = np.asarray(hi, dtype=np.int64)
+        if untransformed:
+            cells = (hi - lo + 1).astype(np.float64)
+            return cells, cells
+        transform = self.transforms[axis]
+        table = self._total_tables[axis]
+        if isinstance(transform, HaarTransform):
+            return transform.interval_factor(lo, hi), table[hi + 1] - table[lo]
+        nodes = np.asarray(nodes, dtype=np.int64)
+        return transform.node_factors[nodes], table[nodes]  # type: ignore[attr-defined]
+
+    def axis_total(self, axis: int, *, untransformed: bool) -> float:
+        """``T_i = 1^T Sigma_i 1``: the axis' factor of the variance of the total."""
+        if untransformed:
+            return float(self.schema[axis].size)
+        transform, table = self.transforms[axis], self._total_tables[axis]
+        return float(table[-1] if isinstance(transform, HaarTransform) else table[0])
+
+    def total_factor(self, sa: Iterable[str] = ()) -> float:
+        """``prod_i T_i``: the variance of the raw release's total per unit of ``2 lambda^2``."""
+        in_sa = self._sa_axes(sa)
+        return math.prod(self.axis_total(axis, untransformed=axis in in_sa) for axis in range(len(self.schema)))
+
+    @cached_property
+    def _total_tables(self) -> tuple[np.ndarray, ...]:
+        """Per transformed axis, what :meth:`axis_factors` reads ``C_i`` from.
+
+        Haar: prefix sums of ``u = Sigma 1 = R D R^T 1`` over the cells (``R^T`` is the
+        numerator map: subtree-sum differences, the total for the base). Nominal, per node:
+        the noise of a node's count is its mean-subtracted own noise (independent of the
+        root's) plus its parent's divided by the parent's fan-out, and the total is the
+        root coefficient alone, so ``C(node) = prod 1 / f`` over the path from the root.
+        """
+        tables = []
+        for transform in self.transforms:
+            if isinstance(transform, HaarTransform):
+                spread = transform.numerators(np.ones(transform.size)) / transform.weights**2
+                u = transform.inverse(spread)
+                tables.append(np.concatenate([[0.0], np.cumsum(u)]))
+                continue
+            lay = transform.hierarchy.layout  # type: ignore[attr-defined]
+            fanout = lay.parent_fanout.astype(np.float64)
+            covariance = np.ones(len(lay.parent))
+            for depth in range(2, len(lay.depth_starts)):  # a level's parents are all one level up
+                block = slice(lay.depth_starts[depth - 1], lay.depth_starts[depth])
+                covariance[block] = covariance[lay.parent[block]] / fanout[block]
+            tables.append(covariance)
+        return tuple(tables)
 
     def paper_bound(self, epsilon: float, sa: Iterable[str] = (), *, neighbours: Neighbours = "replace") -> float:
         return paper_bound(self.schema, epsilon, sa, neighbours=neighbours)

@@ -269,6 +269,16 @@ class Hierarchy:
             depth_starts=depth_starts,
         )
 
+    def cut(self, level: int) -> Hierarchy:
+        """This hierarchy with every node at ``level`` (root = 1) made a leaf (its subtree dropped)."""
+
+        def prune(node: HierarchyNode, depth: int) -> HierarchyNode:
+            if depth >= level or node.is_leaf:
+                return HierarchyNode(node.label)
+            return HierarchyNode(node.label, tuple(prune(child, depth + 1) for child in node.children))
+
+        return Hierarchy(prune(self._root, 1))
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Hierarchy) and other._root == self._root
 

@@ -33,13 +33,15 @@ def privelet_plus(
     should_cancel: CancelCallback | None = None,
     mechanism: Mechanism | None = None,
     workers: int | None = None,
+    public_total: bool | None = None,
 ) -> Release:
     """Privelet+ (math.md): the HN transform on attributes outside ``sa``, noise, inverse.
 
     ``matrix`` is M (non-negative integer counts, shape ``schema.shape``). ``rng`` is for
     reproducible tests only; by default the noise is seeded from OS entropy. The S_A
     blocks are processed by ``workers`` threads (default: one per CPU core); the result
-    does not depend on their number.
+    does not depend on their number. ``public_total`` (default: under replace-one-tuple
+    neighbours) shifts the release to the public number of rows (:class:`ReleaseSpec`).
 
     Examples
     --------
@@ -52,7 +54,7 @@ def privelet_plus(
     ((16, 2), 5, 'privelet+', 10.0)
     """
     names = sa if isinstance(sa, str) else tuple(sa)  # a string is refused by the spec, by name
-    spec = ReleaseSpec(schema, epsilon, mechanism or "privelet+", names, neighbours)  # type: ignore[arg-type]
+    spec = ReleaseSpec(schema, epsilon, mechanism or "privelet+", names, neighbours, public_total)  # type: ignore[arg-type]
     return spec.run(matrix, rng=rng, progress=progress, should_cancel=should_cancel, workers=workers)
 
 
@@ -66,9 +68,10 @@ def privelet(
     progress: ProgressCallback | None = None,
     should_cancel: CancelCallback | None = None,
     workers: int | None = None,
+    public_total: bool | None = None,
 ) -> Release:
     """Privelet: :func:`privelet_plus` with S_A empty (every attribute transformed)."""
-    spec = ReleaseSpec(schema, epsilon, "privelet", (), neighbours)
+    spec = ReleaseSpec(schema, epsilon, "privelet", (), neighbours, public_total)
     return spec.run(matrix, rng=rng, progress=progress, should_cancel=should_cancel, workers=workers)
 
 
@@ -82,6 +85,7 @@ def basic(
     progress: ProgressCallback | None = None,
     should_cancel: CancelCallback | None = None,
     workers: int | None = None,
+    public_total: bool | None = None,
 ) -> Release:
     """Basic (Dwork et al.): noise of scale 2/epsilon (replace) on every cell of M.
 
@@ -93,6 +97,8 @@ def basic(
         raise PriveletError(
             f"Basic needs a frequency matrix with at least one cell, got an array of shape {matrix.shape}"
         )
-    spec = ReleaseSpec(schema if schema is not None else axes_schema(matrix.shape), epsilon, "basic", (), neighbours)
+    spec = ReleaseSpec(
+        schema if schema is not None else axes_schema(matrix.shape), epsilon, "basic", (), neighbours, public_total
+    )
     release = spec.run(matrix, rng=rng, progress=progress, should_cancel=should_cancel, workers=workers)
     return release if schema is not None else dataclasses.replace(release, schema=None)

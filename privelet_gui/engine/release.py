@@ -33,7 +33,9 @@ class Release:
     ``D g / epsilon`` of the weighted coefficients (math.md; it exceeds the
     nominal ``lambda`` by a relative 2**-30 K / rho or so). ``seeded`` is True when
     the caller supplied the random generator (tests): such a release must not be
-    published. A release never holds a true count.
+    published. ``total_shift`` is what was added to every cell to make the total the
+    public number of rows (replace-one-tuple neighbours only; None: not shifted), so
+    :attr:`raw` gives back the matrix before. A release never holds a true count.
     """
 
     noisy: np.ndarray
@@ -47,6 +49,7 @@ class Release:
     schema: Schema | None = None
     seeded: bool = False
     sampler: str = SAMPLER
+    total_shift: float | None = None
     seconds: float = field(default=0.0, compare=False)
 
     @property
@@ -56,7 +59,18 @@ class Release:
 
         schema = self.schema if self.schema is not None else axes_schema(self.noisy.shape)
         sa = self.sa if self.schema is not None else schema.names
-        return ReleaseSpec(schema, self.epsilon, self.mechanism, sa, self.neighbours)
+        return ReleaseSpec(schema, self.epsilon, self.mechanism, sa, self.neighbours, self.public_total)
+
+    @property
+    def public_total(self) -> bool:
+        """Whether the release was shifted so that its total is the public number of rows."""
+        return self.total_shift is not None
+
+    @property
+    def raw(self) -> np.ndarray:
+        """The matrix before the shift to the public total (itself when not shifted; equal
+        to the mechanism's output up to float rounding)."""
+        return self.noisy if self.total_shift is None else self.noisy - self.total_shift
 
     @property
     def nominal_scale(self) -> float:
@@ -68,19 +82,22 @@ class Release:
         """Variance of the noise on each weighted coefficient (``~ 2 scale^2``)."""
         return self.calibration.variance
 
-    def variances(self, queries: QueryBatch) -> np.ndarray:
-        """Exact noise variance of each query's answer on this release (data-independent)."""
+    def variances(self, queries: QueryBatch, *, raw: bool = False) -> np.ndarray:
+        """Exact noise variance of each query's answer on this release (data-independent);
+        on :attr:`raw` with ``raw``."""
         if self.schema is None:
             raise PriveletError("this release has no schema: exact variances need the attributes' transforms")
-        return self.coefficient_variance * variance_model(self.schema).batch_factors(queries, self.sa)
+        model = variance_model(self.schema)
+        return self.coefficient_variance * model.batch_factors(queries, self.sa, public_total=self.public_total and not raw)
 
-    def variance(self, query: RangeQuery) -> float:
-        """Exact noise variance of one query's answer on this release."""
-        return float(self.variances(QueryBatch.of([query]))[0])
+    def variance(self, query: RangeQuery, *, raw: bool = False) -> float:
+        """Exact noise variance of one query's answer on this release (on :attr:`raw` with ``raw``)."""
+        return float(self.variances(QueryBatch.of([query]), raw=raw)[0])
 
     @property
     def worst_case_variance(self) -> float:
-        """The largest noise variance of any range-count query on this release."""
+        """The largest noise variance of any range-count query on the raw release (see
+        :meth:`ReleaseSpec.worst_case_variance`)."""
         if self.schema is None:  # Basic without a schema: the worst query is the whole matrix
             return self.coefficient_variance * self.noisy.size
         return self.coefficient_variance * variance_model(self.schema).worst_factor(self.sa)

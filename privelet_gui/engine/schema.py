@@ -328,6 +328,13 @@ class NominalAttribute(_AttributeBase):
     The hierarchy's leaves are the domain; its leaf order is the axis order.
     ``domain_from_data`` records that the leaves were learned from the table being
     protected (not private: see the module docstring); it changes nothing else.
+
+    With ``level`` (2 or more; the root is level 1) the domain is coarser than the
+    hierarchy: its values are the nodes of that level (and the leaves above it), while
+    the column still holds the finest values, each counted under its ancestor at that
+    level (native-country counted by continent). :attr:`hierarchy` is then the hierarchy
+    cut at that level and :attr:`finest` the full one (``finest`` as an argument is for copies:
+    with ``level``, it is the hierarchy that is cut).
     """
 
     name: str
@@ -336,6 +343,8 @@ class NominalAttribute(_AttributeBase):
     column: str | None = None
     domain_from_data: bool = False
     kind: Literal["nominal"] = field(default="nominal", init=False)
+    level: int | None = None
+    finest: Hierarchy | None = None
 
     def __init__(
         self,
@@ -345,10 +354,23 @@ class NominalAttribute(_AttributeBase):
         missing: str | None = None,
         column: str | None = None,
         domain_from_data: bool = False,
+        level: int | None = None,
+        finest: Hierarchy | None = None,
     ):
         object.__setattr__(self, "name", _check_name(name))
         if not isinstance(hierarchy, Hierarchy):
             raise SchemaError(f"attribute {name!r}: hierarchy must be a Hierarchy, got {type(hierarchy).__name__}")
+        object.__setattr__(self, "level", level)
+        if level is not None and finest is not None:  # a copy (dataclasses.replace) passes both back
+            hierarchy = finest
+        object.__setattr__(self, "finest", hierarchy)
+        if level is not None:
+            if isinstance(level, bool) or not isinstance(level, int) or not 2 <= level <= hierarchy.height:
+                raise SchemaError(
+                    f"attribute {name!r}: level must be a whole number from 2 to {hierarchy.height} (the hierarchy's "
+                    f"levels below the root), got {level!r}"
+                )
+            hierarchy = hierarchy.cut(level)
         object.__setattr__(self, "hierarchy", hierarchy)
         object.__setattr__(self, "missing", missing)
         object.__setattr__(self, "column", column)
@@ -366,8 +388,32 @@ class NominalAttribute(_AttributeBase):
         return "error"
 
     def _encode_rows(self, column: pd.Series) -> EncodedColumn:
+        if self.level is not None:
+            # The finest values (and the coarse ones themselves) count under their level's node;
+            # an unknown value keeps its text (and is reported as outside the domain).
+            empty = _missing_mask(column)
+            text = column.astype(str)
+            coarse = text.map(self._coarse_labels)
+            column = coarse.where(coarse.notna(), text).astype(object)
+            column[empty] = None
         codes, missing = self._encode_text(column)
         return EncodedColumn(self._apply_missing(codes, missing))
+
+    @cached_property
+    def _coarse_labels(self) -> dict[str, str]:
+        """Every node label of the finest hierarchy at or below the level -> its node at the level."""
+        assert self.finest is not None and self.level is not None
+        lay = self.finest.layout
+        labels = self.finest.labels
+        out: dict[str, str] = {}
+        for node in range(self.finest.n_nodes):
+            if lay.depth[node] < self.level and lay.fanout[node] > 0:
+                continue  # a group above the level spans several values of the domain
+            top = node
+            while lay.depth[top] > self.level:
+                top = int(lay.parent[top])
+            out[labels[node]] = labels[top]
+        return out
 
 
 Attribute = Union[OrdinalAttribute, NominalAttribute]

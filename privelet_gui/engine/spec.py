@@ -43,6 +43,7 @@ from .errors import PriveletError, SchemaError
 from .hn import TransformPlan
 from .noise import Neighbours, NoiseCalibration, calibrate, check_epsilon, check_neighbours, default_rng, multiplicity
 from .pipeline import EXACT_LIMIT, check_memory, peak_bytes, release_blocks, total_count, worker_count
+from .postprocess import shift_to_total
 from .progress import CancelCallback, Progress, ProgressCallback
 from .queries import QueryBatch, RangeQuery
 from .release import Mechanism, Release
@@ -74,7 +75,7 @@ def check_mechanism(mechanism: object) -> Mechanism:
     """``mechanism`` if it is one of :data:`MECHANISMS`; a PriveletError naming them otherwise."""
     if mechanism not in MECHANISMS:
         raise PriveletError(f"mechanism must be one of {', '.join(map(repr, MECHANISMS))}, got {mechanism!r}")
-    return mechanism  # type: ignore[return-value]
+    return mechanism
 
 
 def check_sa(schema: Schema, sa: Collection[str]) -> tuple[str, ...]:
@@ -104,6 +105,11 @@ class ReleaseSpec:
 
     ``sa`` is read as attribute names (in any order; kept in axis order). It applies to
     Privelet+ only: Privelet leaves no attribute untransformed and Basic every one.
+
+    ``public_total``: shift the release so that its total is the number of rows n
+    (:mod:`~privelet_gui.engine.postprocess`). ``None`` (the default) does so under
+    replace-one-tuple neighbours, where n is public, and never under add/remove, where
+    it is private (asking for it there is refused).
     """
 
     schema: Schema
@@ -111,6 +117,7 @@ class ReleaseSpec:
     mechanism: Mechanism = "privelet+"
     sa: tuple[str, ...] = ()
     neighbours: Neighbours = "replace"
+    public_total: bool | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.schema, Schema):
@@ -119,6 +126,13 @@ class ReleaseSpec:
         check_mechanism(self.mechanism)
         check_neighbours(self.neighbours)
         object.__setattr__(self, "sa", check_sa(self.schema, self.sa))
+        if self.public_total not in (None, True, False):
+            raise PriveletError(f"public_total is True, False or None (the default), got {self.public_total!r}")
+        if self.public_total and self.neighbours != "replace":
+            raise PriveletError(
+                "the public total needs replace-one-tuple neighbours: under add/remove the number of rows "
+                "is private; leave public_total unset (or False) for add/remove releases"
+            )
 
     def replace(self, **changes: object) -> ReleaseSpec:
         """A copy with some fields changed (validated again)."""
@@ -165,6 +179,11 @@ class ReleaseSpec:
         return multiplicity(self.neighbours)
 
     @property
+    def uses_public_total(self) -> bool:
+        """Whether the release is shifted to the public total (see the class docstring)."""
+        return self.neighbours == "replace" if self.public_total is None else self.public_total
+
+    @property
     def nominal_scale(self) -> float:
         """lambda = 2 rho / epsilon (replace) or rho / epsilon (add/remove)."""
         return self.multiplicity * self.rho / self.epsilon
@@ -188,21 +207,30 @@ class ReleaseSpec:
         return paper_bound(self.schema, self.epsilon, self.effective_sa, neighbours=self.neighbours)
 
     def worst_case_variance(self) -> float:
-        """The exact largest noise variance of any range-count query (slow the first time
-        for a schema with big domains: :meth:`VarianceModel.prepare`)."""
+        """The exact largest noise variance of any range-count query on the raw release (slow
+        the first time for a schema with big domains: :meth:`VarianceModel.prepare`).
+
+        Shifting to the public total changes each query's variance by ``s^2 T - 2 s C``
+        (:mod:`~privelet_gui.engine.bounds`), which is not a product over the axes: use
+        :meth:`variances` for exact figures of the post-processed release.
+        """
         return self.model.worst_case(self.epsilon, self.effective_sa, neighbours=self.neighbours)
 
     def worst_case_margin95(self) -> float:
         """+/- the worst query's noise stays within in 95% of releases."""
         return margin95(self.worst_case_variance())
 
-    def variances(self, queries: QueryBatch) -> np.ndarray:
-        """The exact noise variance of each query of a batch."""
-        return self.model.batch(queries, self.epsilon, self.effective_sa, neighbours=self.neighbours)
+    def variances(self, queries: QueryBatch, *, raw: bool = False) -> np.ndarray:
+        """The exact noise variance of each query of a batch on the release (on the raw
+        release, before the shift to the public total, with ``raw``)."""
+        return self.model.batch(
+            queries, self.epsilon, self.effective_sa, neighbours=self.neighbours,
+            public_total=self.uses_public_total and not raw,
+        )
 
-    def variance(self, query: RangeQuery) -> float:
-        """The exact noise variance of one query."""
-        return float(self.variances(QueryBatch.of([query]))[0])
+    def variance(self, query: RangeQuery, *, raw: bool = False) -> float:
+        """The exact noise variance of one query (on the raw release with ``raw``)."""
+        return float(self.variances(QueryBatch.of([query]), raw=raw)[0])
 
     @staticmethod
     def margin95(variance: float) -> float:
@@ -229,7 +257,8 @@ class ReleaseSpec:
     ) -> Release:
         """Release ``matrix`` (M: non-negative integer counts of shape ``schema.shape``).
 
-        ``rng`` is for reproducible tests only (such a release is marked ``seeded`` and is
+        Under :attr:`uses_public_total` every cell is then shifted by ``(n - total) / m``
+        (``Release.total_shift``; ``Release.raw`` is the matrix before). ``rng`` is for reproducible tests only (such a release is marked ``seeded`` and is
         not private); by default the noise is seeded from OS entropy. The S_A blocks are
         processed by ``workers`` threads (default: one per CPU core, at most 8); the result
         does not depend on their number.
@@ -253,6 +282,7 @@ class ReleaseSpec:
         calibration = self.calibration(rows)
         steps = Progress(progress, should_cancel)
         noisy = release_blocks(matrix, plan, calibration, generator, steps, threads)
+        shift = shift_to_total(noisy, rows) if self.uses_public_total else None
         steps.report(1.0, "release done")
         return Release(
             noisy=noisy,
@@ -265,5 +295,6 @@ class ReleaseSpec:
             calibration=calibration,
             schema=self.schema,
             seeded=rng is not None,
+            total_shift=shift,
             seconds=time.perf_counter() - started,
         )

@@ -60,6 +60,7 @@ from .tables import (
     sniff_table,
     table_columns,
 )
+from .workloads import read_workload, workload_from_description, workloads_from_descriptions
 
 __all__ = [
     "ARX_DELIMITERS",
@@ -95,6 +96,7 @@ __all__ = [
     "read_hierarchy",
     "read_json_hierarchy",
     "read_table",
+    "read_workload",
     "release_frame",
     "release_metadata",
     "sample_hierarchy_paths",
@@ -108,6 +110,8 @@ __all__ = [
     "sniff_table",
     "summarize_table",
     "table_columns",
+    "workload_from_description",
+    "workloads_from_descriptions",
     "write_arx_hierarchy",
     "write_hierarchy",
     "write_json_hierarchy",

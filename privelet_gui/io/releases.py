@@ -7,10 +7,12 @@ A release file holds two entries:
   schema (hierarchies inlined), epsilon, S_A, mechanism, neighbour relation, rho, the
   noise scale and sampler, the noise calibration (grid exponent, units, influence),
   the paper's bound and the exact worst-case variance, the software version, the
-  creation time (UTC), whether (and with which seed) the noise was seeded, and which
-  domains were learned from the data.
+  creation time (UTC), whether (and with which seed) the noise was seeded, which
+  domains were learned from the data, and the post-processing (``post_processing``:
+  the shift to the public total, from which the raw matrix is ``noisy - total_shift``).
 
-It never holds a true count, nor the number of rows of the table. Files are written
+It never holds a true count. Under replace-one-tuple neighbours the number of rows is
+public, and a release shifted to it sums to it; under add/remove it appears nowhere. Files are written
 atomically and never overwrite an existing file unless asked to.
 """
 
@@ -42,6 +44,7 @@ from ..engine import (
     SchemaError,
     paper_bound,
 )
+from ..engine.postprocess import post_processed_counts
 from .atomic import atomic_write, check_writable
 from .errors import ReleaseFileError
 from .schema import schema_from_json, schema_to_json
@@ -51,6 +54,7 @@ __all__ = [
     "RELEASE_FORMAT_VERSION",
     "QueryAnswer",
     "answer_query",
+    "count_column",
     "export_release",
     "load_release",
     "load_release_metadata",
@@ -116,7 +120,20 @@ def release_metadata(
         "seeded": bool(release.seeded),
         "seed": seed,
         "domain_from_data": [] if schema is None else list(schema.domain_from_data),
+        "post_processing": _post_processing(release),
         "extra": dict(metadata or {}),
+    }
+
+
+def _post_processing(release: Release) -> dict[str, Any]:
+    """What was done to the mechanism's output (only public information was used)."""
+    if release.total_shift is None:
+        return {"public_total": False, "total_shift": None}
+    return {
+        "public_total": True,
+        "total_shift": float(release.total_shift),
+        "description": "every cell was shifted by total_shift so that the total equals the number of rows, "
+                       "which replace-one-tuple neighbours make public; the raw release is noisy - total_shift",
     }
 
 
@@ -224,6 +241,7 @@ def load_release(path: str | os.PathLike[str]) -> Release:
             schema=schema,
             seeded=bool(meta["seeded"]),
             sampler=str(meta["sampler"]),
+            total_shift=_total_shift(meta),
         )
     except (KeyError, TypeError) as exc:
         raise ReleaseFileError(f"{p}: the release metadata is incomplete ({_brief(exc)})") from None
@@ -234,18 +252,41 @@ def load_release(path: str | os.PathLike[str]) -> Release:
     return release
 
 
+def _total_shift(meta: Mapping[str, Any]) -> float | None:
+    """The recorded shift to the public total (files written before it existed have none)."""
+    post = meta.get("post_processing") or {}
+    shift = post.get("total_shift")
+    if shift is None:
+        return None
+    if isinstance(shift, bool) or not isinstance(shift, (int, float)) or not math.isfinite(shift):
+        raise ReleaseFileError(f"the release metadata's total_shift must be a number, got {shift!r}")
+    if meta.get("neighbours") != "replace":
+        raise ReleaseFileError("the release metadata records a shift to the public total under add/remove neighbours")
+    return float(shift)
+
+
 # -- exports -------------------------------------------------------------------------------------
 
 COUNT_COLUMN = "noisy_count"
 
 
-def release_frame(release: Release) -> pd.DataFrame:
-    """The long format: one row per cell, a label column per attribute, then ``noisy_count``.
+def count_column(counts: str = "noisy") -> str:
+    """The export's count column: ``noisy_count``, or e.g. ``noisy_count_nonnegative`` so
+    that post-processed counts are never mistaken for the release's own."""
+    post_processed_counts(np.zeros(1), counts)  # refuses an unknown kind
+    return COUNT_COLUMN if counts == "noisy" else f"{COUNT_COLUMN}_{counts.replace('-', '_')}"
+
+
+def release_frame(release: Release, *, counts: str = "noisy") -> pd.DataFrame:
+    """The long format: one row per cell, a label column per attribute, then the counts.
 
     Rows follow the matrix in C order (the last attribute varies fastest). Label
-    columns are categorical (each label stored once).
+    columns are categorical (each label stored once). ``counts`` (one of
+    :data:`~privelet_gui.engine.postprocess.COUNT_KINDS`) projects the counts onto
+    non-negative ones with the same total and/or rounds them to whole counts; the
+    column is then named after it (:func:`count_column`).
     """
-    noisy = release.noisy
+    noisy = post_processed_counts(release.noisy, counts)
     schema = release.schema
     if schema is not None:
         names = list(schema.names)
@@ -257,13 +298,14 @@ def release_frame(release: Release) -> pd.DataFrame:
         raise SchemaError(f"an attribute is called {COUNT_COLUMN!r}, the name of the count column; rename it")
     columns: dict[str, Any] = {}
     shape = noisy.shape
-    for axis, (name, cats) in enumerate(zip(names, labels)):
+    for axis, (name, cats) in enumerate(zip(names, labels, strict=False)):
         inner = math.prod(shape[axis + 1 :])
         outer = math.prod(shape[:axis])
         dtype = np.min_scalar_type(max(len(cats) - 1, 0))
         codes = np.tile(np.repeat(np.arange(len(cats), dtype=dtype), inner), outer)
         columns[name] = pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
-    columns[COUNT_COLUMN] = noisy.reshape(-1)
+    values = noisy.reshape(-1)
+    columns[count_column(counts)] = values.astype(np.int64) if counts.endswith("integer") else values
     return pd.DataFrame(columns, copy=False)
 
 
@@ -287,17 +329,21 @@ def export_release(
     *,
     format: ExportFormat | None = None,
     force: bool = False,
+    counts: str = "noisy",
 ) -> int:
     """Export the long format (:func:`release_frame`) to CSV (``.csv``, ``.csv.gz``) or Parquet.
 
-    Writes atomically; returns the number of rows (= cells). Noisy counts keep full
-    precision (they may be negative or fractional: that is the noise, and rounding or
-    clipping them would bias sums).
+    Writes atomically; returns the number of rows (= cells). By default noisy counts keep
+    full precision (they may be negative or fractional: that is the noise, and rounding or
+    clipping them biases sums). ``counts="nonnegative"``, ``"integer"`` or
+    ``"nonnegative-integer"`` exports counts for users who cannot use those, in a column
+    named so: better for small counts and relative errors, worse for big sums.
     """
     p = Path(path)
     fmt, gz = _export_format(p, format)
+    count_column(counts)  # an unknown kind fails before anything is written
     check_writable(p, force=force)
-    frame = release_frame(release)
+    frame = release_frame(release, counts=counts)
     with atomic_write(p, force=force) as f:
         if fmt == "csv":
             frame.to_csv(f, index=False, compression="gzip" if gz else None, chunksize=1 << 18, lineterminator="\n")
@@ -393,7 +439,7 @@ def answer_query(release: Release, query: RangeQuery, prefix: PrefixSums | None 
     if prefix is not None:
         noisy = prefix.box_sum(query.lo, query.hi)
     else:
-        box = tuple(slice(lo, hi + 1) for lo, hi in zip(query.lo, query.hi))
+        box = tuple(slice(lo, hi + 1) for lo, hi in zip(query.lo, query.hi, strict=False))
         noisy = float(release.noisy[box].sum())
     variance = float(release.variance(query))
     half = Z95 * math.sqrt(variance)

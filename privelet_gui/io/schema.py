@@ -62,7 +62,7 @@ SCHEMA_VERSION = 1
 
 _COMMON_KEYS = ("name", "type", "column", "missing", "domain_from_data")
 _ORDINAL_KEYS = (*_COMMON_KEYS, "range", "bins", "values", "out_of_range")
-_NOMINAL_KEYS = (*_COMMON_KEYS, "hierarchy", "hierarchy_file", "values")
+_NOMINAL_KEYS = (*_COMMON_KEYS, "hierarchy", "hierarchy_file", "values", "level")
 _OUT_OF_RANGE = ("error", "clamp", "drop")
 
 #: Printed (loudly) wherever an inferred schema is shown or saved.
@@ -341,7 +341,12 @@ def _nominal(entry: Mapping[str, Any], path: str, ctx: _Context, base: Path, nam
     if missing is not None and missing not in hierarchy.leaves:
         raise _located(ctx.error(f"{path}.missing", f"{missing!r} is not a leaf of the hierarchy",
                                  "add it as a leaf, or map empty cells to an existing leaf", attribute=name))
-    return NominalAttribute(name, hierarchy, missing=missing, column=column, domain_from_data=flag)
+    level = entry.get("level")
+    if level is not None and (not _is_int(level) or not 2 <= level <= hierarchy.height):
+        raise _located(ctx.error(f"{path}.level", f"must be a hierarchy level from 2 to {hierarchy.height}, got {level!r}",
+                                 "count the column at that level of its hierarchy (1 is the root), or remove the key",
+                                 attribute=name))
+    return NominalAttribute(name, hierarchy, missing=missing, column=column, domain_from_data=flag, level=level)
 
 
 def load_schema(path: str | os.PathLike[str]) -> Schema:
@@ -418,7 +423,9 @@ def schema_to_json(schema: Schema, *, hierarchy_files: bool = False) -> dict[str
             if hierarchy_files:
                 entry["hierarchy_file"] = files[attribute.name]
             else:
-                entry["hierarchy"] = attribute.hierarchy.to_nested()
+                entry["hierarchy"] = (attribute.finest or attribute.hierarchy).to_nested()
+            if attribute.level is not None:
+                entry["level"] = attribute.level
         else:
             if attribute.bins is not None:
                 b = attribute.bins
@@ -474,6 +481,6 @@ def save_schema(
         check_writable(p.parent / file, force=force)
     for attribute in schema:
         if attribute.name in files:
-            write_arx_hierarchy(attribute.hierarchy, p.parent / files[attribute.name], force=force)  # type: ignore[union-attr]
+            write_arx_hierarchy(attribute.finest or attribute.hierarchy, p.parent / files[attribute.name], force=force)  # type: ignore[union-attr]
     with atomic_write(p, force=force, mode="w", encoding="utf-8", newline="\n") as f:
         f.write(dumps_schema(schema, hierarchy_files=hierarchy_files) + "\n")

@@ -12,9 +12,11 @@ from privelet_gui.engine import (
     NominalAttribute,
     OrdinalAttribute,
     PriveletError,
+    QueryBatch,
     RangeQuery,
     Schema,
     SchemaError,
+    VarianceModel,
     basic,
     discrete_laplace,
     privelet,
@@ -34,10 +36,14 @@ def releases(count, sa, epsilon=1.0, seed=20261129, **options):
     return np.stack([privelet_plus(TRUTH, SCHEMA, epsilon, sa, rng, **options).noisy for _ in range(count)])
 
 
+@pytest.mark.parametrize("public_total", [False, True])
 @pytest.mark.parametrize("sa", [(), ("age",), ("job",)])
-def test_unbiased_and_variance_matches_the_exact_formula(sa):
+def test_unbiased_and_variance_matches_the_exact_formula(sa, public_total):
+    # raw: the mechanism's own noise; shifted to the public total: the derived variances
     count = 3000
-    samples = releases(count, sa)
+    samples = releases(count, sa, public_total=public_total)
+    if public_total:
+        np.testing.assert_allclose(samples.sum(axis=(1, 2)), TRUTH.sum(), rtol=1e-12)
     # every cell's mean within 5 standard errors of the truth
     standard_error = samples.std(axis=0, ddof=1) / math.sqrt(count)
     assert (np.abs(samples.mean(axis=0) - TRUTH) <= 5 * standard_error).all()
@@ -53,7 +59,10 @@ def test_unbiased_and_variance_matches_the_exact_formula(sa):
     for constraints in boxes:
         q = RangeQuery.build(SCHEMA, constraints)
         answers = samples[:, q.lo[0] : q.hi[0] + 1, q.lo[1] : q.hi[1] + 1].sum(axis=(1, 2))
-        expected = query_variance(SCHEMA, 1.0, sa, q)
+        expected = VarianceModel(SCHEMA).batch(QueryBatch.of([q]), 1.0, sa, public_total=public_total)[0]
+        if not constraints and public_total:
+            assert expected == 0.0 and answers.var() < 1e-18  # the total is exact
+            continue
         assert answers.var(ddof=1) == pytest.approx(expected, rel=0.15), constraints
 
 
@@ -70,7 +79,7 @@ def test_only_child_subtree_gets_the_same_noise_as_its_parent():
 def test_basic_cell_variance_is_8_over_epsilon_squared():
     rng = np.random.default_rng(5)
     epsilon = 0.5
-    noise = np.stack([basic(TRUTH, epsilon, rng).noisy - TRUTH for _ in range(2000)])
+    noise = np.stack([basic(TRUTH, epsilon, rng, public_total=False).noisy - TRUTH for _ in range(2000)])
     assert noise.var() == pytest.approx(8 / epsilon**2, rel=0.03)
     assert abs(noise.mean()) < 5 * math.sqrt(8 / epsilon**2 / noise.size)
 
@@ -171,7 +180,7 @@ def test_releases_from_the_same_input_share_the_output_grid():
     m1 = m0.copy()
     m1[3] = 1
     for m in (m0, m1):
-        release = basic(m, 1.0, np.random.default_rng(0))
+        release = basic(m, 1.0, np.random.default_rng(0), public_total=False)  # the mechanism's own output
         units = release.noisy / release.calibration.grid
         np.testing.assert_array_equal(units, np.round(units))
 
@@ -230,7 +239,10 @@ def test_release_reports_exact_variances_with_its_own_scale():
     release = privelet_plus(TRUTH, SCHEMA, 0.8, ["age"], np.random.default_rng(0))
     q = RangeQuery.build(SCHEMA, {"age": ("1", "3"), "job": "T"})
     # the release's effective scale exceeds lambda negligibly; its variance matches the formula
-    assert release.variance(q) == pytest.approx(query_variance(SCHEMA, 0.8, ["age"], q), rel=1e-6)
+    assert release.variance(q, raw=True) == pytest.approx(query_variance(SCHEMA, 0.8, ["age"], q), rel=1e-6)
+    shifted = VarianceModel(SCHEMA).batch(QueryBatch.of([q]), 0.8, ["age"], public_total=True)[0]
+    assert release.public_total and release.variance(q) == pytest.approx(shifted, rel=1e-6)
+    assert release.spec.uses_public_total
     from privelet_gui.engine import worst_case_variance
 
     assert release.worst_case_variance == pytest.approx(worst_case_variance(SCHEMA, 0.8, ["age"]), rel=1e-6)

@@ -1,0 +1,93 @@
+"""``privelet advise``: how coarse each attribute's domain should be for the expected queries (no data needed)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from ._common import UsageError, epsilon_type, fmt, parse_sa
+from .release import public_total_of, workload_of, workload_options
+
+__all__ = ["register"]
+
+
+def register(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Add this module's commands to the ``privelet`` parser."""
+    p = commands.add_parser(
+        "advise", parents=[common], help="suggest coarser domains for your queries (no data needed)",
+        description="For the workload you expect, say how much each attribute multiplies the expected error and "
+                    "suggest concrete changes of the schema (bins of a width, a hierarchy level, dropping an "
+                    "attribute no query constrains), each with its predicted error. Data-independent: it reads the "
+                    "schema only and costs no privacy. Predictions are of the noise: queries that a coarser domain "
+                    "cannot answer exactly are rounded out to whole bins or groups, and their bias (which depends "
+                    "on the data) is not predicted.",
+    )
+    p.add_argument("--schema", required=True, metavar="S.json", help="schema file")
+    p.add_argument("--epsilon", type=epsilon_type, default=1.0, metavar="E", help="privacy budget (default 1)")
+    p.add_argument("--sa", metavar="A,B|auto|best|none", default="best",
+                   help="S_A of the current schema and of every suggestion: 'best' (default: chosen for the "
+                        "workload), or one S_A kept for all")
+    p.add_argument("--neighbours", choices=("replace", "add-remove"), default="replace", help="neighbouring notion")
+    p.add_argument("--raw", action="store_true", help="errors of the raw release (not shifted to the public total)")
+    workload_options(p)
+    p.add_argument("--rows", type=int, metavar="N", help="the table's number of rows, to say how big a typical count is")
+    p.add_argument("--top", type=int, default=10, metavar="K", help="suggestions to show (default 10)")
+    p.add_argument("--apply", type=int, metavar="I", help="write the schema of suggestion I (1 = the first shown) to --out")
+    p.add_argument("--out", metavar="S.json", help="schema file to write with --apply")
+    p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(handler=_cmd_advise)
+
+
+def _cmd_advise(args: argparse.Namespace) -> int:
+    from ..engine import ReleaseSpec, advise
+    from ..io import check_writable, load_schema, save_schema
+
+    if (args.apply is None) != (args.out is None):
+        raise UsageError("--apply I and --out S.json go together")
+    out = check_writable(args.out, force=args.force) if args.out is not None else None
+    schema = load_schema(args.schema)
+    choose = args.sa.strip().lower() == "best"
+    sa = () if choose else parse_sa(args.sa, schema)
+    spec = ReleaseSpec(schema, args.epsilon, "privelet+", sa, args.neighbours, public_total_of(args))
+    workload = workload_of(args, schema)
+    advice = advise(spec, workload, objective=args.objective, choose_sa=choose)
+    shown = advice.suggestions[: max(args.top, 0)]
+    if args.apply is not None:
+        if not 1 <= args.apply <= len(shown):
+            raise UsageError(f"--apply takes a suggestion number from 1 to {len(shown)}")
+        chosen = shown[args.apply - 1]
+        assert out is not None
+        save_schema(chosen.schema, out, force=args.force)
+    if args.json:
+        result: dict[str, Any] = {
+            "workload": {"name": workload.name, "queries": len(workload), "objective": args.objective},
+            "sa": list(advice.spec.effective_sa),
+            "error": advice.error,
+            "margin95": advice.margin95,
+            "multipliers": [{"attribute": m.name, "in_sa": m.in_sa, "multiplier": m.multiplier,
+                             "constrained": m.constrained} for m in advice.multipliers],
+            "suggestions": [{"kind": s.kind, "attribute": s.attribute, "description": s.description,
+                             "sa": list(s.sa), "error": s.error, "factor": s.factor, "exact_share": s.exact_share}
+                            for s in shown],
+        }
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"workload {workload.name} ({len(workload):,} queries), epsilon {args.epsilon:g}, neighbours {args.neighbours}")
+    print(f"S_A {{{', '.join(advice.spec.effective_sa)}}}: expected error {fmt(advice.error)}; "
+          f"{advice.sentence(args.rows)}")
+    print("each attribute multiplies the error by (error / error without it):")
+    for m in advice.multipliers:
+        where = "in S_A" if m.in_sa else "transformed"
+        queried = "" if m.constrained else ", no query constrains it"
+        print(f"  {m.name:<20} x{m.multiplier:,.2f} ({where}{queried})")
+    print("suggestions (predicted noise; lossless ones first):")
+    for number, s in enumerate(shown, start=1):
+        exact = "every query answered exactly" if s.exact_share >= 1 else (
+            f"{s.exact_share:.0%} of the queries answered exactly, the others rounded out (their bias depends on the "
+            "data and is not predicted)")
+        print(f"  {number}. {s.description}: error {fmt(s.error)}, {s.factor:,.2f}x smaller; {exact}")
+    if args.apply is not None:
+        print(f"wrote {out} (suggestion {args.apply}); count the table again with it")
+    return 0

@@ -1,0 +1,388 @@
+"""Workloads: the range-count queries a custodian expects users to ask, and their expected error.
+
+A workload is a union of *parts*. A part is either a list of explicit queries (the
+paper's random workload, a file of queries) or a Cartesian product of per-axis
+predicate lists (all 2-way marginals of age and sex: every age value times every
+sex value). Products keep marginal workloads small: the error of a product is a
+product of per-axis averages, however many queries it holds.
+
+The expected square error of a query is its exact noise variance (the noise is
+unbiased), so everything here is data-independent and costs no privacy. Per axis
+and part, :func:`workload_factors` averages the exact factors of
+:class:`~privelet_gui.engine.VarianceModel` (``V_i``, and for the public total
+``C_i`` and the share ``s_i = |q_i| / |A_i|``); :func:`expected_error` and the S_A search of
+:mod:`~privelet_gui.engine.advisor` combine them.
+
+Examples
+--------
+>>> from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, Schema
+>>> schema = Schema([OrdinalAttribute.integer_range("age", 0, 15),
+...                  NominalAttribute("sex", Hierarchy.flat(["F", "M"]))])
+>>> w = marginals(schema, ways=(1, 2))
+>>> len(w), w.name
+(50, '1- and 2-way marginals')
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from .bounds import VarianceModel, variance_model
+from .errors import PriveletError, SchemaError
+from .noise import Neighbours, check_epsilon, multiplicity
+from .queries import QueryBatch, random_workload
+from .schema import Attribute, NominalAttribute, Schema
+
+if TYPE_CHECKING:
+    from .spec import ReleaseSpec
+
+__all__ = [
+    "OBJECTIVES",
+    "AxisPredicates",
+    "ProductPart",
+    "Workload",
+    "WorkloadFactors",
+    "expected_error",
+    "level_nodes",
+    "marginals",
+    "paper_workload",
+    "sa_mask",
+    "workload_factors",
+    "workload_variances",
+]
+
+#: Queries of the paper's random workload used when none is given (seeded: the same
+#: workload every time, so that choices made from it are reproducible).
+PAPER_QUERIES = 10_000
+#: Most queries a workload lists one by one (exports, worst cases, quintiles).
+MAX_LISTED_QUERIES = 5_000_000
+
+
+@dataclass(frozen=True)
+class AxisPredicates:
+    """The predicates one axis takes in a product part: inclusive index intervals, and the
+    level-order node of each for a nominal axis (``-1`` for an ordinal one)."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    nodes: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.lo)
+
+    @classmethod
+    def whole(cls, attribute: Attribute) -> AxisPredicates:
+        """The axis left unconstrained."""
+        node = 0 if isinstance(attribute, NominalAttribute) else -1
+        return cls(np.array([0]), np.array([attribute.size - 1]), np.array([node]))
+
+    def is_whole(self, attribute: Attribute) -> bool:
+        return len(self) == 1 and self.lo[0] == 0 and self.hi[0] == attribute.size - 1
+
+
+@dataclass(frozen=True)
+class ProductPart:
+    """Every combination of one predicate per axis."""
+
+    axes: tuple[AxisPredicates, ...]
+
+    def __len__(self) -> int:
+        return math.prod(len(a) for a in self.axes)
+
+    def queries(self) -> QueryBatch:
+        """The part's queries listed one by one (the last axis varies fastest)."""
+        grids = np.meshgrid(*[np.arange(len(a)) for a in self.axes], indexing="ij")
+        picks = [g.reshape(-1) for g in grids]
+        lo = np.stack([a.lo[p] for a, p in zip(self.axes, picks, strict=False)], axis=1)
+        hi = np.stack([a.hi[p] for a, p in zip(self.axes, picks, strict=False)], axis=1)
+        nodes = np.stack([a.nodes[p] for a, p in zip(self.axes, picks, strict=False)], axis=1)
+        return QueryBatch(lo.astype(np.int64), hi.astype(np.int64), nodes.astype(np.int64))
+
+
+Part = ProductPart | QueryBatch
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Queries on one schema, as parts (see the module docstring); ``name`` is for people.
+
+    Every query counts once: a workload's error is the average over all its queries.
+    """
+
+    schema: Schema
+    parts: tuple[Part, ...]
+    name: str = "workload"
+
+    def __post_init__(self) -> None:
+        d = len(self.schema)
+        for part in self.parts:
+            if isinstance(part, ProductPart):
+                if len(part.axes) != d:
+                    raise SchemaError(f"a workload part has {len(part.axes)} axes but the schema has {d}")
+            elif part.lo.shape[1:] != (d,):
+                raise SchemaError(f"a workload's queries have {part.lo.shape[1:]} axes but the schema has {d}")
+        if len(self) == 0:
+            raise SchemaError(f"the workload {self.name!r} holds no query")
+
+    def __len__(self) -> int:
+        return sum(len(part) for part in self.parts)
+
+    @classmethod
+    def of_queries(cls, schema: Schema, queries: QueryBatch, name: str = "queries") -> Workload:
+        return cls(schema, (queries,), name)
+
+    def combine(self, *others: Workload) -> Workload:
+        """The union of this workload and ``others`` (same schema), every query counted once."""
+        for other in others:
+            if other.schema != self.schema:
+                raise SchemaError(f"workloads {self.name!r} and {other.name!r} are on different schemas")
+        parts = self.parts + tuple(p for other in others for p in other.parts)
+        return Workload(self.schema, parts, " + ".join([self.name, *(o.name for o in others)]))
+
+    def queries(self, limit: int = MAX_LISTED_QUERIES) -> QueryBatch:
+        """Every query listed one by one (refused beyond ``limit`` queries)."""
+        if len(self) > limit:
+            raise SchemaError(
+                f"the workload {self.name!r} has {len(self):,} queries, more than {limit:,} listed one by one; "
+                "use its average error, or a smaller workload"
+            )
+        batches = [p.queries() if isinstance(p, ProductPart) else p for p in self.parts]
+        return QueryBatch(*(np.concatenate([getattr(b, f) for b in batches]) for f in ("lo", "hi", "nodes")))
+
+    def constrained_axes(self) -> frozenset[int]:
+        """Axes that at least one query constrains."""
+        out: set[int] = set()
+        for part in self.parts:
+            for axis, attribute in enumerate(self.schema):
+                if isinstance(part, ProductPart):
+                    if not part.axes[axis].is_whole(attribute):
+                        out.add(axis)
+                elif np.any(part.lo[:, axis] != 0) or np.any(part.hi[:, axis] != attribute.size - 1):
+                    out.add(axis)
+        return frozenset(out)
+
+    def axis_predicates(self) -> list[list[AxisPredicates]]:
+        """Per part, per axis, the predicates (a query list gives one predicate per query)."""
+        out = []
+        for part in self.parts:
+            if isinstance(part, ProductPart):
+                out.append(list(part.axes))
+            else:
+                out.append([AxisPredicates(part.lo[:, a], part.hi[:, a], part.nodes[:, a]) for a in range(len(self.schema))])
+        return out
+
+
+def paper_workload(schema: Schema, queries: int = PAPER_QUERIES, *, seed: int = 0) -> Workload:
+    """The paper's random workload (:func:`~privelet_gui.engine.random_workload`), seeded."""
+    if queries < 1:
+        raise SchemaError(f"the random workload needs at least one query, got {queries}")
+    batch = random_workload(schema, queries, np.random.default_rng(seed))
+    return Workload(schema, (batch,), f"paper's random workload ({queries:,} queries)")
+
+
+def level_nodes(attribute: NominalAttribute, level: int) -> np.ndarray:
+    """The nodes that partition the domain at ``level`` (root = 1): the nodes of that
+    depth, and the leaves of shallower depth, in leaf order."""
+    lay = attribute.hierarchy.layout
+    if not 1 <= level <= attribute.hierarchy.height:
+        raise SchemaError(
+            f"attribute {attribute.name!r} has hierarchy levels 1..{attribute.hierarchy.height}, got level {level}"
+        )
+    picked = (lay.depth == level) | ((lay.depth < level) & (lay.fanout == 0))
+    nodes = np.nonzero(picked)[0]
+    return nodes[np.argsort(lay.lo[nodes], kind="stable")]
+
+
+def _predicates(attribute: Attribute, grain: int | None) -> AxisPredicates:
+    """One value (or leaf) per predicate; with ``grain``, blocks of that many values
+    (ordinal) or the nodes of that hierarchy level (nominal)."""
+    if isinstance(attribute, NominalAttribute):
+        level = attribute.hierarchy.height if grain is None else grain
+        nodes = level_nodes(attribute, level)
+        lay = attribute.hierarchy.layout
+        return AxisPredicates(lay.lo[nodes].astype(np.int64), (lay.hi[nodes] - 1).astype(np.int64), nodes.astype(np.int64))
+    width = 1 if grain is None else grain
+    if width < 1:
+        raise SchemaError(f"attribute {attribute.name!r}: a block width must be at least 1, got {width}")
+    lo = np.arange(0, attribute.size, width, dtype=np.int64)
+    hi = np.minimum(lo + width - 1, attribute.size - 1)
+    return AxisPredicates(lo, hi, np.full(len(lo), -1, dtype=np.int64))
+
+
+def marginals(
+    schema: Schema,
+    ways: Iterable[int] = (2,),
+    attributes: Sequence[str] | None = None,
+    *,
+    grains: Mapping[str, int] | None = None,
+) -> Workload:
+    """Every cell of every k-way marginal (k in ``ways``) of ``attributes`` (default: all).
+
+    ``grains`` queries an attribute coarser: an ordinal one in blocks of that many
+    values (5: five-year age bands), a nominal one at that hierarchy level (2:
+    continents rather than countries). Other attributes are unconstrained.
+    """
+    names = schema.names if attributes is None else tuple(attributes)
+    axes = schema.axes(names)
+    ways = sorted(set(ways))
+    grains = dict(grains or {})
+    for name in grains:
+        schema.index(name)
+    if not ways or ways[0] < 1 or ways[-1] > len(axes):
+        raise SchemaError(f"marginals of {len(axes)} attributes can be 1- to {len(axes)}-way, got {ways}")
+    per_axis = {axis: _predicates(schema[axis], grains.get(schema[axis].name)) for axis in axes}
+    parts = []
+    for k in ways:
+        for chosen in itertools.combinations(axes, k):
+            parts.append(
+                ProductPart(tuple(per_axis[a] if a in chosen else AxisPredicates.whole(attr) for a, attr in enumerate(schema)))
+            )
+    label = " and ".join(f"{k}" for k in ways)
+    label = (", ".join(str(k) for k in ways[:-1]) + f"- and {ways[-1]}") if len(ways) > 1 else label
+    name = f"{label}-way marginals"
+    if attributes is not None:
+        name += f" of {', '.join(names)}"
+    if grains:
+        name += " (" + ", ".join(f"{n} at {g}" for n, g in grains.items()) + ")"
+    return Workload(schema, tuple(parts), name)
+
+
+@dataclass(frozen=True)
+class WorkloadFactors:
+    """Per row (a product part, or one listed query) and axis, the averages the expected
+    error is made of; each row stands for ``weights[r]`` queries.
+
+    ``transformed`` / ``untransformed`` hold ``rho_i^2 mean V_i`` and ``mean |q_i|``;
+    ``*_covariance`` hold ``rho_i^2 mean s_i C_i`` and ``mean s_i |q_i|``; ``share2`` holds
+    ``mean s_i^2``; ``totals`` is ``(rho_i^2 T_i, |A_i|)`` per axis.
+    """
+
+    weights: np.ndarray
+    transformed: np.ndarray
+    untransformed: np.ndarray
+    transformed_covariance: np.ndarray
+    untransformed_covariance: np.ndarray
+    share2: np.ndarray
+    totals: np.ndarray  # (d, 2)
+
+    def select(self, in_sa: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per row, the three products of :mod:`~privelet_gui.engine.bounds`' public-total
+        formula for one S_A (a boolean mask over the axes), ``rho^2`` included."""
+        own = np.where(in_sa, self.untransformed, self.transformed).prod(axis=1)
+        covariance = np.where(in_sa, self.untransformed_covariance, self.transformed_covariance).prod(axis=1)
+        total = float(np.where(in_sa, self.totals[:, 1], self.totals[:, 0]).prod())
+        return own, covariance, self.share2.prod(axis=1) * total
+
+
+def workload_factors(workload: Workload, model: VarianceModel | None = None, *, average: bool = True) -> WorkloadFactors:
+    """The per-axis averages of ``workload`` (see :class:`WorkloadFactors`).
+
+    ``average=False`` lists every query as its own row (for worst cases).
+    """
+    schema = workload.schema
+    model = model if model is not None else variance_model(schema)
+    rho2 = np.array([float(t.rho) ** 2 for t in model.transforms])
+    sizes = np.array([float(a.size) for a in schema])
+    totals = np.array([[rho2[a] * model.axis_total(a, untransformed=False), sizes[a]] for a in range(len(schema))])
+    parts: tuple[Part, ...] = workload.parts if average else (workload.queries(),)
+    blocks: dict[str, list[np.ndarray]] = {k: [] for k in ("w", "t", "u", "tc", "uc", "s2")}
+    for part in parts:
+        product = isinstance(part, ProductPart)
+        if isinstance(part, ProductPart):
+            preds = list(part.axes)
+        else:
+            preds = [AxisPredicates(part.lo[:, a], part.hi[:, a], part.nodes[:, a]) for a in range(len(schema))]
+        # A product's average is the product of per-axis averages; listed queries are rows of their own.
+        blocks["w"].append(np.array([float(len(part))]) if product else np.ones(len(part)))
+        columns: dict[str, list[np.ndarray]] = {k: [] for k in ("t", "u", "tc", "uc", "s2")}
+        for axis, p in enumerate(preds):
+            v_t, c_t = model.axis_factors(axis, p.lo, p.hi, p.nodes, untransformed=False)
+            cells = (p.hi - p.lo + 1).astype(np.float64)
+            share = cells / sizes[axis]
+            values = {"t": rho2[axis] * v_t, "u": cells, "tc": rho2[axis] * share * c_t, "uc": share * cells,
+                      "s2": share**2}
+            for key, value in values.items():
+                columns[key].append(np.array([value.mean()]) if product else value)
+        for key, column in columns.items():
+            blocks[key].append(np.stack(column, axis=1))
+    return WorkloadFactors(
+        weights=np.concatenate(blocks["w"]),
+        transformed=np.concatenate(blocks["t"]),
+        untransformed=np.concatenate(blocks["u"]),
+        transformed_covariance=np.concatenate(blocks["tc"]),
+        untransformed_covariance=np.concatenate(blocks["uc"]),
+        share2=np.concatenate(blocks["s2"]),
+        totals=totals,
+    )
+
+
+
+Objective = Literal["mean", "worst"]
+#: What "the error of a workload" means: the average square error of its queries (the
+#: default), or the square error of its worst query.
+OBJECTIVES: tuple[Objective, ...] = ("mean", "worst")
+
+
+def check_objective(objective: object) -> Objective:
+    """``objective`` if it is one of :data:`OBJECTIVES`; a PriveletError saying them otherwise."""
+    if objective == "mean" or objective == "worst":
+        return objective
+    raise PriveletError(f"the objective is 'mean' (average square error) or 'worst' (worst query), got {objective!r}")
+
+
+def sa_mask(schema: Schema, sa: Iterable[str]) -> np.ndarray:
+    """S_A as a boolean mask over the axes."""
+    mask = np.zeros(len(schema), dtype=bool)
+    mask[list(schema.axes(list(sa)))] = True
+    return mask
+
+
+def unit_variance(epsilon: float, neighbours: Neighbours) -> float:
+    """``2 (multiplicity / epsilon)^2``: the variance per unit of the ``rho^2``-weighted factors."""
+    return 2.0 * (multiplicity(neighbours) / check_epsilon(epsilon)) ** 2
+
+
+def combine_products(
+    own: np.ndarray, covariance: np.ndarray, total: np.ndarray, public_total: bool
+) -> np.ndarray:
+    """Per row, the raw (``own``) or the public-total factor ``own - 2 covariance + total``."""
+    if not public_total:
+        return own
+    return np.maximum(own - 2.0 * covariance + total, 0.0)
+
+
+def expected_error(spec: ReleaseSpec, workload: Workload, *, objective: Objective = "mean") -> float:
+    """The workload's expected square error under ``spec``: the average over its queries
+    (``"mean"``) or its worst query (``"worst"``), exact and data-independent.
+
+    Examples
+    --------
+    >>> from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, ReleaseSpec, Schema
+    >>> schema = Schema([OrdinalAttribute.integer_range("age", 0, 15),
+    ...                  NominalAttribute("sex", Hierarchy.flat(["F", "M"]))])
+    >>> spec = ReleaseSpec(schema, 1.0, sa=("sex",))
+    >>> w = marginals(schema, ways=(1,))
+    >>> round(expected_error(spec, w), 3), round(expected_error(spec, w, objective="worst"), 3)
+    (64.266, 191.276)
+    """
+    if workload.schema != spec.schema:
+        raise SchemaError(f"the workload {workload.name!r} is on another schema than the release")
+    objective = check_objective(objective)
+    factors = workload_factors(workload, spec.model, average=objective == "mean")
+    own, covariance, total = factors.select(sa_mask(spec.schema, spec.effective_sa))
+    values = combine_products(own, covariance, total, spec.uses_public_total)
+    unit = unit_variance(spec.epsilon, spec.neighbours)
+    if objective == "worst":
+        return unit * float(values.max())
+    return unit * float(np.dot(factors.weights, values) / factors.weights.sum())
+
+
+def workload_variances(spec: ReleaseSpec, workload: Workload) -> np.ndarray:
+    """The exact noise variance of each query of the workload, listed one by one."""
+    return spec.variances(workload.queries())

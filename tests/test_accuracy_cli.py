@@ -1,0 +1,99 @@
+"""``privelet bounds/release --workload --sa best``, ``privelet advise`` and ``export --counts``."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from privelet_gui.cli import main
+from privelet_gui.engine import ReleaseSpec, best_sa, expected_error, marginals
+from privelet_gui.io import load_release, load_release_metadata, load_schema, sample_schema_path
+
+SCHEMA = str(sample_schema_path())
+
+
+def call(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_bounds_with_a_workload_gives_each_mechanisms_expected_error(capsys):
+    code, out, _ = call(capsys, "bounds", "--schema", SCHEMA, "--epsilon", "1", "--workload", "marginals:2", "--json")
+    assert code == 0
+    result = json.loads(out)
+    schema = load_schema(SCHEMA)
+    w = marginals(schema, (2,))
+    assert result["basic"]["workload_error"] == pytest.approx(expected_error(ReleaseSpec(schema, 1.0, "basic"), w))
+    choice = best_sa(ReleaseSpec(schema, 1.0), w)
+    assert result["best"]["sa"] == list(choice.sa)
+    assert result["best"]["workload_error"] == pytest.approx(choice.error)
+    assert result["best"]["workload_error"] <= min(result[k]["workload_error"] for k in ("basic", "privelet", "privelet_plus"))
+    assert result["workload"]["public_total"] is True
+    code, out, _ = call(capsys, "bounds", "--schema", SCHEMA, "--epsilon", "1", "--workload", "marginals:2", "--raw")
+    assert code == 0 and "release raw" in out and "in 95% of releases" in out
+
+
+def test_release_with_the_best_sa_is_shifted_to_the_public_total(capsys, tmp_path):
+    out_file = tmp_path / "r.npz"
+    code, out, _ = call(capsys, "release", "--demo", "--sa", "best", "--workload", "marginals:2", "--out", str(out_file),
+                        "--seed", "1", "-q")
+    assert code == 0 and "shifted to the public number of rows" in out
+    release = load_release(out_file)
+    assert release.sa == best_sa(ReleaseSpec(release.schema, 1.0), marginals(release.schema, (2,))).sa
+    assert release.noisy.sum() == pytest.approx(30162, abs=1e-6)  # the sample's public number of rows
+    raw_file = tmp_path / "raw.npz"
+    assert call(capsys, "release", "--demo", "--raw", "--out", str(raw_file), "--seed", "1", "-q")[0] == 0
+    assert load_release_metadata(raw_file)["post_processing"]["public_total"] is False
+    code, _, err = call(capsys, "release", "--demo", "--workload", "marginals:2", "--out", str(tmp_path / "x.npz"))
+    assert code == 2 and "--sa best" in err
+
+
+def test_export_counts_option(capsys, tmp_path):
+    release_file = tmp_path / "r.npz"
+    assert call(capsys, "release", "--demo", "--out", str(release_file), "--seed", "2", "-q")[0] == 0
+    code, out, _ = call(capsys, "export", str(release_file), "--out", str(tmp_path / "c.csv.gz"), "--counts", "nonnegative")
+    assert code == 0 and "nonnegative counts" in out
+    import pandas as pd
+
+    frame = pd.read_csv(tmp_path / "c.csv.gz")
+    assert (frame["noisy_count_nonnegative"] >= 0).all()
+    assert frame["noisy_count_nonnegative"].sum() == pytest.approx(30162, rel=1e-9)
+
+
+def test_advise_prints_multipliers_and_writes_the_chosen_schema(capsys, tmp_path):
+    args = ["advise", "--schema", SCHEMA, "--workload", "marginals:1,2:age/5,sex,education", "--rows", "30162"]
+    code, out, _ = call(capsys, *args)
+    assert code == 0
+    assert "a count of about" in out and "off by +/-" in out
+    assert "drop occupation" in out and "x9.00" in out
+    code, out, _ = call(capsys, *args, "--json")
+    result = json.loads(out)
+    number = next(i for i, s in enumerate(result["suggestions"], 1) if s["description"].startswith("age in bins of 5"))
+    assert result["suggestions"][number - 1]["exact_share"] == 1.0
+    target = tmp_path / "coarser.json"
+    code, out, _ = call(capsys, *args, "--apply", str(number), "--out", str(target))
+    assert code == 0 and target.exists()
+    assert load_schema(target)["age"].size == 15
+    code, _, err = call(capsys, "advise", "--schema", SCHEMA, "--apply", "1")
+    assert code == 2 and "go together" in err
+    code, _, err = call(capsys, "advise", "--schema", SCHEMA, "--neighbours", "add-remove", "--raw")
+    assert code == 2 and "replace-one neighbours only" in err
+
+
+def test_a_level_schema_counts_the_finest_values(tmp_path):
+    from privelet_gui.engine import NominalAttribute, Schema
+    from privelet_gui.io import count_table, sample_table_path, save_schema
+
+    schema = load_schema(SCHEMA)
+    coarse = Schema([a if a.name != "native-country" else NominalAttribute(a.name, a.hierarchy, level=2) for a in schema])
+    save_schema(coarse, tmp_path / "s.json")
+    again = load_schema(tmp_path / "s.json")
+    assert again == coarse and again["native-country"].size == 5
+    fine, _ = count_table(sample_table_path(), schema)
+    counted, _ = count_table(sample_table_path(), again)
+    lay = schema["native-country"].hierarchy.layout
+    by_continent = [fine[..., lay.lo[n] : lay.hi[n]].sum(axis=-1) for n in range(1, 6)]
+    np.testing.assert_array_equal(counted, np.stack(by_continent, axis=-1))
