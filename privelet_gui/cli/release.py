@@ -107,12 +107,17 @@ def _spec_of(args: argparse.Namespace, schema: Any, epsilon: float) -> Any:
 
     mechanism: Mechanism = "basic" if args.mechanism == "basic" else "privelet+"
     if args.sa is not None and args.sa.strip().lower() == "best":
-        spec = ReleaseSpec(schema, epsilon, mechanism, (), args.neighbours, public_total_of(args))
+        spec = ReleaseSpec(schema, epsilon, mechanism, (), args.neighbours, public_total_of(args), _invalid(args))
         return spec.replace(sa=best_sa(spec, workload_of(args, schema), objective=args.objective).sa)
     if args.workload:
         raise UsageError("--workload chooses S_A with --sa best; give --sa best (or see 'privelet bounds --workload')")
     sa = parse_sa(args.sa, schema)
-    return ReleaseSpec(schema, epsilon, mechanism, sa, args.neighbours, public_total_of(args))
+    return ReleaseSpec(schema, epsilon, mechanism, sa, args.neighbours, public_total_of(args), _invalid(args))
+
+
+def _invalid(args: argparse.Namespace) -> Any:
+    """How the table is counted (``bounds`` reads no table: every row counts)."""
+    return getattr(args, "invalid", "error")
 
 
 def _cmd_release(args: argparse.Namespace) -> int:

@@ -127,8 +127,8 @@ def best_sa(
     >>> schema = Schema([OrdinalAttribute.integer_range("age", 0, 63),
     ...                  NominalAttribute("sex", Hierarchy.flat(["F", "M"]))])
     >>> choice = best_sa(ReleaseSpec(schema, 1.0), marginals(schema, ways=(1,)))
-    >>> choice.sa, choice.exhaustive
-    (('sex',), True)
+    >>> choice.sa, choice.exhaustive  # one-way marginals of small domains: Basic wins
+    (('age', 'sex'), True)
     """
     schema = spec.schema
     if workload.schema != schema:
@@ -422,7 +422,7 @@ def advise(
         new_schema = Schema(attributes)
         new_workload, exact = _map_parts(workload, new_schema, axis, mapper)
         kept_sa = tuple(n for n in base.effective_sa if n in new_schema.names)
-        new_spec = ReleaseSpec(new_schema, spec.epsilon, "privelet+", kept_sa, spec.neighbours, spec.public_total)
+        new_spec = spec.replace(schema=new_schema, mechanism="privelet+", sa=kept_sa)
         if choose_sa:
             new_spec = new_spec.replace(sa=best_sa(new_spec, new_workload, objective=objective).sa)
         error = expected_error(new_spec, new_workload, objective=objective)
@@ -433,7 +433,7 @@ def advise(
             rest = Schema([a for i, a in enumerate(schema) if i != axis])
             reduced, _ = _map_parts(workload, rest, axis, None)
             kept_sa = tuple(n for n in base.effective_sa if n != attribute.name)
-            without = ReleaseSpec(rest, spec.epsilon, "privelet+", kept_sa, spec.neighbours, spec.public_total)
+            without = spec.replace(schema=rest, mechanism="privelet+", sa=kept_sa)
             error = expected_error(without, reduced, objective=objective)
             multipliers.append(AttributeMultiplier(attribute.name, attribute.name in base.effective_sa,
                                                    before / error if error > 0 else math.inf, axis in constrained))

@@ -47,6 +47,7 @@ from .postprocess import shift_to_total
 from .progress import CancelCallback, Progress, ProgressCallback
 from .queries import QueryBatch, RangeQuery
 from .release import Mechanism, Release
+from .counting import InvalidPolicy
 from .schema import OrdinalAttribute, Schema
 
 __all__ = [
@@ -110,6 +111,12 @@ class ReleaseSpec:
     (:mod:`~privelet_gui.engine.postprocess`). ``None`` (the default) does so under
     replace-one-tuple neighbours, where n is public, and never under add/remove, where
     it is private (asking for it there is refused).
+
+    ``invalid`` is how the table is counted: ``"error"`` stops at a value outside its
+    domain, ``"drop"`` drops such rows. When rows may be dropped (``"drop"``, or an
+    attribute that drops out-of-range numbers), how many were counted depends on the
+    data: the total of M is then private even under replace-one-tuple neighbours, and the
+    release is not shifted to it.
     """
 
     schema: Schema
@@ -118,6 +125,7 @@ class ReleaseSpec:
     sa: tuple[str, ...] = ()
     neighbours: Neighbours = "replace"
     public_total: bool | None = None
+    invalid: InvalidPolicy = "error"
 
     def __post_init__(self) -> None:
         if not isinstance(self.schema, Schema):
@@ -128,10 +136,17 @@ class ReleaseSpec:
         object.__setattr__(self, "sa", check_sa(self.schema, self.sa))
         if self.public_total not in (None, True, False):
             raise PriveletError(f"public_total is True, False or None (the default), got {self.public_total!r}")
+        if self.invalid not in ("error", "drop"):
+            raise PriveletError(f"invalid must be 'error' or 'drop', got {self.invalid!r}")
         if self.public_total and self.neighbours != "replace":
             raise PriveletError(
                 "the public total needs replace-one-tuple neighbours: under add/remove the number of rows "
                 "is private; leave public_total unset (or False) for add/remove releases"
+            )
+        if self.public_total and self.may_drop_rows:
+            raise PriveletError(
+                "the public total needs every row counted: when rows outside a domain are dropped, how many "
+                "were counted is private; count with invalid 'error' and no 'drop' out-of-range policy"
             )
 
     def replace(self, **changes: object) -> ReleaseSpec:
@@ -179,9 +194,16 @@ class ReleaseSpec:
         return multiplicity(self.neighbours)
 
     @property
+    def may_drop_rows(self) -> bool:
+        """Whether counting may drop rows (then the number counted is private)."""
+        return self.invalid == "drop" or any(a.out_of_range == "drop" for a in self.schema)
+
+    @property
     def uses_public_total(self) -> bool:
         """Whether the release is shifted to the public total (see the class docstring)."""
-        return self.neighbours == "replace" if self.public_total is None else self.public_total
+        if self.public_total is None:
+            return self.neighbours == "replace" and not self.may_drop_rows
+        return self.public_total
 
     @property
     def nominal_scale(self) -> float:

@@ -369,7 +369,7 @@ def expected_error(spec: ReleaseSpec, workload: Workload, *, objective: Objectiv
     >>> spec = ReleaseSpec(schema, 1.0, sa=("sex",))
     >>> w = marginals(schema, ways=(1,))
     >>> round(expected_error(spec, w), 3), round(expected_error(spec, w, objective="worst"), 3)
-    (64.266, 191.276)
+    (129.167, 132.812)
     """
     if workload.schema != spec.schema:
         raise SchemaError(f"the workload {workload.name!r} is on another schema than the release")

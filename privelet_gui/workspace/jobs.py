@@ -79,7 +79,7 @@ class ReleaseJob:
 
     @cached_property
     def spec(self) -> ReleaseSpec:
-        return ReleaseSpec(self.schema, self.epsilon, self.mechanism, self.sa, self.neighbours)
+        return ReleaseSpec(self.schema, self.epsilon, self.mechanism, self.sa, self.neighbours, invalid=self.invalid)
 
     @property
     def measures_error(self) -> bool:

@@ -370,7 +370,9 @@ class Workspace:
             return None
         sa = tuple(n for n in schema.names if n in set(self.sa))  # S_A keeps excluded names: skip them
         try:
-            return ReleaseSpec(schema, self.epsilon, mechanism or self.mechanism, sa, self.neighbours)  # type: ignore[arg-type]
+            return ReleaseSpec(
+                schema, self.epsilon, mechanism or self.mechanism, sa, self.neighbours, invalid=self.invalid  # type: ignore[arg-type]
+            )
         except PriveletError:
             return None
 

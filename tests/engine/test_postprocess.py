@@ -135,3 +135,19 @@ def test_post_processed_counts_kinds():
     assert (both >= 0).all() and both.sum() == 4 and (both == np.round(both)).all()
     with pytest.raises(PriveletError, match="counts must be one of"):
         post_processed_counts(y, "clipped")
+
+
+def test_no_public_total_when_rows_may_be_dropped():
+    """Dropping rows makes the number counted depend on the data: the total of M is then
+    private even under replace-one-tuple neighbours, and nothing is shifted to it."""
+    from privelet_gui.engine import OrdinalAttribute, ReleaseSpec, Schema
+
+    plain = Schema([OrdinalAttribute.integer_range("a", 0, 3)])
+    dropping = Schema([OrdinalAttribute.integer_range("a", 0, 3, out_of_range="drop")])
+    assert ReleaseSpec(plain, 1.0).uses_public_total
+    assert not ReleaseSpec(plain, 1.0, invalid="drop").uses_public_total
+    assert not ReleaseSpec(dropping, 1.0).uses_public_total
+    with pytest.raises(PriveletError, match="every row counted"):
+        ReleaseSpec(plain, 1.0, public_total=True, invalid="drop")
+    release = ReleaseSpec(dropping, 1.0).run(np.ones(4), rng=np.random.default_rng(0))
+    assert release.total_shift is None and not release.public_total

@@ -65,7 +65,7 @@ def test_file_is_versioned_json_with_a_relative_table_path(tmp_path):
     obj = json.loads(path.read_text())
     assert obj["format"] == PROJECT_FORMAT and obj["version"] == PROJECT_VERSION
     assert obj["table"]["path"] == "t.csv"  # the project folder can move as a whole
-    assert obj["privacy"] == {"epsilon": 1.0, "sa": [], "neighbours": "replace", "mechanism": "privelet+"}
+    assert obj["privacy"] == {"epsilon": 1.0, "sa": [], "sa_rule": "chosen", "neighbours": "replace", "mechanism": "privelet+"}
     assert [a["name"] for a in obj["schema"]["attributes"]] == ["age", "occupation", "income", "grade"]
     moved = tmp_path / "moved"
     moved.mkdir()
