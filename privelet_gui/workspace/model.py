@@ -273,6 +273,8 @@ class Workspace:
         self._dirty = False
         self._modified = False
         self._schema_cache: tuple[Schema | None, str | None] | None = None
+        self._status_cache: dict[str, Any] = {}  # step -> StepStatus, until the next change
+        self.events.state_changed.connect(self._status_cache.clear)
         self.history.clean_changed.connect(self._update_modified)
 
     # -- S_A -----------------------------------------------------------------------------------
@@ -425,14 +427,17 @@ class Workspace:
 
     # -- steps (rules in workspace/steps.py) ------------------------------------------------------
     def step_statuses(self) -> dict[str, Any]:
-        from .steps import STEPS, step_status
+        from .steps import STEPS
 
-        return {step: step_status(self, step) for step in STEPS}
+        return {step: self.step_status(step) for step in STEPS}
 
     def step_status(self, step: str) -> Any:
+        """The status of ``step`` (computed once per state of the workspace)."""
         from .steps import step_status
 
-        return step_status(self, step)
+        if step not in self._status_cache:
+            self._status_cache[step] = step_status(self, step)
+        return self._status_cache[step]
 
     def attribute_issues(self, config: AttributeConfig) -> list[tuple[str, str]]:
         from .steps import attribute_issues

@@ -183,7 +183,7 @@ def _hierarchies(workspace: Workspace) -> StepStatus:
             for c, found in bad for problem in found
         )
         return StepStatus("error", f"{config.name}: {len(problems):,} problem(s): {problems[0].message}{more}", issues)
-    if not _attributes(workspace).complete:
+    if not workspace.step_status("attributes").complete:
         return StepStatus("todo", "finish the attributes first (Attributes step)")
     if not nominal:
         return StepStatus("done", "no nominal attributes: nothing to edit")
@@ -217,5 +217,5 @@ def release_blockers(workspace: Workspace) -> list[str]:
     return [
         status.message
         for step in STEPS[:3]
-        if not (status := step_status(workspace, step)).complete
+        if not (status := workspace.step_status(step)).complete
     ]
