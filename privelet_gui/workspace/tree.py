@@ -407,6 +407,45 @@ class HierarchyTree:
         what = repr(labels[0]) if len(labels) == 1 else f"{len(labels)} values"
         return self._push(f"Add {what} to {parent.label!r}", build)
 
+    def leaf_depth(self) -> int:
+        """The depth of the deepest leaves (the root is depth 1)."""
+        deepest = 1
+        stack = [(self._root, 1)]
+        while stack:
+            node, depth = stack.pop()
+            if not node.is_group:
+                deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in node.children)
+        return deepest
+
+    def add_leaves_at_depth(self, labels: Sequence[str]) -> bool:
+        """Append new leaves under the root, each in a chain of groups of its own (labelled
+        ``"<value> (group)"``) so that it sits as deep as the other leaves (a value such as
+        ``N`` then answers the same level queries as its siblings; an only child adds no
+        coefficient and no sensitivity)."""
+        if not labels:
+            return False
+        levels = max(self.leaf_depth() - 2, 0)  # groups between the root and the leaf
+        taken = {n.label for n in self._root.walk()} | {str(v) for v in labels}
+        chains: list[TreeNode] = []
+        for label in labels:
+            node = TreeNode(str(label))
+            for _ in range(levels):
+                group_label = f"{label} (group)"
+                while group_label in taken:
+                    group_label += "'"
+                taken.add(group_label)
+                node = TreeNode(group_label, True, [node])
+            chains.append(node)
+            self._register(node)
+
+        def build() -> None:
+            for chain in chains:
+                self._do(("insert", chain.uid, self._root.uid, len(self._root.children)))
+
+        what = repr(labels[0]) if len(labels) == 1 else f"{len(labels)} values"
+        return self._push(f"Add {what} in a group of its own", build)
+
     def delete_group(self, node: TreeNode) -> bool:
         """Remove a group; its children take its place in its parent."""
         if node is self._root or not node.is_group or node.parent is None:

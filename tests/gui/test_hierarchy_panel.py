@@ -59,6 +59,22 @@ def test_toolbar_actions_edit_through_the_undo_stack(sample_window):
     panel.add_missing.click()
     assert leaves[-1] in model.leaves()
     assert window.document.step_status("hierarchies").state == "done"
+    assert not panel.add_missing_grouped.isVisibleTo(panel)  # a flat hierarchy: under the root is the leaves' depth
+
+
+def test_a_missing_value_can_join_at_the_leaves_depth(sample_window):
+    window = sample_window
+    panel = window.hierarchy_panel
+    window.go_to("hierarchies")
+    assert panel.set_attribute("occupation")  # height 3: values sit under their groups
+    model = panel.model
+    value = model.leaves()[-1]
+    model.delete_leaves([model.find(value)])
+    assert panel.add_missing.isVisibleTo(panel) and panel.add_missing_grouped.isVisibleTo(panel)
+    panel.add_missing_grouped.click()
+    node = model.find(value)
+    assert node.parent.label == f"{value} (group)" and node.parent.parent is model.root
+    assert window.document.step_status("hierarchies").state == "done"
 
 
 def test_problem_list_selects_the_node(sample_window):

@@ -237,3 +237,19 @@ def test_choosing_the_recommended_set_keeps_it_chosen(workspace):
     workspace.set_attribute("age", "Bin age", mode="bins", bins=(0.0, 100.0, 10.0))  # the recommendation changes
     assert workspace.sa == recommended  # a chosen S_A stays as chosen
     assert workspace.release_spec().effective_sa == tuple(n for n in workspace.schema().names if n in recommended)
+
+
+def test_a_new_value_can_join_at_the_depth_of_the_other_leaves():
+    tree = HierarchyTree(Hierarchy.from_nested({"*": {"AGR": ["170", "180"], "MIN": ["370"]}}))
+    assert tree.leaf_depth() == 3
+    tree.add_leaves_at_depth(["N"])
+    hierarchy = tree.to_hierarchy()
+    assert hierarchy.to_nested() == {"*": {"AGR": ["170", "180"], "MIN": ["370"], "N (group)": ["N"]}}
+    depths = {info.label: info.depth for info in hierarchy.nodes()}
+    assert depths["N"] == depths["170"] == 3
+    assert hierarchy.rho == Hierarchy.from_nested({"*": {"AGR": ["170", "180"], "MIN": ["370"]}}).rho  # a lone child is free
+    tree.history.undo()
+    assert "N" not in tree.leaves()
+    flat = HierarchyTree(Hierarchy.flat(["a", "b"]))
+    flat.add_leaves_at_depth(["N"])
+    assert flat.to_hierarchy().to_nested() == {"*": ["a", "b", "N"]}  # already at the leaves' depth

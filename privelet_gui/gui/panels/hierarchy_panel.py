@@ -191,6 +191,13 @@ class HierarchyPanel(QWidget):
         self.add_missing.setToolTip("Append the data values that are not in the hierarchy under the root")
         self.add_missing.clicked.connect(self.add_missing_values)
         side_layout.addWidget(self.add_missing)
+        self.add_missing_grouped = QPushButton("Add each in a group of its own")
+        self.add_missing_grouped.setToolTip(
+            "Put each missing value in a group of its own, at the depth of the other values: it then answers "
+            "the same level queries (a lone child costs no privacy)"
+        )
+        self.add_missing_grouped.clicked.connect(lambda: self.add_missing_values(grouped=True))
+        side_layout.addWidget(self.add_missing_grouped)
         self.ordinal_note = QLabel()
         self.ordinal_note.setWordWrap(True)
         side_layout.addWidget(self.ordinal_note)
@@ -281,6 +288,7 @@ class HierarchyPanel(QWidget):
         if config is None or model is None:
             self.info.setText("No nominal attribute is included." if self._doc.configs else "Open a table first.")
             self.add_missing.hide()
+            self.add_missing_grouped.hide()
             self._update_actions()
             return
         try:
@@ -302,6 +310,7 @@ class HierarchyPanel(QWidget):
         missing = model.missing_values(values) if values is not None else []
         self.add_missing.setVisible(bool(missing))
         self.add_missing.setText(f"Add the {len(missing):,} missing value(s) under the root")
+        self.add_missing_grouped.setVisible(bool(missing) and model.tree.leaf_depth() > 2)
         self._update_actions()
         self.problemsChanged.emit()
 
@@ -425,12 +434,16 @@ class HierarchyPanel(QWidget):
         self.view.collapseAll()
         self.view.expandToDepth(0)
 
-    def add_missing_values(self) -> None:
+    def add_missing_values(self, *, grouped: bool = False) -> None:
+        """Add the data values missing from the hierarchy under the root: as leaves there, or
+        (``grouped``) each in a group of its own at the depth of the other leaves."""
         if self.model is None or self._config is None:
             return
         values = self._doc.data_values(self._config.column) or ()
         missing = self.model.missing_values(values)
-        if missing:
+        if missing and grouped:
+            self.model.tree.add_leaves_at_depth(missing)
+        elif missing:
             self.model.add_leaves(missing)
 
     def _filter_changed(self, text: str) -> None:
