@@ -17,11 +17,15 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import TypeAlias
 
 from .errors import HierarchyError
 from .hierarchy import Hierarchy, HierarchyNode
 
 __all__ = ["flat", "group_by_prefix", "group_into_ranges", "parse_numbers"]
+
+_LEAVES = "\x00leaves"  # the key of a group's own values in the nested dicts below
+_Content: TypeAlias = "dict[str, _Content | list[str]]"
 
 
 def flat(values: Sequence[str], root: str = "*") -> Hierarchy:
@@ -69,25 +73,29 @@ def group_by_prefix(values: Sequence[str], lengths: Sequence[int], root: str = "
             taken.add(labels[key])
         return labels[key]
 
-    # Nested ordered dicts: coarsest prefix -> ... -> finest prefix -> leaves.
-    tree: dict[str, object] = {}
+    # Nested ordered dicts: coarsest prefix -> ... -> finest prefix -> leaves (a list, placed
+    # where the first of them came).
+    tree: _Content = {}
     for value in values:
         node = tree
         for depth, length in enumerate(reversed(lengths)):  # coarsest first
             prefix = value[:length]
             if len(value) <= length:
                 break  # the value is not longer than the prefix: it sits at this level
-            key = label_for(len(lengths) - 1 - depth, prefix)
-            node = node.setdefault(key, {})  # type: ignore[assignment]
-        node.setdefault("\x00leaves", []).append(value)  # type: ignore[union-attr]
+            sub = node.setdefault(label_for(len(lengths) - 1 - depth, prefix), {})
+            assert isinstance(sub, dict)
+            node = sub
+        leaves = node.setdefault(_LEAVES, [])
+        assert isinstance(leaves, list)
+        leaves.append(value)
 
-    def build(label: str, content: dict[str, object]) -> HierarchyNode:
+    def build(label: str, content: _Content) -> HierarchyNode:
         children: list[HierarchyNode] = []
         for key, sub in content.items():
-            if key == "\x00leaves":
-                children.extend(HierarchyNode(v) for v in sub)  # type: ignore[union-attr]
+            if isinstance(sub, list):
+                children.extend(HierarchyNode(v) for v in sub)
             else:
-                children.append(build(key, sub))  # type: ignore[arg-type]
+                children.append(build(key, sub))
         return HierarchyNode(label, tuple(children))
 
     hierarchy = Hierarchy(build(root, tree))

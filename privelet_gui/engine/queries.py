@@ -131,7 +131,7 @@ class RangeQuery:
     @property
     def cells(self) -> int:
         """Number of cells of M inside the box."""
-        return int(np.prod([h - l + 1 for l, h in zip(self.lo, self.hi)]))
+        return int(np.prod([last - first + 1 for first, last in zip(self.lo, self.hi)]))
 
     @property
     def coverage(self) -> float:

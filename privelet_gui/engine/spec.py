@@ -39,6 +39,7 @@ from functools import cached_property
 import numpy as np
 
 from .bounds import VarianceModel, margin95, paper_bound, variance_model
+from .counting import InvalidPolicy
 from .errors import PriveletError, SchemaError
 from .hn import TransformPlan
 from .noise import Neighbours, NoiseCalibration, calibrate, check_epsilon, check_neighbours, default_rng, multiplicity
@@ -47,7 +48,6 @@ from .postprocess import shift_to_total
 from .progress import CancelCallback, Progress, ProgressCallback
 from .queries import QueryBatch, RangeQuery
 from .release import Mechanism, Release
-from .counting import InvalidPolicy
 from .schema import OrdinalAttribute, Schema
 
 __all__ = [

@@ -34,7 +34,7 @@ class Document(QObject, Workspace):
     def __init__(self, parent: QObject | None = None):
         stack = QUndoStack()
         # QObject.__init__ passes the keyword on to Workspace.__init__ (cooperative inheritance).
-        super().__init__(parent, history=UndoStackHistory(stack))
+        super().__init__(parent, history=UndoStackHistory(stack))  # type: ignore[call-arg]  # not in the stubs
         stack.setParent(self)
         self.undo_stack = stack
         self._models: dict[int, HierarchyModel] = {}

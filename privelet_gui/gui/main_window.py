@@ -35,7 +35,7 @@ from ..engine import PriveletError, Release, mechanism_name
 from ..io import TableSummary, summarize_table
 from ..io.project import PROJECT_SUFFIX, load_project, save_project
 from ..qt import icons
-from ..workspace.jobs import ReleaseOutcome, classify_file, export_release_file, run_release
+from ..workspace.jobs import ExportFormat, ReleaseOutcome, classify_file, export_release_file, run_release
 from .dialogs import Dialogs
 from .document import STEPS, Document
 from .guide import GUIDE_HTML, about_html
@@ -48,6 +48,9 @@ from .settings import Settings
 from .tasks import TaskHandle, TaskService
 
 __all__ = ["MainWindow"]
+
+#: The export menu's kinds of file, as the export job names them.
+_EXPORT_FORMATS: dict[str, ExportFormat] = {"release": "release", "csv": "csv", "parquet": "parquet"}
 
 STEP_TITLES = {"data": "Data", "attributes": "Attributes", "hierarchies": "Hierarchies", "privacy": "Privacy", "release": "Release"}
 
@@ -723,7 +726,7 @@ class MainWindow(QMainWindow):
             self.dialogs.error(f"Cannot write {target.name}", error)
             self.exportFailed.emit(error)
 
-        fmt = {"release": "release", "csv": "csv", "parquet": "parquet"}[kind]
+        fmt = _EXPORT_FORMATS[kind]
         self._start(partial(export_release_file, outcome, target, fmt, force=force), f"Writing {target.name}",
                     success=success, failure=failure)
         return True

@@ -37,6 +37,7 @@ from ..engine import (
     SchemaError,
     recommend_sa,
 )
+from ..engine.schema import OutOfRange
 from ..io import ColumnSummary, TableSummary, infer_attribute
 from ..io.inference import free_root_label
 from ..io.project import Project
@@ -87,7 +88,7 @@ class AttributeConfig:
     lo: int = 0
     hi: int = 0
     bins: tuple[float, float, float] = (0.0, 1.0, 1.0)  # start, stop, width
-    out_of_range: str = "error"
+    out_of_range: OutOfRange = "error"
     missing: str | None = None
     domain_from_data: bool = False
     hierarchy: HierarchyTree | None = None
@@ -110,14 +111,14 @@ class AttributeConfig:
             return NominalAttribute(self.name, hierarchy, **common)
         if self.mode == "range":
             return OrdinalAttribute.integer_range(
-                self.name, int(self.lo), int(self.hi), out_of_range=self.out_of_range, **common  # type: ignore[arg-type]
+                self.name, int(self.lo), int(self.hi), out_of_range=self.out_of_range, **common
             )
         if self.mode == "bins":
             start, stop, width = self.bins
             return OrdinalAttribute(
-                self.name, bins=NumericBins(start, stop, width), out_of_range=self.out_of_range, **common  # type: ignore[arg-type]
+                self.name, bins=NumericBins(start, stop, width), out_of_range=self.out_of_range, **common
             )
-        return OrdinalAttribute(self.name, self.values, out_of_range=self.out_of_range, **common)  # type: ignore[arg-type]
+        return OrdinalAttribute(self.name, self.values, out_of_range=self.out_of_range, **common)
 
     def domain_text(self) -> str:
         """A one-line description of the domain."""

@@ -233,7 +233,7 @@ class HierarchyTree:
         """Leaf labels in axis order."""
         if "leaves" not in self._cache:
             self._cache["leaves"] = tuple(n.label for n in self._root.leaves())
-        return self._cache["leaves"]  # type: ignore[no-any-return]
+        return self._cache["leaves"]
 
     def leaf_position(self, node: TreeNode) -> tuple[int, int]:
         """Half-open range of leaf (axis) positions under ``node``."""
@@ -252,7 +252,7 @@ class HierarchyTree:
                 else:
                     positions[node_.uid] = (start, counter)
             self._cache["positions"] = positions
-        return self._cache["positions"][node.uid]  # type: ignore[no-any-return]
+        return self._cache["positions"][node.uid]
 
     def to_hierarchy(self) -> Hierarchy:
         """The engine hierarchy (validated by the engine). Raises HierarchyError while invalid."""
@@ -268,7 +268,7 @@ class HierarchyTree:
         result = self._cache["hierarchy"]
         if isinstance(result, HierarchyError):
             raise result
-        return result  # type: ignore[no-any-return]
+        return result
 
     def is_valid(self) -> bool:
         try:
@@ -316,7 +316,7 @@ class HierarchyTree:
         if "duplicates" not in self._cache:
             counts = Counter(n.label for n in self._root.walk())
             self._cache["duplicates"] = {label: c for label, c in counts.items() if c > 1}
-        return self._cache["duplicates"]  # type: ignore[no-any-return]
+        return self._cache["duplicates"]
 
     def unique_label(self, base: str) -> str:
         labels = {n.label for n in self._root.walk()}
@@ -574,16 +574,16 @@ class HierarchyTree:
         if kind == "remove":
             _, uid = op
             node = self._nodes[uid]
-            parent = node.parent
-            assert parent is not None
+            source = node.parent
+            assert source is not None
             row = node.row
             for observer in self.observers:
                 observer.before_remove(node)
-            del parent.children[row]
+            del source.children[row]
             node.parent = None
             for observer in self.observers:
                 observer.after_remove()
-            return ("insert", uid, parent.uid, row)
+            return ("insert", uid, source.uid, row)
         if kind == "rename":
             _, uid, label = op
             node = self._nodes[uid]

@@ -31,7 +31,7 @@ def test_ordinal_domains_and_out_of_range_checks(sample_window):
     editor.mode.setCurrentIndex(editor.mode.findData("bins"))
     editor.start.setValue(0)
     editor.stop.setValue(100)
-    editor.width.setValue(10)
+    editor.bin_width.setValue(10)
     age = doc.schema()["age"]
     assert age.bins == NumericBins(0, 100, 10) and age.size == 10
     assert "10 bins" in editor.bins_count.text()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QModelIndex, QSignalBlocker, Qt, Signal
+from typing import Any
+
+from PySide6.QtCore import QAbstractItemModel, QModelIndex, QPersistentModelIndex, QSignalBlocker, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QButtonGroup,
@@ -20,6 +22,7 @@ from PySide6.QtWidgets import (
     QSpinBox,
     QSplitter,
     QStyledItemDelegate,
+    QStyleOptionViewItem,
     QTableView,
     QVBoxLayout,
     QWidget,
@@ -38,22 +41,26 @@ _OUT_OF_RANGE = [
     ("Clamp to the first or last value", "clamp"),
     ("Drop the row", "drop"),
 ]
+ModelIndex = QModelIndex | QPersistentModelIndex
+
 _MODES = [("Integer range", "range"), ("Numeric bins", "bins"), ("Explicit values (in order)", "values")]
 
 
 class _TypeDelegate(QStyledItemDelegate):
     """A combo box for the Type column."""
 
-    def createEditor(self, parent, option, index):  # type: ignore[override]
+    def createEditor(self, parent: QWidget, option: QStyleOptionViewItem, index: ModelIndex) -> QWidget:
         combo = QComboBox(parent)
         combo.addItems(["ordinal", "nominal"])
         combo.activated.connect(lambda _=0: self.commitData.emit(combo))
         return combo
 
-    def setEditorData(self, editor, index):  # type: ignore[override]
+    def setEditorData(self, editor: QWidget, index: ModelIndex) -> None:
+        assert isinstance(editor, QComboBox)
         editor.setCurrentText(str(index.data(Qt.ItemDataRole.EditRole)))
 
-    def setModelData(self, editor, model, index):  # type: ignore[override]
+    def setModelData(self, editor: QWidget, model: QAbstractItemModel, index: ModelIndex) -> None:
+        assert isinstance(editor, QComboBox)
         model.setData(index, editor.currentText(), Qt.ItemDataRole.EditRole)
 
 
@@ -120,15 +127,15 @@ class AttributeEditor(QGroupBox):
         bins_layout.setContentsMargins(0, 0, 0, 0)
         self.start = QDoubleSpinBox()
         self.stop = QDoubleSpinBox()
-        self.width = QDoubleSpinBox()
-        for spin, name in ((self.start, "Start"), (self.stop, "Stop"), (self.width, "Width")):
-            spin.setRange(-1e12, 1e12)
-            spin.setDecimals(4)
-            spin.setKeyboardTracking(False)
-            spin.setAccessibleName(f"Bins {name.lower()}")
+        self.bin_width = QDoubleSpinBox()
+        for edge, name in ((self.start, "Start"), (self.stop, "Stop"), (self.bin_width, "Width")):
+            edge.setRange(-1e12, 1e12)
+            edge.setDecimals(4)
+            edge.setKeyboardTracking(False)
+            edge.setAccessibleName(f"Bins {name.lower()}")
             bins_layout.addWidget(QLabel(name))
-            bins_layout.addWidget(spin)
-        self.width.setMinimum(1e-4)
+            bins_layout.addWidget(edge)
+        self.bin_width.setMinimum(1e-4)
         self.bins_count = QLabel()
         bins_layout.addWidget(self.bins_count)
         bins_layout.addStretch(1)
@@ -198,8 +205,8 @@ class AttributeEditor(QGroupBox):
         self.mode.currentIndexChanged.connect(self._mode_changed)
         self.lo.valueChanged.connect(self._range_changed)
         self.hi.valueChanged.connect(self._range_changed)
-        for spin in (self.start, self.stop, self.width):
-            spin.valueChanged.connect(self._bins_changed)
+        for edge in (self.start, self.stop, self.bin_width):
+            edge.valueChanged.connect(self._bins_changed)
         self.out_of_range.currentIndexChanged.connect(self._out_of_range_changed)
         self.missing.currentIndexChanged.connect(self._missing_changed)
         document.attributesChanged.connect(self.refresh)
@@ -229,7 +236,7 @@ class AttributeEditor(QGroupBox):
             return
         self.setTitle(f"Attribute {config.name!r}" + ("" if config.include else " (not included)"))
         blockers = [QSignalBlocker(w) for w in (self.ordinal, self.nominal, self.mode, self.lo, self.hi, self.start,
-                                                 self.stop, self.width, self.out_of_range, self.missing)]
+                                                 self.stop, self.bin_width, self.out_of_range, self.missing)]
         self.ordinal.setChecked(config.kind == "ordinal")
         self.nominal.setChecked(config.kind == "nominal")
         self.pages.setCurrentIndex(0 if config.kind == "ordinal" else 1)
@@ -240,7 +247,7 @@ class AttributeEditor(QGroupBox):
         start, stop, width = config.bins
         self.start.setValue(float(start))
         self.stop.setValue(float(stop))
-        self.width.setValue(float(width))
+        self.bin_width.setValue(float(width))
         try:
             self.bins_count.setText(f"= {NumericBins(start, stop, width).count:,} bins")
         except PriveletError:
@@ -304,7 +311,7 @@ class AttributeEditor(QGroupBox):
         if config is None:
             return
         mode = self.mode.currentData()
-        changes: dict[str, object] = {"mode": mode}
+        changes: dict[str, Any] = {"mode": mode}
         summary = self._doc.column_summary(config.column)
         if mode == "values" and not config.values and summary is not None and summary.values:
             changes["values"] = summary.values
@@ -319,7 +326,7 @@ class AttributeEditor(QGroupBox):
     def _bins_changed(self) -> None:
         config = self._config()
         if config is not None:
-            bins = (self.start.value(), self.stop.value(), self.width.value())
+            bins = (self.start.value(), self.stop.value(), self.bin_width.value())
             self._doc.set_attribute(config.column, f"{config.name}: bins", merge="bins", bins=bins)
 
     def _apply_values(self) -> None:
