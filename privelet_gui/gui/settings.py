@@ -90,11 +90,10 @@ class Settings:
         self._s.setValue("files/recent", [])
 
     # -- last folders ---------------------------------------------------------------------
-    def last_folder(self, kind: str) -> str:
+    def last_folder(self, kind: str) -> Path | None:
+        """The folder a file of ``kind`` was last opened from or saved to, if it still exists."""
         value = self._s.value(f"folders/{kind}", "")
-        if value and Path(str(value)).is_dir():
-            return str(value)
-        return str(Path.home())
+        return Path(str(value)) if value and Path(str(value)).is_dir() else None
 
     def set_last_folder(self, kind: str, path: Path) -> None:
         folder = path if path.is_dir() else path.parent
