@@ -95,12 +95,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 def open_main_window(args: argparse.Namespace) -> MainWindow:
     """The main window, fitted to its screen and shown, with the files of ``args`` opened."""
     from .main_window import MainWindow
-    from .screen import fit_to_screen
+    from .screen import keep_on_screen
 
     window = MainWindow()
-    fit_to_screen(window)  # a default or saved size may exceed this screen (a scale factor, another screen)
+    keep_on_screen(window)  # a default or saved size may exceed this screen (a scale factor, another screen)
     window.show()
-    fit_to_screen(window)  # again with the real frame, where the window system has told it by now
     if args.demo:
         window.open_sample()
     for path in args.files:

@@ -4,18 +4,19 @@ A default size that suits a 1600 x 1000 screen is larger than the same screen at
 factor of 1.5 (1067 x 667 device-independent pixels), and a geometry saved on another,
 bigger or now absent, screen may not fit the one the window opens on.
 :func:`fit_to_screen` shrinks and moves the window, frame included, into the available
-geometry of its screen (the screen minus panels and docks).
+geometry of its screen (the screen minus panels and docks); :func:`keep_on_screen` does it
+before the window is shown and again when the window manager has framed it.
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from PySide6.QtCore import QMargins, QRect, QSize, Qt
+from PySide6.QtCore import QEvent, QMargins, QObject, QRect, QSize, Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication, QStyle, QWidget
 
-__all__ = ["fit_to_screen", "fitted_geometry"]
+__all__ = ["fit_to_screen", "fitted_geometry", "keep_on_screen"]
 
 
 class _Screen(Protocol):
@@ -59,9 +60,11 @@ def _screen_of(window: QWidget) -> _Screen | None:
     return QGuiApplication.screenAt(window.frameGeometry().center()) or window.screen() or QGuiApplication.primaryScreen()
 
 
-def fit_to_screen(window: QWidget, screen: _Screen | None = None) -> bool:
+def fit_to_screen(window: QWidget, screen: _Screen | None = None, *, move: bool | None = None) -> bool:
     """Shrink and move ``window`` into the available geometry of ``screen`` (default: its own).
 
+    ``move`` says whether the window may be moved; by default only if it has a place of its
+    own (a restored geometry), else only its size changes and the window manager places it.
     On a screen smaller than the window's minimum size, the minimum gives way: a window that
     cannot be made small enough to fit would open with its buttons out of reach. Returns
     whether the window changed.
@@ -71,14 +74,38 @@ def fit_to_screen(window: QWidget, screen: _Screen | None = None) -> bool:
         return False
     frame = _frame_margins(window)
     target = fitted_geometry(window.geometry(), frame, screen.availableGeometry())
-    placed = window.testAttribute(Qt.WidgetAttribute.WA_Moved)  # a place of its own (a restored geometry)
-    if target.size() == window.size() and (target.topLeft() == window.geometry().topLeft() or not placed):
+    if move is None:
+        move = window.testAttribute(Qt.WidgetAttribute.WA_Moved)
+    if target.size() == window.size() and (target.topLeft() == window.geometry().topLeft() or not move):
         return False
     minimum = window.minimumSize()
     if minimum.width() > target.width() or minimum.height() > target.height():
         window.setMinimumSize(QSize(min(minimum.width(), target.width()), min(minimum.height(), target.height())))
-    if placed:  # keep it inside the screen
+    if move:
         window.setGeometry(target)
-    else:  # never placed: the window manager places it, now that it fits
+    else:
         window.resize(target.size())
     return True
+
+
+class _RefitWhenFramed(QObject):
+    """Fits the window once more when the window manager has put its frame around it (a Move
+    event then tells the real frame, which :func:`fit_to_screen` before showing could only guess)."""
+
+    def __init__(self, window: QWidget):
+        super().__init__(window)
+        self._window = window
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        window = self._window
+        if event.type() == QEvent.Type.Move and window.frameGeometry() != window.geometry():
+            window.removeEventFilter(self)
+            fit_to_screen(window, move=True)  # placed by now: keep the whole frame inside
+            self.deleteLater()
+        return False
+
+
+def keep_on_screen(window: QWidget) -> None:
+    """Fit ``window`` to its screen now (before it is shown) and again once it has its frame."""
+    fit_to_screen(window)
+    window.installEventFilter(_RefitWhenFramed(window))
