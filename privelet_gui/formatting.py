@@ -6,7 +6,7 @@ Pure functions, no Qt and no numpy. Two rules the app keeps everywhere:
   and in scientific form ("1.516 × 10³⁰") from there, so that a custodian never has to count
   digits nor read a programmer's "e+30";
 - a table uses one style for all its numbers: :func:`table_is_scientific` decides it once
-  from every value shown, and the values are then formatted with ``scientific=`` that answer
+  from every value shown, and the values are then formatted with ``scientific_form=`` that answer
   (:func:`fmt_numbers` does both for one list).
 
 >>> fmt_number(6_072_000_000.0)
@@ -32,8 +32,8 @@ __all__ = [
     "table_is_scientific",
 ]
 
-#: From this magnitude on, numbers are written in scientific form (below: at most 13 digits).
-SCIENTIFIC_FROM = 1e12
+#: From this magnitude on, numbers are written in scientific form (below: at most 10 digits, 13 characters).
+SCIENTIFIC_FROM = 1e10
 # Below this magnitude, a plain decimal needs more zeros than digits: scientific form too.
 _SMALLEST_PLAIN = 1e-4
 
