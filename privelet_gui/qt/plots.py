@@ -87,11 +87,12 @@ class PlotView(QWidget):
 
     ``export_png``/``export_svg``/``export_csv`` take a path (tests, scripts) or, with
     none, ask with a file dialog (pyqtgraph's ``export(path=None)`` convention).
-    ``legend_below`` puts the legend under the chart instead of over its top-left corner,
-    for charts whose data reach that corner (bars).
+    The legend sits in a row under the chart, where it covers no data (the first bar, the
+    first point of a line); ``legend_below=False`` puts it over the top-left corner instead,
+    for a figure that keeps room there.
     """
 
-    def __init__(self, title: str, *, uses_true_data: bool = False, legend_below: bool = False,
+    def __init__(self, title: str, *, uses_true_data: bool = False, legend_below: bool = True,
                  parent: QWidget | None = None):
         super().__init__(parent)
         self.uses_true_data = uses_true_data
@@ -235,8 +236,8 @@ class ErrorByCoveragePlot(PlotView):
     """
 
     def __init__(self, title: str, *, error: str = "square_error", uses_true_data: bool = False,
-                 parent: QWidget | None = None):
-        super().__init__(title, uses_true_data=uses_true_data, parent=parent)
+                 legend_below: bool = True, parent: QWidget | None = None):
+        super().__init__(title, uses_true_data=uses_true_data, legend_below=legend_below, parent=parent)
         self.error = error
         self.plot_item.setLogMode(x=True, y=True)
         self.plot_item.setLabel("bottom", "average query coverage (fraction of the matrix, log scale)")
@@ -281,7 +282,7 @@ class AttributeFactorPlot(PlotView):
     """
 
     def __init__(self, parent: QWidget | None = None):
-        super().__init__("Worst-case variance factor per attribute", legend_below=True, parent=parent)
+        super().__init__("Worst-case variance factor per attribute", parent=parent)
         self._y_range = (0.0, 1.0)
         # Log axis: bars are drawn with height log10(factor), the axis labels the factor itself.
         self.plot_item.setLogMode(x=False, y=True)
@@ -329,7 +330,7 @@ class MarginalComparisonPlot(PlotView):
     """True and noisy one-attribute marginals side by side (uses the true data)."""
 
     def __init__(self, parent: QWidget | None = None):
-        super().__init__("Marginal counts: true and noisy", uses_true_data=True, legend_below=True, parent=parent)
+        super().__init__("Marginal counts: true and noisy", uses_true_data=True, parent=parent)
         self.plot_item.setLabel("left", "count")
         self.bars = {
             key: pg.BarGraphItem(x=[], height=[], width=0.38, brush=MECHANISM_COLOURS[key], pen=None, name=name)
