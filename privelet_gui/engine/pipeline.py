@@ -186,7 +186,8 @@ class _BlockPipeline:
             transforms[last].inverse(self._noisy_coefficients(z, index, streams[number]), last, out=result[index])
 
         # With outer axes this is the second of three passes (see _outer_forward, _outer_inverse).
-        stage = ("step 2 of 3, " if outer_axes else "") + f"transforming {self.plan.axis_name(last)}, adding noise, inverting"
+        stage = ("transform pass 2 of 3, " if outer_axes else "") + (
+            f"transforming {self.plan.axis_name(last)}, adding noise, inverting")
         _run_parts(tile, len(tiles), workers if big else 1, steps.slice(0.3, 0.8), stage, "tile")
         return self._outer_inverse(result, outer_axes, last, steps.slice(0.8, 1.0), workers)
 
@@ -212,7 +213,7 @@ class _BlockPipeline:
         shape = list(cells.shape)
         for axis in outer_axes:
             shape[axis] = transforms[axis].n_coefficients
-        stage = "step 1 of 3, transforming " + ", ".join(self.plan.axis_name(axis) for axis in outer_axes)
+        stage = "transform pass 1 of 3, transforming " + ", ".join(self.plan.axis_name(axis) for axis in outer_axes)
         return _by_slabs(forward, cells.shape, tuple(shape), last, workers, steps, stage)
 
     def _outer_inverse(
@@ -232,7 +233,8 @@ class _BlockPipeline:
         shape = list(coefficients.shape)
         for axis in outer_axes:
             shape[axis] = transforms[axis].size
-        stage = "step 3 of 3, inverting " + ", ".join(self.plan.axis_name(axis) for axis in reversed(outer_axes))
+        stage = "transform pass 3 of 3, inverting " + ", ".join(
+            self.plan.axis_name(axis) for axis in reversed(outer_axes))
         return _by_slabs(inverse, coefficients.shape, tuple(shape), last, workers, steps, stage)
 
     def _noisy_coefficients(self, numerators: np.ndarray, index: tuple[slice, ...], rng: np.random.Generator) -> np.ndarray:
@@ -291,9 +293,9 @@ def _run_parts(fill: Callable[[int], None], count: int, workers: int, steps: Pro
     """Run ``fill(0..count-1)`` (``part``: blocks, slabs or tiles) on ``workers`` threads,
     reporting progress and honouring cancel in order.
 
-    Each report says how many parts of ``stage`` are done ("...: 11 of 11 slabs done"): it is
-    shown beside the progress of the whole release, and "slab 11 of 11" at 52% read as a
-    contradiction.
+    Each report says how many parts of ``stage`` (which names its pass of the transform) are
+    done, "...: 11 of 11 slabs done": it is shown beside the progress of the whole release,
+    where "slab 11 of 11" at 52% read as a contradiction.
     """
 
     def label(done: int) -> str:

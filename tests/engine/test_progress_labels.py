@@ -10,7 +10,7 @@ import numpy as np
 from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, Schema, pipeline, privelet, privelet_plus
 
 JOBS = Hierarchy.from_nested({"*": {"T": ["t1", "t2", "t3"], "O": {"O1": ["o1"]}, "S": ["s1", "s2"]}})
-PART = re.compile(r"^(?:step (\d) of 3, )?(.+): (\d+) of (\d+) (block|slab|tile)s? done$")
+PART = re.compile(r"^(?:transform pass (\d) of 3, )?(.+): (\d+) of (\d+) (block|slab|tile)s? done$")
 
 
 def test_a_big_block_reports_three_passes_each_with_its_parts_done(monkeypatch):
