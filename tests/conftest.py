@@ -1,14 +1,25 @@
-"""Test-wide settings: headless Qt, deterministic property tests, shared data location."""
+"""Test-wide settings: headless Qt, deterministic property tests, shared data location, and
+the app's settings kept away from the user's."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+# The app's settings (recent files, window geometry, last folders) go to a folder of this test
+# run, for this process and every app or command it starts (privelet_gui.gui.settings reads
+# this variable); tests/gui/conftest.py gives each test a fresh folder of its own.
+_SETTINGS = tempfile.mkdtemp(prefix="privelet-test-settings-")
+os.environ["PRIVELET_STUDIO_SETTINGS"] = _SETTINGS
+atexit.register(shutil.rmtree, _SETTINGS, True)
 
 # Property tests draw their examples from a fixed seed so that CI runs are reproducible.
 settings.register_profile(

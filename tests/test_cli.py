@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -102,7 +103,8 @@ def test_demo_release_query_export_end_to_end(tmp_path):
     result = run("release", "--demo", "--out", "demo.npz", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "wrote demo.npz" in result.stdout
-    assert "\r" in result.stderr and "100%" in result.stderr  # the progress bar
+    # stderr is a pipe here: the progress comes as plain lines, no carriage returns
+    assert "\r" not in result.stderr and "\n100% transform, noise and inverse: 15 of 15 blocks done\n" in result.stderr
     assert "every row was counted" in result.stderr and "30,162" not in result.stderr + result.stdout
     schema = load_schema(sample_schema_path())
     meta = load_release_metadata(tmp_path / "demo.npz")
@@ -359,21 +361,129 @@ def test_a_data_error_in_a_real_process_is_one_line_and_debug_shows_the_tracebac
     assert debug.returncode == 1 and "Traceback" in debug.stderr and "HierarchyError" in debug.stderr
 
 
-def test_progress_bar_is_throttled_and_carriage_return_based():
-    stream = io.StringIO()
+def test_progress_out_of_a_terminal_is_plain_throttled_lines():
+    stream = io.StringIO()  # a pipe or a log file: not a terminal
     bar = ProgressBar(stream, interval=3600)
     for i in range(1000):
-        bar(i / 1000, "counting")
+        bar(i / 1000, "counting rows")
     bar(1.0, "counting done")
     bar.close()
-    text = stream.getvalue()
-    assert text.count("\r") == 2  # the first update, then only the final one
-    assert text.endswith("100%\n")
+    lines = stream.getvalue().splitlines()
+    assert "\r" not in stream.getvalue() and stream.getvalue().endswith("\n")
+    assert [line.split()[0] for line in lines] == [f"{p}%" for p in range(0, 101, 10)]  # every 10%
+    assert lines[0] == "  0% counting rows" and lines[-1] == "100% counting done"
+    bar(0.0, "releasing")  # after close, the next task starts its own lines
+    assert stream.getvalue().splitlines()[-1] == "  0% releasing"
     silent = io.StringIO()
     off = ProgressBar(silent, enabled=False)
     off(0.5, "x")
     off.close()
     assert silent.getvalue() == ""
+
+
+def test_slow_progress_out_of_a_terminal_still_shows_a_line_every_few_seconds(monkeypatch):
+    from privelet_gui.cli import _common
+
+    clock = [0.0]
+    monkeypatch.setattr(_common.time, "monotonic", lambda: clock[0])
+    stream = io.StringIO()
+    bar = ProgressBar(stream, plain_interval=5.0)
+    for step in range(6):  # 1% every 3 s: a line every other step
+        bar(step / 100, "transforming")
+        clock[0] += 3.0
+    assert [line.split()[0] for line in stream.getvalue().splitlines()] == ["0%", "2%", "4%"]
+
+
+class Terminal:
+    """A pseudo-terminal of ``columns`` columns: what is written to ``stream`` is read back by :meth:`output`."""
+
+    def __init__(self, columns: int):
+        import pty
+
+        self.master, self.slave = pty.openpty()
+        self.resize(columns)
+        self.stream = open(self.slave, "w", encoding="utf-8", closefd=False)  # noqa: SIM115 (closed in close())
+
+    def resize(self, columns: int) -> None:
+        import fcntl
+        import struct
+        import termios
+
+        fcntl.ioctl(self.slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+
+    def output(self) -> str:
+        import select
+
+        chunks = []
+        while select.select([self.master], [], [], 0.2)[0]:
+            chunks.append(os.read(self.master, 65536))
+        return b"".join(chunks).decode("utf-8").replace("\r\n", "\n")
+
+    def close(self) -> None:
+        self.stream.close()
+        os.close(self.slave)
+        os.close(self.master)
+
+
+@pytest.fixture
+def terminal():
+    pytest.importorskip("pty")
+    if not sys.platform.startswith(("linux", "darwin")):
+        pytest.skip("pseudo-terminals are POSIX")
+    term = Terminal(60)
+    yield term
+    term.close()
+
+
+def redraws(text: str) -> list[str]:
+    """The successive states of the bar's line (each redraw starts with a carriage return)."""
+    return [part for line in text.split("\n") for part in line.split("\r") if part.strip()]
+
+
+def test_in_a_terminal_a_bar_as_wide_as_the_terminal_with_whole_words(terminal):
+    label = "transforming age, sex, race, education: 11 of 11 slabs done"
+    bar = ProgressBar(terminal.stream, interval=0)
+    assert bar.terminal
+    bar(0.25, label)
+    first = redraws(terminal.output())
+    assert len(first) == 1 and len(first[0]) <= 60
+    shown = first[0].split(":  25%")[0]
+    words = label.split()
+    # cut between words (a comma before the cut dropped)
+    assert shown.endswith("...") and any(shown[:-3] == " ".join(words[:n]).rstrip(",") for n in range(1, len(words)))
+    terminal.resize(100)  # wider: the whole label fits now
+    bar(0.5, label)
+    wide = redraws(terminal.output())[-1]
+    assert wide.startswith(label + ":  50%|") and 60 < len(wide) <= 100
+    terminal.resize(40)
+    bar(0.75, label)
+    assert len(redraws(terminal.output())[-1]) <= 40
+    bar(1.0, "release done")
+    bar.close()
+    end = terminal.output()
+    assert end.endswith("\n") and redraws(end)[-1].startswith("release done: 100%|")
+
+
+def test_in_a_terminal_the_bar_is_throttled(terminal):
+    bar = ProgressBar(terminal.stream, interval=3600)
+    for i in range(1000):
+        bar(i / 1000, "counting rows")
+    bar(1.0, "counting done")
+    bar.close()
+    states = redraws(terminal.output())
+    assert 2 <= len(states) <= 3  # the first update, the final one (and its redraw on closing)
+    assert states[0].startswith("counting rows:   0%|") and states[-1].startswith("counting done: 100%|")
+
+
+def test_a_release_in_a_terminal_draws_within_the_terminals_width(tmp_path, terminal):
+    terminal.resize(70)
+    result = subprocess.run([sys.executable, "-m", "privelet_gui.cli", "release", "--demo", "--out", "d.npz"],
+                            stdout=subprocess.PIPE, stderr=terminal.slave, cwd=tmp_path, timeout=300)
+    assert result.returncode == 0
+    states = redraws(terminal.output())
+    bars = [s for s in states if "%|" in s]
+    assert bars and all(len(s) <= 70 for s in bars), bars
+    assert any(s.startswith("release done: 100%|") for s in bars)
 
 
 def test_the_cli_imports_no_qt():

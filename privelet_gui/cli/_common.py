@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
-from typing import IO, TYPE_CHECKING, NoReturn
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from ..engine import Schema
@@ -25,6 +26,7 @@ __all__ = [
     "UsageError",
     "common_options",
     "epsilon_type",
+    "fit_words",
     "fmt",
     "loud",
     "missing_action",
@@ -49,42 +51,118 @@ class UsageError(Exception):
 
 
 class ProgressBar:
-    """A one-line progress bar on stderr, redrawn with carriage returns, throttled.
+    """Progress of a command on stderr: a bar in a terminal, plain lines in a log.
 
-    Call it as ``bar(fraction, stage)``; :meth:`close` ends the line. Disabled bars do nothing.
+    In a terminal, a tqdm bar as wide as the terminal (asked again at each redraw, so that
+    resizing it works), redrawn at most every ``interval`` seconds, with the stage label
+    shortened at a word boundary to what fits. Anywhere else (a pipe, a file, CI), one plain
+    line ``" 40% counting rows"`` each time the work advanced ``plain_step`` more, or after
+    ``plain_interval`` seconds of slower progress, and at 100%: no carriage returns in logs.
+
+    Call it as ``bar(fraction, stage)``; :meth:`close` ends the bar (its line in a terminal)
+    and lets the next task start a new one. Disabled bars do nothing.
     """
 
-    def __init__(self, stream: IO[str] | None = None, *, enabled: bool = True, interval: float = 0.1, width: int = 30):
+    #: Columns a bar keeps for itself besides the label: ": 100%|", at least 10 of bar, "| 00:00:00".
+    _FIXED = 7 + 10 + 10
+
+    def __init__(self, stream: IO[str] | None = None, *, enabled: bool = True, interval: float = 0.1,
+                 plain_step: float = 0.1, plain_interval: float = 5.0):
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = enabled
         self.interval = interval
-        self.width = width
-        self._last = -math.inf
-        self._shown = False
-        self._length = 0
+        self.plain_step = plain_step
+        self.plain_interval = plain_interval
+        self.terminal = _is_terminal(self.stream)
+        self._bar: Any = None  # the tqdm bar of the task under way (a terminal)
+        self._last_time = -math.inf
+        self._last_fraction: float | None = None  # the last fraction shown
 
     def __call__(self, fraction: float, stage: str) -> None:
         if not self.enabled:
             return
-        now = time.monotonic()
-        if fraction < 1.0 and now - self._last < self.interval:
-            return
-        self._last = now
         fraction = min(max(fraction, 0.0), 1.0)
-        filled = round(fraction * self.width)
-        line = f"{stage[:40]:<40} [{'#' * filled}{'.' * (self.width - filled)}] {fraction:4.0%}"
-        pad = max(self._length - len(line), 0)
-        self.stream.write("\r" + line + " " * pad)
-        self.stream.flush()
-        self._length = len(line)
-        self._shown = True
+        now = time.monotonic()
+        if self.terminal:
+            if fraction < 1.0 and now - self._last_time < self.interval:
+                return
+            self._draw(fraction, stage)
+        elif self._plain_line_due(fraction, now):
+            self.stream.write(f"{fraction:4.0%} {stage}\n")
+            self.stream.flush()
+        else:
+            return
+        self._last_time = now
+        self._last_fraction = fraction
+
+    def _plain_line_due(self, fraction: float, now: float) -> bool:
+        last = self._last_fraction
+        if last is None or fraction < last:  # the first line of a task (or a new one)
+            return True
+        if fraction >= 1.0:
+            return last < 1.0
+        return fraction >= last + self.plain_step or (fraction > last and now - self._last_time >= self.plain_interval)
+
+    def _draw(self, fraction: float, stage: str) -> None:
+        from tqdm import tqdm  # only when a bar is drawn: `privelet --help` stays instant
+
+        width = _columns(self.stream)
+        label = fit_words(stage, width - self._FIXED)
+        if self._bar is None:  # a new task: tqdm draws its first state itself
+            # position=0: one bar at a time, never drawn below another (tqdm's nested bars)
+            self._bar = tqdm(total=1.0, initial=fraction, desc=label, file=self.stream, ncols=width, position=0,
+                             leave=True, bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}", mininterval=0)
+            return
+        if width < self._bar.ncols:
+            # A narrower terminal: tqdm would pad the new line with spaces to the old width,
+            # past the new edge. Erase the line instead, and let a fresh printer forget the old width.
+            self.stream.write("\r\x1b[K")
+            self._bar.sp = tqdm.status_printer(self.stream)
+        self._bar.ncols = width
+        self._bar.n = fraction
+        self._bar.set_description_str(label, refresh=False)
+        self._bar.refresh()
 
     def close(self) -> None:
-        if self._shown:
-            self.stream.write("\n")
-            self.stream.flush()
-            self._shown = False
-            self._length = 0
+        if self._bar is not None:
+            self._bar.close()  # leaves the finished bar on its line and ends the line
+            self._bar = None
+        self._last_fraction = None
+        self._last_time = -math.inf
+
+
+def fit_words(text: str, width: int) -> str:
+    """``text`` cut at a word boundary to at most ``width`` characters ("..." where it was cut).
+
+    >>> fit_words("transforming age, sex: 11 of 11 slabs done", 24)
+    'transforming age...'
+    >>> fit_words("counting rows", 40), fit_words("counting rows", 5)
+    ('counting rows', '')
+    """
+    if len(text) <= width:
+        return text
+    kept = ""
+    for word in text.split():
+        candidate = f"{kept} {word}" if kept else word
+        if len(candidate) + 3 > width:
+            break
+        kept = candidate
+    return kept.rstrip(",;:") + "..." if kept else ""  # not even one word fits: the bar goes without a label
+
+
+def _is_terminal(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
+
+
+def _columns(stream: IO[str]) -> int:
+    """The width of the terminal ``stream`` writes to (80 if it cannot tell)."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns or 80
+    except (AttributeError, ValueError, OSError):
+        return 80
 
 
 class Parser(argparse.ArgumentParser):

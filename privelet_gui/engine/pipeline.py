@@ -61,7 +61,7 @@ def release_blocks(
         _check_counts(cells)
         noisy[index] = pipeline.run(cells, streams[number])
 
-    _run_parts(fill, len(blocks), threads, steps, "transform, noise and inverse: block")
+    _run_parts(fill, len(blocks), threads, steps, "transform, noise and inverse", "block")
     return noisy
 
 
@@ -185,8 +185,10 @@ class _BlockPipeline:
             z = transforms[last].numerators(array[index], last)
             transforms[last].inverse(self._noisy_coefficients(z, index, streams[number]), last, out=result[index])
 
-        stage = f"transforming {self.plan.axis_name(last)}, adding noise, inverting: tile"
-        _run_parts(tile, len(tiles), workers if big else 1, steps.slice(0.3, 0.8), stage)
+        # With outer axes this is the second of three passes (see _outer_forward, _outer_inverse).
+        stage = ("transform pass 2 of 3, " if outer_axes else "") + (
+            f"transforming {self.plan.axis_name(last)}, adding noise, inverting")
+        _run_parts(tile, len(tiles), workers if big else 1, steps.slice(0.3, 0.8), stage, "tile")
         return self._outer_inverse(result, outer_axes, last, steps.slice(0.8, 1.0), workers)
 
     def _outer_forward(
@@ -211,7 +213,7 @@ class _BlockPipeline:
         shape = list(cells.shape)
         for axis in outer_axes:
             shape[axis] = transforms[axis].n_coefficients
-        stage = "transforming " + ", ".join(self.plan.axis_name(axis) for axis in outer_axes) + ": slab"
+        stage = "transform pass 1 of 3, transforming " + ", ".join(self.plan.axis_name(axis) for axis in outer_axes)
         return _by_slabs(forward, cells.shape, tuple(shape), last, workers, steps, stage)
 
     def _outer_inverse(
@@ -231,7 +233,8 @@ class _BlockPipeline:
         shape = list(coefficients.shape)
         for axis in outer_axes:
             shape[axis] = transforms[axis].size
-        stage = "inverting " + ", ".join(self.plan.axis_name(axis) for axis in reversed(outer_axes)) + ": slab"
+        stage = "transform pass 3 of 3, inverting " + ", ".join(
+            self.plan.axis_name(axis) for axis in reversed(outer_axes))
         return _by_slabs(inverse, coefficients.shape, tuple(shape), last, workers, steps, stage)
 
     def _noisy_coefficients(self, numerators: np.ndarray, index: tuple[slice, ...], rng: np.random.Generator) -> np.ndarray:
@@ -282,17 +285,26 @@ def _by_slabs(
     def fill(number: int) -> None:
         out[slabs[number]] = step(slabs[number])
 
-    _run_parts(fill, len(slabs), workers, steps, stage)
+    _run_parts(fill, len(slabs), workers, steps, stage, "slab")
     return out
 
 
-def _run_parts(fill: Callable[[int], None], count: int, workers: int, steps: Progress, stage: str) -> None:
-    """Run ``fill(0..count-1)`` (blocks, slabs or tiles) on ``workers`` threads, reporting
-    progress and honouring cancel in order."""
+def _run_parts(fill: Callable[[int], None], count: int, workers: int, steps: Progress, stage: str, part: str) -> None:
+    """Run ``fill(0..count-1)`` (``part``: blocks, slabs or tiles) on ``workers`` threads,
+    reporting progress and honouring cancel in order.
+
+    Each report says how many parts of ``stage`` (which names its pass of the transform) are
+    done, "...: 11 of 11 slabs done": it is shown beside the progress of the whole release,
+    where "slab 11 of 11" at 52% read as a contradiction.
+    """
+
+    def label(done: int) -> str:
+        return f"{stage}: {done:,} of {count:,} {part}{'s' if count != 1 else ''} done"
+
     if workers == 1:
         for number in range(count):
             fill(number)
-            steps.report((number + 1) / count, f"{stage} {number + 1:,} of {count:,}")
+            steps.report((number + 1) / count, label(number + 1))
         return
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="privelet") as pool:
         window: deque[Future[None]] = deque()
@@ -303,7 +315,7 @@ def _run_parts(fill: Callable[[int], None], count: int, workers: int, steps: Pro
                     window.append(pool.submit(fill, submitted))
                     submitted += 1
                 window.popleft().result()
-                steps.report((number + 1) / count, f"{stage} {number + 1:,} of {count:,}")
+                steps.report((number + 1) / count, label(number + 1))
         finally:  # on error or cancel: drop queued blocks; the pool waits for running ones
             for future in window:
                 future.cancel()

@@ -9,10 +9,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["create_application", "main", "parse_args"]
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QApplication
+
+    from .main_window import MainWindow
+    from .settings import Settings
+
+__all__ = ["create_application", "main", "open_main_window", "parse_args"]
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -34,17 +42,32 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def create_application(argv: Sequence[str] | None = None):  # type: ignore[no-untyped-def]
-    """The QApplication (reused if one exists), with names for QSettings and the desktop."""
+def create_application(argv: Sequence[str] | None = None) -> QApplication:
+    """The QApplication (reused if one exists), with names for QSettings and the desktop.
+
+    If Qt cannot load a platform plugin while making it, the process prints which system
+    packages to install and exits with status 1 (see :mod:`.system_libraries`).
+    """
+    from PySide6.QtCore import qInstallMessageHandler
     from PySide6.QtWidgets import QApplication
 
     from .. import __version__
     from ..qt import icons
     from .settings import APPLICATION, ORGANIZATION
+    from .system_libraries import platform_failure_handler
 
-    app = QApplication.instance()
-    if app is None:
-        app = QApplication([sys.argv[0] if sys.argv else "privelet-gui", *(argv or [])])
+    existing = QApplication.instance()
+    if existing is None:
+        handler = platform_failure_handler(None)
+        previous = qInstallMessageHandler(handler)
+        try:
+            app = QApplication([sys.argv[0] if sys.argv else "privelet-gui", *(argv or [])])
+        finally:
+            qInstallMessageHandler(previous)  # only the start needs it: Qt's own handler again
+    elif isinstance(existing, QApplication):
+        app = existing
+    else:
+        raise RuntimeError("a QCoreApplication without widgets is running; the app needs a QApplication")
     app.setApplicationName(APPLICATION)
     app.setOrganizationName(ORGANIZATION)
     app.setOrganizationDomain("privelet.example")
@@ -58,27 +81,50 @@ def create_application(argv: Sequence[str] | None = None):  # type: ignore[no-un
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     app = create_application()
+    if args.screenshots is not None:
+        from .settings import Settings
+
+        # A scripted tour reads and writes no user settings (recent files, geometry): its
+        # own, in a folder that is gone when it ends; the same screenshots on every machine.
+        with tempfile.TemporaryDirectory(prefix="privelet-tour-") as folder:
+            return _tour(args, Settings.in_folder(folder))
+    _window = open_main_window(args)  # kept (referenced) until the event loop ends
+    return int(app.exec())
+
+
+def open_main_window(args: argparse.Namespace) -> MainWindow:
+    """The main window, fitted to its screen and shown, with the files of ``args`` opened."""
     from .main_window import MainWindow
+    from .screen import keep_on_screen
 
     window = MainWindow()
-    if args.screenshots is not None:
-        from .dialogs import HeadlessDialogs
-
-        window.dialogs = HeadlessDialogs()
-        window.resize(1280, 860)
+    keep_on_screen(window)  # a default or saved size may exceed this screen (a scale factor, another screen)
     window.show()
-    if args.demo or args.screenshots is not None:
+    if args.demo:
         window.open_sample()
     for path in args.files:
         window.open_path(path)
-    if args.screenshots is not None:
-        from .tour import run_tour
+    return window
 
-        code = run_tour(window, args.screenshots)
-        window.document.mark_saved()  # nothing to ask on close in a scripted tour
-        window.close()
-        return code
-    return int(app.exec())
+
+def _tour(args: argparse.Namespace, settings: Settings) -> int:
+    """``--screenshots``: walk every step on the sample with ``settings``, save the PNGs, close."""
+    from .dialogs import HeadlessDialogs
+    from .main_window import MainWindow
+    from .tour import run_tour
+
+    window = MainWindow(settings)
+    window.dialogs = HeadlessDialogs()
+    window.resize(1280, 860)
+    window.show()
+    window.open_sample()
+    for path in args.files:
+        window.open_path(path)
+    code = run_tour(window, args.screenshots)
+    window.document.mark_saved()  # nothing to ask on close in a scripted tour
+    window.close()
+    settings.sync()
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

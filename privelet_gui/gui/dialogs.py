@@ -7,7 +7,7 @@ ever blocks on a modal dialog.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -35,11 +35,29 @@ SUFFIX = {"project": ".privelet", "release": ".npz", "csv": ".csv", "parquet": "
 
 
 class Dialogs:
-    """Modal dialogs over a parent window (the real implementation)."""
+    """Modal dialogs over a parent window (the real implementation).
 
-    def __init__(self, parent: QWidget, settings: Settings):
+    A file dialog opens in the last folder used for its kind of file, or the first time in
+    the folder of the table being worked on (``table_path`` tells it; without it, the folder
+    of the table read last), else in the home folder (see :meth:`start_folder`).
+    """
+
+    def __init__(self, parent: QWidget, settings: Settings, table_path: Callable[[], Path | None] | None = None):
         self.parent = parent
         self.settings = settings
+        self._table_path = table_path
+
+    def start_folder(self, kind: str) -> Path:
+        """Where a file dialog for ``kind`` of file opens."""
+        return self.settings.last_folder(kind) or self._table_folder() or Path.home()
+
+    def _table_folder(self) -> Path | None:
+        table = self._table_path() if self._table_path is not None else None
+        folder = table.parent if table is not None else self.settings.last_folder("table")
+        # The bundled sample lives inside the installed package: no place to open or save a user's file.
+        if folder is None or not folder.is_dir() or folder == _sample_folder():
+            return None
+        return folder
 
     def error(self, title: str, error: BaseException | str) -> None:
         """Show what went wrong and how to fix it; the traceback only for unexpected errors."""
@@ -108,7 +126,7 @@ class Dialogs:
             return None
 
     def open_path(self, kind: str, title: str | None = None) -> Path | None:
-        folder = self.settings.last_folder(kind)
+        folder = str(self.start_folder(kind))
         path, _ = QFileDialog.getOpenFileName(self.parent, title or f"Open {kind}", folder, FILTERS.get(kind, FILTERS["any"]))
         if not path:
             return None
@@ -116,8 +134,8 @@ class Dialogs:
         return Path(path)
 
     def save_path(self, kind: str, title: str | None = None, suggested: str = "") -> Path | None:
-        folder = self.settings.last_folder(kind)
-        start = str(Path(folder) / suggested) if suggested else folder
+        folder = self.start_folder(kind)
+        start = str(folder / suggested if suggested else folder)
         filters = FILTERS.get(kind, FILTERS["any"])
         path, _ = QFileDialog.getSaveFileName(self.parent, title or f"Save {kind}", start, filters)
         if not path:
@@ -128,6 +146,12 @@ class Dialogs:
             target = target.with_name(target.name + suffix)
         self.settings.set_last_folder(kind, target)
         return target
+
+
+def _sample_folder() -> Path:
+    from .. import io as pio
+
+    return pio.sample_table_path().parent
 
 
 def _sentence(text: str) -> str:

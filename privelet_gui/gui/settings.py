@@ -1,36 +1,59 @@
 """Persistent user settings (QSettings): window geometry, recent files, last folders.
 
 Settings carry a version and are migrated on start (Orange3's ``migrate_settings``).
-Tests point QSettings at a temporary folder (see tests/gui/conftest.py).
+
+They live where Qt keeps the user's settings, unless the environment variable
+``PRIVELET_STUDIO_SETTINGS`` names a folder: then in an INI file there. The test suite sets
+it (tests/conftest.py, and a fresh folder per test in tests/gui/conftest.py), so that neither
+the tests nor the app processes they start touch the user's real settings; scripted runs
+(``--screenshots``) use :meth:`Settings.in_folder` on a temporary folder.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings
 
-__all__ = ["MAX_RECENT", "SETTINGS_VERSION", "Settings"]
+__all__ = ["MAX_RECENT", "SETTINGS_ENV", "SETTINGS_VERSION", "Settings"]
 
 SETTINGS_VERSION = 1
 MAX_RECENT = 10
 ORGANIZATION = "Privelet"
 APPLICATION = "Privelet Studio"
+#: The environment variable naming a folder to keep the settings in instead of the user's.
+SETTINGS_ENV = "PRIVELET_STUDIO_SETTINGS"
+_FILE_NAME = "settings.ini"
 
 
 class Settings:
-    """A thin typed wrapper over QSettings."""
+    """A thin typed wrapper over QSettings (by default the user's, or see :data:`SETTINGS_ENV`)."""
 
     def __init__(self, qsettings: QSettings | None = None):
-        self._s = qsettings if qsettings is not None else QSettings()
+        if qsettings is None:
+            folder = os.environ.get(SETTINGS_ENV)
+            qsettings = QSettings(str(Path(folder) / _FILE_NAME), QSettings.Format.IniFormat) if folder else QSettings()
+        self._s = qsettings
         self._migrate()
+
+    @classmethod
+    def in_folder(cls, folder: str | Path) -> Settings:
+        """Settings kept in an INI file in ``folder`` (a scripted run's temporary folder)."""
+        return cls(QSettings(str(Path(folder) / _FILE_NAME), QSettings.Format.IniFormat))
+
+    @property
+    def location(self) -> Path:
+        """The file (or, for the Windows registry, the key) the settings are written to."""
+        return Path(self._s.fileName())
 
     @property
     def qsettings(self) -> QSettings:
         return self._s
 
     def _migrate(self) -> None:
-        version = int(self._s.value("settings/version", 0) or 0)
+        stored = str(self._s.value("settings/version", 0) or 0)
+        version = int(stored) if stored.isdigit() else 0  # a hand-edited file must not stop the app
         if version < 1:
             # Version 0 (none stored): nothing to carry over.
             self._s.setValue("settings/version", SETTINGS_VERSION)
@@ -53,9 +76,9 @@ class Settings:
     # -- recent files --------------------------------------------------------------------
     def recent_files(self) -> list[Path]:
         value = self._s.value("files/recent", [])
-        if isinstance(value, str):
+        if isinstance(value, str):  # INI files store a list of one as a plain string
             value = [value]
-        return [Path(v) for v in (value or []) if v]
+        return [Path(str(v)) for v in value if v] if isinstance(value, list) else []
 
     def add_recent_file(self, path: Path) -> None:
         path = Path(path).absolute()
@@ -67,11 +90,10 @@ class Settings:
         self._s.setValue("files/recent", [])
 
     # -- last folders ---------------------------------------------------------------------
-    def last_folder(self, kind: str) -> str:
+    def last_folder(self, kind: str) -> Path | None:
+        """The folder a file of ``kind`` was last opened from or saved to, if it still exists."""
         value = self._s.value(f"folders/{kind}", "")
-        if value and Path(str(value)).is_dir():
-            return str(value)
-        return str(Path.home())
+        return Path(str(value)) if value and Path(str(value)).is_dir() else None
 
     def set_last_folder(self, kind: str, path: Path) -> None:
         folder = path if path.is_dir() else path.parent

@@ -11,8 +11,8 @@ import io
 from collections.abc import Sequence
 from pathlib import Path
 
-from PySide6.QtCore import QModelIndex, Qt, Signal
-from PySide6.QtGui import QStandardItem, QStandardItemModel
+from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, Qt, Signal
+from PySide6.QtGui import QMouseEvent, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -30,8 +30,8 @@ from PySide6.QtWidgets import (
 )
 
 from ..engine import Hierarchy, NominalAttribute, PrefixSums, RangeQuery, Release
+from ..formatting import fmt_number, fmt_numbers, table_is_scientific
 from ..io import QueryAnswer, answer_query, atomic_write
-from ..qt.widgets import fmt_number
 
 __all__ = ["INSTANT_PREFIX_CELLS", "IntervalPicker", "NodePicker", "QueryWorkbench"]
 
@@ -40,8 +40,35 @@ __all__ = ["INSTANT_PREFIX_CELLS", "IntervalPicker", "NodePicker", "QueryWorkben
 INSTANT_PREFIX_CELLS = 4_000_000
 
 
+class _ExpandArrows(QObject):
+    """On a drop-down tree's viewport: a click on a group's expand arrow opens or closes the
+    group, and does nothing else (the combo box would choose the group and close the list)."""
+
+    def __init__(self, view: QTreeView):
+        super().__init__(view)
+        self._view = view
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        kinds = (QEvent.Type.MouseButtonPress, QEvent.Type.MouseButtonRelease, QEvent.Type.MouseButtonDblClick)
+        if event.type() not in kinds or not isinstance(event, QMouseEvent):
+            return False
+        view = self._view
+        point = event.position().toPoint()
+        index = view.indexAt(point)
+        # The arrow is drawn in the indentation, left of the row's text.
+        if not index.isValid() or not view.model().hasChildren(index) or point.x() >= view.visualRect(index).left():
+            return False
+        if event.type() == QEvent.Type.MouseButtonPress:
+            view.setExpanded(index, not view.isExpanded(index))
+        return True  # the press, and the release that would choose and close: both kept from the combo box
+
+
 class NodePicker(QComboBox):
-    """Choose one node of a hierarchy in a drop-down tree (the root means "any")."""
+    """Choose one node of a hierarchy in a drop-down tree (the root means "any").
+
+    A node is chosen by a click on its text or by Enter; a click on a group's arrow only
+    opens or closes the group.
+    """
 
     changed = Signal()
 
@@ -65,13 +92,16 @@ class NodePicker(QComboBox):
         view.setMinimumHeight(260)
         self.setModel(model)
         self.setView(view)
+        # After setView: the filter installed last sees the events first, before the combo box's own.
+        view.viewport().installEventFilter(_ExpandArrows(view))
         view.expand(model.index(0, 0))
         self._node = 0
         self.setRootModelIndex(QModelIndex())
         self.setCurrentIndex(0)
-        view.pressed.connect(self._chosen)
+        # The combo box chose the view's current row (mouse or keyboard): read the node from there.
+        self.activated.connect(lambda _row: self._chosen(view.currentIndex()))
 
-    def _chosen(self, index: QModelIndex) -> None:
+    def _chosen(self, index: QModelIndex | QPersistentModelIndex) -> None:
         self._node = int(index.data(Qt.ItemDataRole.UserRole))
         # A combo box shows rows of its root; show the chosen node wherever it sits.
         self.setRootModelIndex(index.parent())
@@ -120,10 +150,9 @@ class IntervalPicker(QWidget):
     def _changed(self) -> None:
         # Keep the interval non-empty: moving one end past the other drags it along.
         if self.last.currentIndex() < self.first.currentIndex():
-            sender = self.sender()
-            other = self.last if sender is self.first else self.first
+            moved, other = (self.first, self.last) if self.sender() is self.first else (self.last, self.first)
             other.blockSignals(True)
-            other.setCurrentIndex(sender.currentIndex())
+            other.setCurrentIndex(moved.currentIndex())
             other.blockSignals(False)
         self.changed.emit()
 
@@ -236,27 +265,31 @@ class QueryWorkbench(QWidget):
             return
         answer = answer_query(self.release, query, prefix=self._prefix)  # type: ignore[arg-type]
         self.last_answer = answer
-        low, high = answer.ci95
+        count, low, high, std = fmt_numbers(self._row(answer)[1:])  # one style for the four
         self.answer_label.setText(
-            f"<b>{fmt_number(answer.noisy_count)}</b> &nbsp; 95% interval [{fmt_number(low)}, {fmt_number(high)}]"
-            f"<br><small>{answer.query} · {query.cells:,} cells · noise std. {fmt_number(answer.variance ** 0.5)}</small>"
+            f"<b>{count}</b> &nbsp; 95% interval [{low}, {high}]"
+            f"<br><small>{answer.query} · {query.cells:,} cells · noise std. {std}</small>"
         )
         self.answered.emit(answer)
 
     def keep(self) -> None:
         if self.last_answer is None:
             return
-        answer = self.last_answer
-        self._answers.append(answer)
-        row = self.table.rowCount()
-        self.table.insertRow(row)
-        for column, value in enumerate(self._row(answer)):
-            text = value if isinstance(value, str) else fmt_number(value)
-            item = QTableWidgetItem(text)
-            if not isinstance(value, str):
-                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-            self.table.setItem(row, column, item)
+        self._answers.append(self.last_answer)
+        self._fill_table()
         self._update_enabled()
+
+    def _fill_table(self) -> None:
+        """The kept answers, every number in the table's one style (a new huge one turns them all scientific)."""
+        rows = [self._row(answer) for answer in self._answers]
+        scientific = table_is_scientific(value for row in rows for value in row[1:])
+        self.table.setRowCount(len(rows))
+        for row, values in enumerate(rows):
+            self.table.setItem(row, 0, QTableWidgetItem(values[0]))
+            for column, value in enumerate(values[1:], start=1):
+                item = QTableWidgetItem(fmt_number(value, scientific_form=scientific))
+                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                self.table.setItem(row, column, item)
 
     def clear_list(self) -> None:
         self._answers.clear()
@@ -284,8 +317,8 @@ class QueryWorkbench(QWidget):
         return target
 
     @staticmethod
-    def _row(answer: QueryAnswer) -> list[object]:
-        return [answer.query, answer.noisy_count, answer.ci95[0], answer.ci95[1], answer.variance**0.5]
+    def _row(answer: QueryAnswer) -> tuple[str, float, float, float, float]:
+        return answer.query, answer.noisy_count, answer.ci95[0], answer.ci95[1], answer.variance**0.5
 
     def _update_enabled(self) -> None:
         ready = self.release is not None and self._prefix is not None and bool(self._pickers)

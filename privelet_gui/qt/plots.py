@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import pyqtgraph as pg
 import pyqtgraph.exporters as exporters
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QRect
-from PySide6.QtGui import QImage, QPainter
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QRect, Qt
+from PySide6.QtGui import QImage, QPainter, QWheelEvent
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
@@ -31,6 +31,7 @@ from .widgets import Banner
 __all__ = [
     "TRUE_DATA_WARNING",
     "AttributeFactorPlot",
+    "ChartWidget",
     "ErrorByCoveragePlot",
     "HeatmapPlot",
     "MarginalComparisonPlot",
@@ -43,18 +44,56 @@ TRUE_DATA_WARNING = (
     "Nothing shown here goes into an exported release."
 )
 
-# Colour-blind-safe pair (Okabe-Ito): Basic in vermillion, Privelet+ in blue.
-MECHANISM_COLOURS = {"basic": "#D55E00", "privelet+": "#0072B2", "true": "#7F7F7F", "noisy": "#0072B2"}
+# Colour-blind-safe (Okabe-Ito): Basic in vermillion, Privelet+ in blue, plain Privelet in bluish green.
+MECHANISM_COLOURS = {
+    "basic": "#D55E00", "privelet+": "#0072B2", "privelet": "#009E73", "true": "#7F7F7F", "noisy": "#0072B2",
+}
+
+
+#: How to zoom a chart, said where the reset button is.
+ZOOM_HINT = (
+    "Click the chart (or hold Ctrl) to zoom it with the mouse wheel; drag to move it. "
+    "Otherwise the wheel scrolls the page."
+)
+
+
+class ChartWidget(pg.PlotWidget):
+    """A plot widget whose mouse wheel zooms only while the chart has the keyboard focus
+    (only a click on it gives it) or with Ctrl held.
+
+    Otherwise the wheel event is left to the page around the chart: scrolling a long page
+    must never zoom (to 10^200 on a log axis) every chart that passes under the pointer.
+    """
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        # Click focus only: a chart that took the focus by Tab or as the first widget of a
+        # page would zoom without the user having asked for it.
+        self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
+        # The focus that arms the wheel is shown, so that zooming never comes as a surprise.
+        self.setStyleSheet("ChartWidget { border: 1px solid transparent; }"
+                           " ChartWidget:focus { border: 1px solid palette(highlight); }")
+
+    def wheelEvent(self, event: QWheelEvent) -> None:
+        if self.hasFocus() or event.modifiers() & Qt.KeyboardModifier.ControlModifier:
+            super().wheelEvent(event)
+        else:
+            event.ignore()  # Qt hands an ignored wheel event on to the parent: the page scrolls
 
 
 class PlotView(QWidget):
-    """A titled pyqtgraph plot with export buttons and, if it uses true data, a warning banner.
+    """A titled pyqtgraph plot with export buttons, "Reset view" and, if it uses true data,
+    a warning banner.
 
     ``export_png``/``export_svg``/``export_csv`` take a path (tests, scripts) or, with
     none, ask with a file dialog (pyqtgraph's ``export(path=None)`` convention).
+    The legend sits in a row under the chart, where it covers no data (the first bar, the
+    first point of a line); ``legend_below=False`` puts it over the top-left corner instead,
+    for a figure that keeps room there.
     """
 
-    def __init__(self, title: str, *, uses_true_data: bool = False, parent: QWidget | None = None):
+    def __init__(self, title: str, *, uses_true_data: bool = False, legend_below: bool = True,
+                 parent: QWidget | None = None):
         super().__init__(parent)
         self.uses_true_data = uses_true_data
         layout = QVBoxLayout(self)
@@ -62,19 +101,32 @@ class PlotView(QWidget):
         self.banner = Banner("warning", TRUE_DATA_WARNING)
         self.banner.setVisible(uses_true_data)
         layout.addWidget(self.banner)
-        self.plot_widget = pg.PlotWidget()
+        self.plot_widget = ChartWidget()
         self.plot_widget.setBackground(None)
         self.plot_item: pg.PlotItem = self.plot_widget.getPlotItem()
         self.plot_item.setTitle(title)
         self.plot_item.showGrid(x=True, y=True, alpha=0.25)
         for axis in ("bottom", "left"):  # plain numbers: a "(x0.001)" unit prefix confuses more than it helps
             self.plot_item.getAxis(axis).enableAutoSIPrefix(False)
-        self.legend = self.plot_item.addLegend(offset=(10, 10))
+        if legend_below:
+            # A row of the plot's own layout under the bottom axis: the legend then takes no
+            # room from the data, and items added with a name still appear in it.
+            self.legend = pg.LegendItem(offset=None, colCount=4)
+            self.plot_item.layout.addItem(self.legend, 4, 1)
+            self.plot_item.legend = self.legend
+        else:
+            self.legend = self.plot_item.addLegend(offset=(10, 10))
+        self.plot_item.getViewBox().sigRangeChangedManually.connect(self._moved_by_user)
         layout.addWidget(self.plot_widget, 1)
         buttons = QHBoxLayout()
-        buttons.addStretch(1)
         self.empty_label = QLabel("")
-        buttons.insertWidget(0, self.empty_label)
+        buttons.addWidget(self.empty_label)
+        buttons.addStretch(1)
+        self.reset_button = QPushButton("Reset view")
+        self.reset_button.setToolTip(ZOOM_HINT)
+        self.reset_button.setEnabled(False)
+        self.reset_button.clicked.connect(self.reset_view)
+        buttons.addWidget(self.reset_button)
         for text, slot in (("PNG…", self.export_png), ("SVG…", self.export_svg), ("Data (CSV)…", self.export_csv)):
             button = QPushButton(text)
             button.setToolTip(f"Export this view as {text.rstrip('…')}")
@@ -94,6 +146,21 @@ class PlotView(QWidget):
     @property
     def table(self) -> tuple[list[str], list[list[object]]]:
         return self._header, [list(r) for r in self._rows]
+
+    # -- view -------------------------------------------------------------------------
+    def reset_view(self) -> None:
+        """Undo the user's zooming and panning: the view the chart first showed its data in."""
+        self._show_home()
+        self.reset_button.setEnabled(False)
+
+    def _show_home(self) -> None:
+        """The chart's own view of its data (both axes fitted; subclasses fix an axis)."""
+        view_box = self.plot_item.getViewBox()
+        view_box.enableAutoRange(enable=True)
+        view_box.updateAutoRange()  # now, not at the next paint: an export may follow at once
+
+    def _moved_by_user(self, _axes: object) -> None:
+        self.reset_button.setEnabled(True)
 
     # -- exports ----------------------------------------------------------------------
     def export_png(self, path: str | Path | None = None) -> Path | None:
@@ -120,7 +187,7 @@ class PlotView(QWidget):
         self.plot_widget.render(painter)
         painter.end()
         buffer.close()
-        return bytes(data)
+        return bytes(data.data())
 
     def export_csv(self, path: str | Path | None = None) -> Path | None:
         def table() -> bytes:
@@ -154,9 +221,9 @@ def _png_bytes(image: QImage) -> bytes:
     data = QByteArray()
     buffer = QBuffer(data)
     buffer.open(QIODevice.OpenModeFlag.WriteOnly)
-    image.save(buffer, "PNG")
+    image.save(buffer, "PNG")  # type: ignore[call-overload]  # the stubs want bytes, PySide6 wants str
     buffer.close()
-    return bytes(data)
+    return bytes(data.data())
 
 
 class ErrorByCoveragePlot(PlotView):
@@ -169,8 +236,8 @@ class ErrorByCoveragePlot(PlotView):
     """
 
     def __init__(self, title: str, *, error: str = "square_error", uses_true_data: bool = False,
-                 parent: QWidget | None = None):
-        super().__init__(title, uses_true_data=uses_true_data, parent=parent)
+                 legend_below: bool = True, parent: QWidget | None = None):
+        super().__init__(title, uses_true_data=uses_true_data, legend_below=legend_below, parent=parent)
         self.error = error
         self.plot_item.setLogMode(x=True, y=True)
         self.plot_item.setLabel("bottom", "average query coverage (fraction of the matrix, log scale)")
@@ -216,6 +283,7 @@ class AttributeFactorPlot(PlotView):
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__("Worst-case variance factor per attribute", parent=parent)
+        self._y_range = (0.0, 1.0)
         # Log axis: bars are drawn with height log10(factor), the axis labels the factor itself.
         self.plot_item.setLogMode(x=False, y=True)
         self.plot_item.setLabel("left", "factor (log scale)")
@@ -244,11 +312,18 @@ class AttributeFactorPlot(PlotView):
         axis = self.plot_item.getAxis("bottom")
         axis.setTicks([[(i, f.name) for i, f in enumerate(factors)]])
         top = max(1.0, float(max(transformed.max(initial=1.0), untransformed.max(initial=1.0))))
-        self.plot_item.setYRange(0, math.log10(top) * 1.1 + 0.1)
+        self._y_range = (0.0, math.log10(top) * 1.1 + 0.1)
+        self.plot_item.setYRange(*self._y_range)
         self.set_table(
             ["attribute", "size", "transformed_factor", "untransformed_factor", "in_sa"],
             [[f.name, f.size, f.transformed, f.untransformed, f.name in chosen] for f in factors],
         )
+
+    def _show_home(self) -> None:
+        view_box = self.plot_item.getViewBox()
+        view_box.enableAutoRange(axis=pg.ViewBox.XAxis, enable=True)
+        view_box.updateAutoRange()
+        self.plot_item.setYRange(*self._y_range)
 
 
 class MarginalComparisonPlot(PlotView):

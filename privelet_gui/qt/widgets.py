@@ -1,8 +1,8 @@
-"""Small shared widgets: step headers, banners, number formatting."""
+"""Small shared widgets: step headers, banners; the number formatting of :mod:`privelet_gui.formatting`,
+re-exported for the panels that import it from here."""
 
 from __future__ import annotations
 
-import math
 from typing import ClassVar
 
 from PySide6.QtCore import Qt, Signal
@@ -17,42 +17,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..formatting import fmt_bytes, fmt_count, fmt_number
 from . import icons
 
 __all__ = ["Banner", "StepHeader", "fmt_bytes", "fmt_count", "fmt_number", "section_label"]
-
-
-def fmt_number(x: float, digits: int = 4) -> str:
-    """A readable number: thousands separators, or scientific notation when huge or tiny."""
-    if x is None or not math.isfinite(x):
-        return "n/a"
-    ax = abs(x)
-    if ax == 0:
-        return "0"
-    if ax >= 1e9 or ax < 1e-3:
-        return f"{x:.{max(digits - 1, 1)}e}"
-    if ax >= 1000:
-        return f"{x:,.0f}"
-    return f"{x:.{digits}g}"
-
-
-def fmt_count(x: float) -> str:
-    """A +/- count, rounded to what is meaningful."""
-    if not math.isfinite(x):
-        return "n/a"
-    if x >= 1e9:
-        return f"{x:.3e}"
-    if x >= 100:
-        return f"{x:,.0f}"
-    return f"{x:.1f}"
-
-
-def fmt_bytes(n: float) -> str:
-    for unit in ("bytes", "KB", "MB", "GB", "TB"):
-        if n < 1024 or unit == "TB":
-            return f"{n:,.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TB"  # pragma: no cover
 
 
 def section_label(text: str) -> QLabel:

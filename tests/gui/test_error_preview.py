@@ -97,3 +97,19 @@ def test_a_release_file_opens_in_the_workbench(window, qtbot, tmp_path):
     assert not panel.preview.tabs.isTabEnabled(0) and panel.preview.tabs.isTabEnabled(2)
     qtbot.waitUntil(lambda: panel.workbench.last_answer is not None, timeout=20_000)
     assert panel.workbench.last_answer.noisy_count == pytest.approx(loaded.noisy.sum())
+
+
+def test_the_preview_names_the_mechanism_as_people_write_it(qtbot):
+    from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, Schema, privelet
+    from privelet_gui.gui.panels.preview_panel import ErrorPreviewPanel
+    from privelet_gui.gui.tasks import TaskService
+
+    schema = Schema([OrdinalAttribute.integer_range("age", 0, 9),
+                     NominalAttribute("job", Hierarchy.from_nested({"*": ["a", "b", "c"]}))])
+    release = privelet(np.ones(schema.shape), schema, 1.0, np.random.default_rng(0))
+    assert release.mechanism == "privelet"  # the release file's key
+    host = TaskService()
+    panel = ErrorPreviewPanel(host)
+    qtbot.addWidget(panel)
+    panel.set_release(release, None, "census-release.npz")
+    assert panel.notice.text().startswith("census-release.npz: Privelet at ε = 1;")

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from privelet_gui.gui.settings import SETTINGS_ENV
+
 HERE = Path(__file__).parent
 
 
@@ -36,14 +38,27 @@ def test_command_line_help(args):
     assert info.value.code == 0
 
 
-def test_screenshots_walk_every_step_and_exit_0(tmp_path):
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_screenshots_walk_every_step_and_exit_0_without_touching_the_users_settings(tmp_path):
+    # A user's home with settings of their own (a recent file), and no test settings folder:
+    # the tour must use a temporary location of its own, and leave the home as it was.
+    home, config = tmp_path / "home", tmp_path / "home" / ".config"
+    users = config / "Privelet" / "Privelet Studio.conf"
+    users.parent.mkdir(parents=True)
+    users.write_text("[files]\nrecent=/somewhere/census.csv\n", encoding="utf-8")
+    before = snapshot(home)
+    env = {k: v for k, v in os.environ.items() if k != SETTINGS_ENV}
+    env.update(QT_QPA_PLATFORM="offscreen", HOME=str(home), XDG_CONFIG_HOME=str(config))
     folder = tmp_path / "shots"
     result = subprocess.run(
         [sys.executable, "-m", "privelet_gui", "--demo", "--screenshots", str(folder)],
         capture_output=True, text=True, env=env, timeout=180,
     )
     assert result.returncode == 0, result.stderr
+    assert snapshot(home) == before  # nothing written, nothing changed, no new file
     names = sorted(p.name for p in folder.glob("*.png"))
     assert names == ["01-data-import-dialog.png", "01-data.png", "02-attributes.png", "03-hierarchies.png",
                      "04-privacy.png", "05-release-error-preview.png", "05-release-query-workbench.png",

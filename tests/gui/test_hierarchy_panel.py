@@ -194,3 +194,46 @@ def test_rename_in_place_with_f2(sample_window, qtbot):
     window.act_undo.trigger()
     assert panel.model.find("Technical") is not None
     assert panel.act_rename.shortcut() == QKeySequence(Qt.Key.Key_F2)
+
+
+def expanded_labels(panel):
+    """Labels of the groups open in the tree view."""
+    proxy, shown = panel.proxy, []
+    stack = [proxy.index(0, 0)]
+    while stack:
+        index = stack.pop()
+        if panel.view.isExpanded(index):
+            shown.append(index.data())
+        stack.extend(proxy.index(row, 0, index) for row in range(proxy.rowCount(index)))
+    return sorted(shown)
+
+
+def test_clearing_the_filter_keeps_the_trees_expansion(window, qtbot, tmp_path):
+    codes = ["11-1011", "11-1021", "11-2011", "13-1011", "13-2011", "15-1011", "15-2011"]
+    panel = open_codes(window, qtbot, tmp_path, codes)
+    panel.build_prefix("4, 2")  # * > 11, 13, 15 > 11-1, 11-2, ... > codes
+    model = panel.model
+    panel.collapse_all()
+    # the custodian opened one group and one of its subgroups, and left the others closed
+    panel.view.expand(panel.proxy_index(model.find("13")))
+    panel.view.expand(panel.proxy_index(model.find("13-1")))
+    before = expanded_labels(panel)
+    assert before == ["*", "13", "13-1"]
+    panel.filter.setText("15-2011")  # finds a value in a closed group ...
+    assert panel.view.isExpanded(panel.proxy_index(model.find("15-2")))
+    panel.select_nodes([model.find("15-2011")])  # ... and selects it
+    panel.filter.clear()
+    after = expanded_labels(panel)
+    assert after == ["*", "13", "13-1", "15", "15-2"]  # as it was, plus the way to the selection
+    assert [n.label for n in panel.selected_nodes()] == ["15-2011"]
+    # filtering again (typing on) and clearing without selecting anything: exactly as it was
+    panel.view.selectionModel().clear()
+    panel.filter.setText("1")
+    panel.filter.setText("11-")
+    panel.filter.clear()
+    assert expanded_labels(panel) == after
+    # a group deleted while filtering is simply not reopened
+    panel.filter.setText("13")
+    model.delete_group(model.find("13-1"))
+    panel.filter.clear()
+    assert expanded_labels(panel) == ["*", "13", "15", "15-2"]

@@ -116,7 +116,7 @@ def test_geometry_recent_files_and_folders_persist(qtbot):
     close(first, qtbot)
     settings = Settings()
     assert settings.recent_files()[0] == pio.sample_table_path().absolute()
-    assert settings.last_folder("table") == str(pio.sample_table_path().parent)
+    assert settings.last_folder("table") == pio.sample_table_path().parent
     second, _ = make_window(qtbot)
     try:
         assert second.size() == QSize(761, 555)

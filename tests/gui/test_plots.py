@@ -6,7 +6,9 @@ import csv
 
 import numpy as np
 import pytest
-from PySide6.QtGui import QImage
+from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtGui import QImage, QWheelEvent
+from PySide6.QtWidgets import QApplication, QScrollArea, QVBoxLayout, QWidget
 
 from privelet_gui.bench import brazil_schema
 from privelet_gui.engine import random_workload, variance_model
@@ -88,3 +90,133 @@ def test_factor_bars_and_heatmap(qtbot, tmp_path):
     (tmp_path / "heat").mkdir()
     rows = check_exports(heat, tmp_path / "heat", qtbot)
     assert rows[1:3] == [["0", "F", "0.0"], ["0", "M", "1.0"]]
+
+
+# -- the mouse wheel, reset view, the legend -------------------------------------------------------
+
+
+def wheel(widget, *, modifiers=Qt.KeyboardModifier.NoModifier, notches=-3):
+    """Turn the mouse wheel over the middle of ``widget`` (negative: towards the user, scroll down).
+
+    QApplication hands a real (spontaneous) wheel event that a widget ignored on to its
+    parent, and so on up to the window; an event made by a test is delivered to its receiver
+    alone. So this walks the chain as ``QApplication::notify`` does for a real one: each
+    widget gets the event, accepted by default, until one keeps it accepted.
+    """
+    position = QPointF(widget.width() / 2, widget.height() / 2)
+    target = widget
+    while target is not None:
+        event = QWheelEvent(position, widget.mapToGlobal(QPointF(widget.width() / 2, widget.height() / 2)),
+                            QPoint(0, 0), QPoint(0, 120 * notches), Qt.MouseButton.NoButton, modifiers,
+                            Qt.ScrollPhase.NoScrollPhase, False)
+        if QApplication.sendEvent(target, event) and event.isAccepted():
+            return target
+        if target.isWindow():
+            return None
+        position += QPointF(target.pos())
+        target = target.parentWidget()
+    return None
+
+
+def flat(view_range):
+    return [value for axis in view_range for value in axis]
+
+
+@pytest.fixture
+def scrolled_page(qtbot):
+    """A page taller than its scroll area, with a chart in the middle of it (the Privacy step's layout)."""
+    area = QScrollArea()
+    area.setWidgetResizable(True)
+    page = QWidget()
+    layout = QVBoxLayout(page)
+    layout.addSpacing(600)
+    chart = ErrorByCoveragePlot("Expected error")
+    chart.setMinimumHeight(300)
+    layout.addWidget(chart)
+    layout.addSpacing(900)
+    area.setWidget(page)
+    area.resize(600, 500)
+    qtbot.addWidget(area)
+    area.show()
+    qtbot.waitExposed(area)
+    area.verticalScrollBar().setValue(300)  # the chart is under the pointer
+    return area, chart
+
+
+def test_the_wheel_over_an_unfocused_chart_scrolls_the_page(scrolled_page, preview_rows, qtbot):
+    area, chart = scrolled_page
+    chart.set_rows(preview_rows)
+    qtbot.wait(10)
+    before = chart.plot_item.viewRange()
+    assert not chart.plot_widget.hasFocus()
+    taker = wheel(chart.plot_widget.viewport())
+    assert taker is area.viewport()  # the chart, its view and the page let the event through
+    assert area.verticalScrollBar().value() > 300  # the page moved
+    assert chart.plot_item.viewRange() == before  # the chart did not zoom
+    assert not chart.reset_button.isEnabled()
+
+
+@pytest.mark.parametrize("how", ["ctrl", "focus"])
+def test_ctrl_or_focus_zooms_the_chart_and_reset_view_brings_it_back(scrolled_page, preview_rows, qtbot, how):
+    area, chart = scrolled_page
+    chart.set_rows(preview_rows)
+    qtbot.wait(10)
+    home = chart.plot_item.viewRange()
+    modifiers = Qt.KeyboardModifier.NoModifier
+    if how == "ctrl":
+        modifiers = Qt.KeyboardModifier.ControlModifier
+    else:
+        # only a click gives the focus (never Tab, nor being the first widget of a page)
+        assert chart.plot_widget.focusPolicy() == Qt.FocusPolicy.ClickFocus
+        chart.plot_widget.setFocus(Qt.FocusReason.MouseFocusReason)
+        assert chart.plot_widget.hasFocus()
+    for _ in range(5):  # away from the user: zoom in
+        assert wheel(chart.plot_widget.viewport(), modifiers=modifiers, notches=3) is chart.plot_widget.viewport()
+    zoomed = chart.plot_item.viewRange()
+    assert area.verticalScrollBar().value() == 300  # the page stayed where it was
+    width = lambda r: r[0][1] - r[0][0]  # noqa: E731
+    assert width(zoomed) < 0.5 * width(home)
+    assert chart.reset_button.isEnabled()
+    chart.reset_button.click()
+    # the fit pads by the symbols' size in pixels, measured at the zoom it starts from: 1% of the width
+    assert flat(chart.plot_item.viewRange()) == pytest.approx(flat(home), abs=0.01 * width(home))
+    assert not chart.reset_button.isEnabled()
+
+
+def test_reset_view_keeps_the_factor_charts_own_range(qtbot):
+    bars = AttributeFactorPlot()
+    qtbot.addWidget(bars)
+    bars.resize(600, 400)
+    bars.show()
+    bars.set_factors(variance_model(brazil_schema()).factors, ["Age"])
+    qtbot.wait(10)
+    home = bars.plot_item.viewRange()
+    wheel(bars.plot_widget.viewport(), modifiers=Qt.KeyboardModifier.ControlModifier, notches=-10)
+    assert flat(bars.plot_item.viewRange()) != pytest.approx(flat(home))
+    bars.reset_view()
+    assert flat(bars.plot_item.viewRange()) == pytest.approx(flat(home))
+
+
+def test_the_marginals_legend_sits_below_the_bars(qtbot):
+    plot = MarginalComparisonPlot()
+    qtbot.addWidget(plot)
+    plot.resize(600, 450)
+    plot.show()
+    plot.set_marginals("sex", ["F", "M"], np.array([10.0, 12.0]), np.array([9.4, 13.1]))
+    qtbot.waitExposed(plot)
+    qtbot.wait(10)
+    view_box = plot.plot_item.getViewBox()
+    legend = plot.legend.mapRectToScene(plot.legend.boundingRect())
+    data = view_box.mapRectToScene(view_box.boundingRect())
+    assert legend.top() >= data.bottom()  # under the plotting area: it covers no bar
+    assert [label.text for _, label in plot.legend.items] == ["true", "noisy (released)"]
+
+
+def test_legends_name_mechanisms_as_people_write_them(qtbot, preview_rows):
+    plot = ErrorByCoveragePlot("Measured error")
+    qtbot.addWidget(plot)
+    rows = {"privelet": preview_rows["privelet+"], **preview_rows}
+    plot.set_rows(rows)
+    assert [label.text for _, label in plot.legend.items] == ["Privelet", "Basic", "Privelet+"]
+    colours = {plot._curves[m].opts["pen"].color().name() for m in rows}
+    assert len(colours) == 3  # each mechanism its own colour

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import math
 
 import numpy as np
 import pytest
+from PySide6.QtCore import QPoint, Qt
 
 from privelet_gui.engine import (
     Z95,
@@ -98,3 +100,93 @@ def test_big_releases_wait_for_prefix_sums_from_the_caller(qtbot, release, monke
     assert not bench.keep_button.isEnabled() and "Preparing" in bench.answer_label.text()
     bench.set_prefix_sums(PrefixSums(release.noisy))
     assert bench.keep_button.isEnabled() and bench.last_answer is not None
+
+
+# -- the drop-down tree of a hierarchy --------------------------------------------------------------
+
+
+def open_list(qtbot, picker: NodePicker):
+    picker.resize(300, picker.sizeHint().height())  # as wide as in the workbench's form: every row in sight
+    picker.showPopup()
+    view = picker.view()
+    qtbot.waitUntil(view.isVisible, timeout=2000)
+    return view
+
+
+def row_of(view, label: str):
+    model = view.model()
+    stack = [model.index(0, 0)]
+    while stack:
+        index = stack.pop()
+        if index.data().split("  ")[0] == label:
+            return index
+        stack.extend(model.index(r, 0, index) for r in range(model.rowCount(index)))
+    raise KeyError(label)
+
+
+def arrow_of(view, index) -> QPoint:
+    """Where the expand arrow of ``index`` is drawn: in the indentation left of its text."""
+    rect = view.visualRect(index)
+    return QPoint(rect.left() - view.indentation() // 2, rect.center().y())
+
+
+def click(qtbot, view, point: QPoint) -> None:
+    qtbot.mouseMove(view.viewport(), point)
+    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=point)
+
+
+def test_the_expand_arrow_opens_a_group_without_choosing_it(qtbot):
+    picker = NodePicker(JOBS)
+    qtbot.addWidget(picker)
+    picker.show()
+    changes = []
+    picker.changed.connect(lambda: changes.append(picker.node()))
+    view = open_list(qtbot, picker)
+    technical = row_of(view, "Technical")
+    assert not view.isExpanded(technical)
+    click(qtbot, view, arrow_of(view, technical))
+    assert view.isExpanded(technical)  # the group opened ...
+    assert view.isVisible() and changes == [] and picker.node() == 0  # ... the list stayed open, nothing chosen
+    click(qtbot, view, arrow_of(view, technical))
+    assert not view.isExpanded(technical) and view.isVisible()  # and closes again
+    click(qtbot, view, arrow_of(view, technical))
+    # clicking a value chooses it and closes the list
+    craft = row_of(view, "Craft-repair")
+    click(qtbot, view, view.visualRect(craft).center())
+    qtbot.waitUntil(lambda: not view.isVisible(), timeout=2000)
+    assert changes == [JOBS.index_of("Craft-repair")] and picker.currentText() == "Craft-repair"
+    # and a group by its text
+    view = open_list(qtbot, picker)
+    click(qtbot, view, view.visualRect(row_of(view, "Other")).center())
+    qtbot.waitUntil(lambda: not view.isVisible(), timeout=2000)
+    assert picker.node() == JOBS.index_of("Other") and picker.currentText() == "Other"
+
+
+def test_the_keyboard_chooses_a_nested_value_too(qtbot):
+    picker = NodePicker(JOBS)
+    qtbot.addWidget(picker)
+    picker.show()
+    view = open_list(qtbot, picker)
+    view.setCurrentIndex(row_of(view, "Sales"))
+    view.expand(row_of(view, "Other"))
+    qtbot.keyClick(view, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: not view.isVisible(), timeout=2000)
+    assert picker.node() == JOBS.index_of("Sales") and picker.currentText() == "Sales"
+
+
+def test_the_kept_list_writes_its_numbers_in_one_style(qtbot, release):
+    bench = QueryWorkbench()
+    qtbot.addWidget(bench)
+    bench.set_release(release)
+    choose(bench, "17", "40", "*")
+    bench.keep()
+    first = [bench.table.item(0, c).text() for c in range(1, 5)]
+    assert all(" × 10" not in text for text in first)  # counts in the hundreds: grouped digits
+    # a kept answer in the trillions turns the whole table scientific, the first row too
+    huge = dataclasses.replace(bench.last_answer, noisy_count=3.2e13)
+    bench.last_answer = huge
+    bench.keep()
+    texts = [bench.table.item(r, c).text() for r in range(2) for c in range(1, 5)]
+    assert all(" × 10" in text for text in texts), texts
+    assert bench.table.item(1, 1).text() == "3.200 × 10¹³"
+    assert bench.table.item(0, 0).text() == bench.answers[0].query

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QItemSelectionModel, QModelIndex, QSortFilterProxyModel, Qt, Signal
+from PySide6.QtCore import QItemSelectionModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence, QPainter, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -66,7 +66,7 @@ class HierarchyDelegate(QStyledItemDelegate):
         super().__init__(panel)
         self._panel = panel
 
-    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> None:
         super().paint(painter, option, index)
         model = self._panel.model
         if model is None or not index.isValid():
@@ -97,6 +97,8 @@ class HierarchyPanel(QWidget):
         self._dialogs = dialogs
         self._config: AttributeConfig | None = None
         self.model: HierarchyModel | None = None
+        # The groups open when filtering started (their model, their uids): reopened when it ends.
+        self._open_before_filter: tuple[HierarchyModel, list[int]] | None = None
 
         layout = QVBoxLayout(self)
         layout.setSpacing(8)
@@ -210,12 +212,15 @@ class HierarchyPanel(QWidget):
         document.tableChanged.connect(self._document_changed)
         self._document_changed()
 
-    def _action(self, text: str, tip: str, shortcut: object, slot: Callable[[], object]) -> QAction:
+    def _action(self, text: str, tip: str, shortcut: str | QKeySequence | QKeySequence.StandardKey | None, slot: Callable[[], object]) -> QAction:
         action = QAction(text, self)
-        action.setToolTip(tip + (f" ({QKeySequence(shortcut).toString(QKeySequence.SequenceFormat.NativeText)})" if shortcut else ""))
         if shortcut is not None:
-            action.setShortcut(QKeySequence(shortcut) if not isinstance(shortcut, QKeySequence) else shortcut)
+            keys = QKeySequence(shortcut)
+            action.setToolTip(f"{tip} ({keys.toString(QKeySequence.SequenceFormat.NativeText)})")
+            action.setShortcut(keys)
             action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        else:
+            action.setToolTip(tip)
         action.triggered.connect(lambda _=False: slot())
         self.toolbar.addAction(action)
         self.addAction(action)
@@ -272,7 +277,7 @@ class HierarchyPanel(QWidget):
                 config = None
         self._config = config
         self.model = self._doc.hierarchy_model(config) if config is not None else None
-        self.proxy.setSourceModel(self.model)
+        self.proxy.setSourceModel(self.model)  # type: ignore[arg-type]  # None (no attribute): an empty tree
         if self.model is not None:
             self.view.expandToDepth(0)
         self._refresh_side()
@@ -447,12 +452,46 @@ class HierarchyPanel(QWidget):
             self.model.add_leaves(missing)
 
     def _filter_changed(self, text: str) -> None:
+        if text and self._open_before_filter is None and self.model is not None:
+            self._open_before_filter = (self.model, self._open_groups())
         self.proxy.setFilterFixedString(text)
         if text:
-            self.view.expandAll()
+            self.view.expandAll()  # every match in sight
         else:
-            self.view.collapseAll()
+            self._reopen_groups()
+
+    def _open_groups(self) -> list[int]:
+        """Uids of the expanded groups (only open groups are walked: a big closed tree costs nothing)."""
+        assert self.model is not None
+        uids: list[int] = []
+        stack = [self.proxy.index(row, 0) for row in range(self.proxy.rowCount())]
+        while stack:
+            index = stack.pop()
+            if self.view.isExpanded(index):
+                uids.append(self.model.node(self.proxy.mapToSource(index)).uid)
+                stack.extend(self.proxy.index(row, 0, index) for row in range(self.proxy.rowCount(index)))
+        return uids
+
+    def _reopen_groups(self) -> None:
+        """After filtering: the groups open before it, plus the way to what was selected meanwhile."""
+        saved, self._open_before_filter = self._open_before_filter, None
+        self.view.collapseAll()
+        if saved is None or saved[0] is not self.model or self.model is None:  # another attribute meanwhile
             self.view.expandToDepth(0)
+            return
+        for uid in saved[1]:
+            try:
+                node = self.model.node_by_uid(uid)
+            except KeyError:  # deleted while filtering
+                continue
+            self.view.expand(self.proxy_index(node))
+        for index in self.view.selectionModel().selectedRows():
+            parent = index.parent()
+            while parent.isValid():
+                self.view.expand(parent)
+                parent = parent.parent()
+        if self.view.currentIndex().isValid():
+            self.view.scrollTo(self.view.currentIndex())
 
     # -- builders, import and export -----------------------------------------------------------------------
     def _replace(self, hierarchy: object, text: str, *, public: bool = False) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
-from ...engine import ErrorPreview, Release, marginal
+from ...engine import ErrorPreview, Release, marginal, mechanism_name
 from ...qt.plots import ErrorByCoveragePlot, HeatmapPlot, MarginalComparisonPlot
 from ...workspace.jobs import MEASURE_MAX_CELLS
 from ..tasks import TaskService
@@ -109,7 +109,7 @@ class ErrorPreviewPanel(QWidget):
                 f"errors measured with {preview.queries:,} random queries of the paper's workload"
                 if preview is not None else _NO_TRUE_DATA
             )
-            self.notice.setText(f"{what}{release.mechanism} at ε = {release.epsilon:g}; {measured}")
+            self.notice.setText(f"{what}{mechanism_name(release.mechanism)} at ε = {release.epsilon:g}; {measured}")
         if preview is not None:
             self.square.set_rows(preview.quintiles, epsilon=preview.epsilon)
             self.relative.set_rows(preview.quintiles, epsilon=preview.epsilon)
