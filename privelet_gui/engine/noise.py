@@ -127,7 +127,7 @@ def check_epsilon(epsilon: object) -> float:
     if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.floating, np.integer)):
         raise PriveletError(f"epsilon must be a number, got {epsilon!r}")
     if isinstance(epsilon, (int, np.integer)) and epsilon > EPSILON_MAX:  # before float() overflows
-        raise PriveletError(_range_message(f"{int(epsilon):.3g}"))
+        raise PriveletError(_range_message(f"about 2^{int(epsilon).bit_length() - 1}"))
     value = float(epsilon)
     if not math.isfinite(value) or value <= 0:
         raise PriveletError(
