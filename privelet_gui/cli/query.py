@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 
-from ._common import fmt
+from ._common import fmt, loud
 
 __all__ = ["register"]
 
@@ -32,6 +33,8 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
     p.add_argument("--format", choices=("csv", "parquet"), help="default: from the --out extension")
     p.add_argument("--out", required=True, metavar="FILE", help="file to write (.csv, .csv.gz or .parquet)")
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    p.add_argument("--allow-seeded", action="store_true",
+                   help="export a seeded (test, NOT private) release anyway; the file then says it is seeded")
     p.set_defaults(handler=_cmd_export)
 
 
@@ -55,9 +58,12 @@ def _cmd_query(args: argparse.Namespace) -> int:
 
 def _cmd_export(args: argparse.Namespace) -> int:
     from ..io import check_writable, export_release, load_release
+    from ..io.releases import SEEDED_WARNING
 
     out = check_writable(args.out, force=args.force)
     release = load_release(args.release)
-    rows = export_release(release, out, format=args.format, force=args.force)
-    print(f"wrote {out} ({rows:,} rows, one per cell)")
+    if release.seeded and args.allow_seeded:
+        print(loud(SEEDED_WARNING), file=sys.stderr)  # even with --quiet: a privacy warning
+    rows = export_release(release, out, format=args.format, force=args.force, allow_seeded=args.allow_seeded)
+    print(f"wrote {out} ({rows:,} rows, one per cell)" + (", marked as a seeded test release" if release.seeded else ""))
     return 0

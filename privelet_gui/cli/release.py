@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ._common import (
     SEED_WARNING,
@@ -43,6 +43,12 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
                    help="privelet (wavelets, default) or basic (noise on every cell)")
     p.add_argument("--neighbours", choices=("replace", "add-remove"), default="replace",
                    help="neighbouring tables differ by replacing one row (default, the paper's) or adding/removing one")
+    p.add_argument("--sampler", choices=("exact", "standard"), default="exact",
+                   help="noise sampler: exact (integer arithmetic only, the default) or standard (floating-point "
+                        "inversion, the same law to about 1e-16)")
+    p.add_argument("--yes", action="store_true",
+                   help="spend the epsilon without asking when the privacy ledger says this table has spent some "
+                        "already (needed to release such a table again without a terminal)")
     p.add_argument("--out", metavar="RELEASE.npz", help="release file to write")
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     p.add_argument("--seed", type=seed_type, metavar="N", help="fixed noise seed, FOR TESTS ONLY (not private)")
@@ -71,8 +77,30 @@ def _spec_of(args: argparse.Namespace, schema: Any, epsilon: float) -> Any:
     from ..engine import ReleaseSpec
 
     sa = parse_sa(args.sa, schema)
-    mechanism = "basic" if args.mechanism == "basic" else "privelet+"
-    return ReleaseSpec(schema, epsilon, mechanism, sa, args.neighbours)
+    mechanism: Literal["basic", "privelet+"] = "basic" if args.mechanism == "basic" else "privelet+"
+    return ReleaseSpec(schema, epsilon, mechanism, sa, args.neighbours, args.sampler)
+
+
+def _check_budget(args: argparse.Namespace, ledger: Any, fingerprint: str, spec: Any) -> None:
+    """Say what the table has spent; if anything, ask before spending more (``--yes``: don't ask)."""
+    from ..engine import Cancelled
+    from ..io.ledger import spending_summary
+
+    spending = ledger.spent(fingerprint)
+    adds = f"this release spends epsilon {spec.epsilon:g} more ({spec.neighbours})"
+    if not spending.any:
+        note(args, f"privacy ledger: this table has spent nothing yet; {adds}")
+        return
+    said = f"this table has already spent {spending_summary(spending)} (privacy ledger {ledger.path}); {adds}"
+    if args.yes:
+        note(args, f"privacy ledger: {said}")
+        return
+    if not sys.stdin.isatty():
+        raise UsageError(f"{said}. Run again with --yes to spend it without being asked")
+    print(f"privacy ledger: {said}.", file=sys.stderr)
+    answer = input(f"Spend epsilon {spec.epsilon:g} more on this table? [y/N] ")
+    if answer.strip().lower() not in ("y", "yes"):
+        raise Cancelled("nothing released")
 
 
 def _cmd_release(args: argparse.Namespace) -> int:
@@ -87,6 +115,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
         sample_table_path,
         save_release,
     )
+    from ..io.ledger import Ledger
 
     if args.demo:
         if args.table or args.schema:
@@ -119,18 +148,25 @@ def _cmd_release(args: argparse.Namespace) -> int:
     try:
         matrix, report = count_table(table, schema, options, invalid=args.invalid, progress=bar)
         bar.close()
+        # Counting spends nothing; drawing the noise does: ask the ledger first.
+        ledger = Ledger()
+        fingerprint = ledger.fingerprint_file(table)
+        _check_budget(args, ledger, fingerprint, spec)
         rng = np.random.default_rng(args.seed) if args.seed is not None else None
         release = spec.run(matrix, rng=rng, progress=bar)
         bar.close()
     finally:
         bar.close()
     del matrix  # the true counts go no further
+    # Recorded as soon as the noise is drawn, before the file is written: if writing fails, the
+    # ledger errs on the side of counting a release that nobody saw.
+    ledger.record(fingerprint, release, output=out.resolve())
     extra: dict[str, Any] = {"source": "demo" if args.demo else None}
     meta = save_release(release, out, force=args.force, seed=args.seed, metadata=extra)
-    note(args, f"counted: {report.custodian_summary()}")
+    note(args, f"counted: {report.custodian_summary(release.neighbours)}")
     print(f"wrote {out}")
     print(f"  mechanism {spec.name}, epsilon {release.epsilon:g}, neighbours {release.neighbours}, "
-          f"S_A = {{{', '.join(release.sa)}}}")
+          f"S_A = {{{', '.join(release.sa)}}}, {release.sampler} sampler")
     print(f"  matrix {' x '.join(map(str, release.noisy.shape))} = {release.noisy.size:,} cells")
     print(f"  worst-case noise variance of any range count: {fmt(meta['exact_worst_case_variance'])} "
           f"(paper's bound {fmt(meta['paper_bound'])})")
