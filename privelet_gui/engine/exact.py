@@ -71,7 +71,7 @@ _SEARCH_FLAG = 1 << 15
 _QUOTIENT_BITS = 15
 _MINUS_ZERO = np.uint64(1 << 63)
 # Draws per round: the round's arrays stay in the CPU cache, numpy's call overhead is spread.
-_CHUNK = 1 << 15
+_CHUNK = 1 << 16
 _WORD = 64
 
 
@@ -177,9 +177,10 @@ class ExactSampler:
     The tables are built when the sampler is made (once per release) and only read
     afterwards: threads share one sampler, each with its own generator.
 
-    Bits per draw: 32 for V's uniform (its first bits; more on a tie), 16 for C's
-    (48 more when it is not proved below ``P(C = 0)``), and one word of fair bits
-    (the sign and L's M digits): 32 bits when M <= 30, else 64.
+    Bits per draw: 32 for V's uniform (its first bits; more on a tie) and one word of
+    fair bits, 32 bits when M <= 23 (else 64): the sign on top, then the first 8 to 16
+    bits of C's uniform (64 bits in all when it is not proved below ``P(C = 0)``), then
+    L's M digits. (For M > 55 C's first 16 bits come from a word of their own.)
     """
 
     name: Sampler = "exact"
@@ -196,7 +197,10 @@ class ExactSampler:
         if self.low_bits > 61:
             raise PriveletError("internal error: the noise scale passes the exact sampler's 2**61 limit")
         self.gamma = self.theta * (1 << self.low_bits)
-        self._fair_bits = 32 if self.low_bits <= 30 else 64
+        self._fair_bits = 32 if self.low_bits <= 23 else 64
+        spare = self._fair_bits - 1 - self.low_bits  # between the sign and L's digits
+        self._packed = spare >= 8
+        self._c_bits = min(16, spare) if self._packed else 16
         self._build_quotient_tables()
         self._build_remainder_tables()
 
@@ -232,20 +236,21 @@ class ExactSampler:
         # V for a prefix in cell c is the number of thresholds in higher cells, plus one if the
         # cell's single threshold is above the prefix. Cells holding several thresholds are
         # searched instead (flag bit 15); so is cell 0, which also holds the tail (T_v = 0).
+        # An entry holds that number (and the flag) in its high half, and the low 16 bits of the
+        # single threshold in its low half: a prefix in the cell shares the threshold's top bits.
         base = len(thresholds) - np.cumsum(counts)
         search = counts > 1
         search[0] = True
-        self.guide_base = (base | np.where(search, _SEARCH_FLAG, 0)).astype(np.uint16)
-        self.guide_threshold = np.zeros(1 << _GUIDE_BITS, dtype=np.uint32)
+        self.guide = ((base | np.where(search, _SEARCH_FLAG, 0)) << 16).astype(np.uint32)
         single = (counts == 1)[cells]
-        self.guide_threshold[cells[single]] = self.quotient_thresholds[single]
+        self.guide[cells[single]] |= self.quotient_thresholds[single] & np.uint32(0xFFFF)
 
     def _build_remainder_tables(self) -> None:
-        """``P(C = 0)`` (16 bits), ``P(C < 2**j)`` and each ``c_i`` (64 bits) as thresholds."""
+        """``P(C = 0)`` (at the bits C's first prefix has), ``P(C < 2**j)`` and each ``c_i`` (64 bits)."""
         bits = self.low_bits
         self.below_bounds: list[Bounds] = [partial(self._below_bounds, j) for j in range(bits)]
         self.digit_bounds: list[Bounds] = [partial(self._digit_bounds, i) for i in range(bits)]
-        self.zero_threshold = _threshold(self.below_bounds[0], 16) if bits else 0
+        self.zero_threshold = _threshold(self.below_bounds[0], self._c_bits) if bits else 0
         self.below_thresholds = np.array([_threshold(b, _WORD) for b in self.below_bounds], dtype=np.uint64)
         self.digit_thresholds = np.array([_threshold(b, _WORD) for b in self.digit_bounds], dtype=np.uint64)
 
@@ -273,25 +278,33 @@ class ExactSampler:
     def _parts(self, bits: np.random.BitGenerator, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One round of ``count`` draws as (fair words, V, L) before the CKS restart on "-0";
         the sign is the top bit of each fair word."""
+        m = self.low_bits
         fair_words = count if self._fair_bits == 64 else (count + 1) // 2
-        raw = bits.random_raw(fair_words + (3 * count + 3) // 4)
+        prefix_words = (count + 1) // 2
+        c_words = 0 if self._packed or not m else (count + 3) // 4
+        raw = bits.random_raw(fair_words + prefix_words + c_words)
         fair = raw[:fair_words] if self._fair_bits == 64 else raw[:fair_words].view(np.uint32)[:count]
-        rest = raw[fair_words:]
-        w = rest.view(np.uint32)[:count]
-        wc = rest.view(np.uint16)[2 * count : 3 * count]
-        cell = w >> np.uint32(_PREFIX_BITS - _GUIDE_BITS)
-        threshold = self.guide_threshold.take(cell)
-        quotient = self.guide_base.take(cell)
-        quotient += w < threshold
-        unsure = np.flatnonzero((w == threshold) | (quotient >= _SEARCH_FLAG))
+        w = raw[fair_words : fair_words + prefix_words].view(np.uint32)[:count]
+        entry = self.guide.take((w >> np.uint32(_PREFIX_BITS - _GUIDE_BITS)).astype(np.intp))
+        low, threshold = w & np.uint32(0xFFFF), entry & np.uint32(0xFFFF)
+        quotient = entry >> np.uint32(16)
+        quotient += low < threshold
+        # ties (and, in cells with no threshold, a zero low half: harmless) and flagged cells
+        unsure = np.flatnonzero((low == threshold) | (quotient >= _SEARCH_FLAG))
         if unsure.size:
             quotient[unsure] = self._search_quotients(w[unsure], bits)
-        if not self.low_bits:
+        if not m:
             return fair, quotient, np.zeros(count, dtype=fair.dtype)
-        remainder = fair & fair.dtype.type((1 << self.low_bits) - 1)
+        kind = fair.dtype.type
+        remainder = fair & kind((1 << m) - 1)
+        if self._packed:
+            wc = (fair >> kind(self._fair_bits - 1 - self._c_bits)) & kind((1 << self._c_bits) - 1)
+        else:
+            wc = raw[fair_words + prefix_words :].view(np.uint16)[:count]
         open_ = np.flatnonzero(wc >= self.zero_threshold)  # not proved C = 0
         if open_.size:
-            extended = (wc[open_].astype(np.uint64) << np.uint64(48)) | (bits.random_raw(open_.size) >> np.uint64(16))
+            more = np.uint64(self._c_bits)
+            extended = (wc[open_].astype(np.uint64) << (np.uint64(_WORD) - more)) | (bits.random_raw(open_.size) >> more)
             corrections: np.ndarray = self._corrections(extended, bits).astype(fair.dtype)
             remainder[open_] &= np.invert(corrections)
         return fair, quotient, remainder

@@ -112,9 +112,11 @@ class ScriptedGenerator:
         self.bit_generator = ScriptedBits(words, seed)
 
 
-def one_draw(sampler: ExactSampler, fair: int, w: int, wc: int, seed: int) -> tuple[bool, int, int]:
-    """One draw whose fair word, V prefix and C prefix are given (32-bit fair word layout)."""
-    words = [fair, (wc << 32) | w]  # raw[0]: fair in its low half; raw[1]: w (32 bits), wc (16 bits)
+def one_draw(sampler: ExactSampler, low: int, w: int, wc: int, seed: int) -> tuple[bool, int, int]:
+    """One positive draw whose L digits, V prefix (32 bits) and C prefix are given (M <= 23)."""
+    assert sampler._fair_bits == 32 and sampler._packed
+    fair = (wc << (31 - sampler._c_bits)) | low  # sign 0, then C's first bits, then L's digits
+    words = [fair, w]  # raw[0]: the fair word in its low half; raw[1]: V's prefix in its low half
     negative, quotient, remainder = sampler.draw(ScriptedGenerator(words, seed), 1)  # type: ignore[arg-type]
     return bool(negative[0]), int(quotient[0]), int(remainder[0])
 
@@ -124,35 +126,36 @@ def test_a_tie_on_a_v_threshold_is_decided_with_its_exact_conditional_probabilit
     thresholds = sampler.quotient_thresholds
     tied = int(thresholds[1])  # the prefix equals T_2: V is 1 or 2
     share = float(Fraction(exp_neg_bounds(2 * sampler.gamma, 96)[0], 2**64) - tied)  # P(V >= 2 | prefix)
-    values = [one_draw(sampler, fair=0, w=tied, wc=0, seed=seed)[1] for seed in range(3000)]
+    values = [one_draw(sampler, low=0, w=tied, wc=0, seed=seed)[1] for seed in range(3000)]
     assert set(values) <= {1, 2}
     observed = values.count(2) / len(values)
     assert abs(observed - share) < 5 * math.sqrt(share * (1 - share) / len(values))
     # a zero prefix is the tail: V passes the table by the exact law of the deep tail
-    deep = [one_draw(sampler, fair=0, w=0, wc=0, seed=seed)[1] for seed in range(200)]
+    deep = [one_draw(sampler, low=0, w=0, wc=0, seed=seed)[1] for seed in range(200)]
     assert min(deep) >= thresholds.size
 
 
 def test_a_tie_on_the_c_threshold_is_decided_with_its_exact_conditional_probability():
     sampler = ExactSampler(Fraction(1, 2**20))  # M = 12
     mask = (1 << sampler.low_bits) - 1
-    share = float(Fraction(sampler.below_bounds[0](80)[0], 2**64) - sampler.zero_threshold)  # P(C = 0 | prefix)
+    bits = sampler._c_bits
+    share = float(Fraction(sampler.below_bounds[0](bits + 64)[0], 2**64) - sampler.zero_threshold)  # P(C = 0 | prefix)
     zero = 0
     runs = 3000
     for seed in range(runs):
-        _, _, remainder = one_draw(sampler, fair=mask, w=12345 << 16, wc=sampler.zero_threshold, seed=seed)
+        _, _, remainder = one_draw(sampler, low=mask, w=12345 << 16, wc=sampler.zero_threshold, seed=seed)
         zero += remainder == mask  # L = F & ~C with every fair bit set: C = 0 leaves L whole
     assert abs(zero / runs - share) < 5 * math.sqrt(share * (1 - share) / runs)
 
 
 def test_rare_paths_give_the_exact_law_when_they_are_made_common(monkeypatch):
-    # gamma in (1/4, 1/2] makes C non-zero one draw in five; a 4-bit guide table sends most
-    # draws to the binary search: the law must not change.
+    # gamma in (1/4, 1/2] makes C non-zero one draw in five; flagging every guide cell sends
+    # every draw to the binary search: the law must not change.
     monkeypatch.setattr(exact_module, "_RATE_BITS", 1)
-    monkeypatch.setattr(exact_module, "_GUIDE_BITS", 4)
     theta = Fraction(1, 37)
     sampler = ExactSampler(theta)
     assert sampler.low_bits == 4
+    sampler.guide |= np.uint32(exact_module._SEARCH_FLAG << 16)
     count = 300_000
     z = exact_draws(sampler, count, seed=5)
     # every value from -120 to 120 on its own (this tests L's bits one by one), tails pooled
