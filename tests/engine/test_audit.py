@@ -40,13 +40,13 @@ CONFIDENCE = 0.99
 
 AGES = Schema([OrdinalAttribute.integer_range("age", 0, 7)])
 AGES_BY_JOB = Schema(
-    [OrdinalAttribute.integer_range("age", 0, 7), NominalAttribute("job", Hierarchy.flat(["a", "b", "c"]))]
+    [OrdinalAttribute.integer_range("age", 0, 3), NominalAttribute("job", Hierarchy.flat(["a", "b", "c"]))]
 )
 JOBS = Hierarchy.from_nested({"*": {"A": ["a1", "a2"], "B": ["b1", "b2", "b3"]}})
 AGES_BY_NOMINAL_JOB = Schema([OrdinalAttribute.integer_range("age", 0, 3), NominalAttribute("job", JOBS)])
 
 ROW = np.array([3.0, 1, 4, 1, 5, 9, 2, 6])
-GRID = np.stack([ROW, ROW[::-1], ROW + 1], axis=1)  # age x job
+GRID = np.stack([ROW[:4], ROW[4:], ROW[:4] + 1], axis=1)  # age x job
 SMALL = np.arange(20.0).reshape(4, 5) % 6
 
 
@@ -63,7 +63,7 @@ def neighbour(table: np.ndarray, neighbours: str, take: tuple[int, ...], give: t
 CONFIGURATIONS = [
     ("Basic", AGES, "basic", (), ROW, (0,), (7,)),
     ("Privelet", AGES, "privelet", (), ROW, (0,), (7,)),
-    ("Privelet+", AGES_BY_JOB, "privelet+", ("job",), GRID, (0, 0), (7, 2)),
+    ("Privelet+", AGES_BY_JOB, "privelet+", ("job",), GRID, (0, 0), (3, 2)),
 ]
 
 
@@ -164,7 +164,8 @@ def test_the_audit_never_flags_a_mechanism_and_always_flags_it_with_halved_noise
     other = neighbour(table, neighbours, take, give)
     right = audit(schema, mechanism, sa, table, other, neighbours)
     assert right.largest <= EPSILON, right.bounds
-    assert right.bounds["likelihood ratio >= its largest value"] > 0.5 * right.loss * EPSILON  # the audit has power
+    likelihood = max(bound for event, bound in right.bounds.items() if event.startswith("likelihood"))
+    assert likelihood > 0.5 * right.loss * EPSILON  # the audit has power
     halve_the_noise(monkeypatch)
     broken = audit(schema, mechanism, sa, table, other, neighbours)
     assert broken.largest > EPSILON, broken.bounds
