@@ -10,9 +10,10 @@ such as numpy's PCG64 does not promise. With the CPU's AES instructions it
 produces 64 bits as fast as PCG64 does here (about 2.2 ns), where ChaCha20 costs
 six times as much and reading the OS generator directly nine times as much.
 
-Parallel parts of a release (blocks, tiles) draw from disjoint counter ranges of
-the same key (:func:`spawn`): stream ``i`` starts where ``i * 2**64`` 64-bit words
-would end, the standard way to give counter-mode streams of their own.
+Parallel parts of a release (blocks, and the tiles of a big block) each get a key
+of their own, drawn from their parent's stream (:func:`spawn`): a tree of keys, so
+streams never overlap however deeply they are spawned (streams made by jumping
+one key's counter would: a child's children would run into its siblings).
 
 A caller's own :class:`numpy.random.Generator` (a seeded test release) is used as
 given: such a release is reproducible and marked ``seeded`` (not private).
@@ -56,14 +57,16 @@ def release_generator(rng: np.random.Generator | None) -> np.random.Generator:
 def spawn(generator: np.random.Generator, count: int) -> list[np.random.Generator]:
     """``count`` independent child generators, one per block or tile of a release.
 
-    AES: the same key on disjoint counter ranges (``jumped(i)`` moves on as if
-    ``i * 2**64`` words had been drawn). A numpy generator built from a SeedSequence: its spawned children
-    (reproducible from the seed). Any other generator: children seeded from its own
-    output (reproducible too).
+    AES: each child keyed with 128 bits of the parent's output (secure as long as AES
+    is a pseudorandom function; reproducible from a seeded parent). A numpy generator
+    built from a SeedSequence: its spawned children (reproducible from the seed). Any
+    other generator: children seeded from its own output (reproducible too).
     """
     bits = generator.bit_generator
     if isinstance(bits, AESCounter):
-        return [np.random.Generator(bits.jumped(number + 1)) for number in range(count)]
+        words = bits.random_raw(2 * count).tolist()
+        keys = [words[2 * number] | words[2 * number + 1] << 64 for number in range(count)]
+        return [np.random.Generator(AESCounter(key=key, counter=0)) for key in keys]
     try:
         return generator.spawn(count)
     except (TypeError, ValueError, AttributeError):  # a generator built without a SeedSequence

@@ -196,8 +196,10 @@ def test_the_bit_source_is_aes_keyed_by_the_os_and_streams_are_disjoint():
     assert is_secure(release_generator(None)) and not is_secure(release_generator(np.random.default_rng(1)))
     children = spawn(first, 3)
     assert all(is_secure(child) for child in children)
-    words = [child.bit_generator.random_raw(1000) for child in children]
-    assert len({int(w) for block in words for w in block}) == 3000
+    # a tree of streams (blocks, then the tiles of a big block): no two ever share a word
+    family = [*children, *spawn(children[0], 3), *spawn(children[1], 3), *spawn(spawn(children[0], 2)[1], 2)]
+    words = [int(w) for child in family for w in child.bit_generator.random_raw(1000)]
+    assert len(set(words)) == len(words) == 11_000
     # seeded generators spawn reproducibly
     again = [g.random() for g in spawn(np.random.default_rng(4), 2)]
     assert again == [g.random() for g in spawn(np.random.default_rng(4), 2)]
