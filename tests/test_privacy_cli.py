@@ -94,6 +94,10 @@ def test_under_add_remove_no_row_numbers_are_printed(capsys, table, tmp_path):
         assert number not in out + err
     code, _, err = release(capsys, table, tmp_path / "s.npz", "--yes")  # replace: n is public
     assert "200 of 201 rows counted" in err
+    data, schema = table
+    code, _, err = call(capsys, "evaluate", str(data), "--schema", str(schema), "--epsilons", "1", "--queries", "5",
+                        "--no-figures", "--invalid", "drop", "--neighbours", "add-remove", "--out", str(tmp_path / "e"))
+    assert code == 0 and "number of rows is private" in err and "200" not in err
     report = CountReport(rows_read=10, rows_counted=9, dropped={"age": 1}, clamped={"sex": 2})
     assert report.custodian_summary("add-remove") == (
         "rows dropped for 'age'; values clamped in 'sex' (how many is not shown: under add/remove neighbours the "
