@@ -11,6 +11,9 @@ are stated in, each measured in the same run:
 - the peak additional memory of the release, versus the bytes of M;
 - for reference, one Privelet release (S_A empty: the whole matrix is one block);
 - the first exact worst-case variance of the schema;
+- the calibration over epsilon (``--calibration`` runs this section alone): how much the
+  effective noise scale exceeds lambda, from epsilon = 1e-12 to 1e12, for Basic,
+  Privelet+ and Privelet;
 - the two noise samplers (``--samplers`` runs this section alone): the cost per
   coefficient of the exact and the standard sampler at the Privelet+ release's own
   noise rate, and the release with each, both drawing from AES-128 counter mode as
@@ -156,6 +159,30 @@ def bench_counting(schema: Schema, rows: int, repeat: int) -> np.ndarray:
     return frequency_matrix(table, schema)
 
 
+def bench_calibration(schema: Schema, sa: tuple[str, ...], rows: int) -> None:
+    """Print the excess of the effective noise scale over lambda at every decade of epsilon."""
+    from .engine import PriveletError
+    from .engine.noise import EPSILON_MAX, EPSILON_MIN
+
+    specs = {
+        "Basic": ReleaseSpec(schema, 1.0, "basic"),
+        "Privelet+": ReleaseSpec(schema, 1.0, "privelet+", sa),
+        "Privelet": ReleaseSpec(schema, 1.0, "privelet"),
+    }
+    print(f"calibration, n = {rows:,}: effective scale / lambda - 1 (target < 1e-6 at every accepted epsilon)")
+    low, high = round(math.log10(EPSILON_MIN)), round(math.log10(EPSILON_MAX))
+    for exponent in range(low, high + 1, 2):
+        epsilon = 10.0**exponent
+        cells = []
+        for name, spec in specs.items():
+            try:
+                calibration = spec.replace(epsilon=epsilon).calibration(rows)
+                cells.append(f"{name} {calibration.scale / calibration.nominal_scale - 1:.3g}")
+            except PriveletError as exc:  # an epsilon this schema cannot serve
+                cells.append(f"{name} refused ({str(exc).split(': ')[0]})")
+        print(f"  epsilon 1e{exponent:+03d}: " + ", ".join(cells))
+
+
 def bench_samplers(schema: Schema, matrix: np.ndarray, sa: tuple[str, ...], epsilon: float, repeat: int) -> None:
     """Time the exact and the standard sampler, alone and in a Privelet+ release."""
     from .engine._memory import recycle_block_buffers
@@ -200,11 +227,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="best of this many timings (default 3)")
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--samplers", action="store_true", help="only the noise samplers' section")
+    parser.add_argument("--calibration", action="store_true", help="only the calibration section (no table needed)")
     args = parser.parse_args(argv)
 
     schema = brazil_schema()
     sa = ("Age", "Gender")
     print(f"schema {schema.shape}, m = {schema.size:,} cells, n = {args.rows:,} tuples, epsilon = {args.epsilon}")
+    if args.calibration:
+        bench_calibration(schema, sa, args.rows)
+        return 0
     if args.samplers:
         bench_samplers(schema, frequency_matrix(brazil_table(schema, args.rows), schema), sa, args.epsilon, args.repeat)
         return 0
@@ -234,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         f"memory: peak additional {peak / 2**20:,.0f} MiB for M of {matrix.nbytes / 2**20:,.0f} MiB, "
         f"ratio {peak / matrix.nbytes:.2f} (target <= 3; the noisy output itself is 1.00)"
     )
+    bench_calibration(schema, sa, args.rows)
     bench_samplers(schema, matrix, sa, args.epsilon, args.repeat)
     return 0
 

@@ -224,3 +224,12 @@ def test_exact_draws_as_python_integers():
     draws = exact_discrete_laplace(np.random.default_rng(2), 20_000, Fraction(1, 2**68))
     assert all(isinstance(z, int) for z in draws)
     assert max(abs(z) for z in draws) > 2**63  # past int64: the limbs carry them exactly
+
+
+def test_releases_written_before_the_exact_sampler_read_as_standard():
+    import dataclasses
+
+    release = ReleaseSpec(SCHEMA, 1.0, sampler="standard").run(np.zeros(SCHEMA.shape), rng=np.random.default_rng(1))
+    legacy = dataclasses.replace(release, sampler="discrete-laplace/geometric-difference")
+    assert legacy.spec.sampler == "standard" and release.spec.sampler == "standard"
+    assert ReleaseSpec(SCHEMA, 1.0).run(np.zeros(SCHEMA.shape)).spec.sampler == "exact"
