@@ -10,7 +10,14 @@ are stated in, each measured in the same run:
   floating point and is never used for releases);
 - the peak additional memory of the release, versus the bytes of M;
 - for reference, one Privelet release (S_A empty: the whole matrix is one block);
-- the first exact worst-case variance of the schema.
+- the first exact worst-case variance of the schema;
+- the calibration over epsilon (``--calibration`` runs this section alone): how much the
+  effective noise scale exceeds lambda, from epsilon = 1e-12 to 1e12, for Basic,
+  Privelet+ and Privelet;
+- the two noise samplers (``--samplers`` runs this section alone): the cost per
+  coefficient of the exact and the standard sampler at the Privelet+ release's own
+  noise rate, and the release with each, both drawing from AES-128 counter mode as
+  every unseeded release does.
 
 The table's values are synthetic (no real person is in it).
 """
@@ -19,11 +26,13 @@ from __future__ import annotations
 
 import argparse
 import gc
+import math
 import os
 import sys
 import time
 import tracemalloc
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -32,6 +41,7 @@ from .engine import (
     Hierarchy,
     NominalAttribute,
     OrdinalAttribute,
+    ReleaseSpec,
     Schema,
     VarianceModel,
     basic,
@@ -47,7 +57,7 @@ def occupation_hierarchy(rng: np.random.Generator, leaves: int = 512) -> Hierarc
     """512 occupations in major groups of uneven size (height 3, like the paper's)."""
     sizes: list[int] = []
     while sum(sizes) < leaves:
-        sizes.append(int(min(rng.integers(4, 41), leaves - sum(sizes))))
+        sizes.append(min(int(rng.integers(4, 41)), leaves - sum(sizes)))
     groups: dict[str, list[str]] = {}
     first = 0
     for g, size in enumerate(sizes):
@@ -80,8 +90,8 @@ def brazil_table(schema: Schema, rows: int, seed: int = 1) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "Age": age,
-            "Gender": pd.Categorical.from_codes(rng.integers(0, 2, rows), categories=list(schema["Gender"].labels)),
-            "Occupation": pd.Categorical.from_codes(occupation, categories=list(occupations)),
+            "Gender": pd.Categorical.from_codes(rng.integers(0, 2, rows), categories=pd.Index(schema["Gender"].labels)),
+            "Occupation": pd.Categorical.from_codes(occupation, categories=pd.Index(occupations)),
             "Income": income,
         }
     )
@@ -149,16 +159,86 @@ def bench_counting(schema: Schema, rows: int, repeat: int) -> np.ndarray:
     return frequency_matrix(table, schema)
 
 
+def bench_calibration(schema: Schema, sa: tuple[str, ...], rows: int) -> None:
+    """Print the excess of the effective noise scale over lambda at every decade of epsilon."""
+    from .engine import PriveletError
+    from .engine.noise import EPSILON_MAX, EPSILON_MIN
+
+    specs = {
+        "Basic": ReleaseSpec(schema, 1.0, "basic"),
+        "Privelet+": ReleaseSpec(schema, 1.0, "privelet+", sa),
+        "Privelet": ReleaseSpec(schema, 1.0, "privelet"),
+    }
+    print(f"calibration, n = {rows:,}: effective scale / lambda - 1 (target < 1e-6 at every accepted epsilon)")
+    low, high = round(math.log10(EPSILON_MIN)), round(math.log10(EPSILON_MAX))
+    for exponent in range(low, high + 1, 2):
+        epsilon = 10.0**exponent
+        cells = []
+        for name, spec in specs.items():
+            try:
+                calibration = spec.replace(epsilon=epsilon).calibration(rows)
+                cells.append(f"{name} {calibration.scale / calibration.nominal_scale - 1:.3g}")
+            except PriveletError as exc:  # an epsilon this schema cannot serve
+                cells.append(f"{name} refused ({str(exc).split(': ')[0]})")
+        print(f"  epsilon 1e{exponent:+03d}: " + ", ".join(cells))
+
+
+def bench_samplers(schema: Schema, matrix: np.ndarray, sa: tuple[str, ...], epsilon: float, repeat: int) -> None:
+    """Time the exact and the standard sampler, alone and in a Privelet+ release."""
+    from .engine._memory import recycle_block_buffers
+    from .engine.bits import secure_generator
+    from .engine.noise import Sampler, noise_sampler
+
+    recycle_block_buffers()  # as a release does: freed buffers are reused, not faulted in again
+
+    spec = ReleaseSpec(schema, epsilon, "privelet+", sa)
+    calibration = spec.calibration(int(matrix.sum()))
+    # Tile-sized arrays, as the pipeline gives the sampler; the two samplers take turns, so a
+    # busy machine slows both alike.
+    # Bursts of 16 tiles, the best of many: short enough to fall between other programs' work.
+    tile, tiles = 1 << 17, 16
+    names: tuple[Sampler, ...] = ("standard", "exact")
+    samplers = {name: noise_sampler(name, calibration) for name in names}
+    units = np.zeros(tile)
+    generator = secure_generator()
+    per_coefficient = dict.fromkeys(names, math.inf)
+    for _ in range(10 * repeat):
+        for name in names:
+            started = time.perf_counter()
+            for _ in range(tiles):
+                samplers[name].add(units, generator)
+            per_coefficient[name] = min(per_coefficient[name], (time.perf_counter() - started) / (tile * tiles))
+    ratio = per_coefficient["exact"] / per_coefficient["standard"]
+    print(
+        f"samplers at scale {float(calibration.scale_units):.3g} grid units: standard "
+        f"{per_coefficient['standard'] * 1e9:.2f} ns per coefficient, exact {per_coefficient['exact'] * 1e9:.2f} ns; "
+        f"exact / standard = {ratio:.2f} (target <= 3; the default if <= 1.5)"
+    )
+    release = {name: best_of(repeat, partial(spec.replace(sampler=name).run, matrix)) for name in names}
+    print(
+        f"  Privelet+ release, all cores: standard {release['standard']:.3f} s, exact {release['exact']:.3f} s; "
+        f"exact / standard = {release['exact'] / release['standard']:.2f}"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m privelet_gui.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=10_000_000, help="number of tuples n (default 10,000,000)")
     parser.add_argument("--repeat", type=int, default=3, help="best of this many timings (default 3)")
     parser.add_argument("--epsilon", type=float, default=1.0)
+    parser.add_argument("--samplers", action="store_true", help="only the noise samplers' section")
+    parser.add_argument("--calibration", action="store_true", help="only the calibration section (no table needed)")
     args = parser.parse_args(argv)
 
     schema = brazil_schema()
     sa = ("Age", "Gender")
     print(f"schema {schema.shape}, m = {schema.size:,} cells, n = {args.rows:,} tuples, epsilon = {args.epsilon}")
+    if args.calibration:
+        bench_calibration(schema, sa, args.rows)
+        return 0
+    if args.samplers:
+        bench_samplers(schema, frequency_matrix(brazil_table(schema, args.rows), schema), sa, args.epsilon, args.repeat)
+        return 0
 
     started = time.perf_counter()
     first_worst = VarianceModel(schema).worst_case(args.epsilon, sa)
@@ -169,8 +249,8 @@ def main(argv: list[str] | None = None) -> int:
     textbook = best_of(args.repeat, lambda: matrix + rng.laplace(0.0, 2.0 / args.epsilon, matrix.shape))
     print(f"release: textbook Basic {textbook:.3f} s (one thread)")
     for workers, label in ((None, "all cores"), (1, "one thread")):
-        plus = best_of(args.repeat, lambda w=workers: privelet_plus(matrix, schema, args.epsilon, sa, rng, workers=w))
-        ours = best_of(args.repeat, lambda w=workers: basic(matrix, args.epsilon, rng, workers=w))
+        plus = best_of(args.repeat, partial(privelet_plus, matrix, schema, args.epsilon, sa, rng, workers=workers))
+        ours = best_of(args.repeat, partial(basic, matrix, args.epsilon, rng, workers=workers))
         print(
             f"  {label}: Privelet+ {plus:.3f} s, Basic {ours:.3f} s; Privelet+ / Basic = {plus / ours:.2f} "
             f"(target <= 2), Privelet+ / textbook = {plus / textbook:.2f} (target <= 1)"
@@ -185,6 +265,8 @@ def main(argv: list[str] | None = None) -> int:
         f"memory: peak additional {peak / 2**20:,.0f} MiB for M of {matrix.nbytes / 2**20:,.0f} MiB, "
         f"ratio {peak / matrix.nbytes:.2f} (target <= 3; the noisy output itself is 1.00)"
     )
+    bench_calibration(schema, sa, args.rows)
+    bench_samplers(schema, matrix, sa, args.epsilon, args.repeat)
     return 0
 
 

@@ -21,6 +21,11 @@ _SETTINGS = tempfile.mkdtemp(prefix="privelet-test-settings-")
 os.environ["PRIVELET_STUDIO_SETTINGS"] = _SETTINGS
 atexit.register(shutil.rmtree, _SETTINGS, True)
 
+# The privacy ledger: never the user's. The whole session (subprocesses too) points at a
+# temporary file, and each test gets a fresh one of its own (see ``private_ledger``).
+_SESSION_LEDGER = Path(tempfile.mkdtemp(prefix="privelet-test-ledger-")) / "ledger.sqlite3"
+os.environ["PRIVELET_LEDGER"] = str(_SESSION_LEDGER)
+
 # Property tests draw their examples from a fixed seed so that CI runs are reproducible.
 settings.register_profile(
     "project", derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -29,6 +34,14 @@ settings.load_profile("project")
 
 #: Real third-party data shared beside the checkout (CI has it; a fresh clone does not).
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+@pytest.fixture(autouse=True)
+def private_ledger(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh, empty privacy ledger for every test (``PRIVELET_LEDGER``)."""
+    path = tmp_path_factory.mktemp("ledger") / "ledger.sqlite3"
+    monkeypatch.setenv("PRIVELET_LEDGER", str(path))
+    return path
 
 
 @pytest.fixture

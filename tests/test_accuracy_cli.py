@@ -45,7 +45,7 @@ def test_release_with_the_best_sa_is_shifted_to_the_public_total(capsys, tmp_pat
     assert release.sa == best_sa(ReleaseSpec(release.schema, 1.0), marginals(release.schema, (2,))).sa
     assert release.noisy.sum() == pytest.approx(30162, abs=1e-6)  # the sample's public number of rows
     raw_file = tmp_path / "raw.npz"
-    assert call(capsys, "release", "--demo", "--raw", "--out", str(raw_file), "--seed", "1", "-q")[0] == 0
+    assert call(capsys, "release", "--demo", "--raw", "--out", str(raw_file), "--seed", "1", "-q", "--yes")[0] == 0
     assert load_release_metadata(raw_file)["post_processing"]["public_total"] is False
     code, _, err = call(capsys, "release", "--demo", "--workload", "marginals:2", "--out", str(tmp_path / "x.npz"))
     assert code == 2 and "--sa best" in err
@@ -54,11 +54,12 @@ def test_release_with_the_best_sa_is_shifted_to_the_public_total(capsys, tmp_pat
 def test_export_counts_option(capsys, tmp_path):
     release_file = tmp_path / "r.npz"
     assert call(capsys, "release", "--demo", "--out", str(release_file), "--seed", "2", "-q")[0] == 0
-    code, out, _ = call(capsys, "export", str(release_file), "--out", str(tmp_path / "c.csv.gz"), "--counts", "nonnegative")
+    code, out, _ = call(capsys, "export", str(release_file), "--out", str(tmp_path / "c.csv.gz"), "--counts", "nonnegative",
+                        "--allow-seeded")
     assert code == 0 and "nonnegative counts" in out
     import pandas as pd
 
-    frame = pd.read_csv(tmp_path / "c.csv.gz")
+    frame = pd.read_csv(tmp_path / "c.csv.gz", comment="#")  # a seeded (test) release's export says so first
     assert (frame["noisy_count_nonnegative"] >= 0).all()
     assert frame["noisy_count_nonnegative"].sum() == pytest.approx(30162, rel=1e-9)
 

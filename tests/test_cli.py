@@ -23,7 +23,9 @@ from privelet_gui.io import load_release, load_release_metadata, load_schema, sa
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """``privelet ARGS`` in a fresh process."""
-    result = subprocess.run([sys.executable, "-m", "privelet_gui.cli", *args], capture_output=True, cwd=cwd, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "privelet_gui.cli", *args], capture_output=True, cwd=cwd, timeout=300, check=False
+    )
     # decoded by hand: text mode would turn the progress bar's carriage returns into newlines
     return subprocess.CompletedProcess(
         result.args, result.returncode, result.stdout.decode().replace("\r\n", "\n"),
@@ -139,7 +141,7 @@ def test_demo_release_query_export_end_to_end(tmp_path):
     assert again.returncode == 1
     assert again.stderr.strip().splitlines()[-1].startswith("privelet: error:")
     assert "demo.npz exists already" in again.stderr and "Traceback" not in again.stderr
-    quiet = run("release", "--demo", "--out", "demo.npz", "--force", "--quiet", "--epsilon", "0.5", cwd=tmp_path)
+    quiet = run("release", "--demo", "--out", "demo.npz", "--force", "--quiet", "--epsilon", "0.5", "--yes", cwd=tmp_path)
     assert quiet.returncode == 0 and quiet.stderr == ""
     assert load_release_metadata(tmp_path / "demo.npz")["epsilon"] == 0.5
 
@@ -149,7 +151,7 @@ def test_seeded_releases_warn_and_record_the_seed(capsys, tmp_path):
     code, _, err = call(capsys, "release", "--demo", "--out", str(a), "--seed", "42", "--sa", "none")
     assert code == 0
     assert "--seed" in err and "NOT private" in err
-    call(capsys, "release", "--demo", "--out", str(b), "--seed", "42", "--sa", "none", "--quiet")
+    call(capsys, "release", "--demo", "--out", str(b), "--seed", "42", "--sa", "none", "--quiet", "--yes")
     meta = load_release_metadata(a)
     assert (meta["seed"], meta["seeded"], meta["mechanism"], meta["sa"]) == (42, True, "privelet", [])
     np.testing.assert_array_equal(load_release(a).noisy, load_release(b).noisy)
@@ -214,7 +216,7 @@ def test_census_income_end_to_end(shared_data, tmp_path):
     assert abs(answer["noisy_count"] - truth) < 8 * math.sqrt(answer["variance"])  # 8 sigma: never flaky
 
     basic = run("release", table, "--schema", "census.json", "--epsilon", "1", "--mechanism", "basic",
-                "--neighbours", "add-remove", "--out", "basic.npz", "--quiet", cwd=tmp_path)
+                "--neighbours", "add-remove", "--out", "basic.npz", "--quiet", "--yes", cwd=tmp_path)
     assert basic.returncode == 0, basic.stderr
     meta = load_release_metadata(tmp_path / "basic.npz")
     assert (meta["mechanism"], meta["neighbours"]) == ("basic", "add-remove")
@@ -493,6 +495,6 @@ def test_the_cli_imports_no_qt():
         " or m.startswith('privelet_gui.gui')]\n"
         "print(bad)"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

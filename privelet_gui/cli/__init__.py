@@ -10,6 +10,7 @@ Examples::
     privelet query release.npz --where "age=20..30" --where "occupation=Technical"
     privelet export release.npz --format csv --out release.csv
     privelet evaluate people.csv --schema schema.json --epsilons 0.5,1 --out evaluation/
+    privelet ledger
     privelet schema infer people.csv --out proposed-schema.json
     privelet hierarchy check hierarchy_occupation.csv
     privelet hierarchy convert hierarchy_occupation.csv hierarchy_occupation.json
@@ -31,7 +32,7 @@ import warnings
 from collections.abc import Sequence
 
 from .. import __version__
-from . import advise, evaluate, query, release, tools
+from . import advise, evaluate, ledger, query, release, tools
 from ._common import Parser, ProgressBar, UsageError, common_options, one_line
 from .evaluate import EVALUATION_WARNING, SUMMARY_COLUMNS
 from .release import DEMO_EPSILON
@@ -50,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"privelet {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for module in (release, query, evaluate, advise, tools):
+    for module in (release, query, evaluate, advise, ledger, tools):
         module.register(commands, common)
     return parser
 

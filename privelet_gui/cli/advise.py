@@ -50,7 +50,7 @@ def _cmd_advise(args: argparse.Namespace) -> int:
     schema = load_schema(args.schema)
     choose = args.sa.strip().lower() == "best"
     sa = () if choose else parse_sa(args.sa, schema)
-    spec = ReleaseSpec(schema, args.epsilon, "privelet+", sa, args.neighbours, public_total_of(args))
+    spec = ReleaseSpec(schema, args.epsilon, "privelet+", sa, args.neighbours, public_total=public_total_of(args))
     workload = workload_of(args, schema)
     advice = advise(spec, workload, objective=args.objective, choose_sa=choose)
     shown = advice.suggestions[: max(args.top, 0)]

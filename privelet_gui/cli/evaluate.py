@@ -214,7 +214,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     del matrix  # the true counts go no further
-    note(args, f"counted: {report.custodian_summary()}")
+    note(args, f"counted: {report.custodian_summary(args.neighbours)}")
     folder.mkdir(parents=True, exist_ok=True)
     with atomic_write(outputs["summary"], force=args.force, mode="w", newline="") as handle:
         handle.write(summary_csv(rows))

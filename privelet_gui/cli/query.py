@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 
-from ._common import fmt
+from ._common import fmt, loud
 
 __all__ = ["register"]
 
@@ -37,6 +38,8 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
                         "fractional counts: nonnegative (the closest non-negative counts with the same total), "
                         "integer (whole counts keeping the total) or both; these help small counts and relative "
                         "errors but bias large sums, and their column is named so (e.g. noisy_count_nonnegative)")
+    p.add_argument("--allow-seeded", action="store_true",
+                   help="export a seeded (test, NOT private) release anyway; the file then says it is seeded")
     p.set_defaults(handler=_cmd_export)
 
 
@@ -60,10 +63,14 @@ def _cmd_query(args: argparse.Namespace) -> int:
 
 def _cmd_export(args: argparse.Namespace) -> int:
     from ..io import check_writable, export_release, load_release
+    from ..io.releases import SEEDED_WARNING
 
     out = check_writable(args.out, force=args.force)
     release = load_release(args.release)
-    rows = export_release(release, out, format=args.format, force=args.force, counts=args.counts)
+    if release.seeded and args.allow_seeded:
+        print(loud(SEEDED_WARNING), file=sys.stderr)  # even with --quiet: a privacy warning
+    rows = export_release(release, out, format=args.format, force=args.force, counts=args.counts,
+                          allow_seeded=args.allow_seeded)
     what = "" if args.counts == "noisy" else f", {args.counts} counts (post-processed for convenience: biased for big sums)"
-    print(f"wrote {out} ({rows:,} rows, one per cell{what})")
+    print(f"wrote {out} ({rows:,} rows, one per cell{what})" + (", marked as a seeded test release" if release.seeded else ""))
     return 0

@@ -50,6 +50,12 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
     p.add_argument("--raw", action="store_true",
                    help="do not shift the release to the public number of rows (replace-one neighbours shift it "
                         "by default: the total becomes exact at no privacy cost)")
+    p.add_argument("--sampler", choices=("exact", "standard"), default="exact",
+                   help="noise sampler: exact (integer arithmetic only, the default) or standard (floating-point "
+                        "inversion, the same law to about 1e-16)")
+    p.add_argument("--yes", action="store_true",
+                   help="spend the epsilon without asking when the privacy ledger says this table has spent some "
+                        "already (needed to release such a table again without a terminal)")
     p.add_argument("--out", metavar="RELEASE.npz", help="release file to write")
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     p.add_argument("--seed", type=seed_type, metavar="N", help="fixed noise seed, FOR TESTS ONLY (not private)")
@@ -107,17 +113,50 @@ def _spec_of(args: argparse.Namespace, schema: Any, epsilon: float) -> Any:
 
     mechanism: Mechanism = "basic" if args.mechanism == "basic" else "privelet+"
     if args.sa is not None and args.sa.strip().lower() == "best":
-        spec = ReleaseSpec(schema, epsilon, mechanism, (), args.neighbours, public_total_of(args), _invalid(args))
+        spec = ReleaseSpec(schema, epsilon, mechanism, (), args.neighbours, public_total=public_total_of(args),
+                           invalid=_invalid(args), sampler=_sampler(args))
         return spec.replace(sa=best_sa(spec, workload_of(args, schema), objective=args.objective).sa)
     if args.workload:
         raise UsageError("--workload chooses S_A with --sa best; give --sa best (or see 'privelet bounds --workload')")
     sa = parse_sa(args.sa, schema)
-    return ReleaseSpec(schema, epsilon, mechanism, sa, args.neighbours, public_total_of(args), _invalid(args))
+    return ReleaseSpec(
+        schema, epsilon, mechanism, sa, args.neighbours,
+        public_total=public_total_of(args), invalid=_invalid(args), sampler=_sampler(args),
+    )
 
 
 def _invalid(args: argparse.Namespace) -> Any:
     """How the table is counted (``bounds`` reads no table: every row counts)."""
     return getattr(args, "invalid", "error")
+
+
+def _sampler(args: argparse.Namespace) -> Any:
+    """The noise sampler (``bounds`` draws no noise: the default)."""
+    from ..engine import SAMPLER
+
+    return getattr(args, "sampler", SAMPLER)
+
+
+def _check_budget(args: argparse.Namespace, ledger: Any, fingerprint: str, spec: Any) -> None:
+    """Say what the table has spent; if anything, ask before spending more (``--yes``: don't ask)."""
+    from ..engine import Cancelled
+    from ..io.ledger import spending_summary
+
+    spending = ledger.spent(fingerprint)
+    adds = f"this release spends epsilon {spec.epsilon:g} more ({spec.neighbours})"
+    if not spending.any:
+        note(args, f"privacy ledger: this table has spent nothing yet; {adds}")
+        return
+    said = f"this table has already spent {spending_summary(spending)} (privacy ledger {ledger.path}); {adds}"
+    if args.yes:
+        note(args, f"privacy ledger: {said}")
+        return
+    if not sys.stdin.isatty():
+        raise UsageError(f"{said}. Run again with --yes to spend it without being asked")
+    print(f"privacy ledger: {said}.", file=sys.stderr)
+    answer = input(f"Spend epsilon {spec.epsilon:g} more on this table? [y/N] ")
+    if answer.strip().lower() not in ("y", "yes"):
+        raise Cancelled("nothing released")
 
 
 def _cmd_release(args: argparse.Namespace) -> int:
@@ -132,6 +171,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
         sample_table_path,
         save_release,
     )
+    from ..io.ledger import Ledger
 
     if args.demo:
         if args.table or args.schema:
@@ -164,18 +204,25 @@ def _cmd_release(args: argparse.Namespace) -> int:
     try:
         matrix, report = count_table(table, schema, options, invalid=args.invalid, progress=bar)
         bar.close()
+        # Counting spends nothing; drawing the noise does: ask the ledger first.
+        ledger = Ledger()
+        fingerprint = ledger.fingerprint_file(table)
+        _check_budget(args, ledger, fingerprint, spec)
         rng = np.random.default_rng(args.seed) if args.seed is not None else None
         release = spec.run(matrix, rng=rng, progress=bar)
         bar.close()
     finally:
         bar.close()
     del matrix  # the true counts go no further
+    # Recorded as soon as the noise is drawn, before the file is written: if writing fails, the
+    # ledger errs on the side of counting a release that nobody saw.
+    ledger.record(fingerprint, release, output=out.resolve())
     extra: dict[str, Any] = {"source": "demo" if args.demo else None}
     meta = save_release(release, out, force=args.force, seed=args.seed, metadata=extra)
-    note(args, f"counted: {report.custodian_summary()}")
+    note(args, f"counted: {report.custodian_summary(release.neighbours)}")
     print(f"wrote {out}")
     print(f"  mechanism {spec.name}, epsilon {release.epsilon:g}, neighbours {release.neighbours}, "
-          f"S_A = {{{', '.join(release.sa)}}}")
+          f"S_A = {{{', '.join(release.sa)}}}, {release.sampler} sampler")
     print(f"  matrix {' x '.join(map(str, release.noisy.shape))} = {release.noisy.size:,} cells")
     print(f"  worst-case noise variance of any range count: {fmt(meta['exact_worst_case_variance'])} "
           f"(raw release; paper's bound {fmt(meta['paper_bound'])})")
@@ -194,13 +241,13 @@ def _cmd_bounds(args: argparse.Namespace) -> int:
     public = public_total_of(args)
     workload = workload_of(args, schema) if args.workload or (args.sa or "").lower() == "best" else None
     if workload is not None and (args.sa or "").lower() == "best":
-        sa = best_sa(ReleaseSpec(schema, eps, "privelet+", (), nb, public), workload, objective=args.objective).sa
+        sa = best_sa(ReleaseSpec(schema, eps, "privelet+", (), nb, public_total=public), workload, objective=args.objective).sa
     else:
         sa = parse_sa(args.sa, schema)
     specs = {
-        "basic": ReleaseSpec(schema, eps, "basic", (), nb, public),
-        "privelet": ReleaseSpec(schema, eps, "privelet", (), nb, public),
-        "privelet_plus": ReleaseSpec(schema, eps, "privelet+", sa, nb, public),
+        "basic": ReleaseSpec(schema, eps, "basic", (), nb, public_total=public),
+        "privelet": ReleaseSpec(schema, eps, "privelet", (), nb, public_total=public),
+        "privelet_plus": ReleaseSpec(schema, eps, "privelet+", sa, nb, public_total=public),
     }
     result: dict[str, Any] = {
         key: {"paper_bound": spec.paper_bound(), "exact_worst_case": spec.worst_case_variance()}

@@ -44,11 +44,25 @@ class CountReport:
     def rows_dropped(self) -> int:
         return self.rows_read - self.rows_counted
 
-    def custodian_summary(self) -> str:
+    def custodian_summary(self, neighbours: str = "replace") -> str:
         """What to tell the custodian beside a release: row numbers only when rows were
-        dropped or clamped, marked as true counts (n itself is not printed by default)."""
+        dropped or clamped, marked as true counts (n itself is not printed by default).
+
+        Under add/remove neighbours the number of rows is private, and so are the numbers
+        of rows dropped or clamped: only which attributes dropped or clamped rows is said.
+        """
         if not self.rows_dropped and not any(self.clamped.values()):
             return "every row was counted"
+        if neighbours == "add-remove":
+            dropped = [name for name, n in self.dropped.items() if n]
+            clamped = [name for name, n in self.clamped.items() if n]
+            parts = ([f"rows dropped for {', '.join(map(repr, dropped))}"] if dropped else []) + (
+                [f"values clamped in {', '.join(map(repr, clamped))}"] if clamped else []
+            )
+            return (
+                "; ".join(parts or ["rows were dropped"])
+                + " (how many is not shown: under add/remove neighbours the number of rows is private)"
+            )
         return self.summary() + " (true counts: for you only, do not publish them with the release)"
 
     def summary(self) -> str:

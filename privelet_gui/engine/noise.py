@@ -7,50 +7,75 @@ the nearest multiple of a grid ``g = 2**k``, and integer-valued discrete
 Laplace noise is added in grid units, so every output lies on the same grid
 whatever the input.
 
-Why the rounding is exact: counts are integers, so each transform's integer
-numerator ``z`` is computed exactly in float64 (the engine checks that every
-intermediate stays below 2**53), and ``y = z / d`` for a small integer
-denominator ``d``. ``round(y / g)`` then needs one correctly rounded division
-and ``rint``: see :func:`round_to_grid` for why that is exactly a nearest grid
-point, given the grid condition below.
-
-Grid: ``k = floor(log2 lambda) - 30``, raised only as far as exact rounding
-requires (``(B / g) d < 2**52``) for a public bound ``B`` on ``|y|`` (``|y| <= n``
-for every Privelet coefficient): ``B = n`` under replace-one-tuple (n is the
-same for all neighbouring tables, so the grid reveals nothing) and the fixed
-cap ``ADD_REMOVE_MAX_ROWS`` under add/remove (where n itself is private).
-
 Sensitivity in grid units: ``D = ceil(s * rho / g) + s * K`` with ``s = 2``
 (replace) or ``1`` (add/remove) and ``K`` the most coefficients one cell
-changes; each such coefficient's rounding moves by at most one grid step.
-The noise ``Z`` has ``P(Z = z)`` proportional to ``exp(-epsilon |z| / D)``,
-which is epsilon-DP for integer vectors of L1 sensitivity D. The effective
-Laplace scale ``D g / epsilon`` exceeds ``lambda = s rho / epsilon`` by a
-relative ``(s K + 1) g / (s rho)``: about 2**-30 K / rho, negligible.
+changes; each such coefficient's rounding moves by at most one grid step. The
+noise ``Z`` has ``P(Z = z)`` proportional to ``exp(-theta |z|)`` with
+``theta = epsilon / D``, which is epsilon-DP for integer vectors of L1
+sensitivity D. The effective Laplace scale ``D g / epsilon`` exceeds
+``lambda = s rho / epsilon`` by the relative ``excess = (D g - s rho) / (s rho)``.
+
+The grid follows the sensitivity, never epsilon nor n: ``g`` is the largest power
+of two with ``s rho / g >= 2**20 (1 + s K)``, so ``D g`` exceeds ``s rho`` by at most
+``(1 + s K) g <= 2**-20 s rho``: the excess is below ``2**-20`` (9.5e-7) at every
+epsilon. (A grid tied to lambda shrinks the sensitivity in grid units with epsilon
+until the rounding term ``s K`` dominates it: 80-fold excess at epsilon = 1e-8.)
+A public bound ``B`` on ``|y|`` (``|y| <= n`` for every Privelet coefficient) must
+stay below ``2**62`` grid units for exact int64 arithmetic, or the release is
+refused: ``B = n`` under replace-one-tuple (n is the same for all neighbouring
+tables) and the fixed cap ``ADD_REMOVE_MAX_ROWS`` under add/remove (where n itself
+is private); for every schema in this project that limit is far away.
+
+Exact arithmetic at every scale: at small epsilon the noise in grid units exceeds
+2**53 (and at the smallest epsilons 2**63), so the sum ``round(y / g) + Z`` is
+formed exactly in int64, in two limbs when needed (:func:`add_in_limbs`);
+converting that exact integer to float64 afterwards is post-processing and
+leaks nothing. Epsilon is accepted from :data:`EPSILON_MIN` to
+:data:`EPSILON_MAX`, and a release whose noise scale would pass
+:data:`SCALE_UNITS_MAX` grid units (tiny epsilon with very many coefficients per
+cell) is refused with the smallest epsilon it can serve.
+
+Two samplers draw ``Z`` (the release records which): ``"exact"``
+(:mod:`privelet_gui.engine.exact`, integer arithmetic only, the default) and
+``"standard"`` (:class:`StandardSampler`, two geometric variables by
+floating-point inversion).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from fractions import Fraction
+from typing import Literal, Protocol
 
 import numpy as np
 
+from .bits import release_generator
 from .errors import PriveletError
 
 __all__ = [
     "ADD_REMOVE_MAX_ROWS",
+    "EPSILON_MAX",
+    "EPSILON_MIN",
+    "SAMPLERS",
+    "SCALE_UNITS_MAX",
     "NEIGHBOUR_NAMES",
     "Neighbours",
     "NoiseCalibration",
+    "NoiseSampler",
+    "Sampler",
+    "StandardSampler",
     "add_discrete_laplace",
+    "add_in_limbs",
     "calibrate",
+    "check_epsilon",
     "check_neighbours",
+    "check_sampler",
     "default_rng",
     "discrete_laplace",
     "discrete_laplace_variance",
     "multiplicity",
+    "noise_sampler",
     "round_to_grid",
 ]
 
@@ -59,11 +84,26 @@ NEIGHBOURS: tuple[str, ...] = ("replace", "add-remove")
 #: How each neighbouring notion is written for people.
 NEIGHBOUR_NAMES: dict[str, str] = {"replace": "replace one record", "add-remove": "add or remove one record"}
 
+Sampler = Literal["exact", "standard"]
+#: The noise samplers, the default first.
+SAMPLERS: tuple[Sampler, ...] = ("exact", "standard")
+
 #: Under add/remove the table size is private, so the grid is chosen for this public
 #: cap on the number of rows instead (2**32, about 4.3 billion; larger tables are refused).
 ADD_REMOVE_MAX_ROWS = 1 << 32
 
-_GRID_BITS_BELOW_SCALE = 30
+#: The accepted epsilons (outside them a PriveletError names this range).
+EPSILON_MIN = 1e-12
+EPSILON_MAX = 1e12
+#: The largest noise scale ``D / epsilon`` in grid units a release may have: the exact
+#: sampler's low limb then stays below 2**61 (exact int64 arithmetic).
+SCALE_UNITS_MAX = 1 << 68
+# The grid leaves 2**20 (1 + s K) grid units in s rho: the excess is then below 2**-20.
+_GRID_MARGIN_BITS = 20
+# Rounded coefficients must stay below this many grid units (exact int64 arithmetic).
+_UNITS_LIMIT = 1 << 62
+# Below this magnitude float64 holds every integer and sums of two of them exactly.
+_FLOAT_EXACT = 2.0**52
 
 
 def check_neighbours(neighbours: object) -> Neighbours:
@@ -73,10 +113,40 @@ def check_neighbours(neighbours: object) -> Neighbours:
     return neighbours  # type: ignore[return-value]
 
 
+def check_sampler(sampler: object) -> Sampler:
+    """``sampler`` if it names a noise sampler; a PriveletError otherwise."""
+    if sampler not in SAMPLERS:
+        raise PriveletError(f"sampler must be 'exact' or 'standard', got {sampler!r}")
+    return sampler
+
+
 def multiplicity(neighbours: Neighbours) -> int:
     """Cells of M one neighbour step changes: 2 (replace one tuple) or 1 (add or remove one)."""
     return 2 if check_neighbours(neighbours) == "replace" else 1
-_FLOAT_EXACT = 2.0**52
+
+
+def check_epsilon(epsilon: object) -> float:
+    """``epsilon`` as a float if the engine accepts it; a PriveletError naming the range otherwise."""
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.floating, np.integer)):
+        raise PriveletError(f"epsilon must be a number, got {epsilon!r}")
+    if isinstance(epsilon, (int, np.integer)) and epsilon > EPSILON_MAX:  # before float() overflows
+        raise PriveletError(_range_message(f"about 2^{int(epsilon).bit_length() - 1}"))
+    value = float(epsilon)
+    if not math.isfinite(value) or value <= 0:
+        raise PriveletError(
+            f"epsilon must be a positive number (finite, for example 1.0), got {epsilon!r}; "
+            "smaller epsilon means more privacy and more noise"
+        )
+    if not EPSILON_MIN <= value <= EPSILON_MAX:
+        raise PriveletError(_range_message(f"{value:g}"))
+    return value
+
+
+def _range_message(shown: str) -> str:
+    return (
+        f"epsilon must be at least {EPSILON_MIN:g} and at most {EPSILON_MAX:g}, got {shown}; "
+        "typical releases use 0.1 to 10 (smaller epsilon means more privacy and more noise)"
+    )
 
 
 @dataclass(frozen=True)
@@ -105,27 +175,49 @@ class NoiseCalibration:
         return math.ldexp(1.0, self.grid_exponent)
 
     @property
+    def theta(self) -> Fraction:
+        """``epsilon / D`` exactly (a float is an exact binary fraction): the noise's rate per grid unit."""
+        return Fraction(self.epsilon) / self.units
+
+    @property
+    def scale_units(self) -> Fraction:
+        """The noise scale ``D / epsilon`` in grid units, exactly."""
+        return 1 / self.theta
+
+    @property
     def scale(self) -> float:
-        """The effective Laplace scale D g / epsilon (>= lambda by a negligible amount)."""
-        return self.units * self.grid / self.epsilon
+        """The effective Laplace scale D g / epsilon (>= lambda, by :attr:`excess`)."""
+        return math.ldexp(float(self.scale_units), self.grid_exponent)
+
+    @property
+    def excess(self) -> float:
+        """How much the effective scale exceeds lambda, relative: ``D g / (s rho) - 1``."""
+        nominal = Fraction(self.multiplicity) * Fraction(self.rho)
+        return float(Fraction(self.units) * _power_of_two(self.grid_exponent) / nominal - 1)
 
     @property
     def variance(self) -> float:
         """Variance of the noise added to one weighted coefficient (grid units converted back)."""
-        return discrete_laplace_variance(self.epsilon / self.units) * self.grid**2
+        return math.ldexp(discrete_laplace_variance(float(self.theta)), 2 * self.grid_exponent)
 
 
-def calibrate(
-    epsilon: float,
-    rho: float,
-    influence: int,
-    *,
-    neighbours: Neighbours,
-    rows: int,
-    max_denominator: int = 1,
-) -> NoiseCalibration:
+def _power_of_two(exponent: int) -> Fraction:
+    return Fraction(1 << exponent) if exponent >= 0 else Fraction(1, 1 << -exponent)
+
+
+def _floor_log2(value: Fraction) -> int:
+    """The largest k with ``2**k <= value`` (value > 0), exactly."""
+    k = value.numerator.bit_length() - value.denominator.bit_length()
+    while _power_of_two(k) > value:
+        k -= 1
+    while _power_of_two(k + 1) <= value:
+        k += 1
+    return k
+
+
+def calibrate(epsilon: float, rho: float, influence: int, *, neighbours: Neighbours, rows: int) -> NoiseCalibration:
     """Choose the grid and the sensitivity in grid units (see the module docstring)."""
-    check_epsilon(epsilon)
+    value = check_epsilon(epsilon)
     steps = multiplicity(neighbours)
     if neighbours == "add-remove":
         if rows > ADD_REMOVE_MAX_ROWS:
@@ -136,75 +228,185 @@ def calibrate(
         bound = ADD_REMOVE_MAX_ROWS
     else:
         bound = max(int(rows), 1)
-    lam = steps * rho / epsilon
-    k = math.floor(math.log2(lam)) - _GRID_BITS_BELOW_SCALE
-    # Exact rounding (see round_to_grid) needs (B / g) d 2^max(k, 0) < 2^52; raise the grid
-    # only if that fails (it then costs a negligible (s K + 1) g / (s rho) of extra scale).
-    while bound * max_denominator * 2.0 ** (max(k, 0) - k) >= _FLOAT_EXACT:
-        if k > 1023:
-            raise PriveletError("the table is too large to release with exact rounding")
-        k += 1
-    units = math.ceil(steps * rho / 2.0**k) + steps * influence
-    return NoiseCalibration(
-        epsilon=float(epsilon),
-        neighbours=neighbours,
-        rho=rho,
-        influence=influence,
-        grid_exponent=k,
-        units=units,
-    )
-
-
-def check_epsilon(epsilon: object) -> float:
-    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.floating, np.integer)):
-        raise PriveletError(f"epsilon must be a number, got {epsilon!r}")
-    value = float(epsilon)
-    if not math.isfinite(value) or value <= 0:
+    sensitivity = steps * Fraction(rho)
+    rounding = steps * int(influence)
+    k = _floor_log2(sensitivity / ((1 + rounding) << _GRID_MARGIN_BITS))
+    if bound >= _UNITS_LIMIT * _power_of_two(k):  # exact int64 arithmetic on the rounded coefficients
         raise PriveletError(
-            f"epsilon must be a positive number (finite, for example 1.0), got {epsilon!r}; "
-            "smaller epsilon means more privacy and more noise"
+            f"a table of up to {bound:,} rows is too large for an exact release with these transforms (its "
+            "coefficients would pass 2^62 grid units); put more attributes in S_A"
+            + (" or use neighbours='replace'" if neighbours == "add-remove" else "")
         )
-    return value
+    units = math.ceil(sensitivity / _power_of_two(k)) + rounding
+    calibration = NoiseCalibration(
+        epsilon=value, neighbours=neighbours, rho=rho, influence=int(influence), grid_exponent=k, units=units
+    )
+    if calibration.scale_units > SCALE_UNITS_MAX:
+        smallest = math.nextafter(float(Fraction(units) / SCALE_UNITS_MAX), math.inf)
+        raise PriveletError(
+            f"epsilon {value:g} is too small for this release: its noise would pass 2^68 grid units. With this "
+            f"schema, S_A and neighbouring notion the smallest epsilon is {smallest:.3g} (the engine accepts "
+            f"{EPSILON_MIN:g} to {EPSILON_MAX:g}); use a larger epsilon or put more attributes in S_A"
+        )
+    return calibration
 
 
-def round_to_grid(numerators: np.ndarray, denominators: np.ndarray | int, grid_exponent: int) -> np.ndarray:
-    """``round((numerators / denominators) / 2**k)`` exactly, as integer-valued float64.
+# -- exact rounding ------------------------------------------------------------------------------
+
+
+def round_to_grid(numerators: np.ndarray, denominators: np.ndarray | float, grid_exponent: int) -> np.ndarray:
+    """``round((numerators / denominators) / 2**k)`` exactly: integer-valued float64 when
+    every result is below 2**52 in magnitude, int64 otherwise.
 
     ``numerators`` hold integers (exact in float64) and ``denominators`` small positive
     integers d broadcasting against them. The exact quotient q is a fraction with
     denominator ``d * 2**max(k, 0)``, so unless it is exactly a half-integer it lies at
     least ``1 / (2 d 2**max(k, 0))`` away from one; one correctly rounded division is off
-    by at most ``2**-53 |q|``, which :func:`calibrate` keeps below that distance
-    (``|q| d 2**max(k, 0) < 2**52``). Hence ``rint`` of the float quotient is a nearest
-    integer to the exact one (at an exact tie the quotient is exact and either neighbour
-    is nearest).
+    by at most ``2**-53 |q|``, below that distance when ``|q| d 2**max(k, 0) < 2**52``,
+    which holds whenever ``max |numerators| * 2**max(-k, 0) < 2**52``. Then ``rint`` of
+    the float quotient is a nearest integer to the exact one (at an exact tie the
+    quotient is exact and either neighbour is nearest). Otherwise that float result is
+    only a candidate within a few units: its exact residual ``z 2**-k - a d`` is
+    computed in wrapping int64 arithmetic (the true value is small, so the wrapped
+    one is it) and the candidate corrected by it.
     """
-    d = denominators if np.isscalar(denominators) else np.asarray(denominators, dtype=np.float64)
+    d: np.ndarray | float = (
+        np.asarray(denominators, dtype=np.float64) if isinstance(denominators, np.ndarray) else float(denominators)
+    )
     q = numerators / (d * 2.0**grid_exponent)
-    if np.isscalar(d) and d == 1 and grid_exponent <= 0:
-        return q  # integers times a power of two: already exact integers
-    return np.rint(q, out=q)
+    largest = max(float(numerators.max()), -float(numerators.min())) if numerators.size else 0.0
+    if math.ldexp(largest, max(-grid_exponent, 0)) < _FLOAT_EXACT:
+        if isinstance(d, float) and d == 1 and grid_exponent <= 0:
+            return q  # integers times a power of two: already exact integers
+        return np.rint(q, out=q)
+    candidate = np.rint(q, out=q).astype(np.int64)
+    whole = np.asarray(d, dtype=np.int64) << max(grid_exponent, 0)
+    residual = (numerators.astype(np.int64) << max(-grid_exponent, 0)) - candidate * whole
+    candidate += np.floor((2.0 * residual + whole) / (2.0 * whole)).astype(np.int64)
+    return candidate
 
 
-def discrete_laplace(rng: np.random.Generator, shape: tuple[int, ...] | int, epsilon_per_unit: float) -> np.ndarray:
-    """Integer-valued noise with ``P(Z = z)`` proportional to ``exp(-epsilon_per_unit * |z|)``.
+def add_in_limbs(units: np.ndarray, high: np.ndarray, low: np.ndarray, shift: int) -> np.ndarray:
+    """``units + high * 2**shift + low`` formed exactly, then converted to float64.
 
-    ``Z = G1 - G2`` for two independent geometric variables counting failures with
-    success probability ``1 - exp(-epsilon_per_unit)``; each is ``floor(E / t)`` for an
-    exponential ``E = -log(1 - U)``, U uniform on [0, 1) in steps of 2**-53
-    (``P(floor(E / t) >= j) = exp(-j t)``). Inversion rather than numpy's ziggurat
-    exponential because numpy's vectorised ``log`` makes it faster; either way E is
-    bounded (here by 53 log 2 = 36.7), so ``|Z|`` never exceeds 36.7 times the scale
-    ``1 / t``, an event of probability about 1e-16 under the exact distribution.
-    Returned as float64 holding integers (exact below 2**53).
+    ``units`` are integers (int64, or float64 holding integers), ``|low| < 2**shift`` and
+    ``shift <= 61``. The exact sum N is kept in two int64 limbs, ``N = hi 2**shift + lo``
+    with ``0 <= lo < 2**shift``, which N determines; the float64 returned is computed
+    from them, so it is a fixed function of N (post-processing of the exact noisy
+    integer, whatever its rounding).
     """
-    noise = np.zeros(shape)
-    add_discrete_laplace(rng, noise, epsilon_per_unit)
-    return noise
+    whole = units.astype(np.int64, copy=False)
+    mask = np.int64((1 << shift) - 1)
+    lo = (whole & mask) + low  # in (-2**shift, 2**(shift + 1)): no overflow
+    hi = (whole >> shift) + high
+    hi += lo >> shift  # the carry, -1, 0 or 1 (arithmetic shift floors)
+    lo &= mask
+    out = hi.astype(np.float64)
+    out *= 2.0**shift
+    out += lo
+    return out
+
+
+# -- the samplers ----------------------------------------------------------------------------------
+
+
+class NoiseSampler(Protocol):
+    """Adds discrete Laplace noise of one calibration to rounded coefficients."""
+
+    name: Sampler
+
+    def add(self, units: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """``units + Z`` (exactly, then as float64) for integer ``units`` (float64 or int64)."""
+        ...
+
+
+def noise_sampler(sampler: Sampler, calibration: NoiseCalibration) -> NoiseSampler:
+    """The sampler named ``sampler`` for ``calibration`` (its tables are built once)."""
+    if check_sampler(sampler) == "exact":
+        from .exact import exact_sampler
+
+        return exact_sampler(calibration.theta)
+    return StandardSampler(calibration.theta)
 
 
 # Values per round of draws: both geometric halves of a chunk stay in the CPU cache.
 _NOISE_CHUNK = 1 << 16
+# Below this scale (grid units) E * S < 2**46 for every E the inversion can give (at most
+# 53 log 2): each geometric is an exact float64 integer and their difference too.
+_FLOAT_SCALE_BITS = 40
+
+
+class StandardSampler:
+    """Discrete Laplace as the difference of two geometric variables drawn by inversion.
+
+    ``Z = G1 - G2`` for two independent geometric variables counting failures with
+    success probability ``1 - exp(-theta)``; each is ``floor(E * S)`` for an exponential
+    ``E = -log(1 - U)``, U uniform on [0, 1) in steps of 2**-53 and ``S = 1 / theta``
+    (``P(floor(E S) >= j) = exp(-j theta)``). E is bounded (by 53 log 2 = 36.7), so
+    ``|Z|`` never exceeds 36.7 S, an event of probability about 1e-16 under the exact
+    distribution, and floating-point rounding moves tail probabilities by about as much.
+
+    Scales above 2**40 grid units (small epsilon): ``E * S`` no longer resolves single
+    units, so each geometric is split as ``G = H 2**m + L`` (its quotient and remainder
+    by ``2**m``, which are independent): H by the same inversion at scale ``S / 2**m``
+    <= 2**40, and L, whose law ``exp(-theta l)`` on ``[0, 2**m)`` is within 2**-39 of
+    uniform, by a uniform integer accepted with probability ``exp(-theta l)``.
+    """
+
+    name: Sampler = "standard"
+
+    def __init__(self, theta: Fraction):
+        self.theta = float(theta)
+        scale = 1 / theta
+        self.shift = max(0, math.ceil(math.log2(scale)) - _FLOAT_SCALE_BITS) if scale > 1 else 0
+        self.block_scale = float(scale / (1 << self.shift))  # S / 2**m
+
+    def add(self, units: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """``units + Z`` as float64 (see the class docstring); ``units`` may be reused."""
+        if self.shift == 0 and units.dtype == np.float64:
+            add_discrete_laplace(rng, units, self.theta)  # |units| < 2**52, |Z| < 2**46: exact in float64
+            return units
+        if self.shift == 0:
+            noise = np.zeros(units.shape)
+            add_discrete_laplace(rng, noise, self.theta)
+            out = units + noise.astype(np.int64)
+            return out.astype(np.float64)
+        high = np.empty(units.shape, dtype=np.int64)
+        low = np.empty(units.shape, dtype=np.int64)
+        flat_high, flat_low = high.reshape(-1), low.reshape(-1)
+        for start in range(0, flat_high.size, _NOISE_CHUNK):
+            count = min(_NOISE_CHUNK, flat_high.size - start)
+            h1, l1 = self._geometric(rng, count)
+            h2, l2 = self._geometric(rng, count)
+            np.subtract(h1, h2, out=flat_high[start : start + count])
+            np.subtract(l1, l2, out=flat_low[start : start + count])
+        return add_in_limbs(units, high, low, self.shift)
+
+    def _geometric(self, rng: np.random.Generator, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """Quotient and remainder by ``2**shift`` of ``count`` geometric variables."""
+        uniform = rng.random(count)
+        np.subtract(1.0, uniform, out=uniform)
+        np.log(uniform, out=uniform)
+        uniform *= -self.block_scale
+        high = np.floor(uniform).astype(np.int64)
+        low = np.empty(count, dtype=np.int64)
+        pending = np.arange(count)
+        mask = np.uint64((1 << self.shift) - 1)
+        while pending.size:
+            draws = (rng.bit_generator.random_raw(pending.size) & mask).astype(np.int64)
+            accepted = rng.random(pending.size) < np.exp(-self.theta * draws)
+            low[pending[accepted]] = draws[accepted]
+            pending = pending[~accepted]
+        return high, low
+
+
+def discrete_laplace(rng: np.random.Generator, shape: tuple[int, ...] | int, epsilon_per_unit: float) -> np.ndarray:
+    """Integer-valued noise with ``P(Z = z)`` proportional to ``exp(-epsilon_per_unit * |z|)``,
+    drawn by the standard sampler (:class:`StandardSampler`, scales up to 2**40) and
+    returned as float64 holding integers."""
+    noise = np.zeros(shape)
+    add_discrete_laplace(rng, noise, epsilon_per_unit)
+    return noise
 
 
 def add_discrete_laplace(rng: np.random.Generator, target: np.ndarray, epsilon_per_unit: float) -> None:
@@ -229,18 +431,12 @@ def add_discrete_laplace(rng: np.random.Generator, target: np.ndarray, epsilon_p
 
 
 def discrete_laplace_variance(epsilon_per_unit: float) -> float:
-    """Variance ``2 a / (1 - a)^2``, ``a = exp(-t)``, of :func:`discrete_laplace`."""
+    """Variance ``2 a / (1 - a)^2``, ``a = exp(-t)``, of the discrete Laplace noise."""
     a = math.exp(-epsilon_per_unit)
     return 2.0 * a / (-math.expm1(-epsilon_per_unit)) ** 2
 
 
 def default_rng(rng: np.random.Generator | None) -> np.random.Generator:
-    """The caller's generator, or PCG64 seeded from OS entropy.
-
-    PCG64 is statistically strong but not a cryptographic generator.
-    """
-    if rng is None:
-        return np.random.Generator(np.random.PCG64(np.random.SeedSequence()))
-    if not isinstance(rng, np.random.Generator):
-        raise PriveletError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-    return rng
+    """The caller's generator (a seeded test release), or AES-128 counter mode keyed from
+    the operating system (:mod:`privelet_gui.engine.bits`)."""
+    return release_generator(rng)

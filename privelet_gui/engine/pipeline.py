@@ -18,11 +18,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
-from . import _memory
+from . import _memory, bits
 from ._memory import recycle_block_buffers, zeros
 from .errors import PriveletError
 from .hn import TransformPlan
-from .noise import NoiseCalibration, add_discrete_laplace, round_to_grid
+from .noise import NoiseCalibration, NoiseSampler, round_to_grid
 from .progress import Progress
 from .transform import along
 
@@ -38,17 +38,18 @@ def release_blocks(
     matrix: np.ndarray,
     plan: TransformPlan,
     calibration: NoiseCalibration,
+    sampler: NoiseSampler,
     generator: np.random.Generator,
     steps: Progress,
     threads: int,
 ) -> np.ndarray:
     """The noisy matrix: every block of M through :class:`_BlockPipeline`, on ``threads``
     threads, each block with its own noise stream spawned from ``generator`` (so the result
-    does not depend on the number of threads)."""
+    does not depend on the number of threads), the noise drawn by ``sampler``."""
     blocks = list(_blocks(matrix.shape, plan.identity_axes, _BLOCK_CELLS))
     check_memory(_peak_bytes(plan, blocks, threads))
     recycle_block_buffers()
-    pipeline = _BlockPipeline(plan, calibration)
+    pipeline = _BlockPipeline(plan, calibration, sampler)
     streams = _spawn(generator, len(blocks))
     if len(blocks) == 1:  # no S_A to split on: one block, whose own steps report progress
         _check_counts(matrix, steps)
@@ -85,7 +86,7 @@ def _peak_bytes(plan: TransformPlan, blocks: list[tuple[slice, ...]], threads: i
         return math.prod(plan.transforms[a].n_coefficients if a in outer_axes else n for a, n in enumerate(extent))
 
     def extent(index: tuple[slice, ...]) -> tuple[int, ...]:
-        return tuple(len(range(n)[part]) for part, n in zip(index, shape))
+        return tuple(len(range(n)[part]) for part, n in zip(index, shape, strict=True))
 
     cells = math.prod(shape)
     tile_buffers = threads * 8 * _TILE_CELLS * 8
@@ -138,10 +139,10 @@ class _BlockPipeline:
     the work, runs on tiles that fit the CPU cache.
     """
 
-    def __init__(self, plan: TransformPlan, calibration: NoiseCalibration):
+    def __init__(self, plan: TransformPlan, calibration: NoiseCalibration, sampler: NoiseSampler):
         self.plan = plan
         self.calibration = calibration
-        self.per_unit = calibration.epsilon / calibration.units
+        self.sampler = sampler
         ndim = len(plan.transforms)
         self.denominators: list[np.ndarray] = []  # y = z / prod(d): per-axis, broadcastable
         factors: list[np.ndarray] = []
@@ -153,7 +154,7 @@ class _BlockPipeline:
             factors.append(along(1.0 / t.weights, axis, ndim))
         # c = (grid units) * g / prod(W), the grid folded into the first factor (one pass less)
         self.to_coefficients: list[np.ndarray] = (
-            [factors[0] * calibration.grid, *factors[1:]] if factors else [np.float64(calibration.grid)]
+            [factors[0] * calibration.grid, *factors[1:]] if factors else [np.array(calibration.grid)]
         )
 
     def run(
@@ -239,22 +240,19 @@ class _BlockPipeline:
 
     def _noisy_coefficients(self, numerators: np.ndarray, index: tuple[slice, ...], rng: np.random.Generator) -> np.ndarray:
         """Noisy coefficients of a tile (``index``: where the tile sits on the other axes)."""
-        denominators = math.prod((_restrict(d, index) for d in self.denominators), start=np.float64(1.0))
-        # Exact grid units + integer noise: both below 2^53, so the sum is exact too.
+        denominators: np.ndarray = math.prod((_restrict(d, index) for d in self.denominators), start=np.array(1.0))
+        # Exact grid units + integer noise, summed exactly (float64 or int64 limbs); only the
+        # exact noisy integer is then converted and scaled (post-processing).
         units = round_to_grid(numerators, denominators, self.calibration.grid_exponent)
-        add_discrete_laplace(rng, units, self.per_unit)
+        noisy = self.sampler.add(units, rng)
         for factor in self.to_coefficients:
-            units *= _restrict(factor, index)
-        return units
+            noisy *= _restrict(factor, index)
+        return noisy
 
 
 def _spawn(generator: np.random.Generator, count: int) -> list[np.random.Generator]:
-    """Independent child generators (SeedSequence spawning), one per block."""
-    try:
-        return generator.spawn(count)
-    except (TypeError, ValueError, AttributeError):  # a generator built without a SeedSequence
-        seeds = generator.integers(0, 2**63, size=count)
-        return [np.random.Generator(np.random.PCG64(int(seed))) for seed in seeds]
+    """Independent child generators, one per block or tile (:func:`.bits.spawn`)."""
+    return bits.spawn(generator, count)
 
 
 def worker_count(workers: int | None) -> int:
@@ -322,8 +320,9 @@ def _run_parts(fill: Callable[[int], None], count: int, workers: int, steps: Pro
 
 
 def _restrict(vector: np.ndarray, index: tuple[slice, ...]) -> np.ndarray:
-    """The part of a broadcastable per-axis vector that applies to the tile ``index``."""
-    return vector[tuple(part if length > 1 else slice(None) for part, length in zip(index, vector.shape))]
+    """The part of a broadcastable per-axis vector that applies to the tile ``index``
+    (a 0-d array applies whole)."""
+    return vector[tuple(part if length > 1 else slice(None) for part, length in zip(index, vector.shape, strict=False))]
 
 
 # Cells per tile of the last transformed axis: about 1 MiB, to stay in the L2 cache.

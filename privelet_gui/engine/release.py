@@ -9,20 +9,22 @@ import numpy as np
 
 from .bounds import variance_model
 from .errors import PriveletError
-from .noise import Neighbours, NoiseCalibration
+from .noise import SAMPLERS, Neighbours, NoiseCalibration, Sampler
 from .queries import QueryBatch, RangeQuery
 from .schema import Schema
 
 if TYPE_CHECKING:
     from .spec import ReleaseSpec
 
-__all__ = ["SAMPLER", "Mechanism", "Release"]
+__all__ = ["SAMPLER", "SAMPLERS", "Mechanism", "Release"]
 
 Mechanism = Literal["privelet+", "privelet", "basic"]
 
-#: The noise sampler every release uses (math.md, "standard"): discrete Laplace on a
-#: power-of-two grid, drawn as the difference of two geometric variables.
-SAMPLER = "discrete-laplace/geometric-difference"
+#: The default noise sampler: exact discrete Laplace in integer arithmetic
+#: (:mod:`privelet_gui.engine.exact`); ``"standard"`` is the other (:class:`~.noise.StandardSampler`).
+SAMPLER: Sampler = SAMPLERS[0]
+#: How release files written before the exact sampler name the standard one.
+_LEGACY_SAMPLER = "discrete-laplace/geometric-difference"
 
 
 @dataclass(frozen=True)
@@ -31,11 +33,12 @@ class Release:
 
     ``noisy`` has the shape of the input. ``scale`` is the effective Laplace scale
     ``D g / epsilon`` of the weighted coefficients (math.md; it exceeds the
-    nominal ``lambda`` by a relative 2**-30 K / rho or so). ``seeded`` is True when
-    the caller supplied the random generator (tests): such a release must not be
-    published. ``total_shift`` is what was added to every cell to make the total the
-    public number of rows (replace-one-tuple neighbours only; None: not shifted), so
-    :attr:`raw` gives back the matrix before. A release never holds a true count.
+    nominal ``lambda`` by a relative excess below 1e-6). ``sampler`` names the noise
+    sampler (``"exact"`` or ``"standard"``). ``seeded`` is True when the caller
+    supplied the random generator (tests): such a release must not be published.
+    ``total_shift`` is what was added to every cell to make the total the public number
+    of rows (replace-one-tuple neighbours only; None: not shifted), so :attr:`raw` gives
+    back the matrix before. A release never holds a true count.
     """
 
     noisy: np.ndarray
@@ -59,7 +62,11 @@ class Release:
 
         schema = self.schema if self.schema is not None else axes_schema(self.noisy.shape)
         sa = self.sa if self.schema is not None else schema.names
-        return ReleaseSpec(schema, self.epsilon, self.mechanism, sa, self.neighbours, self.public_total)
+        sampler = "standard" if self.sampler == _LEGACY_SAMPLER else self.sampler
+        return ReleaseSpec(
+            schema, self.epsilon, self.mechanism, sa, self.neighbours,
+            public_total=self.public_total, sampler=sampler,  # type: ignore[arg-type]
+        )
 
     @property
     def public_total(self) -> bool:

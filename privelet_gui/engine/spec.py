@@ -1,10 +1,11 @@
 """The release specification: every rule of a release, decided in one place.
 
 A :class:`ReleaseSpec` is what a custodian chooses before releasing a table: the
-schema, epsilon, the mechanism, the attributes left untransformed (S_A) and the
-neighbouring notion. It is validated once, when it is made, and everything that
-follows from it is computed here and nowhere else: the effective S_A, rho, the
-noise calibration, the paper's bound, the exact worst case and any query's
+schema, epsilon, the mechanism, the attributes left untransformed (S_A), the
+neighbouring notion and the noise sampler. It is validated once, when it is made
+(an epsilon this release cannot serve is refused then, with the smallest it can),
+and everything that follows from it is computed here and nowhere else: the
+effective S_A, rho, the noise calibration, the paper's bound, the exact worst case and any query's
 variance and 95% interval, the memory a release needs, and the release itself
 (:meth:`ReleaseSpec.run`). The command line, the desktop app, release files and
 project files all go through it; the functions :func:`~privelet_gui.engine.privelet_plus`,
@@ -33,7 +34,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -42,12 +43,23 @@ from .bounds import VarianceModel, margin95, paper_bound, variance_model
 from .counting import InvalidPolicy
 from .errors import PriveletError, SchemaError
 from .hn import TransformPlan
-from .noise import Neighbours, NoiseCalibration, calibrate, check_epsilon, check_neighbours, default_rng, multiplicity
+from .noise import (
+    Neighbours,
+    NoiseCalibration,
+    Sampler,
+    calibrate,
+    check_epsilon,
+    check_neighbours,
+    check_sampler,
+    default_rng,
+    multiplicity,
+    noise_sampler,
+)
 from .pipeline import EXACT_LIMIT, check_memory, peak_bytes, release_blocks, total_count, worker_count
 from .postprocess import shift_to_total
 from .progress import CancelCallback, Progress, ProgressCallback
 from .queries import QueryBatch, RangeQuery
-from .release import Mechanism, Release
+from .release import SAMPLER, Mechanism, Release
 from .schema import OrdinalAttribute, Schema
 
 __all__ = [
@@ -117,6 +129,10 @@ class ReleaseSpec:
     attribute that drops out-of-range numbers), how many were counted depends on the
     data: the total of M is then private even under replace-one-tuple neighbours, and the
     release is not shifted to it.
+
+    ``sampler`` draws the noise: ``"exact"`` (the default; integer arithmetic only) or
+    ``"standard"`` (floating-point inversion); both have the same distribution up to the
+    standard one's rounding (about 1e-16).
     """
 
     schema: Schema
@@ -124,8 +140,10 @@ class ReleaseSpec:
     mechanism: Mechanism = "privelet+"
     sa: tuple[str, ...] = ()
     neighbours: Neighbours = "replace"
-    public_total: bool | None = None
-    invalid: InvalidPolicy = "error"
+    # keyword-only: several optional choices, never given by position
+    public_total: bool | None = field(default=None, kw_only=True)
+    invalid: InvalidPolicy = field(default="error", kw_only=True)
+    sampler: Sampler = field(default=SAMPLER, kw_only=True)
 
     def __post_init__(self) -> None:
         if not isinstance(self.schema, Schema):
@@ -133,6 +151,7 @@ class ReleaseSpec:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
         check_mechanism(self.mechanism)
         check_neighbours(self.neighbours)
+        check_sampler(self.sampler)
         object.__setattr__(self, "sa", check_sa(self.schema, self.sa))
         if self.public_total not in (None, True, False):
             raise PriveletError(f"public_total is True, False or None (the default), got {self.public_total!r}")
@@ -148,6 +167,9 @@ class ReleaseSpec:
                 "the public total needs every row counted: when rows outside a domain are dropped, how many "
                 "were counted is private; count with invalid 'error' and no 'drop' out-of-range policy"
             )
+        # An epsilon the release cannot serve is refused now. One row gives the finest grid,
+        # the largest noise scale in grid units, so this holds for every table.
+        self.calibration(1)
 
     def replace(self, **changes: object) -> ReleaseSpec:
         """A copy with some fields changed (validated again)."""
@@ -213,10 +235,7 @@ class ReleaseSpec:
     def calibration(self, rows: int) -> NoiseCalibration:
         """The noise grid and sensitivity in grid units for a table of ``rows`` tuples."""
         plan = self.plan
-        return calibrate(
-            self.epsilon, plan.rho, plan.influence, neighbours=self.neighbours, rows=rows,
-            max_denominator=plan.max_denominator,
-        )
+        return calibrate(self.epsilon, plan.rho, plan.influence, neighbours=self.neighbours, rows=rows)
 
     # -- errors, before any release (data-independent: they cost no privacy) -------------------
     @property
@@ -280,8 +299,10 @@ class ReleaseSpec:
         """Release ``matrix`` (M: non-negative integer counts of shape ``schema.shape``).
 
         Under :attr:`uses_public_total` every cell is then shifted by ``(n - total) / m``
-        (``Release.total_shift``; ``Release.raw`` is the matrix before). ``rng`` is for reproducible tests only (such a release is marked ``seeded`` and is
-        not private); by default the noise is seeded from OS entropy. The S_A blocks are
+        (``Release.total_shift``; ``Release.raw`` is the matrix before). ``rng`` is for
+        reproducible tests only (such a release is marked ``seeded`` and is not private); by
+        default the noise comes from AES-128 in counter mode keyed from the operating system
+        (:mod:`~privelet_gui.engine.bits`). The S_A blocks are
         processed by ``workers`` threads (default: one per CPU core, at most 8); the result
         does not depend on their number.
         """
@@ -302,8 +323,9 @@ class ReleaseSpec:
                 "split the table or use hierarchies with smaller fan-outs"
             )
         calibration = self.calibration(rows)
+        sampler = noise_sampler(self.sampler, calibration)
         steps = Progress(progress, should_cancel)
-        noisy = release_blocks(matrix, plan, calibration, generator, steps, threads)
+        noisy = release_blocks(matrix, plan, calibration, sampler, generator, steps, threads)
         shift = shift_to_total(noisy, rows) if self.uses_public_total else None
         steps.report(1.0, "release done")
         return Release(
@@ -318,5 +340,6 @@ class ReleaseSpec:
             schema=self.schema,
             seeded=rng is not None,
             total_shift=shift,
+            sampler=self.sampler,
             seconds=time.perf_counter() - started,
         )

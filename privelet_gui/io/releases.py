@@ -5,7 +5,7 @@ A release file holds two entries:
 - ``noisy``: the noisy frequency matrix (float64, the schema's shape);
 - ``metadata``: JSON text with everything needed to interpret and audit it: the
   schema (hierarchies inlined), epsilon, S_A, mechanism, neighbour relation, rho, the
-  noise scale and sampler, the noise calibration (grid exponent, units, influence),
+  noise scale, sampler and bit source, the noise calibration (grid exponent, units, influence),
   the paper's bound and the exact worst-case variance, the software version, the
   creation time (UTC), whether (and with which seed) the noise was seeded, which
   domains were learned from the data, and the post-processing (``post_processing``:
@@ -14,10 +14,16 @@ A release file holds two entries:
 It never holds a true count. Under replace-one-tuple neighbours the number of rows is
 public, and a release shifted to it sums to it; under add/remove it appears nowhere. Files are written
 atomically and never overwrite an existing file unless asked to.
+
+Exports of a seeded release (reproducible noise: NOT private) are refused unless asked
+for, and then say so in the file itself: a first line ``# SEEDED TEST RELEASE ...`` in
+CSV, key-value metadata ``privelet.seeded = true`` (and the warning) in Parquet.
 """
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import math
 import os
@@ -45,6 +51,7 @@ from ..engine import (
     paper_bound,
 )
 from ..engine.postprocess import post_processed_counts
+from ..engine.bits import BIT_SOURCE
 from .atomic import atomic_write, check_writable
 from .errors import ReleaseFileError
 from .schema import schema_from_json, schema_to_json
@@ -52,6 +59,7 @@ from .schema import schema_from_json, schema_to_json
 __all__ = [
     "RELEASE_FORMAT",
     "RELEASE_FORMAT_VERSION",
+    "SEEDED_WARNING",
     "QueryAnswer",
     "answer_query",
     "count_column",
@@ -104,6 +112,8 @@ def release_metadata(
         "scale": float(release.scale),
         "nominal_scale": float(release.nominal_scale),
         "sampler": release.sampler,
+        # a seeded release drew from the caller's generator, every other one from AES keyed by the OS
+        "bit_source": "seeded generator (tests only)" if release.seeded else BIT_SOURCE,
         "calibration": {
             "epsilon": float(cal.epsilon),
             "neighbours": cal.neighbours,
@@ -298,7 +308,7 @@ def release_frame(release: Release, *, counts: str = "noisy") -> pd.DataFrame:
         raise SchemaError(f"an attribute is called {COUNT_COLUMN!r}, the name of the count column; rename it")
     columns: dict[str, Any] = {}
     shape = noisy.shape
-    for axis, (name, cats) in enumerate(zip(names, labels, strict=False)):
+    for axis, (name, cats) in enumerate(zip(names, labels, strict=True)):
         inner = math.prod(shape[axis + 1 :])
         outer = math.prod(shape[:axis])
         dtype = np.min_scalar_type(max(len(cats) - 1, 0))
@@ -323,6 +333,13 @@ def _export_format(path: Path, given: str | None) -> tuple[ExportFormat, bool]:
     raise PriveletError(f"cannot tell the export format from {path.name!r}; use a .csv or .parquet name, or give the format")
 
 
+#: What every export of a seeded release says, in the file itself.
+SEEDED_WARNING = (
+    "SEEDED TEST RELEASE - NOT PRIVATE: its noise was made with a fixed seed, and anyone who knows "
+    "or guesses the seed can remove it. For tests only: never publish this file."
+)
+
+
 def export_release(
     release: Release,
     path: str | os.PathLike[str],
@@ -330,6 +347,7 @@ def export_release(
     format: ExportFormat | None = None,
     force: bool = False,
     counts: str = "noisy",
+    allow_seeded: bool = False,
 ) -> int:
     """Export the long format (:func:`release_frame`) to CSV (``.csv``, ``.csv.gz``) or Parquet.
 
@@ -337,19 +355,55 @@ def export_release(
     full precision (they may be negative or fractional: that is the noise, and rounding or
     clipping them biases sums). ``counts="nonnegative"``, ``"integer"`` or
     ``"nonnegative-integer"`` exports counts for users who cannot use those, in a column
-    named so: better for small counts and relative errors, worse for big sums.
+    named so: better for small counts and relative errors, worse for big sums. A seeded
+    release is refused unless ``allow_seeded``; its export then begins with the line
+    ``# `` + :data:`SEEDED_WARNING` (CSV) or carries it as key-value metadata (Parquet:
+    ``privelet.seeded``, ``privelet.warning``).
     """
+    if release.seeded and not allow_seeded:
+        raise PriveletError(
+            "this release was made with a fixed seed (for tests only) and is NOT private: anyone who knows "
+            "the seed can remove its noise. Make the release again without a seed, or export it for testing "
+            "only with allow_seeded=True (privelet export --allow-seeded); the file will say it is seeded"
+        )
     p = Path(path)
     fmt, gz = _export_format(p, format)
     count_column(counts)  # an unknown kind fails before anything is written
     check_writable(p, force=force)
     frame = release_frame(release, counts=counts)
     with atomic_write(p, force=force) as f:
-        if fmt == "csv":
+        if fmt == "csv" and release.seeded:
+            _write_marked_csv(frame, f, gz)
+        elif fmt == "csv":
             frame.to_csv(f, index=False, compression="gzip" if gz else None, chunksize=1 << 18, lineterminator="\n")
         else:
-            frame.to_parquet(f, index=False)
+            _write_parquet(frame, f, seeded=release.seeded)
     return len(frame)
+
+
+def _write_marked_csv(frame: pd.DataFrame, handle: Any, gz: bool) -> None:
+    """CSV whose first line is the seeded-release warning (inside the gzip stream for .gz)."""
+    binary = gzip.GzipFile(fileobj=handle, mode="wb") if gz else handle
+    text = io.TextIOWrapper(binary, encoding="utf-8", newline="")
+    text.write(f"# {SEEDED_WARNING}\n")
+    frame.to_csv(text, index=False, chunksize=1 << 18, lineterminator="\n")
+    text.flush()
+    text.detach()  # leaves the file open: atomic_write closes it
+    if gz:
+        binary.close()  # ends the gzip stream
+
+
+def _write_parquet(frame: pd.DataFrame, handle: Any, *, seeded: bool) -> None:
+    """Parquet with ``privelet.seeded`` (and, when seeded, ``privelet.warning``) key-value metadata."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    marks = {b"privelet.seeded": b"true" if seeded else b"false"}
+    if seeded:
+        marks[b"privelet.warning"] = SEEDED_WARNING.encode()
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), **marks})
+    pq.write_table(table, handle)
 
 
 # -- queries on a release ----------------------------------------------------------------------------

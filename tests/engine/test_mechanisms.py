@@ -137,7 +137,7 @@ def test_round_to_grid_is_exact():
         for k in (-20, -3, 0, 2):
             got = round_to_grid(numerators, d, k)
             assert got.dtype == np.float64
-            for zi, di, yi in zip(numerators, d, got):
+            for zi, di, yi in zip(numerators, d, got, strict=True):
                 exact = Fraction(int(zi), int(di)) / Fraction(2) ** k
                 assert yi == int(yi) and abs(Fraction(int(yi)) - exact) <= Fraction(1, 2)
     assert round_to_grid(np.array([5.0, -5.0]), 1, 0).tolist() == [5, -5]
@@ -157,20 +157,25 @@ def test_discrete_laplace_has_the_right_distribution():
     assert z.var() == pytest.approx(discrete_laplace_variance(t), rel=0.02)
 
 
-def test_grid_and_units_follow_math_md():
-    cal = calibrate(1.0, 33, 561, neighbours="replace", rows=1_000_000, max_denominator=62)
-    assert cal.grid_exponent == math.floor(math.log2(66)) - 30
+def test_grid_follows_the_sensitivity_not_epsilon():
+    # g is the largest power of two with s rho / g >= 2^20 (1 + s K), whatever epsilon and n
+    cal = calibrate(1.0, 33, 561, neighbours="replace", rows=1_000_000)
+    assert 66 / cal.grid >= 2**20 * (1 + 2 * 561) > 66 / (2 * cal.grid)
     assert cal.units == math.ceil(66 / cal.grid) + 2 * 561
     assert cal.nominal_scale == 66
-    assert 66 < cal.scale < 66 * (1 + (2 * 561 + 1) * 2.0**-30)
-    # larger tables: the grid is raised just enough for exact rounding, (n / g) d < 2^52
-    big = calibrate(1.0, 33, 561, neighbours="replace", rows=10_000_000, max_denominator=62)
-    assert 10_000_000 / big.grid * 62 < 2**52 <= 10_000_000 / (big.grid / 2) * 62
-    assert 66 < big.scale < 66 * (1 + 1e-5)
+    assert 0 < cal.excess < 2**-20 and cal.scale == pytest.approx(66 * (1 + cal.excess), rel=1e-15)
+    for epsilon, rows in ((1e-9, 10), (0.5, 10_000_000), (1e6, 1)):
+        other = calibrate(epsilon, 33, 561, neighbours="replace", rows=rows)
+        assert (other.grid_exponent, other.units) == (cal.grid_exponent, cal.units)
     # add/remove: the grid depends on the public row cap, never on n
-    a = calibrate(1.0, 33, 561, neighbours="add-remove", rows=10, max_denominator=62)
-    b = calibrate(1.0, 33, 561, neighbours="add-remove", rows=10**9, max_denominator=62)
+    a = calibrate(1.0, 33, 561, neighbours="add-remove", rows=10)
+    b = calibrate(1.0, 33, 561, neighbours="add-remove", rows=10**9)
     assert a == b
+    # past 2^62 grid units of coefficients (exact int64 arithmetic) a release is refused
+    limit = calibrate(1.0, 1, 1, neighbours="replace", rows=1)
+    calibrate(1.0, 1, 1, neighbours="replace", rows=int(2**62 * limit.grid) - 1)
+    with pytest.raises(PriveletError, match=r"too large for an exact release.*put more attributes in S_A"):
+        calibrate(1.0, 1, 1, neighbours="replace", rows=int(2**62 * limit.grid))
 
 
 def test_releases_from_the_same_input_share_the_output_grid():
@@ -238,16 +243,19 @@ def test_blocks_cover_every_cell_exactly_once(shape, axes, target):
 def test_release_reports_exact_variances_with_its_own_scale():
     release = privelet_plus(TRUTH, SCHEMA, 0.8, ["age"], np.random.default_rng(0))
     q = RangeQuery.build(SCHEMA, {"age": ("1", "3"), "job": "T"})
-    # the release's effective scale exceeds lambda negligibly; its variance matches the formula
-    assert release.variance(q, raw=True) == pytest.approx(query_variance(SCHEMA, 0.8, ["age"], q), rel=1e-6)
+    # the effective scale exceeds lambda by less than 2^-20, so variances by less than 2^-19
+    ratio = release.variance(q, raw=True) / query_variance(SCHEMA, 0.8, ["age"], q)
+    assert 1 <= ratio < 1 + 2**-19
+    assert ratio == pytest.approx((1 + release.calibration.excess) ** 2, rel=1e-12)
+    # shifted to the public total, its variance is that of the shifted release (the same excess)
     shifted = VarianceModel(SCHEMA).batch(QueryBatch.of([q]), 0.8, ["age"], public_total=True)[0]
-    assert release.public_total and release.variance(q) == pytest.approx(shifted, rel=1e-6)
+    assert release.public_total and release.variance(q) == pytest.approx(shifted * ratio, rel=1e-12)
     assert release.spec.uses_public_total
     from privelet_gui.engine import worst_case_variance
 
-    assert release.worst_case_variance == pytest.approx(worst_case_variance(SCHEMA, 0.8, ["age"]), rel=1e-6)
+    assert release.worst_case_variance == pytest.approx(worst_case_variance(SCHEMA, 0.8, ["age"]), rel=2**-19)
     plain = basic(TRUTH, 1.0, np.random.default_rng(0))
-    assert plain.worst_case_variance == pytest.approx(8 * TRUTH.size, rel=1e-6)
+    assert plain.worst_case_variance == pytest.approx(8 * TRUTH.size, rel=2**-19)
     with pytest.raises(PriveletError, match="no schema"):
         plain.variance(q)
 

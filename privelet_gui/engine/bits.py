@@ -1,0 +1,74 @@
+"""Where the noise's random bits come from: AES-128 in counter mode, keyed by the OS.
+
+Every release that is not seeded draws its bits from randomgen's ``AESCounter``
+(a counter-mode AES-128 bit generator from the maintainer of numpy's random
+module), keyed with 128 bits from the operating system's generator
+(:func:`os.urandom`). AES in counter mode is a cryptographically secure
+generator (it is the core of NIST SP 800-90A's CTR_DRBG): no one who sees the
+outputs can predict or reconstruct the others, which a statistical generator
+such as numpy's PCG64 does not promise. With the CPU's AES instructions it
+produces 64 bits as fast as PCG64 does here (about 2.2 ns), where ChaCha20 costs
+six times as much and reading the OS generator directly nine times as much.
+
+Parallel parts of a release (blocks, and the tiles of a big block) each get a key
+of their own, drawn from their parent's stream (:func:`spawn`): a tree of keys, so
+streams never overlap however deeply they are spawned (streams made by jumping
+one key's counter would: a child's children would run into its siblings).
+
+A caller's own :class:`numpy.random.Generator` (a seeded test release) is used as
+given: such a release is reproducible and marked ``seeded`` (not private).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from randomgen import AESCounter
+
+from .errors import PriveletError
+
+__all__ = ["BIT_SOURCE", "is_secure", "release_generator", "secure_generator", "spawn"]
+
+#: How release files and the README name the bit source of unseeded releases.
+BIT_SOURCE = "aes128-ctr/os-key"
+
+
+def secure_generator() -> np.random.Generator:
+    """A generator over AES-128 in counter mode with a fresh key from :func:`os.urandom`."""
+    key = int.from_bytes(os.urandom(16), "little")
+    return np.random.Generator(AESCounter(key=key, counter=0))
+
+
+def is_secure(generator: np.random.Generator) -> bool:
+    """Whether ``generator`` draws from the AES counter-mode bit generator."""
+    return isinstance(generator.bit_generator, AESCounter)
+
+
+def release_generator(rng: np.random.Generator | None) -> np.random.Generator:
+    """The caller's generator (tests: the release is then seeded), or a secure one."""
+    if rng is None:
+        return secure_generator()
+    if not isinstance(rng, np.random.Generator):
+        raise PriveletError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    return rng
+
+
+def spawn(generator: np.random.Generator, count: int) -> list[np.random.Generator]:
+    """``count`` independent child generators, one per block or tile of a release.
+
+    AES: each child keyed with 128 bits of the parent's output (secure as long as AES
+    is a pseudorandom function; reproducible from a seeded parent). A numpy generator
+    built from a SeedSequence: its spawned children (reproducible from the seed). Any
+    other generator: children seeded from its own output (reproducible too).
+    """
+    bits = generator.bit_generator
+    if isinstance(bits, AESCounter):
+        words = bits.random_raw(2 * count).tolist()
+        keys = [words[2 * number] | words[2 * number + 1] << 64 for number in range(count)]
+        return [np.random.Generator(AESCounter(key=key, counter=0)) for key in keys]
+    try:
+        return generator.spawn(count)
+    except (TypeError, ValueError, AttributeError):  # a generator built without a SeedSequence
+        seeds = generator.integers(0, 2**63, size=count)
+        return [np.random.Generator(np.random.PCG64(int(seed))) for seed in seeds]

@@ -1,0 +1,455 @@
+"""The exact sampler: discrete Laplace in integer arithmetic, vectorised, from secure bits.
+
+It draws ``Z`` with ``P(Z = z)`` proportional to ``exp(-theta |z|)`` *exactly*, for
+``theta = epsilon / D`` held as an exact rational (a float is an exact binary
+fraction): no floating-point step decides any sample, and every decision is a
+comparison of random bits with an integer threshold whose value is proved, or a
+refinement of such a comparison with more bits until it is decided.
+
+The construction follows Canonne, Kamath and Steinke ("The Discrete Gaussian for
+Differential Privacy", 2020, Algorithm 2): a sign bit B and a magnitude Y with
+``P(Y = y)`` proportional to ``exp(-theta y)`` (geometric), returning ``(1 - 2B) Y``
+and starting again on ``B = 1, Y = 0`` (so that zero is not counted twice). Their
+Algorithm 1 draws Bernoulli(exp(-gamma)) by a loop of rational Bernoulli trials;
+here, to draw a hundred million magnitudes in numpy at the speed of the standard
+sampler, the geometric magnitude is drawn in two independent parts instead, both
+by exact threshold comparisons:
+
+- ``Y = V 2**M + L``: for a geometric Y the quotient V and the remainder L by ``2**M``
+  are independent, V geometric with rate ``gamma = theta 2**M`` and L with
+  ``P(L = l)`` proportional to ``exp(-theta l)`` on ``[0, 2**M)``. M is chosen so that
+  ``gamma`` lies in ``(2**-9, 2**-8]`` (or ``M = 0`` if theta is larger).
+- **V by inversion**: ``V >= v`` exactly when a uniform U is below ``exp(-gamma v)``.
+  U's first 64 bits w are compared with ``T_v = floor(2**64 exp(-gamma v))``:
+  ``w < T_v`` proves ``U < exp(-gamma v)`` and ``w > T_v`` proves the opposite (these
+  reals are transcendental, never multiples of 2**-64). A guide table on w's top 16
+  bits gives V with one comparison for all but about 1% of draws (a binary search
+  over the T_v does those); ``w == T_v`` (probability 2**-64) draws more bits of U.
+- **L bit by bit**: L's binary digits are independent, digit j being 1 with
+  probability ``p_j = 1 / (1 + exp(theta 2**j))``. Write digit j as ``F_j and not C_j``
+  for a fair bit F_j and an independent C_j with probability ``c_j = 1 - 2 p_j =
+  tanh(theta 2**(j - 1))``: then ``P = p_j`` exactly. The fair bits come from one word;
+  C is almost always 0 (``P(C != 0) < 2**-9``), decided by one comparison of a uniform
+  with ``P(C = 0)``. Otherwise the same uniform gives C's highest set bit by inversion
+  (``P(C < 2**j) = prod_{i >= j} (1 - c_i)``) and each lower bit is its own Bernoulli(c_i).
+
+Thresholds are computed once per theta, in integers: :func:`exp_neg_bounds` brackets
+``exp(-x)`` for a rational x with the alternating Taylor series and repeated
+squaring, rounding outwards, and each threshold is the common floor of a bracket
+(tightened until its ends agree). Random bits come from the caller's generator's
+bit generator (``random_raw``): AES-128 in counter mode keyed from the operating
+system for every release that is not seeded (:mod:`privelet_gui.engine.bits`).
+
+The sum with the rounded coefficient is exact (int64 limbs,
+:func:`~privelet_gui.engine.noise.add_in_limbs`, when it could pass 2**52).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from fractions import Fraction
+from functools import lru_cache, partial
+
+import numpy as np
+
+from .errors import PriveletError
+from .noise import Sampler, add_in_limbs
+
+__all__ = ["ExactSampler", "exact_discrete_laplace", "exact_sampler", "exp_neg_bounds"]
+
+Bounds = Callable[[int], tuple[int, int]]
+
+# gamma = theta 2**M lies in (2**-(b + 1), 2**-b] for this b: V then takes about 44 / gamma
+# < 2**15 values and C is non-zero with probability below 2**-(b + 1).
+_RATE_BITS = 8
+# V's uniform is first known by this many bits (more are drawn only on a tie).
+_PREFIX_BITS = 32
+# The guide table is indexed by the top bits of V's prefix; bit 15 of an entry marks a cell
+# that needs a search (V itself stays below 2**15: 44 / gamma < 2**14.5).
+_GUIDE_BITS = 16
+_SEARCH_FLAG = 1 << 15
+_QUOTIENT_BITS = 15
+_MINUS_ZERO = np.uint64(1 << 63)
+# Draws per round: the round's arrays stay in the CPU cache, numpy's call overhead is spread.
+_CHUNK = 1 << 16
+_WORD = 64
+
+
+def _ceil_shift(value: int, shift: int) -> int:
+    """``ceil(value / 2**shift)``."""
+    return -((-value) >> shift)
+
+
+def exp_neg_bounds(x: Fraction, precision: int) -> tuple[int, int]:
+    """Integers ``lo <= 2**precision * exp(-x) <= hi`` for a rational ``x >= 0``, close together.
+
+    ``exp(-y)`` for ``y = x / 2**s <= 1/2`` is the alternating series ``sum (-y)^k / k!``,
+    whose terms shrink: its partial sums bracket it, and each term is computed in fixed
+    point rounded down and up. Squaring ``s`` times (rounding outwards) gives ``exp(-x)``;
+    guard bits absorb the error that the squarings double.
+
+    Examples
+    --------
+    >>> lo, hi = exp_neg_bounds(Fraction(1), 64)
+    >>> lo <= 6786177901268885274 <= hi and hi - lo <= 2   # floor(2**64 / e)
+    True
+    """
+    if x < 0:
+        raise ValueError("exp_neg_bounds needs x >= 0")
+    one = 1 << precision
+    if x == 0:
+        return one, one
+    if x >= precision:  # exp(-x) < 2**(-1.44 x) <= 2**-precision
+        return 0, 1
+    squarings = max(0, (2 * x.numerator // x.denominator).bit_length())  # 2**s > 2 x
+    y = x / (1 << squarings)
+    guard = squarings + 2 * precision.bit_length() + 8
+    bits = precision + guard
+    lo, hi = _exp_neg_small(y, bits)
+    for _ in range(squarings):
+        lo = (lo * lo) >> bits
+        hi = _ceil_shift(hi * hi, bits)
+    return lo >> guard, _ceil_shift(hi, guard)
+
+
+def _exp_neg_small(y: Fraction, bits: int) -> tuple[int, int]:
+    """Bounds of ``2**bits exp(-y)`` for ``0 < y <= 1/2``."""
+    num, den = y.numerator, y.denominator
+    term_lo = term_hi = 1 << bits
+    sum_lo = sum_hi = term_lo
+    k = 0
+    while term_hi > 1:
+        k += 1
+        term_lo = term_lo * num // (den * k)
+        term_hi = -((-term_hi * num) // (den * k))
+        if k % 2:
+            sum_lo -= term_hi
+            sum_hi -= term_lo
+        else:
+            sum_lo += term_lo
+            sum_hi += term_hi
+    # The rest of the series is below its first term, at most term_hi <= 1 unit.
+    return max(sum_lo - 1, 0), sum_hi + 1
+
+
+def _threshold(bounds: Bounds, width: int) -> int:
+    """``floor(2**width p)`` for the irrational p in (0, 1) that ``bounds`` brackets."""
+    extra = 32
+    while extra <= 1 << 14:
+        lo, hi = bounds(width + extra)
+        if lo >> extra == hi >> extra:
+            return lo >> extra
+        extra *= 2
+    raise PriveletError("internal error: a noise threshold could not be separated from a multiple of 2**-width")
+
+
+class _LazyUniform:
+    """A uniform U in [0, 1) known by its first ``first_bits`` bits; 64-bit words follow on demand."""
+
+    def __init__(self, first: int, first_bits: int, bits: np.random.BitGenerator):
+        self.prefix = int(first)
+        self.known = first_bits
+        self.bits = bits
+
+    def below(self, bounds: Bounds) -> bool:
+        """Whether U < p, for the p that ``bounds`` brackets (drawing words until decided)."""
+        guard = 8
+        while True:
+            lo, hi = bounds(self.known + guard)
+            if (self.prefix + 1) << guard <= lo:  # U < (prefix + 1) / 2**known <= p
+                return True
+            if self.prefix << guard >= hi:  # U >= prefix / 2**known >= p
+                return False
+            self.prefix = (self.prefix << _WORD) | int(self.bits.random_raw())
+            self.known += _WORD
+
+
+def _outward_div(num_lo: int, num_hi: int, den_lo: int, den_hi: int, scale: int) -> tuple[int, int]:
+    """Bounds of ``2**scale * n / d`` for positive n in [num_lo, num_hi], d in [den_lo, den_hi]."""
+    lo = (num_lo << scale) // den_hi if den_hi else 0
+    hi = -((-(num_hi << scale)) // den_lo) if den_lo else 1 << (scale + num_hi.bit_length() + 1)
+    return lo, hi
+
+
+class ExactSampler:
+    """Exact discrete Laplace noise with rate ``theta`` per grid unit (see the module docstring).
+
+    The tables are built when the sampler is made (once per release) and only read
+    afterwards: threads share one sampler, each with its own generator.
+
+    Bits per draw: 32 for V's uniform (its first bits; more on a tie) and one word of
+    fair bits, 32 bits when M <= 23 (else 64): the sign on top, then the first 8 to 16
+    bits of C's uniform (64 bits in all when it is not proved below ``P(C = 0)``), then
+    L's M digits. (For M > 55 C's first 16 bits come from a word of their own.)
+    """
+
+    name: Sampler = "exact"
+
+    def __init__(self, theta: Fraction):
+        if theta <= 0:
+            raise PriveletError(f"the noise rate must be positive, got {theta}")
+        self.theta = Fraction(theta)
+        # M, the bits of the remainder L: gamma = theta 2**M in (2**-(b+1), 2**-b] (M = 0 for larger theta)
+        ratio = Fraction(1, 1 << _RATE_BITS) / self.theta
+        self.low_bits = max(0, ratio.numerator.bit_length() - ratio.denominator.bit_length() + 1)
+        while self.low_bits and (1 << self.low_bits) > ratio:
+            self.low_bits -= 1
+        if self.low_bits > 61:
+            raise PriveletError("internal error: the noise scale passes the exact sampler's 2**61 limit")
+        self.gamma = self.theta * (1 << self.low_bits)
+        self._fair_bits = 32 if self.low_bits <= 23 else 64
+        spare = self._fair_bits - 1 - self.low_bits  # between the sign and L's digits
+        self._packed = spare >= 8
+        self._c_bits = min(16, spare) if self._packed else 16
+        self._build_quotient_tables()
+        self._build_remainder_tables()
+
+    # -- tables ------------------------------------------------------------------------------
+    def _quotient_bounds(self, v: int) -> Bounds:
+        gamma = self.gamma
+        return lambda p: exp_neg_bounds(gamma * v, p)
+
+    def _build_quotient_tables(self) -> None:
+        """``T_v = floor(2**32 exp(-gamma v))`` (v = 1.. while positive) and the guide table."""
+        gamma = self.gamma
+        thresholds: list[int] = []
+        if gamma < _PREFIX_BITS:  # otherwise exp(-gamma) < 2**-32: no positive threshold at all
+            extra = 48  # exp(-gamma) ** v by repeated multiplication: error about v units
+            bits = _PREFIX_BITS + extra
+            base_lo, base_hi = exp_neg_bounds(gamma, bits)
+            lo, hi = base_lo, base_hi
+            v = 1
+            while hi >> extra:
+                value = lo >> extra
+                if value != hi >> extra:  # rare: the bracket meets a multiple of 2**-32; tighten it
+                    value = _threshold(self._quotient_bounds(v), _PREFIX_BITS)
+                if not value:
+                    break
+                thresholds.append(value)
+                v += 1
+                lo = (lo * base_lo) >> bits
+                hi = _ceil_shift(hi * base_hi, bits)
+        self.quotient_thresholds = np.array(thresholds, dtype=np.uint32)  # decreasing
+        self._ascending = self.quotient_thresholds[::-1].copy()
+        cells = (self.quotient_thresholds >> np.uint32(_PREFIX_BITS - _GUIDE_BITS)).astype(np.intp)
+        counts = np.bincount(cells, minlength=1 << _GUIDE_BITS)
+        # V for a prefix in cell c is the number of thresholds in higher cells, plus one if the
+        # cell's single threshold is above the prefix. Cells holding several thresholds are
+        # searched instead (flag bit 15); so is cell 0, which also holds the tail (T_v = 0).
+        # An entry holds that number (and the flag) in its high half, and the low 16 bits of the
+        # single threshold in its low half: a prefix in the cell shares the threshold's top bits.
+        base = len(thresholds) - np.cumsum(counts)
+        search = counts > 1
+        search[0] = True
+        self.guide = ((base | np.where(search, _SEARCH_FLAG, 0)) << 16).astype(np.uint32)
+        single = (counts == 1)[cells]
+        self.guide[cells[single]] |= self.quotient_thresholds[single] & np.uint32(0xFFFF)
+
+    def _build_remainder_tables(self) -> None:
+        """``P(C = 0)`` (at the bits C's first prefix has), ``P(C < 2**j)`` and each ``c_i`` (64 bits)."""
+        bits = self.low_bits
+        self.below_bounds: list[Bounds] = [partial(self._below_bounds, j) for j in range(bits)]
+        self.digit_bounds: list[Bounds] = [partial(self._digit_bounds, i) for i in range(bits)]
+        self.zero_threshold = _threshold(self.below_bounds[0], self._c_bits) if bits else 0
+        self.below_thresholds = np.array([_threshold(b, _WORD) for b in self.below_bounds], dtype=np.uint64)
+        self.digit_thresholds = np.array([_threshold(b, _WORD) for b in self.digit_bounds], dtype=np.uint64)
+
+    def _below_bounds(self, j: int, precision: int) -> tuple[int, int]:
+        """``P(C < 2**j) = prod_{j <= i < M} (1 - c_i) = 2**(M-j) a^(2^M - 2^j) (1 - a^(2^j)) / (1 - a^(2^M))``
+        with ``a = exp(-theta)`` (the product of ``1 + a^(2^i)`` telescopes)."""
+        m = self.low_bits
+        work = precision + 2 * _WORD + m + 16  # 1 - a^(2^j) can be as small as 2**-70: keep its digits
+        one = 1 << work
+        power_lo, power_hi = exp_neg_bounds(self.theta * ((1 << m) - (1 << j)), work)
+        small_lo, small_hi = exp_neg_bounds(self.theta * (1 << j), work)
+        whole_lo, whole_hi = exp_neg_bounds(self.theta * (1 << m), work)
+        num_lo, num_hi = power_lo * (one - small_hi), power_hi * (one - small_lo)
+        lo, hi = _outward_div(num_lo, num_hi, one - whole_hi, one - whole_lo, precision + m - j)
+        return lo >> work, _ceil_shift(hi, work)
+
+    def _digit_bounds(self, i: int, precision: int) -> tuple[int, int]:
+        """``c_i = (1 - q) / (1 + q)`` with ``q = exp(-theta 2**i)``."""
+        work = precision + 2 * _WORD + 16
+        one = 1 << work
+        q_lo, q_hi = exp_neg_bounds(self.theta * (1 << i), work)
+        return _outward_div(one - q_hi, one - q_lo, one + q_lo, one + q_hi, precision)
+
+    # -- drawing -----------------------------------------------------------------------------
+    def _parts(self, bits: np.random.BitGenerator, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One round of ``count`` draws as (fair words, V, L) before the CKS restart on "-0";
+        the sign is the top bit of each fair word."""
+        m = self.low_bits
+        fair_words = count if self._fair_bits == 64 else (count + 1) // 2
+        prefix_words = (count + 1) // 2
+        c_words = 0 if self._packed or not m else (count + 3) // 4
+        raw = bits.random_raw(fair_words + prefix_words + c_words)
+        fair = raw[:fair_words] if self._fair_bits == 64 else raw[:fair_words].view(np.uint32)[:count]
+        w = raw[fair_words : fair_words + prefix_words].view(np.uint32)[:count]
+        entry = self.guide.take((w >> np.uint32(_PREFIX_BITS - _GUIDE_BITS)).astype(np.intp))
+        low, threshold = w & np.uint32(0xFFFF), entry & np.uint32(0xFFFF)
+        quotient = entry >> np.uint32(16)
+        quotient += low < threshold
+        # ties (and, in cells with no threshold, a zero low half: harmless) and flagged cells
+        unsure = np.flatnonzero((low == threshold) | (quotient >= _SEARCH_FLAG))
+        if unsure.size:
+            quotient[unsure] = self._search_quotients(w[unsure], bits)
+        if not m:
+            return fair, quotient, np.zeros(count, dtype=fair.dtype)
+        kind = fair.dtype.type
+        remainder = fair & kind((1 << m) - 1)
+        if self._packed:
+            wc = (fair >> kind(self._fair_bits - 1 - self._c_bits)) & kind((1 << self._c_bits) - 1)
+        else:
+            wc = raw[fair_words + prefix_words :].view(np.uint16)[:count]
+        open_ = np.flatnonzero(wc >= self.zero_threshold)  # not proved C = 0
+        if open_.size:
+            more = np.uint64(self._c_bits)
+            extended = (wc[open_].astype(np.uint64) << (np.uint64(_WORD) - more)) | (bits.random_raw(open_.size) >> more)
+            corrections: np.ndarray = self._corrections(extended, bits).astype(fair.dtype)
+            remainder[open_] &= np.invert(corrections)
+        return fair, quotient, remainder
+
+    def _search_quotients(self, w: np.ndarray, bits: np.random.BitGenerator) -> np.ndarray:
+        """V for prefixes the guide table leaves open: a binary search, then more bits on ties."""
+        total = self._ascending.size
+        at_most = np.searchsorted(self._ascending, w, side="right")
+        quotient = (total - at_most).astype(np.uint16)  # thresholds above w: V >= v proved
+        tied = np.flatnonzero((at_most > np.searchsorted(self._ascending, w, side="left")) | (w == 0))
+        for index in tied:
+            quotient[index] = self._resolve_quotient(int(w[index]), int(quotient[index]), bits)
+        return quotient
+
+    def _resolve_quotient(self, first: int, proved: int, bits: np.random.BitGenerator) -> int:
+        """V given U's first 32 bits, when ``T_v == first`` for the next v (or ``first == 0``: the tail)."""
+        uniform = _LazyUniform(first, _PREFIX_BITS, bits)
+        table = self.quotient_thresholds
+        v = proved
+        while True:
+            candidate = v + 1
+            threshold = int(table[candidate - 1]) if candidate <= table.size else 0
+            if threshold < first or not uniform.below(self._quotient_bounds(candidate)):
+                return v  # U >= exp(-gamma candidate)
+            if candidate >= _SEARCH_FLAG:  # probability below exp(-2**6) per draw
+                raise PriveletError("internal error: a noise draw passed the exact sampler's range")
+            v = candidate
+
+    def _corrections(self, wc: np.ndarray, bits: np.random.BitGenerator) -> np.ndarray:
+        """C for the draws whose uniform (64-bit prefixes ``wc``) is not proved below ``P(C = 0)``."""
+        m = self.low_bits
+        below = self.below_thresholds
+        position = np.searchsorted(below, wc, side="left")  # thresholds proved below U
+        top = position - 1  # C's highest set bit (-1: C = 0), when no threshold equals wc
+        for index in np.flatnonzero(below[np.minimum(position, m - 1)] == wc):
+            top[index] = self._resolve_top(int(wc[index]), bits)
+        corrections = np.zeros(wc.size, dtype=np.uint64)
+        present = np.flatnonzero(top >= 0)
+        if not present.size:
+            return corrections
+        top = top[present]
+        corrections[present] = np.uint64(1) << top.astype(np.uint64)
+        digits = int(top.max())
+        if digits:  # every lower bit of C on its own: one word per bit below the top
+            words = bits.random_raw(present.size * digits).reshape(present.size, digits)
+            thresholds = self.digit_thresholds[:digits]
+            ones = words < thresholds
+            for row, digit in zip(*np.nonzero(words == thresholds), strict=True):
+                ones[row, digit] = _LazyUniform(int(thresholds[digit]), _WORD, bits).below(self.digit_bounds[digit])
+            ones &= np.arange(digits) < top[:, None]
+            corrections[present] |= (ones.astype(np.uint64) << np.arange(digits, dtype=np.uint64)).sum(
+                axis=1, dtype=np.uint64
+            )
+        return corrections
+
+    def _resolve_top(self, first: int, bits: np.random.BitGenerator) -> int:
+        """C's highest set bit (-1: C = 0) when U's first 64 bits equal a threshold."""
+        uniform = _LazyUniform(first, _WORD, bits)
+        for j in range(self.low_bits - 1, -1, -1):  # the largest j with U >= P(C < 2**j)
+            threshold = int(self.below_thresholds[j])
+            if threshold < first or (threshold == first and not uniform.below(self.below_bounds[j])):
+                return j
+        return -1
+
+    def _negative(self, fair: np.ndarray) -> np.ndarray:
+        return (fair >> fair.dtype.type(self._fair_bits - 1)).astype(bool)
+
+    def draw(self, rng: np.random.Generator, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``count`` draws as (negative, V, L), int64 arrays but the first: ``Z = (-1)**negative (V 2**M + L)``."""
+        negative = np.empty(count, dtype=bool)
+        quotient = np.empty(count, dtype=np.int64)
+        remainder = np.empty(count, dtype=np.int64)
+        bits = rng.bit_generator
+        for start in range(0, count, _CHUNK):
+            part = slice(start, min(start + _CHUNK, count))
+            fair, v, low = self._parts(bits, part.stop - part.start)
+            neg = self._negative(fair)
+            negative[part], quotient[part], remainder[part] = neg, v, low
+            again = np.flatnonzero(neg & (v == 0) & (low == 0)) + start
+            while again.size:  # CKS: start again on "-0" (negative with Y = 0)
+                fair, v, low = self._parts(bits, again.size)
+                neg = self._negative(fair)
+                negative[again], quotient[again], remainder[again] = neg, v, low
+                again = again[neg & (v == 0) & (low == 0)]
+        return negative, quotient, remainder
+
+    def add(self, units: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """``units + Z`` (exactly, then as float64) for integer ``units`` (float64 or int64).
+
+        When ``|Z|`` stays below 2**52 by construction (V below 2**15, ``M <= 37``) and the
+        units are float64 (below 2**52), the sum is formed in float64, exactly; otherwise
+        in int64 limbs.
+        """
+        shift = self.low_bits
+        if units.dtype != np.float64 or shift > 52 - _QUOTIENT_BITS:
+            negative, quotient, remainder = self.draw(rng, units.size)
+            sign = 1 - 2 * negative.astype(np.int64)
+            quotient *= sign
+            remainder *= sign
+            return add_in_limbs(units.reshape(-1), quotient, remainder, shift).reshape(units.shape)
+        flat = units.reshape(-1)  # a copy if units is not C-contiguous: the result is flat
+        bits = rng.bit_generator
+        for start in range(0, flat.size, _CHUNK):
+            part = flat[start : start + _CHUNK]
+            noise = self._float_noise(bits, part.size)
+            again = np.flatnonzero(noise.view(np.uint64) == _MINUS_ZERO)
+            while again.size:  # CKS: start again on "-0"
+                noise[again] = redrawn = self._float_noise(bits, again.size)
+                again = again[redrawn.view(np.uint64) == _MINUS_ZERO]
+            part += noise  # |units| < 2**52 and |noise| < 2**52: exact
+        return flat.reshape(units.shape)
+
+    def _float_noise(self, bits: np.random.BitGenerator, count: int) -> np.ndarray:
+        """One round of draws as float64 (exact integers; "-0" still to be drawn again)."""
+        fair, quotient, remainder = self._parts(bits, count)
+        noise = quotient.astype(np.float64)
+        if self.low_bits:
+            noise *= 2.0**self.low_bits
+            noise += remainder
+        # The sign: the fair word's top bit, moved to the float's sign bit.
+        sign = np.left_shift(fair >> fair.dtype.type(self._fair_bits - 1), 63, dtype=np.uint64)
+        noise.view(np.uint64)[...] |= sign
+        return noise
+
+
+@lru_cache(maxsize=32)
+def exact_sampler(theta: Fraction) -> ExactSampler:
+    """The shared :class:`ExactSampler` for ``theta`` (its tables take a few milliseconds to build)."""
+    return ExactSampler(theta)
+
+
+def exact_discrete_laplace(rng: np.random.Generator, count: int, theta: Fraction) -> list[int]:
+    """``count`` exact draws with ``P(Z = z)`` proportional to ``exp(-theta |z|)``, as Python ints.
+
+    Examples
+    --------
+    >>> draws = exact_discrete_laplace(np.random.default_rng(1), 5, Fraction(1, 3))
+    >>> len(draws), all(isinstance(z, int) for z in draws)
+    (5, True)
+    """
+    sampler = exact_sampler(Fraction(theta))
+    negative, quotient, remainder = sampler.draw(rng, count)
+    shift = sampler.low_bits
+    return [
+        (-1 if neg else 1) * ((int(v) << shift) + int(low))
+        for neg, v, low in zip(negative.tolist(), quotient.tolist(), remainder.tolist(), strict=True)
+    ]
+

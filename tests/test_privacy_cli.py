@@ -1,0 +1,119 @@
+"""The command line's privacy guards: the budget ledger, samplers, seeded exports, no counts under add/remove."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from privelet_gui.cli import main
+from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, Schema
+from privelet_gui.engine.counting import CountReport
+from privelet_gui.io import load_release, load_release_metadata, save_schema
+from privelet_gui.io.ledger import Ledger
+from privelet_gui.io.releases import SEEDED_WARNING
+
+
+def call(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def table(tmp_path):
+    """A small table, its schema, and a value outside the domain (age 99) in one row."""
+    schema = Schema(
+        [OrdinalAttribute.integer_range("age", 0, 9), NominalAttribute("sex", Hierarchy.flat(["F", "M"]))]
+    )
+    save_schema(schema, tmp_path / "schema.json")
+    rows = [(a % 10, "FM"[a % 2]) for a in range(200)] + [(99, "F")]
+    pd.DataFrame(rows, columns=["age", "sex"]).to_csv(tmp_path / "people.csv", index=False)
+    return tmp_path / "people.csv", tmp_path / "schema.json"
+
+
+class Terminal(io.StringIO):
+    """Standard input that is a terminal, answering ``answer``."""
+
+    def __init__(self, answer: str):
+        super().__init__(answer + "\n")
+
+    def isatty(self) -> bool:
+        return True
+
+
+def release(capsys, table, out, *extra: str) -> tuple[int, str, str]:
+    data, schema = table
+    return call(capsys, "release", str(data), "--schema", str(schema), "--epsilon", "0.5", "--invalid", "drop",
+                "--out", str(out), *extra)
+
+
+def test_a_second_release_of_a_table_asks_before_spending_more(capsys, table, tmp_path, monkeypatch, private_ledger):
+    code, _, err = release(capsys, table, tmp_path / "a.npz")
+    assert code == 0 and "this table has spent nothing yet; this release spends epsilon 0.5 more (replace)" in err
+    # no terminal and no --yes: refused, saying which flag
+    code, _, err = release(capsys, table, tmp_path / "b.npz")
+    assert code == 2 and not (tmp_path / "b.npz").exists()
+    assert "already spent epsilon 0.5 (replace) in 1 release" in err and "--yes" in err
+    # a terminal: asked; "no" releases nothing, "yes" goes on
+    monkeypatch.setattr("sys.stdin", Terminal("n"))
+    code, _, err = release(capsys, table, tmp_path / "b.npz")
+    assert code == 1 and "cancelled" in err and not (tmp_path / "b.npz").exists()
+    monkeypatch.setattr("sys.stdin", Terminal("yes"))
+    assert release(capsys, table, tmp_path / "b.npz")[0] == 0
+    # --yes: told, not asked
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    code, _, err = release(capsys, table, tmp_path / "c.npz", "--yes", "--sampler", "standard")
+    assert code == 0 and "already spent epsilon 1 (replace) in 2 releases" in err
+    assert load_release_metadata(tmp_path / "c.npz")["sampler"] == "standard"
+
+    entries = Ledger(private_ledger).entries()
+    assert [e.output for e in entries] == [str((tmp_path / n).resolve()) for n in ("a.npz", "b.npz", "c.npz")]
+    assert [e.sampler for e in entries] == ["exact", "exact", "standard"]
+    code, out, _ = call(capsys, "ledger")
+    assert code == 0 and "3 releases" in out and "epsilon 1.5 (replace) in 3 releases" in out
+    code, out, _ = call(capsys, "ledger", "--json")
+    listing = json.loads(out)
+    assert [r["epsilon"] for r in listing["releases"]] == [0.5, 0.5, 0.5]
+    assert listing["tables"][0]["epsilon"] == {"replace": 1.5} and listing["ledger"] == str(private_ledger)
+
+
+def test_an_empty_ledger_lists_nothing(capsys):
+    code, out, _ = call(capsys, "ledger")
+    assert code == 0 and "0 releases" in out
+
+
+def test_under_add_remove_no_row_numbers_are_printed(capsys, table, tmp_path):
+    code, out, err = release(capsys, table, tmp_path / "r.npz", "--neighbours", "add-remove")
+    assert code == 0
+    assert "rows dropped for 'age'" in err and "number of rows is private" in err
+    for number in ("200", "201", " 1 "):
+        assert number not in out + err
+    code, _, err = release(capsys, table, tmp_path / "s.npz", "--yes")  # replace: n is public
+    assert "200 of 201 rows counted" in err
+    data, schema = table
+    code, _, err = call(capsys, "evaluate", str(data), "--schema", str(schema), "--epsilons", "1", "--queries", "5",
+                        "--no-figures", "--invalid", "drop", "--neighbours", "add-remove", "--out", str(tmp_path / "e"))
+    assert code == 0 and "number of rows is private" in err and "200" not in err
+    report = CountReport(rows_read=10, rows_counted=9, dropped={"age": 1}, clamped={"sex": 2})
+    assert report.custodian_summary("add-remove") == (
+        "rows dropped for 'age'; values clamped in 'sex' (how many is not shown: under add/remove neighbours the "
+        "number of rows is private)"
+    )
+
+
+def test_a_seeded_release_is_exported_only_with_the_flag_and_then_marked(capsys, table, tmp_path):
+    seeded = tmp_path / "seeded.npz"
+    assert release(capsys, table, seeded, "--seed", "7", "--quiet")[0] == 0
+    code, _, err = call(capsys, "export", str(seeded), "--out", str(tmp_path / "x.csv"))
+    assert code == 1 and "--allow-seeded" in err and not (tmp_path / "x.csv").exists()
+    code, out, err = call(capsys, "export", str(seeded), "--out", str(tmp_path / "x.csv"), "--allow-seeded", "--quiet")
+    assert code == 0 and "marked as a seeded test release" in out and "NOT PRIVATE" in err
+    with open(tmp_path / "x.csv", encoding="utf-8") as handle:
+        assert handle.readline() == f"# {SEEDED_WARNING}\n"
+    np.testing.assert_array_equal(
+        pd.read_csv(tmp_path / "x.csv", comment="#")["noisy_count"].to_numpy(), load_release(seeded).noisy.reshape(-1)
+    )
