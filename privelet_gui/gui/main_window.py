@@ -35,7 +35,7 @@ from ..engine import PriveletError, Release, mechanism_name
 from ..io import TableSummary, summarize_table
 from ..io.project import PROJECT_SUFFIX, load_project, save_project
 from ..qt import icons
-from ..workspace.jobs import ReleaseOutcome, classify_file, export_release_file, run_release
+from ..workspace.jobs import ExportFormat, ReleaseOutcome, classify_file, export_release_file, run_release
 from .dialogs import Dialogs
 from .document import STEPS, Document
 from .guide import GUIDE_HTML, about_html
@@ -696,8 +696,12 @@ class MainWindow(QMainWindow):
                     success=success, failure=failure)
         return True
 
-    def export_release(self, kind: str = "release", path: str | Path | None = None, *, force: bool = False) -> bool:
-        """Write the last release (dialog only when no path is given)."""
+    def export_release(
+        self, kind: str = "release", path: str | Path | None = None, *, force: bool = False, counts: str | None = None
+    ) -> bool:
+        """Write the last release (dialog only when no path is given). CSV and Parquet hold the
+        count kind ``counts`` (default: the one chosen in the Release step); a release file
+        always the release's own counts."""
         outcome = self.document.outcome
         if outcome is None:
             self.dialogs.error("Nothing to export", "run a release first (Release step)")
@@ -723,9 +727,12 @@ class MainWindow(QMainWindow):
             self.dialogs.error(f"Cannot write {target.name}", error)
             self.exportFailed.emit(error)
 
-        fmt = {"release": "release", "csv": "csv", "parquet": "parquet"}[kind]
-        self._start(partial(export_release_file, outcome, target, fmt, force=force), f"Writing {target.name}",
-                    success=success, failure=failure)
+        formats: dict[str, ExportFormat] = {"release": "release", "csv": "csv", "parquet": "parquet"}
+        fmt = formats[kind]
+        if counts is None:
+            counts = "noisy" if fmt == "release" else self.release_panel.counts_kind()
+        self._start(partial(export_release_file, outcome, target, fmt, force=force, counts=counts),
+                    f"Writing {target.name}", success=success, failure=failure)
         return True
 
     # -- schema files -----------------------------------------------------------------------------------

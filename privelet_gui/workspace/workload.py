@@ -42,6 +42,7 @@ from ..io import read_workload
 from ..io.project import WorkloadChoice
 
 __all__ = [
+    "REFERENCE_NAMES",
     "AdviceKey",
     "BestSa",
     "ResultCache",
@@ -54,12 +55,13 @@ __all__ = [
     "search_seconds",
 ]
 
-#: The S_A each reference of :class:`BestSa` stands for, for people.
+#: The S_A each entry of :attr:`BestSa.errors` stands for, for people (the rule is the
+#: recommended S_A, Basic has every attribute in S_A, Privelet none).
 REFERENCE_NAMES = {
-    "best": "best for the workload",
-    "rule": "the paper's rule (recommended)",
-    "basic": "Basic (every attribute in S_A)",
-    "privelet": "Privelet (S_A empty)",
+    "best": "Best for the workload",
+    "rule": "The paper's rule",
+    "basic": "Basic",
+    "privelet": "Privelet",
 }
 
 

@@ -98,18 +98,21 @@ def _advice_job(key: AdviceKey) -> Advice | str:
 
 
 def _table(columns: list[str]) -> QTableWidget:
+    """A read-only table sized to its rows; the last column stretches and wraps."""
     table = QTableWidget(0, len(columns))
     table.setHorizontalHeaderLabels(columns)
     table.verticalHeader().hide()
+    table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
     table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
     table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
     table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-    table.setWordWrap(False)
+    table.setWordWrap(True)
     table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
     table.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
     header = table.horizontalHeader()
     header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-    header.setStretchLastSection(True)
+    header.setSectionResizeMode(len(columns) - 1, QHeaderView.ResizeMode.Stretch)
     return table
 
 
@@ -132,7 +135,7 @@ def exact_text(suggestion: Suggestion) -> str:
     """How many of the workload's queries the changed domain answers exactly, for people."""
     if suggestion.exact_share >= 1.0:
         return "every query"
-    return f"{suggestion.exact_share:.0%}; the others rounded out (biased)"
+    return f"{suggestion.exact_share:.0%} (the rest rounded out)"
 
 
 class AdvisorBox(QGroupBox):
@@ -162,24 +165,24 @@ class AdvisorBox(QGroupBox):
         layout.addLayout(columns)
         left = QVBoxLayout()
         left.addWidget(QLabel("How much each attribute multiplies the error:"))
-        self.multipliers = _table(["Attribute", "Released", "Multiplies by", "Queried"])
+        self.multipliers = _table(["Attribute", "Released", "Multiplies by", "Queried by the workload"])
         self.multipliers.setToolTip(
             "The workload's expected error divided by its error on the table without the attribute "
             "(queries keep their other conditions)"
         )
         left.addWidget(self.multipliers)
         left.addStretch(1)
-        columns.addLayout(left, 2)
+        columns.addLayout(left, 1)
         right = QVBoxLayout()
         right.addWidget(QLabel("Suggestions, best first (one click applies one; Edit > Undo takes it back):"))
-        self.table = _table(["Change", "Error at 95%", "Smaller by", "Answered exactly", ""])
+        self.table = _table(["", "Smaller by", "Error at 95%", "Answered exactly", "Change"])
         right.addWidget(self.table)
         self.caveat = QLabel()
         self.caveat.setWordWrap(True)
         self.caveat.setForegroundRole(self.caveat.foregroundRole())
         right.addWidget(self.caveat)
         right.addStretch(1)
-        columns.addLayout(right, 3)
+        columns.addLayout(right, 2)
 
         document.attributesChanged.connect(self.refresh)
         document.privacyChanged.connect(self.refresh)
@@ -262,18 +265,18 @@ class AdvisorBox(QGroupBox):
         self.apply_buttons = []
         for row, s in enumerate(self.suggestions):
             cells = [
-                _item(s.description, tip=f"S_A after the change: {{{', '.join(s.sa)}}}"),
+                _item(f"{s.factor:,.2f}×", number=True),
                 _item(f"± {fmt_count(margin95(s.error))}", number=True,
                       tip=f"expected square error {fmt_number(s.error)} (now {fmt_number(s.before)})"),
-                _item(f"{s.factor:,.2f}×", number=True),
                 _item(exact_text(s)),
+                _item(s.description, tip=f"S_A after the change: {{{', '.join(s.sa)}}}"),
             ]
-            for column, item in enumerate(cells):
+            for column, item in enumerate(cells, start=1):
                 self.table.setItem(row, column, item)
             button = QPushButton("Apply")
             button.setToolTip(f"{s.description}: one undoable change of {s.attribute}")
             button.clicked.connect(lambda _checked=False, index=row: self.apply(index))
-            self.table.setCellWidget(row, 4, button)
+            self.table.setCellWidget(row, 0, button)
             self.apply_buttons.append(button)
         _fit(self.table)
         if doc.mechanism == "privelet+":

@@ -218,7 +218,7 @@ class WorkloadBox(QGroupBox):
         show.addWidget(self.problem)
         self.table = QTableWidget(len(REFERENCE_NAMES), 3)
         self.table.setHorizontalHeaderLabels(["S_A", "Error at 95%", "× the best"])
-        self.table.setVerticalHeaderLabels([text[:1].upper() + text[1:] for text in REFERENCE_NAMES.values()])
+        self.table.setVerticalHeaderLabels(list(REFERENCE_NAMES.values()))
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
         self.table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
@@ -361,10 +361,10 @@ class WorkloadBox(QGroupBox):
         search = "every subset tried" if result.exhaustive else "local search (more than 12 attributes)"
         now = doc.effective_sa()
         rule = "follows this best S_A" if doc.sa_rule == "best" and plus else f"is {{{', '.join(now)}}}"
-        self.summary.setText(
-            f"{result.workload[:1].upper()}{result.workload[1:]}: {result.queries:,} queries; errors of {what} "
-            f"at ε = {doc.epsilon:g}, {search}. Your S_A {rule}."
-        )
+        name = result.workload[:1].upper() + result.workload[1:]
+        if f"{result.queries:,} queries" not in name:
+            name += f" ({result.queries:,} queries)"
+        self.summary.setText(f"{name}. Errors of {what} at ε = {doc.epsilon:g}; {search}. Your S_A {rule}.")
         self._fill_table(result)
         self.use_best.setEnabled(plus and doc.sa_rule != "best")
         self.use_best.setToolTip(
