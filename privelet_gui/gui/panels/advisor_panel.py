@@ -165,7 +165,7 @@ class AdvisorBox(QGroupBox):
         layout.addLayout(columns)
         left = QVBoxLayout()
         left.addWidget(QLabel("How much each attribute multiplies the error:"))
-        self.multipliers = _table(["Attribute", "Released", "Multiplies by", "Queried by the workload"])
+        self.multipliers = _table(["Attribute", "Released", "Multiplies by", "Queried"])
         self.multipliers.setToolTip(
             "The workload's expected error divided by its error on the table without the attribute "
             "(queries keep their other conditions)"
