@@ -564,8 +564,10 @@ class Workspace:
         else:
             self.configs = self._build_configs(schema, (), {})
             # A new table starts with the recommended S_A, not the best one for the paper's
-            # workload: measured on seven tables, that one is worse on some queries (up to
-            # 4.25x on the largest fifth, 1.47x on the worst case; accuracy_bench --default-sa).
+            # workload: measured on seven schemas under both neighbouring notions, that one is
+            # better on average but worse elsewhere in five of fourteen cases (up to 4.25x on
+            # the largest fifth of queries, 11.4x on the smallest, 1.47x on the worst case,
+            # 7.5x on 2-way marginals): python -m privelet_gui.accuracy_bench --default-sa.
             self._sa, self.sa_rule, self.workload = (), "recommended", WorkloadChoice()
             if schema is None:
                 choose_default_columns(self.configs, summary.rows)
