@@ -339,10 +339,11 @@ class WorkloadBox(QGroupBox):
             self.use_best.setEnabled(False)
             self.bestShown.emit()
             return
+        if not self.isVisible() and doc.sa_rule != "best":
+            return  # nothing needs the search while the step is hidden (showEvent refreshes)
         result = doc.best_sa_result()
         if result is None:
-            if self.isVisible() or doc.sa_rule == "best":
-                self._jobs.request(key, lambda: _best_job(key), "best S_A")
+            self._jobs.request(key, lambda: _best_job(key), "best S_A")
             self.summary.setText("Searching the best S_A for this workload...")
             self.table.setEnabled(False)
             self.use_best.setEnabled(False)
