@@ -538,6 +538,7 @@ class Workspace:
         self.configs = []
         self.epsilon, self.neighbours, self.mechanism, self.invalid = 1.0, "replace", "privelet+", "error"
         self._sa, self.sa_rule, self.workload = (), "recommended", WorkloadChoice()
+        self._last_best_sa = None
         self.outcome, self.outcome_saved = None, False
         self.project_path = None
         self._dirty = False
@@ -559,6 +560,7 @@ class Workspace:
         self.table_options = summary.options
         self.table_error = None
         self.outcome, self.outcome_saved = None, False
+        self._last_best_sa = None  # a stand-in from another table's schema would mislead
         if project is not None:
             self._apply_project(project)
         else:
@@ -592,6 +594,7 @@ class Workspace:
         self.table_path = project.table_path
         self.table_options = project.table_options if summary is None else summary.options
         self.outcome, self.outcome_saved = None, False
+        self._last_best_sa = None
         self._apply_project(project)
         self.project_path = path
         self.events.project_path_changed.emit()

@@ -268,6 +268,3 @@ class ResultCache(Generic[K, V]):
         self._items.move_to_end(key)
         while len(self._items) > self._size:
             self._items.popitem(last=False)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._items
