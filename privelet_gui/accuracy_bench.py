@@ -10,7 +10,13 @@ synthetic Brazil-shaped schema it prints, at epsilon 1 with replace-one neighbou
 - for Adult only, *measured on the true table* (one seeded release): square error per
   quintile and mean relative error of the release's counts, of non-negative counts and
   of whole counts. This part reads the true data: its output is a benchmark on a public
-  sample, never something to publish beside a release.
+  sample, never something to publish beside a release;
+- with ``--default-sa``: whether a new table should start with the best S_A for the
+  paper's workload instead of the recommended one. For the schemas a new table gets in
+  the app (the sample and the shared tables, inferred; the sample's schema; the
+  Brazil-shaped one), under both neighbouring notions, the best S_A's error divided by
+  the rule's: the paper's workload (mean, worst query, each quintile), the exact worst
+  case of any range query (raw release), all 1-way and all 2-way marginals.
 
 Expected errors are data-independent and exact; nothing but the last part reads a table.
 """
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -123,11 +130,77 @@ def _measured_row(label: str, counts: np.ndarray, queries: object, truth: np.nda
     print(f"{label:<22} {square.mean():14.4g} {relative_error(answers, truth, sanity).mean():13.3f}  {per}")
 
 
+#: Tables of the shared data folder whose inferred schemas --default-sa also measures (when present).
+SHARED_TABLES = (
+    "adult_arx/adult.csv",
+    "adult_privatepgm/adult.csv",
+    "census_income_kdd/census_income_kdd_train.csv.gz",
+    "nist_acs_ma/ma2018.csv",
+)
+
+
+def _new_table_schemas(shared: Path) -> list[tuple[str, Schema]]:
+    """The schema a new table starts with in the app (inferred columns, default selection)."""
+    from .io import load_schema, sample_schema_path, sample_table_path, sniff_table, summarize_table
+    from .workspace import Workspace
+
+    out = [("sample schema", load_schema(sample_schema_path())), ("Brazil-shaped", brazil_schema())]
+    for path in (sample_table_path(), *(shared / name for name in SHARED_TABLES)):
+        if not path.is_file():
+            continue
+        workspace = Workspace()
+        workspace.set_table(summarize_table(path, sniff_table(path)))
+        schema = workspace.schema()
+        if schema is not None:
+            out.append((f"new table {path.name}", schema))
+    return out
+
+
+def _default_sa(shared: Path) -> None:
+    print("\n== Should a new table start with the best S_A for the paper's workload? best / rule, per measure "
+          "(> 1: best is worse); epsilon 1")
+    worse_anywhere = False
+    for title, schema in _new_table_schemas(shared):
+        for neighbours in ("replace", "add-remove"):
+            rule = ReleaseSpec(schema, 1.0, sa=recommend_sa(schema), neighbours=neighbours)
+            paper = paper_workload(schema)
+            best = rule.replace(sa=best_sa(rule, paper).sa)
+            queries = paper.queries()
+            coverage = queries.coverage(schema.shape)
+            measures = {}
+            for name, spec in (("rule", rule), ("best", best)):
+                variances = spec.variances(queries)
+                values = {"paper mean": float(variances.mean()), "paper worst": float(variances.max())}
+                values.update({f"q{r.quintile}": r.square_error for r in quintile_summary(coverage, variances)})
+                values["worst case"] = spec.worst_case_variance()
+                values["1-way"] = expected_error(spec, marginals(schema, (1,)))
+                if len(schema) > 1:
+                    values["2-way"] = expected_error(spec, marginals(schema, (2,)))
+                measures[name] = values
+            ratios = {k: measures["best"][k] / measures["rule"][k] for k in measures["rule"]}
+            worse = [k for k, r in ratios.items() if r > 1 + 1e-9]
+            worse_anywhere = worse_anywhere or bool(worse)
+            print(f"{title} [{neighbours}] d={len(schema)} m={schema.size:,}: "
+                  + ("same S_A" if best.effective_sa == rule.effective_sa else
+                     f"rule {{{', '.join(rule.effective_sa)}}} best {{{', '.join(best.effective_sa)}}}"))
+            print("   " + " ".join(f"{k}={r:.3g}" for k, r in ratios.items())
+                  + (f"   WORSE on {', '.join(worse)}" if worse else "   never worse"))
+    print("=> keep the recommended S_A for new tables" if worse_anywhere else
+          "=> the best S_A for the paper's workload is never worse here")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--no-measured", action="store_true", help="skip the part that counts and releases Adult")
+    parser.add_argument("--default-sa", action="store_true",
+                        help="only measure whether new tables should start with the best S_A for the paper's workload")
+    parser.add_argument("--shared", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data",
+                        help="the shared data folder (default: ../shared/data beside the checkout)")
     args = parser.parse_args(argv)
+    if args.default_sa:
+        _default_sa(args.shared)
+        return 0
     from .io import load_schema, sample_schema_path
 
     _table(load_schema(sample_schema_path()), "Adult sample", {"age": 5, "native-country": 2, "sex": None}, args.epsilon)

@@ -699,8 +699,12 @@ class MainWindow(QMainWindow):
                     success=success, failure=failure)
         return True
 
-    def export_release(self, kind: str = "release", path: str | Path | None = None, *, force: bool = False) -> bool:
-        """Write the last release (dialog only when no path is given)."""
+    def export_release(
+        self, kind: str = "release", path: str | Path | None = None, *, force: bool = False, counts: str | None = None
+    ) -> bool:
+        """Write the last release (dialog only when no path is given). CSV and Parquet hold the
+        count kind ``counts`` (default: the one chosen in the Release step); a release file
+        always the release's own counts."""
         outcome = self.document.outcome
         if outcome is None:
             self.dialogs.error("Nothing to export", "run a release first (Release step)")
@@ -727,8 +731,10 @@ class MainWindow(QMainWindow):
             self.exportFailed.emit(error)
 
         fmt = _EXPORT_FORMATS[kind]
-        self._start(partial(export_release_file, outcome, target, fmt, force=force), f"Writing {target.name}",
-                    success=success, failure=failure)
+        if counts is None:
+            counts = "noisy" if fmt == "release" else self.release_panel.counts_kind()
+        self._start(partial(export_release_file, outcome, target, fmt, force=force, counts=counts),
+                    f"Writing {target.name}", success=success, failure=failure)
         return True
 
     # -- schema files -----------------------------------------------------------------------------------

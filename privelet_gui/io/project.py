@@ -2,8 +2,10 @@
 
 A project holds the table's path and reading options, the schema (attributes with
 their domains and hierarchies, written with :func:`schema_to_json`), the privacy
-settings (epsilon, S_A, neighbouring notion, mechanism) and the counting policy.
-It never holds data or counts. Hierarchies that are being edited and are not valid
+settings (epsilon, S_A and how it was chosen, neighbouring notion, mechanism), the
+counting policy and the workload the custodian expects users to ask
+(:class:`WorkloadChoice`: it chooses S_A under the ``"best"`` rule and guides the
+advisor). It never holds data or counts. Hierarchies that are being edited and are not valid
 yet (an empty group, a duplicate label) are kept as *drafts* so that nothing the
 user did is lost.
 
@@ -37,14 +39,17 @@ from typing import Any
 from ..engine.errors import PriveletError
 from ..engine.noise import check_epsilon
 from ..engine.schema import Schema
+from ..engine.workloads import OBJECTIVES, PAPER_QUERIES
 from .atomic import atomic_write
 
 __all__ = [
     "PROJECT_FORMAT",
     "PROJECT_SUFFIX",
     "PROJECT_VERSION",
+    "SA_RULES",
     "Project",
     "ProjectError",
+    "WorkloadChoice",
     "load_project",
     "migrate_project",
     "project_from_json",
@@ -53,18 +58,90 @@ __all__ = [
 ]
 
 PROJECT_FORMAT = "privelet-studio-project"
-PROJECT_VERSION = 1
+PROJECT_VERSION = 2
 PROJECT_SUFFIX = ".privelet"
 
 _NEIGHBOURS = ("replace", "add-remove")
 _MECHANISMS = ("privelet+", "privelet", "basic")
 _INVALID = ("error", "drop")
-#: How S_A was chosen: by the custodian, or by the recommendation rule (it then follows the schema).
-SA_RULES = ("chosen", "recommended")
+#: How S_A was chosen: by the custodian, by the recommendation rule, or as the best subset for
+#: the project's workload (with either rule it follows the schema).
+SA_RULES = ("chosen", "recommended", "best")
 
 
 class ProjectError(PriveletError):
     """A project file cannot be read (not JSON, not a project, a newer version, bad values)."""
+
+
+def _whole(value: object, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+@dataclass(frozen=True)
+class WorkloadChoice:
+    """The queries the custodian expects users to ask, as parts that are combined (every
+    query counted once); the workspace builds the engine's
+    :class:`~privelet_gui.engine.Workload` from it for the current schema.
+
+    ``paper``: queries of the paper's random workload (seeded), or None to leave it out.
+    ``ways``: every cell of the k-way marginals for each k (1, 2, ...) of ``attributes``
+    (empty: every included attribute), each attribute queried at its grain in ``grains``
+    (``(name, grain)`` pairs: blocks of that many values for an ordinal attribute, that
+    hierarchy level for a nominal one; absent: its finest values). ``files``: workload files
+    (:func:`~privelet_gui.io.read_workload`). ``objective``: ``"mean"`` (average square
+    error) or ``"worst"`` (the worst query). A choice with no part is valid here and is
+    refused when a workload is built from it.
+    """
+
+    paper: int | None = PAPER_QUERIES
+    ways: tuple[int, ...] = ()
+    attributes: tuple[str, ...] = ()
+    grains: tuple[tuple[str, int], ...] = ()
+    files: tuple[Path, ...] = ()
+    objective: str = "mean"
+
+    def __post_init__(self) -> None:
+        if self.paper is not None and not _whole(self.paper, 1):
+            raise ProjectError(f"the paper's workload needs a whole number of queries (1 or more), got {self.paper!r}")
+        ways = tuple(self.ways)
+        if not all(_whole(k, 1) for k in ways):
+            raise ProjectError(f"marginals are 1-way, 2-way, ...: give whole numbers of 1 or more, got {list(ways)!r}")
+        object.__setattr__(self, "ways", tuple(sorted(set(ways))))
+        attributes = tuple(self.attributes)
+        if not all(isinstance(a, str) and a for a in attributes) or len(set(attributes)) != len(attributes):
+            raise ProjectError(f"the marginals' attributes must be distinct attribute names, got {list(attributes)!r}")
+        object.__setattr__(self, "attributes", attributes)
+        grains = tuple((name, grain) for name, grain in self.grains)
+        for name, grain in grains:
+            if not isinstance(name, str) or not _whole(grain, 1):
+                raise ProjectError(
+                    f"a grain is an attribute name and a whole number (a block width or a hierarchy level), got "
+                    f"{name!r}: {grain!r}"
+                )
+        if len({name for name, _ in grains}) != len(grains):
+            raise ProjectError("each attribute has at most one grain in the workload")
+        object.__setattr__(self, "grains", tuple(sorted(grains)))
+        object.__setattr__(self, "files", tuple(Path(f) for f in self.files))
+        if self.objective not in OBJECTIVES:
+            raise ProjectError(
+                f"the objective is 'mean' (average square error) or 'worst' (worst query), got {self.objective!r}"
+            )
+
+    @property
+    def empty(self) -> bool:
+        """Whether no kind of query is chosen."""
+        return self.paper is None and not self.ways and not self.files
+
+    def grain(self, name: str) -> int | None:
+        """The grain ``name`` is queried at in the marginals (None: its finest values)."""
+        return dict(self.grains).get(name)
+
+    def with_grain(self, name: str, grain: int | None) -> WorkloadChoice:
+        """A copy with ``name`` queried at ``grain`` (None: at its finest values)."""
+        grains = {k: v for k, v in self.grains if k != name}
+        if grain is not None:
+            grains[name] = grain
+        return dataclasses.replace(self, grains=tuple(grains.items()))
 
 
 @dataclass(frozen=True)
@@ -77,7 +154,8 @@ class Project:
     ``{"label": ..., "children": [...]}`` with groups marked by ``children``).
     ``table_options`` is an :class:`~privelet_gui.io.TableOptions` (or None: sniff).
     ``sa_rule`` says how S_A was chosen (:data:`SA_RULES`); with ``"recommended"`` the app
-    keeps it equal to the recommended S_A of the current schema.
+    keeps it equal to the recommended S_A of the current schema, with ``"best"`` equal to the
+    best subset for ``workload`` (``sa`` then records the S_A at saving time).
     """
 
     table_path: Path | None = None
@@ -91,6 +169,7 @@ class Project:
     invalid: str = "error"
     attribute_order: tuple[str, ...] = ()
     drafts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    workload: WorkloadChoice = field(default_factory=WorkloadChoice)
 
     def __post_init__(self) -> None:
         if self.table_path is not None and not isinstance(self.table_path, Path):
@@ -111,6 +190,8 @@ class Project:
             raise ProjectError(f"sa_rule must be one of {SA_RULES}, got {self.sa_rule!r}")
         if self.invalid not in _INVALID:
             raise ProjectError(f"invalid must be one of {_INVALID}, got {self.invalid!r}")
+        if not isinstance(self.workload, WorkloadChoice):
+            raise ProjectError(f"the workload must be a WorkloadChoice, got {type(self.workload).__name__}")
         known = set(self.attribute_order)
         unknown = [name for name in self.sa if name not in known]
         if unknown:
@@ -195,7 +276,44 @@ def project_to_json(project: Project, base_dir: str | os.PathLike[str] | None = 
             "mechanism": project.mechanism,
         },
         "counting": {"invalid": project.invalid},
+        "workload": _workload_to_json(project.workload, base),
     }
+
+
+def _workload_to_json(choice: WorkloadChoice, base: Path | None) -> dict[str, Any]:
+    return {
+        "paper": choice.paper,
+        "marginals": list(choice.ways),
+        "attributes": list(choice.attributes),
+        "grains": dict(choice.grains),
+        "files": [_path_to_json(path, base) for path in choice.files],
+        "objective": choice.objective,
+    }
+
+
+def _workload_from_json(obj: Any, base: Path | None) -> WorkloadChoice:
+    if not isinstance(obj, Mapping):
+        raise ProjectError(f'"workload" must be a JSON object, got {type(obj).__name__}')
+    lists = {key: obj.get(key, []) for key in ("marginals", "attributes", "files")}
+    for key, value in lists.items():
+        if not isinstance(value, list):
+            raise ProjectError(f'"workload.{key}" must be a list, got {value!r}')
+    grains = obj.get("grains", {})
+    if not isinstance(grains, Mapping):
+        raise ProjectError(f'"workload.grains" must map attribute names to whole numbers, got {grains!r}')
+    files = []
+    for text in lists["files"]:
+        if not isinstance(text, str) or not text:
+            raise ProjectError(f'"workload.files" must list file paths, got {text!r}')
+        files.append(_path_from_json(text, base))
+    return WorkloadChoice(
+        paper=obj.get("paper", PAPER_QUERIES),
+        ways=tuple(lists["marginals"]),
+        attributes=tuple(lists["attributes"]),
+        grains=tuple(grains.items()),
+        files=tuple(p for p in files if p is not None),
+        objective=obj.get("objective", "mean"),
+    )
 
 
 def migrate_project(obj: Any) -> dict[str, Any]:
@@ -213,8 +331,13 @@ def migrate_project(obj: Any) -> dict[str, Any]:
             f"the project was saved by a newer Privelet Studio (format version {version}, this one reads up to "
             f"{PROJECT_VERSION}); update Privelet Studio to open it"
         )
-    # Version 1 is the current format; future migrations go here, one version at a time.
-    return dict(obj)
+    migrated = dict(obj)
+    if version == 1:
+        # Version 2 added the workload (S_A rule "best" and the advisor); version 1 projects
+        # expected the paper's random workload, the default.
+        migrated["workload"] = _workload_to_json(WorkloadChoice(), None)
+        migrated["version"] = 2
+    return migrated
 
 
 def project_from_json(obj: Any, base_dir: str | os.PathLike[str] | None = None) -> Project:
@@ -257,6 +380,7 @@ def project_from_json(obj: Any, base_dir: str | os.PathLike[str] | None = None) 
         invalid=counting.get("invalid", "error"),
         attribute_order=tuple(order),
         drafts={str(k): dict(v) for k, v in drafts.items()},
+        workload=_workload_from_json(obj.get("workload", {}), base),
     )
 
 

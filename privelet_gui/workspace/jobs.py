@@ -24,6 +24,7 @@ from .. import io as pio
 from ..engine import (
     CountReport,
     ErrorPreview,
+    PriveletError,
     Progress,
     Release,
     ReleaseSpec,
@@ -197,19 +198,25 @@ def export_release_file(
     should_cancel: CancelFunction | None = None,
     *,
     force: bool = False,
+    counts: str = "noisy",
 ) -> Path:
     """Write a release: the release file (.npz, with metadata) or a long-format CSV / Parquet.
 
     The io writers are atomic (a temporary file renamed into place). Only noisy counts
-    are written.
+    are written: a release file always the release's own, a CSV or Parquet export the kind
+    ``counts`` asks for (:data:`~privelet_gui.engine.postprocess.COUNT_KINDS`).
     """
     steps = Progress(progress, should_cancel)
     fmt = fmt or export_format(path)
+    if fmt == "release" and counts != "noisy":
+        raise PriveletError(
+            f"a release file keeps the release's own counts; {counts} counts are for CSV and Parquet exports"
+        )
     steps.report(0.0, f"writing {Path(path).name}")
     if fmt == "release":
         pio.save_release(outcome.release, path, force=force, metadata=extra_metadata(outcome))
     else:
-        pio.export_release(outcome.release, path, format=fmt, force=force)
+        pio.export_release(outcome.release, path, format=fmt, force=force, counts=counts)
     steps.report(1.0, f"wrote {Path(path).name}")
     return Path(path)
 

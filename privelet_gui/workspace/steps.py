@@ -198,8 +198,12 @@ def _hierarchies(workspace: Workspace) -> StepStatus:
 
 def _privacy(workspace: Workspace) -> StepStatus:
     spec = workspace.release_spec()
-    if spec is None or release_blockers(workspace):
+    if spec is None or _earlier_blockers(workspace):
         return StepStatus("todo", "finish the attributes and hierarchies first")
+    problem = workspace.best_sa_problem()
+    if problem is not None:
+        pending = workspace.best_sa_result() is None  # a search on the app's worker, not a problem
+        return StepStatus("todo" if pending else "error", problem)
     return StepStatus(
         "done", f"epsilon = {spec.epsilon:g}, S_A = {{{', '.join(spec.effective_sa)}}} ({workspace.sa_rule_text().split(':')[0]})"
     )
@@ -213,7 +217,13 @@ def _release(workspace: Workspace) -> StepStatus:
 
 def release_blockers(workspace: Workspace) -> list[str]:
     """Why a release cannot start now (empty: it can): the data, attributes and hierarchies
-    steps must be complete."""
+    steps must be complete, and under the "best" S_A rule its search must have a result."""
+    blockers = _earlier_blockers(workspace)
+    problem = workspace.best_sa_problem() if not blockers else None
+    return blockers + ([problem] if problem is not None else [])
+
+
+def _earlier_blockers(workspace: Workspace) -> list[str]:
     return [
         status.message
         for step in STEPS[:3]

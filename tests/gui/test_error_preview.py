@@ -7,7 +7,7 @@ import pytest
 from PySide6.QtGui import QImage
 
 from privelet_gui import io as pio
-from privelet_gui.engine import expected_errors, random_workload, variance_model
+from privelet_gui.engine import ReleaseSpec, expected_errors, quintile_summary, random_workload, variance_model
 from privelet_gui.gui.panels.privacy_panel import PREVIEW_QUERIES
 from privelet_gui.qt.plots import TRUE_DATA_WARNING
 from tests.gui.conftest import open_sample
@@ -25,11 +25,27 @@ def test_privacy_step_previews_the_expected_error_without_data(sample_window, qt
     _, rows = panel.expected_plot.table
     assert not panel.expected_plot.uses_true_data and panel.expected_plot.banner.isHidden()
     workload = random_workload(schema, PREVIEW_QUERIES, np.random.default_rng(0))
-    expected = expected_errors(schema, 0.5, ("age",), workload)
+    # The release as published: shifted to the public number of rows (replace-one neighbours).
+    coverage = workload.coverage(schema.shape)
+    expected = {
+        mechanism: quintile_summary(coverage, ReleaseSpec(schema, 0.5, mechanism, ("age",)).variances(workload))
+        for mechanism in ("basic", "privelet+")
+    }
+    raw = expected_errors(schema, 0.5, ("age",), workload)
     drawn = {(r[1], r[2]): r[4] for r in rows}
     for mechanism, quintiles in expected.items():
-        for q in quintiles:
+        for q, r in zip(quintiles, raw[mechanism], strict=True):
             assert drawn[(mechanism, q.quintile)] == pytest.approx(q.square_error)
+            assert q.square_error < r.square_error  # the shift lowers every quintile's error here
+    assert "total equals the public number of rows" in panel.preview_note.text()
+    window.document.set_privacy(neighbours="add-remove")  # n is private: the raw release
+    raw = expected_errors(schema, 0.5, ("age",), workload, neighbours="add-remove")
+    drawn_raw = {(r[1], r[2]): r[4] for r in panel.expected_plot.table[1]}
+    for mechanism, quintiles in raw.items():
+        for q in quintiles:
+            assert drawn_raw[(mechanism, q.quintile)] == pytest.approx(q.square_error)
+    assert "number of rows is private" in panel.preview_note.text()
+    window.act_undo.trigger()
     # halving epsilon quadruples every variance: the preview follows live
     window.document.set_epsilon(0.25)
     again = {(r[1], r[2]): r[4] for r in panel.expected_plot.table[1]}

@@ -1,7 +1,8 @@
 """After a release: its error measured on the true data (custodian only) and its noisy marginals.
 
 The measured views come from :func:`privelet_gui.engine.measure_release`, computed in
-the release task while the true matrix still exists; they carry the true-data banner
+the release task while the true matrix still exists, on the release as published (shifted
+to the public number of rows when it was); they carry the true-data banner
 and nothing from them is exported with the release. The heat map shows the noisy
 release only. Sums over big releases run in a task, never on the GUI thread.
 """
@@ -18,7 +19,7 @@ from ...qt.plots import ErrorByCoveragePlot, HeatmapPlot, MarginalComparisonPlot
 from ...workspace.jobs import MEASURE_MAX_CELLS
 from ..tasks import TaskService
 
-__all__ = ["ErrorPreviewPanel"]
+__all__ = ["ErrorPreviewPanel", "total_text"]
 
 # Releases up to this many cells are summed on the GUI thread (a few milliseconds).
 _INSTANT_CELLS = 4_000_000
@@ -28,6 +29,16 @@ _NO_TRUE_DATA = (
     f"\"Measure the error\" on, for tables up to {MEASURE_MAX_CELLS:,} cells (a release file holds noisy "
     "counts only)."
 )
+
+
+def total_text(release: Release) -> str:
+    """Whether the release's total is the public number of rows, for people."""
+    if release.public_total:
+        return ("Its total equals the public number of rows (every cell shifted by "
+                f"{release.total_shift:+.4g}; the raw release is the noisy counts minus that shift).")
+    if release.neighbours != "replace":
+        return "Not shifted to a total: under add/remove neighbours the number of rows is private."
+    return "Not shifted to a total: the number of rows counted was private (rows may have been dropped)."
 
 
 class ErrorPreviewPanel(QWidget):
@@ -106,10 +117,14 @@ class ErrorPreviewPanel(QWidget):
         else:
             what = f"{source}: " if source else ""
             measured = (
-                f"errors measured with {preview.queries:,} random queries of the paper's workload"
+                f"errors of the release as published, measured with {preview.queries:,} random queries of the "
+                "paper's workload"
                 if preview is not None else _NO_TRUE_DATA
             )
-            self.notice.setText(f"{what}{mechanism_name(release.mechanism)} at ε = {release.epsilon:g}; {measured}")
+            self.notice.setText(
+                f"{what}{mechanism_name(release.mechanism)} at ε = {release.epsilon:g}; {measured}. "
+                + total_text(release)
+            )
         if preview is not None:
             self.square.set_rows(preview.quintiles, epsilon=preview.epsilon)
             self.relative.set_rows(preview.quintiles, epsilon=preview.epsilon)

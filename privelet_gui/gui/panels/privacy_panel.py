@@ -1,34 +1,45 @@
-"""Step 4, Privacy: epsilon, the neighbouring notion, S_A, and live noise bounds.
+"""Step 4, Privacy: epsilon, the neighbouring notion, S_A, live noise bounds, the workload
+the custodian expects with the best S_A for it, and the domain advisor.
 
 The bounds are the engine's (paper_bound, VarianceModel.worst_case). The exact
 variances need each attribute's factors once per schema (up to ~50 ms for big domains):
 that first computation runs in a worker (stale results dropped by generation);
-every later update is a few multiplications on the GUI thread.
+every later update is a few multiplications on the GUI thread. The best S_A for the
+workload is searched on the GUI thread only when that is estimated to take under
+:data:`INLINE_SEARCH_SECONDS`; longer searches (big schemas, workload files) run on the
+panel's "best S_A" lane, and the advisor always on its own lane
+(:mod:`~privelet_gui.gui.panels.advisor_panel`). Expected errors describe the release as
+published: shifted to the public number of rows when the settings allow it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from PySide6.QtCore import QSignalBlocker, Qt, Signal
-from PySide6.QtGui import QFont
+from PySide6.QtGui import QFont, QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QButtonGroup,
     QCheckBox,
+    QComboBox,
     QDoubleSpinBox,
     QGridLayout,
     QGroupBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QListWidget,
     QPushButton,
     QRadioButton,
     QScrollArea,
     QSizePolicy,
     QSlider,
+    QSpinBox,
     QTableWidget,
     QTableWidgetItem,
     QTabWidget,
@@ -39,26 +50,45 @@ from PySide6.QtWidgets import (
 from ...engine import (
     MECHANISM_NAMES,
     Z95,
+    NominalAttribute,
+    PriveletError,
     QueryBatch,
+    ReleaseSpec,
     Schema,
     epsilon_for_variance,
-    expected_errors,
+    margin95,
+    quintile_summary,
     random_workload,
     variance_model,
 )
+from ...engine.workloads import PAPER_QUERIES, level_nodes
+from ...io.project import WorkloadChoice
 from ...qt import icons
 from ...qt.plots import AttributeFactorPlot, ErrorByCoveragePlot
-from ...qt.widgets import StepHeader, fmt_count, fmt_number
+from ...qt.widgets import Banner, StepHeader, fmt_count, fmt_number
+from ...workspace.workload import REFERENCE_NAMES, BestSa, SearchKey, find_best_sa
 from ..document import Document
 from ..tasks import TaskService
+from .advisor_panel import AdvisorBox, KeyedLane
 
-__all__ = ["EPSILON_MAX", "EPSILON_MIN", "Z95", "PrivacyPanel", "epsilon_to_slider", "slider_to_epsilon"]
+__all__ = [
+    "EPSILON_MAX",
+    "EPSILON_MIN",
+    "INLINE_SEARCH_SECONDS",
+    "Z95",
+    "PrivacyPanel",
+    "WorkloadBox",
+    "epsilon_to_slider",
+    "slider_to_epsilon",
+]
 
 #: Random queries behind the expected-error preview (enough for smooth quintile averages).
 PREVIEW_QUERIES = 2000
 EPSILON_MIN = 0.01
 EPSILON_MAX = 10.0
 SLIDER_STEPS = 1000
+#: Best-S_A searches estimated to take longer than this run on a worker, not on the GUI thread.
+INLINE_SEARCH_SECONDS = 0.03
 
 MECHANISMS = tuple(
     (key, MECHANISM_NAMES[key], tip)
@@ -87,6 +117,350 @@ def round_up(x: float, decimals: int = 4) -> float:
     return math.ceil(x * factor - 1e-9) / factor
 
 
+def public_total_text(spec: ReleaseSpec | None) -> str:
+    """What the expected errors describe: the release shifted to the public total, or the raw one."""
+    if spec is None:
+        return ""
+    if spec.uses_public_total:
+        return ("Errors of the release as published: shifted so that its total equals the public number of rows "
+                "(this costs no privacy; the whole table's count is then exact).")
+    if spec.neighbours != "replace":
+        return "Errors of the raw release: under add/remove neighbours the number of rows is private, nothing is shifted."
+    return ("Errors of the raw release: rows outside a domain may be dropped, so the number counted is private "
+            "and nothing is shifted.")
+
+
+def _best_job(key: SearchKey) -> BestSa | str:
+    try:
+        return find_best_sa(key)
+    except PriveletError as exc:  # the workload cannot be made on this schema: say why
+        return str(exc)
+
+
+class WorkloadBox(QGroupBox):
+    """Pick or combine the queries the custodian expects, and see the best S_A for them.
+
+    Every edit is one undoable change of the workspace's workload. The best S_A comes from
+    the workspace (:meth:`~privelet_gui.workspace.Workspace.best_sa_result`), which searches
+    it at once when that is quick; otherwise this box runs the search on its lane.
+    """
+
+    bestShown = Signal()  # after the best S_A (or why there is none) was shown (tests wait on it)
+
+    def __init__(self, document: Document, tasks: TaskService, parent: QWidget | None = None):
+        super().__init__("The queries you expect (the workload), and the best S_A for them", parent)
+        self._doc = document
+        self._jobs = KeyedLane(tasks.lane("best S_A"), self._computed)
+        self.grain_widgets: dict[str, QSpinBox | QComboBox] = {}
+        self.result: BestSa | None = None  # as shown
+
+        columns = QHBoxLayout(self)
+        columns.setSpacing(16)
+        pick = QVBoxLayout()
+        columns.addLayout(pick, 1)
+        self.paper = QCheckBox(f"The paper's random workload ({PAPER_QUERIES:,} random range queries)")
+        self.paper.setToolTip("Random boxes over every attribute, as in the paper's experiments (seeded: the same every time)")
+        pick.addWidget(self.paper)
+        ways_row = QHBoxLayout()
+        self.ways = {k: QCheckBox(f"{k}-way marginals") for k in (1, 2)}
+        for k, box in self.ways.items():
+            box.setToolTip(f"Every cell of every {k}-attribute marginal of the attributes ticked below, each at its grain")
+            ways_row.addWidget(box)
+        ways_row.addWidget(QLabel("of the attributes ticked below:"))
+        ways_row.addStretch(1)
+        pick.addLayout(ways_row)
+        self.attributes = QTableWidget(0, 2)
+        self.attributes.setHorizontalHeaderLabels(["Attribute", "Queried at"])
+        self.attributes.verticalHeader().hide()
+        self.attributes.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.attributes.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.attributes.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        self.attributes.horizontalHeader().setStretchLastSection(True)
+        self.attributes.setMinimumHeight(self.fontMetrics().height() * 8)
+        self.attributes.itemChanged.connect(self._attribute_ticked)
+        pick.addWidget(self.attributes)
+        files_row = QHBoxLayout()
+        files_row.addWidget(QLabel("Workload files:"))
+        self.files = QListWidget()
+        self.files.setMaximumHeight(self.fontMetrics().height() * 4)
+        self.files.setToolTip("CSV or JSON files of range queries, in the syntax of privelet query --where")
+        files_row.addWidget(self.files, 1)
+        file_buttons = QVBoxLayout()
+        self.add_file = QPushButton("Add file...")
+        self.add_file.clicked.connect(lambda: self.add_workload_file())
+        self.remove_file = QPushButton("Remove")
+        self.remove_file.clicked.connect(self._remove_file)
+        file_buttons.addWidget(self.add_file)
+        file_buttons.addWidget(self.remove_file)
+        file_buttons.addStretch(1)
+        files_row.addLayout(file_buttons)
+        pick.addLayout(files_row)
+        objective_row = QHBoxLayout()
+        objective_row.addWidget(QLabel("Error of the workload:"))
+        self.objective = {
+            "mean": QRadioButton("average square error (a typical query)"),
+            "worst": QRadioButton("its worst query"),
+        }
+        self.objective_group = QButtonGroup(self)
+        for button in self.objective.values():
+            self.objective_group.addButton(button)
+            objective_row.addWidget(button)
+        objective_row.addStretch(1)
+        pick.addLayout(objective_row)
+
+        show = QVBoxLayout()
+        columns.addLayout(show, 1)
+        self.summary = QLabel()
+        self.summary.setWordWrap(True)
+        show.addWidget(self.summary)
+        self.problem = Banner("error")
+        self.problem.hide()
+        show.addWidget(self.problem)
+        self.table = QTableWidget(len(REFERENCE_NAMES), 3)
+        self.table.setHorizontalHeaderLabels(["S_A", "Error at 95%", "× the best"])
+        self.table.setVerticalHeaderLabels(list(REFERENCE_NAMES.values()))
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.table.setWordWrap(True)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
+        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        show.addWidget(self.table)
+        use_row = QHBoxLayout()
+        self.use_best = QPushButton("Use the best S_A")
+        self.use_best.setToolTip("S_A then follows the best subset for this workload as the schema changes")
+        self.use_best.clicked.connect(self._doc.use_best_sa)
+        use_row.addWidget(self.use_best)
+        use_row.addStretch(1)
+        show.addLayout(use_row)
+        show.addStretch(1)
+
+        self.paper.toggled.connect(self._paper_toggled)
+        for k, box in self.ways.items():
+            box.toggled.connect(lambda checked, k=k: self._way_toggled(k, checked))
+        self.objective_group.buttonToggled.connect(self._objective_toggled)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        self.refresh()  # a search left for the worker starts once the step is shown
+
+    # -- from the document ---------------------------------------------------------------------
+    def refresh(self) -> None:
+        choice = self._doc.workload
+        blockers = [QSignalBlocker(w) for w in (self.paper, *self.ways.values(), self.objective_group, self.attributes)]
+        self.paper.setChecked(choice.paper is not None)
+        for k, box in self.ways.items():
+            box.setChecked(k in choice.ways)
+        self.objective[choice.objective].setChecked(True)
+        self._refresh_attributes(choice)
+        del blockers
+        self.files.clear()
+        for path in choice.files:
+            self.files.addItem(path.name)
+            self.files.item(self.files.count() - 1).setToolTip(str(path))
+        self.remove_file.setEnabled(bool(choice.files))
+        self.refresh_best()
+
+    def _refresh_attributes(self, choice: WorkloadChoice) -> None:
+        schema = self._doc.schema()
+        attributes = list(schema) if schema is not None else []
+        marginals = bool(choice.ways)
+        if self._attribute_names() != [a.name for a in attributes]:
+            self.attributes.setRowCount(0)
+            self.grain_widgets = {}
+            self.attributes.setRowCount(len(attributes))
+            for row, attribute in enumerate(attributes):
+                item = QTableWidgetItem(attribute.name)
+                item.setFlags(Qt.ItemFlag.ItemIsUserCheckable | Qt.ItemFlag.ItemIsEnabled)
+                self.attributes.setItem(row, 0, item)
+                widget = self._grain_widget(attribute)
+                self.attributes.setCellWidget(row, 1, widget)
+                self.grain_widgets[attribute.name] = widget
+        for row, attribute in enumerate(attributes):
+            ticked = not choice.attributes or attribute.name in choice.attributes
+            self._name_item(row).setCheckState(Qt.CheckState.Checked if ticked else Qt.CheckState.Unchecked)
+            widget = self.grain_widgets[attribute.name]
+            blocker = QSignalBlocker(widget)
+            grain = choice.grain(attribute.name)
+            if isinstance(widget, QComboBox):
+                index = widget.findData(grain)
+                if index < 0:  # a level this hierarchy lacks (the workload reports it)
+                    widget.addItem(f"level {grain} (not in the hierarchy)", grain)
+                    index = widget.count() - 1
+                widget.setCurrentIndex(index)
+            else:
+                widget.setValue(grain or 1)
+            widget.setEnabled(marginals and ticked and (not isinstance(widget, QComboBox) or widget.count() > 1))
+            del blocker
+        self.attributes.setEnabled(marginals)
+
+    def _name_item(self, row: int) -> QTableWidgetItem:
+        item = self.attributes.item(row, 0)
+        assert item is not None  # every row gets its name item when the table is built
+        return item
+
+    def _attribute_names(self) -> list[str]:
+        return [self._name_item(row).text() for row in range(self.attributes.rowCount())]
+
+    def _grain_widget(self, attribute: Any) -> QSpinBox | QComboBox:
+        name = attribute.name
+        if isinstance(attribute, NominalAttribute):
+            combo = QComboBox()
+            height = attribute.hierarchy.height
+            combo.addItem(f"its {attribute.size:,} values", None)
+            for level in range(height - 1, 1, -1):
+                nodes = level_nodes(attribute, level)
+                labels = attribute.hierarchy.labels
+                example = ", ".join(labels[n] for n in nodes[:2])
+                combo.addItem(f"hierarchy level {level}: {len(nodes):,} groups ({example}, ...)", level)
+            combo.currentIndexChanged.connect(lambda _i, n=name, c=combo: self._grain_changed(n, c.currentData()))
+            return combo
+        spin = QSpinBox()
+        spin.setRange(1, max(attribute.size, 1))
+        spin.setPrefix("blocks of ")
+        spin.setSuffix(" values")
+        spin.setSpecialValueText("each value")
+        spin.valueChanged.connect(lambda value, n=name: self._grain_changed(n, None if value == 1 else value))
+        return spin
+
+    def refresh_best(self) -> None:
+        doc = self._doc
+        key = doc.best_sa_key()
+        self.result = None
+        self.problem.hide()
+        plus = doc.mechanism == "privelet+"
+        if key is None:
+            self.summary.setText("Define the attributes first (Attributes step): the best S_A depends on the domains.")
+            self._fill_table(None)
+            self.use_best.setEnabled(False)
+            self.bestShown.emit()
+            return
+        if not self.isVisible() and doc.sa_rule != "best":
+            return  # nothing needs the search while the step is hidden (showEvent refreshes)
+        result = doc.best_sa_result()
+        if result is None:
+            self._jobs.request(key, lambda: _best_job(key), "best S_A")
+            self.summary.setText("Searching the best S_A for this workload...")
+            self.table.setEnabled(False)
+            self.use_best.setEnabled(False)
+            return
+        if isinstance(result, str):
+            self.summary.setText("")
+            self.problem.set_text(f"No workload: {result}")
+            self.problem.show()
+            self._fill_table(None)
+            self.use_best.setEnabled(False)
+            self.bestShown.emit()
+            return
+        self.result = result
+        worst = result.objective == "worst"
+        what = "its worst query" if worst else "a typical query (root of the average square error)"
+        search = "every subset tried" if result.exhaustive else "local search (more than 12 attributes)"
+        now = doc.effective_sa()
+        rule = "follows this best S_A" if doc.sa_rule == "best" and plus else f"is {{{', '.join(now)}}}"
+        name = result.workload[:1].upper() + result.workload[1:]
+        if f"{result.queries:,} queries" not in name:
+            name += f" ({result.queries:,} queries)"
+        self.summary.setText(f"{name}. Errors of {what} at ε = {doc.epsilon:g}; {search}. Your S_A {rule}.")
+        self._fill_table(result)
+        self.use_best.setEnabled(plus and doc.sa_rule != "best")
+        self.use_best.setToolTip(
+            "S_A then follows the best subset for this workload as the schema changes" if plus
+            else "S_A applies to Privelet+ only (Release with: Privelet+)"
+        )
+        self.bestShown.emit()
+
+    def _fill_table(self, result: BestSa | None) -> None:
+        self.table.setEnabled(result is not None)
+        current = self._doc.effective_sa() if self._doc.mechanism == "privelet+" else None
+        for row, which in enumerate(REFERENCE_NAMES):
+            if result is None:
+                cells = ["—", "—", "—"]
+                mark = False
+            else:
+                sa, _error = result.errors[which]
+                margin = margin95(result.error(which, self._doc.epsilon))
+                cells = ["{" + ", ".join(sa) + "}", f"± {fmt_count(margin)}", f"{result.ratio(which):,.2f}×"]
+                mark = current is not None and tuple(sa) == tuple(current)
+            for column, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                if column:
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                if mark:
+                    font = QFont(item.font())
+                    font.setBold(True)
+                    item.setFont(font)
+                    item.setToolTip("Your S_A now")
+                self.table.setItem(row, column, item)
+        height = self.table.horizontalHeader().sizeHint().height() + 2 * self.table.frameWidth()
+        height += sum(self.table.rowHeight(r) for r in range(self.table.rowCount()))
+        self.table.setFixedHeight(height)
+
+    def _computed(self, key: SearchKey, result: BestSa | str | BaseException) -> None:
+        if isinstance(result, BaseException):
+            result = f"cannot search the best S_A ({type(result).__name__}: {result})"
+        self._doc.store_best_sa(key, result)  # announces it (and so refreshes) when still current
+
+    # -- edits -----------------------------------------------------------------------------------
+    def _change(self, text: str, merge: str | None = None, **changes: Any) -> None:
+        self._doc.set_workload(dataclasses.replace(self._doc.workload, **changes), text, merge=merge)
+
+    def _paper_toggled(self, checked: bool) -> None:
+        self._change(("Add" if checked else "Remove") + " the paper's random workload",
+                     paper=PAPER_QUERIES if checked else None)
+
+    def _way_toggled(self, k: int, checked: bool) -> None:
+        ways = set(self._doc.workload.ways)
+        ways = ways | {k} if checked else ways - {k}
+        self._change(("Add" if checked else "Remove") + f" the {k}-way marginals", ways=tuple(ways))
+
+    def _attribute_ticked(self, item: QTableWidgetItem) -> None:
+        schema = self._doc.schema()
+        if schema is None or item.column() != 0:
+            return
+        rows = range(self.attributes.rowCount())
+        ticked = [self._name_item(r).text() for r in rows if self._name_item(r).checkState() == Qt.CheckState.Checked]
+        elsewhere = [n for n in self._doc.workload.attributes if n not in schema.names]
+        # Every attribute ticked (and none chosen beyond the schema): all, so that newly included ones join.
+        attributes = () if len(ticked) == len(schema) and not elsewhere else (*ticked, *elsewhere)
+        state = "Query" if item.checkState() == Qt.CheckState.Checked else "Do not query"
+        self._change(f"{state} {item.text()} in the marginals", attributes=tuple(attributes))
+
+    def _grain_changed(self, name: str, grain: int | None) -> None:
+        self._doc.set_workload(self._doc.workload.with_grain(name, grain), f"Query {name} at another grain",
+                               merge=f"grain {name}")
+
+    def _objective_toggled(self, button: QRadioButton, checked: bool) -> None:
+        if checked:
+            objective = next(key for key, b in self.objective.items() if b is button)
+            self._change(f"Workload error: {objective}", objective=objective)
+
+    def add_workload_file(self, path: str | Path | None = None) -> bool:
+        """Add a workload file (asked for when no path is given) to the workload."""
+        if path is None:
+            dialogs = getattr(self.window(), "dialogs", None)
+            path = dialogs.open_path("workload", "Add a workload file") if dialogs is not None else None
+            if path is None:
+                return False
+        path = Path(path).absolute()
+        if path in self._doc.workload.files:
+            return False
+        self._change(f"Add the workload file {path.name}", files=(*self._doc.workload.files, path))
+        return True
+
+    def _remove_file(self) -> None:
+        files = self._doc.workload.files
+        row = self.files.currentRow()
+        if not files:
+            return
+        row = row if 0 <= row < len(files) else len(files) - 1
+        self._change(f"Remove the workload file {files[row].name}", files=files[:row] + files[row + 1:])
+
+
 class PrivacyPanel(QWidget):
     """Choose epsilon and S_A and see what they mean for accuracy, before any release."""
 
@@ -96,6 +470,7 @@ class PrivacyPanel(QWidget):
         super().__init__(parent)
         self._doc = document
         self.runner = tasks.lane("variance factors")  # the first factor computation of a schema
+        document.best_sa_inline_seconds = INLINE_SEARCH_SECONDS  # longer searches: this panel's lane
         self._pending: Schema | None = None
         self.bounds: dict[str, dict[str, Any]] = {}
 
@@ -114,9 +489,9 @@ class PrivacyPanel(QWidget):
             StepHeader(
                 4,
                 "Privacy",
-                "Choose the privacy budget epsilon and which attributes to leave untransformed (S_A). The bounds "
-                "below depend only on these choices and the domains, never on the data: looking at them costs "
-                "no privacy.",
+                "Choose the privacy budget epsilon and which attributes to leave untransformed (S_A), for the "
+                "queries you expect. Everything below depends only on these choices and the domains, never on "
+                "the data: looking at it costs no privacy.",
             )
         )
         columns = QHBoxLayout()
@@ -262,9 +637,18 @@ class PrivacyPanel(QWidget):
         right.addWidget(target_box)
         right.addStretch(1)
 
+        # -- the workload, the best S_A for it, and the advisor
+        self.workload_box = WorkloadBox(document, tasks)
+        layout.addWidget(self.workload_box)
+        self.advisor = AdvisorBox(document, tasks)
+        layout.addWidget(self.advisor)
+
         # -- expected error of every query size (data-independent: exact variances)
         preview_box = QGroupBox("Expected error by query size (from the domains only: costs no privacy)")
         preview_layout = QVBoxLayout(preview_box)
+        self.preview_note = QLabel()
+        self.preview_note.setWordWrap(True)
+        preview_layout.addWidget(self.preview_note)
         self.preview_tabs = QTabWidget()
         self.expected_plot = ErrorByCoveragePlot("Expected square error per coverage quintile (paper's random workload)")
         self.factor_plot = AttributeFactorPlot()
@@ -301,6 +685,7 @@ class PrivacyPanel(QWidget):
         del blockers
         self._refresh_sa()
         self.refresh_bounds()
+        self.workload_box.refresh()
 
     def _refresh_sa(self) -> None:
         schema = self._doc.schema()
@@ -332,6 +717,8 @@ class PrivacyPanel(QWidget):
             box.setToolTip("Recommended: leaving it untransformed does not raise the bound" if name in recommended else "")
             del with_blocker
         self.sa_rule_label.setText(f"S_A now: {self._doc.sa_rule_text()}.")
+        if self._doc.sa_rule == "best" and self._doc.best_sa_result() is None:
+            self.sa_rule_label.setText("S_A now: best for the workload (searching...).")
         self.use_recommended.setEnabled(bool(names) and enabled and self._doc.sa_rule != "recommended")
         self.clear_sa.setEnabled(bool(names) and enabled)
 
@@ -354,7 +741,7 @@ class PrivacyPanel(QWidget):
         ready = model.ready
         if not ready and self._pending != schema:
             self._pending = schema
-            self.runner.run(lambda progress, cancel, m=model: m.prepare(), "variance factors",
+            self.runner.run(lambda _progress, _cancel: model.prepare(), "variance factors",
                             on_success=lambda _model: self.refresh_bounds(), on_failure=self._factors_failed)
         for row, (key, title, _tip) in enumerate(MECHANISMS):
             spec = specs[key]
@@ -404,14 +791,21 @@ class PrivacyPanel(QWidget):
         self.boundsUpdated.emit()
 
     def _update_plots(self, schema: Schema, sa: tuple[str, ...]) -> None:
-        """Basic against Privelet+ (current epsilon and S_A) on the paper's random workload."""
+        """Basic against Privelet+ (current epsilon and S_A) on the paper's random workload, for
+        the release as published (shifted to the public total when the settings allow it)."""
         workload = self._workloads.get(schema)
         if workload is None:
             # A fixed seed: the preview depends on the domains only, and redraws identically.
             workload = self._workloads[schema] = random_workload(schema, PREVIEW_QUERIES, np.random.default_rng(0))
-        rows = expected_errors(schema, self._doc.epsilon, sa, workload, neighbours=self._doc.neighbours)
+        coverage = workload.coverage(schema.shape)
+        rows = {}
+        for mechanism in ("basic", "privelet+"):
+            spec = self._doc.release_spec(mechanism=mechanism)
+            assert spec is not None  # refresh_bounds checked it
+            rows[mechanism] = quintile_summary(coverage, spec.variances(workload))
         self.expected_plot.set_rows(rows, epsilon=self._doc.epsilon)
         self.factor_plot.set_factors(variance_model(schema).factors, sa)
+        self.preview_note.setText(public_total_text(self._doc.release_spec()))
 
     def _fit_table(self) -> None:
         height = self.table.horizontalHeader().sizeHint().height() + 2 * self.table.frameWidth()

@@ -3,6 +3,12 @@
 Tabs: "Run and export"; "Error preview" (the release's error on the true data, custodian
 only, and its noisy marginals); "Query workbench" (range queries on the noisy release).
 A release file opened from disk shows in the last two.
+
+Everything shown describes the release as published: under replace-one-tuple neighbours
+(every row counted) it is shifted so that its total is the public number of rows; bounds
+that are of the raw release (before that shift) say so. CSV and Parquet exports offer the
+count kinds of :func:`~privelet_gui.io.export_release` (non-negative and/or whole counts,
+biased, in a column named after them); a release file always keeps the release's own.
 """
 
 from __future__ import annotations
@@ -24,17 +30,42 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...engine import Z95, ErrorPreview, PrefixSums, PriveletError, Release, mechanism_name
+from ...engine import Z95, ErrorPreview, PrefixSums, PriveletError, Release, ReleaseSpec, mechanism_name
 from ...engine.noise import NEIGHBOUR_NAMES
+from ...io.releases import count_column
 from ...qt.widgets import Banner, StepHeader, fmt_count, fmt_number
 from ...workspace.jobs import MEASURE_MAX_CELLS, ReleaseOutcome
 from ..document import Document
 from ..tasks import TaskService
 from ..workbench import INSTANT_PREFIX_CELLS, QueryWorkbench
-from .preview_panel import ErrorPreviewPanel
+from .preview_panel import ErrorPreviewPanel, total_text
 
-__all__ = ["ReleasePanel"]
+__all__ = ["COUNT_TEXTS", "ReleasePanel", "post_processing_text"]
 
+#: The count kinds of CSV and Parquet exports, for people, with what each does to the error.
+COUNT_TEXTS = {
+    "noisy": ("Noisy counts as released",
+              "Unbiased: sums of cells keep the release's exact error. Counts may be negative or fractional: "
+              "that is the noise."),
+    "nonnegative": ("Non-negative counts, same total",
+                    "Projected onto non-negative counts with the same total: better for small counts and "
+                    "relative errors, but biased: big sums come out too low (the large counts pay for the small)."),
+    "integer": ("Whole counts, same total",
+                "Rounded to whole counts that keep the total: a little more error than the release's own counts."),
+    "nonnegative-integer": ("Non-negative whole counts, same total",
+                            "Non-negative and rounded, keeping the total: for users who need both; biased as the "
+                            "non-negative counts are (big sums too low)."),
+}
+
+
+def post_processing_text(spec: ReleaseSpec) -> str:
+    """What post-processing a release with these settings gets, for people."""
+    if spec.uses_public_total:
+        return ("shifted so that the total equals the public number of rows (under replace-one-record neighbours n "
+                "is public: no privacy cost; the whole table's count is exact)")
+    if spec.neighbours != "replace":
+        return "none: under add/remove neighbours the number of rows is private"
+    return "none: rows outside a domain may be dropped, so the number counted is private"
 
 
 class ReleasePanel(QWidget):
@@ -74,7 +105,7 @@ class ReleasePanel(QWidget):
         self.setup_form.setLabelAlignment(Qt.AlignmentFlag.AlignRight)
         self.setup_labels: dict[str, QLabel] = {}
         for key, title in (("table", "Table"), ("attributes", "Attributes"), ("mechanism", "Mechanism"),
-                           ("epsilon", "Epsilon"), ("bound", "Worst-case error")):
+                           ("epsilon", "Epsilon"), ("bound", "Worst-case error"), ("post", "Post-processing")):
             label = QLabel()
             label.setWordWrap(True)
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -134,6 +165,7 @@ class ReleasePanel(QWidget):
             ("neighbours", "Neighbours"),
             ("rho", "Generalized sensitivity ρ"),
             ("lambda", "Noise scale λ"),
+            ("total", "Total"),
             ("paper", "Paper bound (variance)"),
             ("exact", "Exact worst-case variance"),
             ("margin", "Worst query, 95%"),
@@ -161,9 +193,25 @@ class ReleasePanel(QWidget):
             exports.addWidget(button)
         exports.addStretch(1)
         result_layout.addLayout(exports)
-        note = QLabel("Exports hold only noisy counts (long format: one row per cell). Files are written atomically.")
+        counts_row = QHBoxLayout()
+        counts_row.addWidget(QLabel("Counts in CSV and Parquet:"))
+        self.counts = QComboBox()
+        for kind, (title, tip) in COUNT_TEXTS.items():
+            self.counts.addItem(title, kind)
+            self.counts.setItemData(self.counts.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
+        self.counts.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+        self.counts.currentIndexChanged.connect(self._counts_changed)
+        counts_row.addWidget(self.counts)
+        counts_row.addStretch(1)
+        result_layout.addLayout(counts_row)
+        self.counts_note = QLabel()
+        self.counts_note.setWordWrap(True)
+        result_layout.addWidget(self.counts_note)
+        note = QLabel("Exports hold only noisy counts (long format: one row per cell). Files are written atomically. "
+                      "A release file (.npz) always keeps the release's own counts.")
         note.setWordWrap(True)
         result_layout.addWidget(note)
+        self._counts_changed()
         run.addWidget(self.result_box)
         run.addStretch(1)
 
@@ -215,6 +263,8 @@ class ReleasePanel(QWidget):
             labels["mechanism"].setText(mechanism_name(doc.mechanism))
         labels["epsilon"].setText(f"{doc.epsilon:g}")
         labels["bound"].setText(self._bound_text())
+        spec = doc.release_spec()
+        labels["post"].setText(post_processing_text(spec) if spec is not None else "—")
         try:
             doc.release_job()
             blocked = None
@@ -232,7 +282,8 @@ class ReleasePanel(QWidget):
         if not spec.model.ready:
             return "computing..."
         variance = spec.worst_case_variance()
-        return f"variance {fmt_number(variance)}, about ± {fmt_count(spec.margin95(variance))} at 95%"
+        raw = " (of the raw release, before the shift to the public total)" if spec.uses_public_total else ""
+        return f"variance {fmt_number(variance)}, about ± {fmt_count(spec.margin95(variance))} at 95%{raw}"
 
     def show_release(self, release: Release | None, preview: ErrorPreview | None = None, source: str = "") -> None:
         """Show a release in the error preview and the query workbench (a fresh one, or a file)."""
@@ -261,9 +312,12 @@ class ReleasePanel(QWidget):
         labels["neighbours"].setText(NEIGHBOUR_NAMES.get(r.neighbours, r.neighbours))
         labels["rho"].setText(f"{r.rho:g}")
         labels["lambda"].setText(f"{r.nominal_scale:.6g} (effective scale on the exact grid: {r.scale:.9g})")
-        labels["paper"].setText(fmt_number(outcome.paper_bound))
-        labels["exact"].setText(fmt_number(outcome.worst_case_variance))
-        labels["margin"].setText(f"± {fmt_count(outcome.margin95)} ({Z95:.2f} standard deviations)")
+        raw = " (raw release, before the shift)" if r.public_total else ""
+        labels["total"].setText(total_text(r) + (" No privacy cost: n is public under replace-one-record neighbours; "
+                                                   "the release file records the shift." if r.public_total else ""))
+        labels["paper"].setText(fmt_number(outcome.paper_bound) + raw)
+        labels["exact"].setText(fmt_number(outcome.worst_case_variance) + raw)
+        labels["margin"].setText(f"± {fmt_count(outcome.margin95)} ({Z95:.2f} standard deviations){raw}")
         labels["rows"].setText(outcome.report.custodian_summary() + "; never exported")
         labels["time"].setText(
             f"{outcome.seconds:.2f} s (counting {outcome.counting_seconds:.2f} s, noise {r.seconds:.2f} s), "
@@ -273,6 +327,15 @@ class ReleasePanel(QWidget):
         self.stale.setVisible(self._doc.release_is_stale(outcome))
         for button in (self.export_release, self.export_csv, self.export_parquet):
             button.setEnabled(not self._running)
+
+    def counts_kind(self) -> str:
+        """The count kind chosen for CSV and Parquet exports (one of COUNT_KINDS)."""
+        return str(self.counts.currentData())
+
+    def _counts_changed(self) -> None:
+        kind = self.counts_kind()
+        column = count_column(kind)
+        self.counts_note.setText(f"{COUNT_TEXTS[kind][1]} Column: {column}.")
 
     def _invalid_changed(self) -> None:
         self._doc.set_privacy("Rows outside the domains: " + str(self.invalid.currentData()), invalid=self.invalid.currentData())

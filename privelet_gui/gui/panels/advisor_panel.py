@@ -1,0 +1,305 @@
+"""The granularity advisor in the Privacy step: how much each attribute multiplies the
+workload's error, and concrete coarser domains with their predicted error, one click to apply.
+
+The advice is the engine's (:func:`~privelet_gui.engine.advise`, through
+:func:`~privelet_gui.workspace.workload.find_advice`): data-independent, so looking costs no
+privacy. It takes from a tenth of a second to seconds, so it runs on the panel's own lane of
+the task service, one search at a time (:class:`KeyedLane`), and only while the Privacy step
+is shown. Results are kept by key and computed at epsilon 1: moving the epsilon slider only
+rescales them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QShowEvent
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QSizePolicy,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ...engine import Advice, PriveletError, Suggestion, margin95, mechanism_name
+from ...qt.widgets import Banner, fmt_count, fmt_number
+from ...workspace.workload import AdviceKey, ResultCache, find_advice, scaled_advice
+from ..document import Document
+from ..tasks import TaskRunner, TaskService
+
+__all__ = ["SHOWN_SUGGESTIONS", "AdvisorBox", "KeyedLane"]
+
+#: Suggestions listed (best first; the command line's ``privelet advise --top`` shows more).
+SHOWN_SUGGESTIONS = 8
+
+_RULE_WORDS = {
+    "best": "the best S_A for each changed schema",
+    "recommended": "the recommended S_A of each changed schema",
+    "chosen": "your S_A (less a dropped attribute)",
+}
+
+
+class KeyedLane:
+    """One search at a time on a lane, by key: a key asked for while another runs waits until
+    it ends, and only the latest key asked for is started then. The engine's searches cannot
+    be interrupted, so starting one per edit would pile up threads that all run to the end.
+
+    ``done(key, result)`` receives the job's result, or the exception it raised.
+    """
+
+    def __init__(self, lane: TaskRunner, done: Callable[[Any, Any], None]):
+        self.lane = lane
+        self._done = done
+        self._running: Hashable | None = None
+        self._wanted: tuple[Hashable, Callable[[], Any], str] | None = None
+
+    @property
+    def running(self) -> Hashable | None:
+        """The key being searched (None: idle)."""
+        return self._running
+
+    def request(self, key: Hashable, job: Callable[[], Any], name: str) -> None:
+        """Search ``key`` with ``job`` now, or after the running search."""
+        if key == self._running:
+            self._wanted = None
+            return
+        if self._running is not None:
+            self._wanted = (key, job, name)
+            return
+        self._running = key
+        self.lane.run(
+            lambda _progress, _cancel: job(), name,
+            on_success=lambda result: self._finished(key, result),
+            on_failure=lambda error: self._finished(key, error),
+        )
+
+    def _finished(self, key: Hashable, result: Any) -> None:
+        self._running = None
+        wanted, self._wanted = self._wanted, None
+        self._done(key, result)
+        if wanted is not None:
+            self.request(*wanted)
+
+
+def _advice_job(key: AdviceKey) -> Advice | str:
+    try:
+        return find_advice(key)
+    except PriveletError as exc:  # the workload cannot be made: say why, in the box
+        return str(exc)
+
+
+def _table(columns: list[str]) -> QTableWidget:
+    """A read-only table sized to its rows; the last column stretches and wraps."""
+    table = QTableWidget(0, len(columns))
+    table.setHorizontalHeaderLabels(columns)
+    table.verticalHeader().hide()
+    table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+    table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+    table.setWordWrap(True)
+    table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    table.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+    header = table.horizontalHeader()
+    header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    header.setSectionResizeMode(len(columns) - 1, QHeaderView.ResizeMode.Stretch)
+    return table
+
+
+def _item(text: str, *, number: bool = False, tip: str = "") -> QTableWidgetItem:
+    item = QTableWidgetItem(text)
+    if number:
+        item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+    if tip:
+        item.setToolTip(tip)
+    return item
+
+
+def _fit(table: QTableWidget) -> None:
+    height = table.horizontalHeader().sizeHint().height() + 2 * table.frameWidth()
+    height += sum(table.rowHeight(r) for r in range(table.rowCount()))
+    table.setFixedHeight(height)
+
+
+def exact_text(suggestion: Suggestion) -> str:
+    """How many of the workload's queries the changed domain answers exactly, for people."""
+    if suggestion.exact_share >= 1.0:
+        return "every query"
+    return f"{suggestion.exact_share:.0%} (the rest rounded out)"
+
+
+class AdvisorBox(QGroupBox):
+    """Each attribute's multiplier and the advisor's suggestions for the Privacy step's workload."""
+
+    adviceShown = Signal()  # after new advice (or its absence) was shown (tests wait on it)
+
+    def __init__(self, document: Document, tasks: TaskService, parent: QWidget | None = None):
+        super().__init__("Domain advisor: coarser domains for these queries (predicted from the domains only)", parent)
+        self._doc = document
+        self._jobs = KeyedLane(tasks.lane("advisor"), self._computed)
+        self._results: ResultCache[AdviceKey, Advice | str] = ResultCache()
+        self.advice: Advice | None = None  # as shown: at the current epsilon
+        self.suggestions: tuple[Suggestion, ...] = ()
+        self.apply_buttons: list[QPushButton] = []
+
+        layout = QVBoxLayout(self)
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+        self.status.setTextFormat(Qt.TextFormat.RichText)
+        layout.addWidget(self.status)
+        self.problem = Banner("error")
+        self.problem.hide()
+        layout.addWidget(self.problem)
+        columns = QHBoxLayout()
+        columns.setSpacing(16)
+        layout.addLayout(columns)
+        left = QVBoxLayout()
+        left.addWidget(QLabel("How much each attribute multiplies the error:"))
+        self.multipliers = _table(["Attribute", "Released", "Multiplies by", "Queried"])
+        self.multipliers.setToolTip(
+            "The workload's expected error divided by its error on the table without the attribute "
+            "(queries keep their other conditions)"
+        )
+        left.addWidget(self.multipliers)
+        left.addStretch(1)
+        columns.addLayout(left, 1)
+        right = QVBoxLayout()
+        right.addWidget(QLabel("Suggestions, best first (one click applies one; Edit > Undo takes it back):"))
+        self.table = _table(["", "Smaller by", "Error at 95%", "Answered exactly", "Change"])
+        right.addWidget(self.table)
+        self.caveat = QLabel()
+        self.caveat.setWordWrap(True)
+        self.caveat.setForegroundRole(self.caveat.foregroundRole())
+        right.addWidget(self.caveat)
+        right.addStretch(1)
+        columns.addLayout(right, 2)
+
+        document.attributesChanged.connect(self.refresh)
+        document.privacyChanged.connect(self.refresh)
+        document.tableChanged.connect(self.refresh)
+        self.refresh()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        self.refresh()  # searches only run while the step is shown
+
+    # -- state ---------------------------------------------------------------------------------
+    def refresh(self) -> None:
+        key = self._doc.advice_key()
+        if key is None:
+            self._clear("Define the attributes first (Attributes step): the advisor reads the domains.")
+            return
+        found = self._results.get(key)
+        if found is None:
+            if self.isVisible():
+                self._jobs.request(key, lambda: _advice_job(key), "advisor")
+            self._clear("Computing suggestions for this workload...", keep=True)
+            return
+        if isinstance(found, str):
+            self._clear("")
+            self.problem.set_text(f"No advice for this workload: {found}")
+            self.problem.show()
+            self.adviceShown.emit()
+            return
+        self._show(scaled_advice(found, self._doc.epsilon))
+
+    def _computed(self, key: AdviceKey, result: Advice | str | BaseException) -> None:
+        if isinstance(result, BaseException):
+            result = f"cannot compute the advice ({type(result).__name__}: {result})"
+        self._results.put(key, result)
+        self.refresh()
+
+    def _clear(self, text: str, *, keep: bool = False) -> None:
+        """Show ``text``; with ``keep`` the last tables stay (greyed) until the new advice."""
+        self.status.setText(text)
+        self.problem.hide()
+        self.multipliers.setEnabled(not keep)
+        self.table.setEnabled(not keep)
+        if not keep:
+            self.advice, self.suggestions = None, ()
+            self.multipliers.setRowCount(0)
+            self.table.setRowCount(0)
+            self.apply_buttons = []
+            self.caveat.setText("")
+            _fit(self.multipliers)
+            _fit(self.table)
+            self.adviceShown.emit()
+
+    def _show(self, advice: Advice) -> None:
+        doc = self._doc
+        self.advice = advice
+        self.problem.hide()
+        self.multipliers.setEnabled(True)
+        self.table.setEnabled(True)
+        # n is public under replace-one-tuple neighbours only: it sizes a typical count there.
+        rows = doc.summary.rows if doc.summary is not None and doc.neighbours == "replace" else None
+        what = "the worst query" if advice.objective == "worst" else "a typical query (root of the average square error)"
+        self.status.setText(
+            f"<b>{_capital(advice.sentence(rows))}</b> ({what} of {advice.workload.name}, {len(advice.workload):,} "
+            f"queries; {advice.spec.name} with S_A = {{{', '.join(advice.spec.effective_sa)}}})."
+        )
+        self.multipliers.setRowCount(len(advice.multipliers))
+        for row, m in enumerate(advice.multipliers):
+            cells = [
+                _item(m.name),
+                _item("in S_A" if m.in_sa else "transformed"),
+                _item(f"× {m.multiplier:,.2f}", number=True),
+                _item("yes" if m.constrained else "no",
+                      tip="" if m.constrained else "No query of the workload constrains it: dropping it is lossless"),
+            ]
+            for column, item in enumerate(cells):
+                self.multipliers.setItem(row, column, item)
+        _fit(self.multipliers)
+        self.suggestions = advice.suggestions[:SHOWN_SUGGESTIONS]
+        self.table.setRowCount(len(self.suggestions))
+        self.apply_buttons = []
+        for row, s in enumerate(self.suggestions):
+            cells = [
+                _item(f"{s.factor:,.2f}×", number=True),
+                _item(f"± {fmt_count(margin95(s.error))}", number=True,
+                      tip=f"expected square error {fmt_number(s.error)} (now {fmt_number(s.before)})"),
+                _item(exact_text(s)),
+                _item(s.description, tip=f"S_A after the change: {{{', '.join(s.sa)}}}"),
+            ]
+            for column, item in enumerate(cells, start=1):
+                self.table.setItem(row, column, item)
+            button = QPushButton("Apply")
+            button.setToolTip(f"{s.description}: one undoable change of {s.attribute}")
+            button.clicked.connect(lambda _checked=False, index=row: self.apply(index))
+            self.table.setCellWidget(row, 0, button)
+            self.apply_buttons.append(button)
+        _fit(self.table)
+        if doc.mechanism == "privelet+":
+            with_sa = _RULE_WORDS[doc.sa_rule]
+        else:
+            with_sa = f"{mechanism_name(doc.mechanism)} (S_A does not apply)"
+        self.caveat.setText(
+            f"Predicted errors are of the noise, with {with_sa}. A query that a coarser domain cannot answer "
+            "exactly is rounded out to whole bins or groups: it also gets a bias that depends on the data and is "
+            "not predicted. Lossless changes are listed first."
+            if self.suggestions else "No coarser domain to suggest for this workload."
+        )
+        self.adviceShown.emit()
+
+    # -- edits ---------------------------------------------------------------------------------
+    def apply(self, index: int) -> None:
+        """Take suggestion ``index`` (as listed): one undoable change of one attribute."""
+        try:
+            self._doc.apply_suggestion(self.suggestions[index])
+        except PriveletError as exc:
+            self.problem.set_text(f"Cannot apply the suggestion: {exc}")
+            self.problem.show()
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]

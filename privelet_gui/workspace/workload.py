@@ -1,0 +1,270 @@
+"""The workload the custodian expects, and what it chooses: the best S_A and the advisor's
+suggestions (no Qt).
+
+A :class:`~privelet_gui.io.project.WorkloadChoice` (what a project stores) becomes an engine
+:class:`~privelet_gui.engine.Workload` for the current schema with :func:`build_workload`.
+The searches are plain jobs on frozen keys, so that the app can run them on a worker and
+cache them: :func:`find_best_sa` (:class:`SearchKey` -> :class:`BestSa`) and
+:func:`find_advice` (:class:`AdviceKey` -> :class:`~privelet_gui.engine.Advice`). Both
+compute at epsilon 1: a workload's expected error is proportional to ``1 / epsilon^2``
+(the noise scale), so which S_A or suggestion is best does not depend on epsilon and the
+figures for another epsilon are scaled (:meth:`BestSa.error`, :func:`scaled_advice`), and
+moving the epsilon slider searches nothing again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from ..engine import (
+    Advice,
+    NominalAttribute,
+    PriveletError,
+    ReleaseSpec,
+    Schema,
+    Workload,
+    advise,
+    best_sa,
+    expected_error,
+    marginals,
+    paper_workload,
+    recommend_sa,
+)
+from ..engine.advisor import EXHAUSTIVE_UP_TO
+from ..engine.workloads import check_objective
+from ..io import read_workload
+from ..io.project import WorkloadChoice
+
+__all__ = [
+    "REFERENCE_NAMES",
+    "AdviceKey",
+    "BestSa",
+    "ResultCache",
+    "SearchKey",
+    "WorkloadChoice",
+    "build_workload",
+    "find_advice",
+    "find_best_sa",
+    "scaled_advice",
+    "search_seconds",
+]
+
+#: The S_A each entry of :attr:`BestSa.errors` stands for, for people (the rule is the
+#: recommended S_A, Basic has every attribute in S_A, Privelet none).
+REFERENCE_NAMES = {
+    "best": "Best for the workload",
+    "rule": "The paper's rule",
+    "basic": "Basic",
+    "privelet": "Privelet",
+}
+
+
+def build_workload(choice: WorkloadChoice, schema: Schema) -> Workload:
+    """The workload ``choice`` describes on ``schema`` (its parts combined, every query counted
+    once). Marginals skip chosen attributes that are not in the schema; raises PriveletError
+    saying what to change when no workload can be made."""
+    if choice.empty:
+        raise PriveletError("the workload is empty: choose the paper's random workload, marginals or a workload file")
+    parts: list[Workload] = []
+    if choice.paper is not None:
+        parts.append(paper_workload(schema, choice.paper))
+    if choice.ways:
+        names = [n for n in (choice.attributes or schema.names) if n in schema.names]
+        if not names:
+            raise PriveletError(
+                f"none of the marginals' attributes ({', '.join(choice.attributes)}) is included; "
+                "choose included attributes for the marginals"
+            )
+        too_many = [k for k in choice.ways if k > len(names)]
+        if too_many:
+            raise PriveletError(
+                f"{too_many[0]}-way marginals need at least {too_many[0]} attributes and the workload has "
+                f"{len(names)} ({', '.join(names)}); choose more attributes or fewer ways"
+            )
+        grains = {name: grain for name, grain in choice.grains if name in names}
+        try:
+            parts.append(marginals(schema, choice.ways, names if choice.attributes else None, grains=grains))
+        except PriveletError as exc:
+            raise PriveletError(f"the workload's marginals: {exc}") from None
+    for path in choice.files:
+        try:
+            parts.append(read_workload(path, schema))
+        except OSError as exc:
+            raise PriveletError(f"cannot read the workload file {path}: {exc.strerror or exc}") from None
+    return parts[0].combine(*parts[1:]) if len(parts) > 1 else parts[0]
+
+
+def _marginal_predicates(schema: Schema, choice: WorkloadChoice) -> dict[str, int]:
+    """Per attribute of the marginals, about how many predicates it takes (an upper bound)."""
+    out = {}
+    for name in choice.attributes or schema.names:
+        if name not in schema.names:
+            continue
+        attribute = schema[name]
+        grain = choice.grain(name)
+        if grain is None or isinstance(attribute, NominalAttribute):
+            out[name] = attribute.size
+        else:
+            out[name] = math.ceil(attribute.size / grain)
+    return out
+
+
+@dataclass(frozen=True)
+class SearchKey:
+    """Everything the best S_A depends on (epsilon only scales the errors)."""
+
+    schema: Schema
+    choice: WorkloadChoice
+    neighbours: str
+    public_total: bool
+
+    @classmethod
+    def of(cls, spec: ReleaseSpec, choice: WorkloadChoice) -> SearchKey:
+        return cls(spec.schema, choice, spec.neighbours, spec.uses_public_total)
+
+    def spec(self, mechanism: str = "privelet+", sa: tuple[str, ...] = ()) -> ReleaseSpec:
+        """The release this key describes, at epsilon 1."""
+        return ReleaseSpec(self.schema, 1.0, mechanism, sa, self.neighbours, public_total=self.public_total)  # type: ignore[arg-type]
+
+
+# Measured costs of find_best_sa (2-core machine, numpy 2): factors of one product part along
+# one axis, of one listed query along one axis, and one subset tried for one row.
+_PART_AXIS_SECONDS = 1.5e-4
+_QUERY_AXIS_SECONDS = 4e-7
+_SUBSET_ROW_SECONDS = 8e-9
+
+
+def search_seconds(key: SearchKey) -> float:
+    """About how long :func:`find_best_sa` takes (infinite when a file must be read): the app
+    runs the longer searches on a worker. Within a factor of about 3 on the measured cases
+    (Adult, a Brazil-shaped schema, random schemas of 8 to 14 attributes)."""
+    schema, choice = key.schema, key.choice
+    if choice.files:
+        return math.inf
+    d = len(schema)
+    parts, listed = 0.0, float(choice.paper or 0)
+    if choice.ways:
+        sizes = list(_marginal_predicates(schema, choice).values())
+        for k in choice.ways:
+            combos = list(itertools.combinations(sizes, k))
+            if choice.objective == "mean":
+                parts += len(combos)  # the mean of a product part is one row
+            else:
+                listed += sum(math.prod(c) for c in combos)  # the worst case lists every query
+    subsets = 2.0**d if d <= EXHAUSTIVE_UP_TO else 4.0 * d * d
+    return (parts * d * _PART_AXIS_SECONDS + listed * d * _QUERY_AXIS_SECONDS
+            + (parts + listed) * subsets * _SUBSET_ROW_SECONDS)
+
+
+@dataclass(frozen=True)
+class BestSa:
+    """The best S_A for a workload and the errors it was compared with, at epsilon 1.
+
+    ``errors`` maps ``"best"``, ``"rule"``, ``"basic"`` and ``"privelet"`` to ``(S_A, expected
+    error)``: the workload's average square error (or its worst query's, ``objective``) in
+    squared counts at epsilon 1; :meth:`error` scales them to another epsilon.
+    """
+
+    sa: tuple[str, ...]
+    objective: str
+    exhaustive: bool
+    workload: str
+    queries: int
+    errors: Mapping[str, tuple[tuple[str, ...], float]]
+
+    def error(self, which: str = "best", epsilon: float = 1.0) -> float:
+        """The expected error of ``which`` S_A at ``epsilon``."""
+        return self.errors[which][1] / epsilon**2
+
+    def ratio(self, which: str) -> float:
+        """How many times the error of ``which`` is the best one's (1: as good)."""
+        best = self.errors["best"][1]
+        return self.errors[which][1] / best if best > 0 else 1.0
+
+
+def find_best_sa(key: SearchKey) -> BestSa:
+    """Build the workload and search the S_A minimising its expected error (a plain job)."""
+    workload = build_workload(key.choice, key.schema)
+    choice = best_sa(key.spec(), workload, objective=check_objective(key.choice.objective))
+    errors = {"best": (choice.sa, choice.error), **choice.references}
+    return BestSa(choice.sa, choice.objective, choice.exhaustive, workload.name, len(workload), errors)
+
+
+@dataclass(frozen=True)
+class AdviceKey:
+    """Everything the advisor's answer depends on: the search, and how S_A follows a change of
+    the schema (``rule``; ``sa``: the chosen S_A under ``"chosen"``, else empty)."""
+
+    search: SearchKey
+    rule: str
+    mechanism: str
+    sa: tuple[str, ...] = ()
+
+
+def find_advice(key: AdviceKey) -> Advice:
+    """The advisor's multipliers and suggestions at epsilon 1, each suggestion's error with the
+    S_A that the rule gives the changed schema: its best S_A (``"best"``), its recommended S_A
+    (``"recommended"``) or the chosen S_A less a dropped attribute (``"chosen"``)."""
+    search = key.search
+    workload = build_workload(search.choice, search.schema)
+    objective = check_objective(search.choice.objective)
+    plus = key.mechanism == "privelet+"
+    if key.rule == "recommended" and plus:
+        sa = recommend_sa(search.schema)
+    elif key.rule == "chosen" and plus:
+        sa = tuple(n for n in key.sa if n in search.schema.names)
+    else:
+        sa = ()
+    spec = search.spec(key.mechanism, sa)
+    advice = advise(spec, workload, objective=objective, choose_sa=key.rule == "best" and plus)
+    if key.rule != "recommended" or not plus:
+        return advice
+    suggestions = []
+    for suggestion in advice.suggestions:
+        follows = recommend_sa(suggestion.schema)
+        changed = ReleaseSpec(suggestion.schema, 1.0, "privelet+", follows, search.neighbours, public_total=search.public_total)  # type: ignore[arg-type]
+        error = expected_error(changed, suggestion.workload, objective=objective)
+        suggestions.append(dataclasses.replace(suggestion, sa=changed.effective_sa, error=error))
+    suggestions.sort(key=lambda s: (s.exact_share < 1.0, s.error))
+    return dataclasses.replace(advice, suggestions=tuple(suggestions))
+
+
+def scaled_advice(advice: Advice, epsilon: float) -> Advice:
+    """``advice`` (computed at epsilon 1) with its errors at ``epsilon``."""
+    scale = 1.0 / epsilon**2
+    suggestions = tuple(
+        dataclasses.replace(s, error=s.error * scale, before=s.before * scale) for s in advice.suggestions
+    )
+    return dataclasses.replace(
+        advice, spec=advice.spec.replace(epsilon=epsilon), error=advice.error * scale, suggestions=suggestions
+    )
+
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class ResultCache(Generic[K, V]):
+    """The last few results by key (undo and redo of a schema change find theirs again)."""
+
+    def __init__(self, size: int = 16):
+        self._size = size
+        self._items: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        value = self._items.get(key)
+        if value is not None:
+            self._items.move_to_end(key)
+        return value
+
+    def put(self, key: K, value: V) -> None:
+        self._items[key] = value
+        self._items.move_to_end(key)
+        while len(self._items) > self._size:
+            self._items.popitem(last=False)
