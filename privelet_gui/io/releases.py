@@ -183,6 +183,10 @@ def _read_metadata(npz: np.lib.npyio.NpzFile, p: Path) -> dict[str, Any]:
 
 def load_release_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The JSON metadata of a release file (without loading the matrix)."""
+    from .zarr_releases import is_zarr_release, load_zarr_release_metadata
+
+    if is_zarr_release(path):  # a chunked release folder (privelet_gui.distributed)
+        return load_zarr_release_metadata(path)
     npz, p = _open_npz(path)
     with npz:
         return _read_metadata(npz, p)
@@ -192,8 +196,13 @@ def load_release(path: str | os.PathLike[str]) -> Release:
     """Read a release file back into an engine :class:`~privelet_gui.engine.Release`.
 
     The schema, calibration, S_A and flags are rebuilt from the metadata, so exact
-    variances (``release.variance(query)``) work on the loaded release.
+    variances (``release.variance(query)``) work on the loaded release. A Zarr release
+    folder is opened lazily (:func:`~privelet_gui.io.zarr_releases.open_zarr_release`).
     """
+    from .zarr_releases import is_zarr_release, open_zarr_release
+
+    if is_zarr_release(path):
+        return open_zarr_release(path)
     npz, p = _open_npz(path)
     with npz:
         meta = _read_metadata(npz, p)
@@ -294,6 +303,10 @@ def export_release(
     precision (they may be negative or fractional: that is the noise, and rounding or
     clipping them would bias sums).
     """
+    if not isinstance(release.noisy, np.ndarray):  # a lazily opened Zarr release: never read whole
+        from .zarr_releases import export_release_chunked
+
+        return export_release_chunked(release, path, format=format, force=force)
     p = Path(path)
     fmt, gz = _export_format(p, format)
     check_writable(p, force=force)
