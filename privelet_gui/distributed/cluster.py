@@ -107,10 +107,10 @@ def wait_for(client: Client, futures: Sequence[Future], steps: Progress, stage: 
     except BaseException as exc:
         client.cancel(list(futures))
         drain(client, futures)
-        if _is_killed_worker(exc):
+        if _is_lost_work(exc):
             raise PriveletError(
-                f"a Dask worker died while {stage} (most often: it ran out of memory); give the workers more "
-                "memory, or start more of them"
+                f"a Dask worker died or lost its data while {stage.split(':')[0]} (most often: it ran out of memory); "
+                "give the workers more memory, or start more of them"
             ) from None
         raise
 
@@ -129,10 +129,12 @@ def drain(client: Client, futures: Sequence[Future]) -> None:
         time.sleep(_POLL_SECONDS)
 
 
-def _is_killed_worker(exc: BaseException) -> bool:
+def _is_lost_work(exc: BaseException) -> bool:
+    """Whether ``exc`` says that a worker died (or its results were lost with it)."""
+    from distributed.client import FuturesCancelledError
     from distributed.scheduler import KilledWorker
 
-    return isinstance(exc, KilledWorker)
+    return isinstance(exc, (KilledWorker, FuturesCancelledError))
 
 
 def _first_line(exc: BaseException) -> str:

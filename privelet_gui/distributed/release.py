@@ -198,7 +198,7 @@ def _release_by_blocks(
         )
         for position, boxes in layout.blocks.by_chunk().items()
     ]
-    wait_for(client, client.compute(tasks), steps, "transform, noise and inverse: chunk")
+    wait_for(client, client.compute(tasks), steps, "releasing blocks: chunk")
 
 
 def _release_chunk(
@@ -254,8 +254,7 @@ def _release_by_axes(
     for count, axis in enumerate(outer_axes):
         size = plan.transforms[axis].n_coefficients
         arrays = run(
-            arrays, lambda _, x, a=axis, n=size, c=count: _pass(x, a, n, shared, "forward", c == 0, cells),
-            f"transforming {plan.axis_name(axis)}: chunk",
+            arrays, _pass_step(axis, size, shared, "forward", count == 0, cells), f"transforming {plan.axis_name(axis)}: chunk"
         )
     arrays = run(
         arrays, lambda number, x: _tile_pass(x, tile_grid, shared, tile_streams[number], check=not outer_axes),
@@ -263,11 +262,15 @@ def _release_by_axes(
     )
     for axis in reversed(outer_axes):
         size = plan.transforms[axis].size
-        arrays = run(
-            arrays, lambda _, x, a=axis, n=size: _pass(x, a, n, shared, "inverse", False, cells),
-            f"inverting {plan.axis_name(axis)}: chunk",
-        )
+        arrays = run(arrays, _pass_step(axis, size, shared, "inverse", False, cells), f"inverting {plan.axis_name(axis)}: chunk")
     _write_blocks(client, arrays, blocks, layout, array_path, steps.slice(done / stages, 1.0))
+
+
+def _pass_step(
+    axis: int, size: int, shared: Shared, direction: str, check: bool, cells: int
+) -> Callable[[int, da.Array], da.Array]:
+    """:func:`_pass` with its settings, for any block."""
+    return lambda _, x: _pass(x, axis, size, shared, direction, check, cells)
 
 
 def _pass(x: da.Array, axis: int, size: int, shared: Shared, direction: str, check: bool, cells: int) -> da.Array:
