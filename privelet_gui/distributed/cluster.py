@@ -24,8 +24,13 @@ __all__ = ["INSTALL_HINT", "dask_client", "require_dask", "wait_for"]
 
 INSTALL_HINT = "install the optional part with: pip install 'privelet-gui[dask]'"
 
+# Worker processes give the memory of freed arrays of 1 MiB or more back at once (glibc
+# otherwise keeps much of it, and a worker that looks full pauses although it holds no data).
+_WORKER_ENVIRONMENT = {"MALLOC_MMAP_THRESHOLD_": str(1 << 20), "ARROW_DEFAULT_MEMORY_POOL": "system"}
 # How often a wait for cluster work checks for a cancel request (seconds).
 _POLL_SECONDS = 0.2
+# How long no task may finish before the workers are checked for a pause (seconds).
+_STALL_SECONDS = 30.0
 # How long a cancelled run waits for the tasks already running to end (seconds).
 _DRAIN_SECONDS = 60.0
 
@@ -46,21 +51,23 @@ def dask_client(
     *,
     workers: int | None = None,
     memory_limit: str | int | None = "auto",
+    timeout: float = 10.0,
 ) -> Iterator[Client]:
     """A client of the Dask scheduler at ``address``, or of a new local cluster.
 
     Without ``address``: a cluster of ``workers`` processes on this machine (default: one
     per core, at most 8), one thread each, each allowed ``memory_limit`` (bytes or text such
-    as ``"4GB"``; ``"auto"``: the machine's memory shared out), listening on loopback only,
+    as ``"4GB"``; ``"auto"``: the machine's memory shared out), listening on loopback only
+    (free ports),
     spilling to a temporary folder that is deleted with the cluster. The cluster and its
-    processes end when the block ends.
+    processes end when the block ends. ``timeout``: seconds to wait for the scheduler at ``address``.
     """
     require_dask()
     from distributed import Client, LocalCluster
 
     if address:
         try:
-            client = Client(address, timeout="10s")
+            client = Client(address, timeout=f"{timeout}s")
         except (OSError, TimeoutError, ValueError) as exc:
             raise PriveletError(
                 f"cannot reach the Dask scheduler at {address} ({_first_line(exc)}); check the address "
@@ -69,15 +76,18 @@ def dask_client(
         with client:
             yield client
         return
+    import dask
+
     spill = tempfile.mkdtemp(prefix="privelet-dask-")
+    environment = {**dask.config.get("distributed.nanny.pre-spawn-environ", {}), **_WORKER_ENVIRONMENT}
     try:
-        with LocalCluster(
+        with dask.config.set({"distributed.nanny.pre-spawn-environ": environment}), LocalCluster(
             n_workers=worker_count(workers),
             threads_per_worker=1,
             processes=True,
             memory_limit=memory_limit,
             host="127.0.0.1",
-            dashboard_address=None,
+            dashboard_address="127.0.0.1:0",  # its status pages, on loopback and a free port
             local_directory=spill,
             silence_logs=logging.ERROR,
         ) as cluster, Client(cluster) as client:
@@ -94,8 +104,10 @@ def wait_for(client: Client, futures: Sequence[Future], steps: Progress, stage: 
 
     pending = set(futures)
     total = max(len(futures), 1)
+    progressed = time.monotonic()
     try:
         while pending:
+            before = len(pending)
             with contextlib.suppress(TimeoutError):  # nothing finished: check for a cancel below
                 _, pending = wait(pending, timeout=_POLL_SECONDS, return_when="FIRST_COMPLETED")
             for future in futures:
@@ -103,6 +115,11 @@ def wait_for(client: Client, futures: Sequence[Future], steps: Progress, stage: 
                     future.result()  # raises the task's error here
             done = len(futures) - len(pending)
             steps.report(done / total, f"{stage} {done:,} of {len(futures):,}")
+            if len(pending) < before:
+                progressed = time.monotonic()
+            elif time.monotonic() - progressed > _STALL_SECONDS:
+                _check_not_paused(client, stage)
+                progressed = time.monotonic()
         return client.gather(list(futures))
     except BaseException as exc:
         client.cancel(list(futures))
@@ -113,6 +130,17 @@ def wait_for(client: Client, futures: Sequence[Future], steps: Progress, stage: 
                 "give the workers more memory, or start more of them"
             ) from None
         raise
+
+
+def _check_not_paused(client: Client, stage: str) -> None:
+    """Refuse to wait on workers that all paused for lack of memory (Dask pauses a worker at
+    80% of its limit, and one that holds no data it could spill never resumes)."""
+    workers = client.scheduler_info().get("workers", {}).values()
+    if workers and all(str(w.get("status", "")).endswith("paused") for w in workers):
+        raise PriveletError(
+            f"the Dask workers paused while {stage.split(':')[0]}: they are out of memory; give each worker more "
+            "memory (a worker needs about 150 MB for itself), or put more attributes in S_A (smaller tasks)"
+        )
 
 
 def drain(client: Client, futures: Sequence[Future]) -> None:
