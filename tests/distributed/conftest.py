@@ -19,11 +19,11 @@ import pytest
 pytest.importorskip("distributed")
 pytest.importorskip("zarr")
 
-import psutil  # noqa: E402  (comes with distributed)
-from distributed import Client  # noqa: E402
+import psutil
+from distributed import Client
 
-from privelet_gui.distributed import dask_client  # noqa: E402
-from privelet_gui.io import read_table, sample_table_path  # noqa: E402
+from privelet_gui.distributed import dask_client
+from privelet_gui.io import read_table, sample_table_path
 
 #: The memory each test worker may use: the 1 GB release must complete within it. (A worker
 #: holds about 130 MB itself, with dask, numpy, pandas, pyarrow and zarr loaded: at 256 MB,

@@ -241,9 +241,11 @@ def test_tasks_too_big_for_the_workers_are_refused_before_any_work(client: Clien
 
 
 def test_an_unreachable_scheduler_is_a_clear_error() -> None:
-    with pytest.raises(PriveletError, match=r"cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
-        with dask_client("tcp://127.0.0.1:9", timeout=1.0):
-            pass
+    with (
+        pytest.raises(PriveletError, match=r"cannot reach the Dask scheduler at tcp://127.0.0.1:9"),
+        dask_client("tcp://127.0.0.1:9", timeout=1.0),
+    ):
+        pass
 
 
 # -- the command line --------------------------------------------------------------------------------
