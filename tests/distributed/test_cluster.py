@@ -268,10 +268,12 @@ def test_cli_release_of_a_folder_on_a_local_cluster_queries_and_exports_like_a_f
     # the same cells; their sum may differ in the last bits (summed from chunks or from the whole matrix)
     assert from_folder["variance"] == from_file["variance"]
     assert from_folder["noisy_count"] == pytest.approx(from_file["noisy_count"], rel=1e-12)
-    assert main(["export", str(zarr_out), "--out", str(tmp_path / "a.csv")]) == 0
-    assert main(["export", str(npz_out), "--out", str(tmp_path / "b.csv")]) == 0
-    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "b.csv", "r.npz", "r.zarr"]
+    assert main(["export", str(zarr_out), "--out", str(tmp_path / "a.parquet")]) == 0
+    assert main(["export", str(npz_out), "--out", str(tmp_path / "b.parquet")]) == 0
+    a, b = pd.read_parquet(tmp_path / "a.parquet"), pd.read_parquet(tmp_path / "b.parquet")
+    assert np.array_equal(a["noisy_count"], b["noisy_count"])  # every cell, in the same order
+    assert np.array_equal(a["age"].cat.codes, b["age"].cat.codes) and list(a["age"].cat.categories) == list(b["age"].cat.categories)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.parquet", "b.parquet", "r.npz", "r.zarr"]
 
 
 def test_cli_release_at_a_scheduler_address(client: Client, adult_parts: dict[str, Path], tmp_path: Path,
