@@ -1,4 +1,8 @@
-"""``privelet query`` and ``privelet export``: answer queries on a release file, export it as a table."""
+"""``privelet query`` and ``privelet export``: answer queries on a release, export it as a table.
+
+A release is a ``.npz`` file or a ``.zarr`` folder; a folder is read lazily, a chunk at a time
+(:func:`~privelet_gui.io.load_release` opens it so), never whole.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
         "query", parents=[common], help="answer a range-count query on a release",
         description="Sum the noisy counts in a box and give the exact noise variance and a 95%% interval.",
     )
-    p.add_argument("release", metavar="RELEASE.npz")
+    p.add_argument("release", metavar="RELEASE.npz|.zarr", help="a .npz release file or a .zarr release folder (read in chunks)")
     p.add_argument("--where", action="append", default=[], metavar="NAME=VALUE",
                    help="a condition: a hierarchy label (occupation=Technical), a value (sex=Male) or an "
                         "inclusive range (age=20..30, age=65..); repeat for several attributes")
@@ -29,7 +33,7 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
         "export", parents=[common], help="export a release as a long table (CSV or Parquet)",
         description="Write one row per cell: the attribute labels, then noisy_count.",
     )
-    p.add_argument("release", metavar="RELEASE.npz")
+    p.add_argument("release", metavar="RELEASE.npz|.zarr", help="a .npz release file or a .zarr release folder (read in chunks)")
     p.add_argument("--format", choices=("csv", "parquet"), help="default: from the --out extension")
     p.add_argument("--out", required=True, metavar="FILE", help="file to write (.csv, .csv.gz or .parquet)")
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")

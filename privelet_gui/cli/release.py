@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,15 +29,22 @@ __all__ = ["DEMO_EPSILON", "register"]
 
 #: The privacy budget ``release --demo`` uses.
 DEMO_EPSILON = 1.0
+#: ``--dask`` without an address: a cluster of processes on this machine.
+LOCAL_CLUSTER = "local"
+#: The name a Zarr release folder ends with.
+ZARR_SUFFIX = ".zarr"
 
 
 def register(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """Add this module's commands to the ``privelet`` parser."""
     p = commands.add_parser(
         "release", parents=[common], help="count a table and write a differentially private release",
-        description="Count TABLE with the schema and write a noisy frequency matrix (a .npz release file).",
+        description="Count TABLE with the schema and write a noisy frequency matrix (a .npz release file, "
+                    "or a .zarr release folder).",
     )
-    p.add_argument("table", nargs="?", metavar="TABLE", help="CSV, TSV, .csv.gz or Parquet file")
+    p.add_argument("table", nargs="?", metavar="TABLE",
+                   help="CSV, TSV, .csv.gz or Parquet file; with --dask also a folder or a glob ('parts/*.parquet') "
+                        "of such files")
     p.add_argument("--schema", metavar="S.json", help="schema file (attributes, domains, hierarchies)")
     p.add_argument("--epsilon", type=epsilon_type, metavar="E", help="privacy budget epsilon > 0 (smaller: more private)")
     p.add_argument("--sa", metavar="A,B|auto|best|none", default=None,
@@ -56,13 +64,22 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
     p.add_argument("--yes", action="store_true",
                    help="spend the epsilon without asking when the privacy ledger says this table has spent some "
                         "already (needed to release such a table again without a terminal)")
-    p.add_argument("--out", metavar="RELEASE.npz", help="release file to write")
+    p.add_argument("--out", metavar="RELEASE.npz", help="release file to write (NAME.zarr: a Zarr release folder, "
+                                                        "read in chunks by query and export; required with --dask)")
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     p.add_argument("--seed", type=seed_type, metavar="N", help="fixed noise seed, FOR TESTS ONLY (not private)")
     p.add_argument("--invalid", choices=("error", "drop"), default="error",
                    help="rows with values outside the domain: stop with an error (default) or drop them")
     p.add_argument("--demo", action="store_true",
                    help=f"use the bundled UCI Adult sample and its schema (epsilon {DEMO_EPSILON}, --sa auto)")
+    group = p.add_argument_group("on a Dask cluster (needs privelet-gui[dask])")
+    group.add_argument("--dask", nargs="?", const=LOCAL_CLUSTER, metavar="ADDRESS",
+                       help="count and release on the Dask scheduler at ADDRESS (e.g. tcp://10.0.0.5:8786); "
+                            "without ADDRESS, on a cluster of worker processes on this machine")
+    group.add_argument("--dask-workers", type=_positive_int, metavar="N",
+                       help="worker processes of the local cluster (default: one per core, at most 8)")
+    group.add_argument("--dask-memory", metavar="SIZE",
+                       help="memory each worker of the local cluster may use, e.g. 4GB (default: shared out)")
     table_options(p)
     p.set_defaults(handler=_cmd_release)
 
@@ -105,6 +122,16 @@ def workload_of(args: argparse.Namespace, schema: Any) -> Any:
     from ..io import workloads_from_descriptions
 
     return workloads_from_descriptions(args.workload, schema)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"give a positive whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"give a positive whole number, got {text!r}")
+    return value
 
 
 def _spec_of(args: argparse.Namespace, schema: Any, epsilon: float) -> Any:
@@ -172,6 +199,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
         save_release,
     )
     from ..io.ledger import Ledger
+    from ..io.zarr_releases import check_zarr_target, save_zarr_release
 
     if args.demo:
         if args.table or args.schema:
@@ -184,10 +212,13 @@ def _cmd_release(args: argparse.Namespace) -> int:
             raise UsageError(f"missing {', '.join(missing)} (or use --demo)")
         table, schema_path, epsilon = Path(args.table), Path(args.schema), args.epsilon
     if args.out is None:
-        raise UsageError("missing --out RELEASE.npz")
+        raise UsageError("missing --out RELEASE.npz" + (" (with --dask: --out NAME.zarr)" if args.dask else ""))
     if args.mechanism == "basic" and args.sa is not None:
         raise UsageError("--sa applies to --mechanism privelet only (basic adds noise to every cell)")
-    out = check_writable(args.out, force=args.force)  # fail before the long work
+    zarr_out = str(args.out).endswith(ZARR_SUFFIX)
+    _check_dask_options(args, table, zarr_out)
+    # fail before the long work
+    out = check_zarr_target(args.out, force=args.force) if zarr_out else check_writable(args.out, force=args.force)
     schema = load_schema(schema_path)
     spec = _spec_of(args, schema, epsilon)
     if schema.domain_from_data:
@@ -200,25 +231,35 @@ def _cmd_release(args: argparse.Namespace) -> int:
         note(args, "note: --sa auto put every attribute in S_A: for these domain sizes the paper's bound "
                    "favours noise on every cell (Basic) over wavelets; give --sa to choose otherwise.")
     options = TableOptions() if args.demo else read_options(args)
-    bar = progress_bar(args)
-    try:
-        matrix, report = count_table(table, schema, options, invalid=args.invalid, progress=bar)
-        bar.close()
-        # Counting spends nothing; drawing the noise does: ask the ledger first.
-        ledger = Ledger()
-        fingerprint = ledger.fingerprint_file(table)
-        _check_budget(args, ledger, fingerprint, spec)
-        rng = np.random.default_rng(args.seed) if args.seed is not None else None
-        release = spec.run(matrix, rng=rng, progress=bar)
-        bar.close()
-    finally:
-        bar.close()
-    del matrix  # the true counts go no further
-    # Recorded as soon as the noise is drawn, before the file is written: if writing fails, the
-    # ledger errs on the side of counting a release that nobody saw.
-    ledger.record(fingerprint, release, output=out.resolve())
     extra: dict[str, Any] = {"source": "demo" if args.demo else None}
-    meta = save_release(release, out, force=args.force, seed=args.seed, metadata=extra)
+    rng = np.random.default_rng(args.seed) if args.seed is not None else None
+    ledger = Ledger()
+    fingerprint = ledger.fingerprint_files(_table_files(args, table))
+
+    def before_noise() -> None:  # counting spends nothing; drawing the noise does: ask the ledger first
+        _check_budget(args, ledger, fingerprint, spec)
+
+    def drawn(release: Any) -> None:
+        # Recorded as soon as the noise is drawn, before the file is written: if writing fails,
+        # the ledger errs on the side of counting a release that nobody saw.
+        ledger.record(fingerprint, release, output=out.resolve())
+
+    if args.dask is not None:
+        release, meta, report = _release_on_dask(args, table, spec, out, options, rng, extra, before_noise, drawn)
+    else:
+        bar = progress_bar(args)
+        try:
+            matrix, report = count_table(table, schema, options, invalid=args.invalid, progress=bar)
+            bar.close()
+            before_noise()
+            release = spec.run(matrix, rng=rng, progress=bar)
+            bar.close()
+        finally:
+            bar.close()
+        del matrix  # the true counts go no further
+        drawn(release)
+        save = save_zarr_release if zarr_out else save_release
+        meta = save(release, out, force=args.force, seed=args.seed, metadata=extra)
     note(args, f"counted: {report.custodian_summary(release.neighbours)}")
     print(f"wrote {out}")
     print(f"  mechanism {spec.name}, epsilon {release.epsilon:g}, neighbours {release.neighbours}, "
@@ -230,6 +271,74 @@ def _cmd_release(args: argparse.Namespace) -> int:
         print("  shifted to the public number of rows (replace-one neighbours make it public): the total is exact; "
               "the raw release is noisy - post_processing.total_shift")
     return 0
+
+
+def _check_dask_options(args: argparse.Namespace, table: Path, zarr_out: bool) -> None:
+    """Usage errors of the cluster options, before any work."""
+    many = table.is_dir() or (not table.exists() and any(c in str(table) for c in "*?["))
+    if args.dask is None:
+        if many:
+            raise UsageError(
+                f"{table} is a folder or a pattern of files: count it on a Dask cluster with --dask "
+                "(no address: on this machine)"
+            )
+        if args.dask_workers is not None or args.dask_memory is not None:
+            raise UsageError("--dask-workers and --dask-memory apply to --dask only")
+        return
+    if not zarr_out:
+        raise UsageError(f"with --dask the release is a Zarr folder: give --out NAME{ZARR_SUFFIX}")
+    if args.dask != LOCAL_CLUSTER and (args.dask_workers is not None or args.dask_memory is not None):
+        raise UsageError("--dask-workers and --dask-memory set up the cluster on this machine; "
+                         "a cluster at an address has its own workers")
+
+
+def _table_files(args: argparse.Namespace, table: Path) -> list[Path]:
+    """The files of the table whose budget the release spends: one file, or a dataset's files."""
+    if args.dask is None:
+        return [table]
+    from ..distributed import dataset_files
+
+    return dataset_files(table)
+
+
+def _release_on_dask(
+    args: argparse.Namespace,
+    table: Path,
+    spec: Any,
+    out: Path,
+    options: Any,
+    rng: Any,
+    extra: dict[str, Any],
+    before_noise: Callable[[], None],
+    drawn: Callable[[Any], None],
+) -> tuple[Any, dict[str, Any], Any]:
+    """Count and release on a Dask cluster: (release, metadata written, count report).
+    ``before_noise`` runs once the table is counted, ``drawn`` once the noise is drawn."""
+    from ..distributed import count_dataset, dask_client, release_layout, release_to_zarr
+
+    address = None if args.dask == LOCAL_CLUSTER else args.dask
+    memory = args.dask_memory if args.dask_memory is not None else "auto"
+    bar = progress_bar(args)
+    try:
+        with dask_client(address, workers=args.dask_workers, memory_limit=memory) as client:
+            info = client.scheduler_info()
+            note(args, f"Dask: {len(info.get('workers', {}))} worker(s), scheduler {info.get('address')}")
+            counts = count_dataset(
+                client, table, spec.schema, release_layout(spec.plan).chunks, options=options,
+                invalid=args.invalid, progress=bar,
+            )
+            bar.close()
+            before_noise()
+            release, meta = release_to_zarr(
+                client, counts.matrix, spec, out, rows=counts.rows, rng=rng, progress=bar, force=args.force,
+                metadata=extra, seed=args.seed,
+            )
+            report = counts.report
+            del counts  # the true counts go no further (the workers drop them)
+            drawn(release)
+    finally:
+        bar.close()
+    return release, meta, report
 
 
 def _cmd_bounds(args: argparse.Namespace) -> int:

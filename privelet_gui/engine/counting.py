@@ -84,13 +84,17 @@ class FrequencyCounter:
     policy drops its out-of-range numbers in either mode. ``chunked=True`` says
     that many small chunks will come (a file read in pieces): the matrix is then
     allocated at once and chunks much smaller than it are scattered into it.
+    ``encode_only=True`` says that only :meth:`flat_codes` will be called (the counts are
+    gathered elsewhere, e.g. on a cluster): the matrix need not fit in this machine's memory.
     """
 
-    def __init__(self, schema: Schema, *, invalid: InvalidPolicy = "error", chunked: bool = False):
+    def __init__(
+        self, schema: Schema, *, invalid: InvalidPolicy = "error", chunked: bool = False, encode_only: bool = False
+    ):
         if invalid not in ("error", "drop"):
             raise SchemaError(f"invalid must be 'error' or 'drop', got {invalid!r}")
         needed, available = 8 * schema.size, _memory.available_memory()
-        if available is not None and needed > available:
+        if not encode_only and available is not None and needed > available:
             raise SchemaError(
                 f"the frequency matrix of this schema has {schema.size:,} cells ({_memory.byte_size(needed)}), more "
                 f"than the {_memory.byte_size(available)} of memory available; exclude attributes or use coarser domains"

@@ -22,11 +22,24 @@ from . import _memory, bits
 from ._memory import recycle_block_buffers, zeros
 from .errors import PriveletError
 from .hn import TransformPlan
-from .noise import NoiseCalibration, NoiseSampler, round_to_grid
+from .noise import NoiseCalibration, NoiseSampler, Sampler, noise_sampler, round_to_grid
 from .progress import Progress
 from .transform import along
 
-__all__ = ["EXACT_LIMIT", "check_memory", "peak_bytes", "release_blocks", "total_count", "worker_count"]
+__all__ = [
+    "EXACT_LIMIT",
+    "BlockRelease",
+    "block_indices",
+    "check_counts",
+    "check_memory",
+    "is_tiled",
+    "peak_bytes",
+    "release_blocks",
+    "spawn_streams",
+    "tile_indices",
+    "total_count",
+    "worker_count",
+]
 
 # Block size (cells) for the S_A-sliced pipeline: small enough to stay in cache.
 _BLOCK_CELLS = 1 << 19
@@ -64,6 +77,72 @@ def release_blocks(
 
     _run_parts(fill, len(blocks), threads, steps, "transform, noise and inverse", "block")
     return noisy
+
+
+# -- the same work, one piece at a time, for callers that schedule it themselves ------------------
+# (privelet_gui.distributed runs these on a cluster; the results equal release_blocks' piece for piece)
+
+
+def block_indices(plan: TransformPlan) -> list[tuple[slice, ...]]:
+    """The S_A blocks of a release with ``plan``, in the order :func:`release_blocks` gives
+    them their noise streams (``spawn_streams(generator, len(blocks))``)."""
+    return list(_blocks(plan.shape, plan.identity_axes, _BLOCK_CELLS))
+
+
+def spawn_streams(generator: np.random.Generator, count: int) -> list[np.random.Generator]:
+    """``count`` independent child generators of ``generator``, as the pipeline spawns them."""
+    return _spawn(generator, count)
+
+
+def is_tiled(plan: TransformPlan, shape: tuple[int, ...]) -> bool:
+    """Whether a block of ``shape`` draws its noise one tile at a time, each tile with its own
+    stream spawned from the block's (a block bigger than one slab, see :func:`tile_indices`);
+    otherwise its tiles draw from the block's stream one after the other."""
+    axes = plan.transformed_axes
+    return bool(axes) and len(list(_slabs(shape, axes[-1]))) > 1
+
+
+def tile_indices(plan: TransformPlan, shape: tuple[int, ...]) -> list[tuple[slice, ...]]:
+    """The tiles of a block of ``shape``, in the order of their noise streams.
+
+    Indices into the block after the forward transforms of every transformed axis but the
+    last (those axes then hold coefficients); each tile holds whole lines of the last one.
+    """
+    axes = plan.transformed_axes
+    if not axes:
+        raise PriveletError("a release without transformed axes (Basic) has no tiles")
+    *outer_axes, last = axes
+    sizes = [plan.transforms[a].n_coefficients if a in outer_axes else n for a, n in enumerate(shape)]
+    return list(_tiles(tuple(sizes), last, plan.transforms[last].n_coefficients))
+
+
+def check_counts(cells: np.ndarray) -> None:
+    """Refuse cells that are not non-negative integer counts (what privacy and exact rounding assume)."""
+    _check_counts(cells)
+
+
+class BlockRelease:
+    """One block, or one tile of a big block, of a release: the work :func:`release_blocks`
+    does, for callers that schedule the pieces themselves (one thread each)."""
+
+    def __init__(self, plan: TransformPlan, calibration: NoiseCalibration, sampler: Sampler):
+        self.plan = plan
+        self._pipeline = _BlockPipeline(plan, calibration, noise_sampler(sampler, calibration))
+
+    def block(self, cells: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The noisy values of one block, drawn from the block's own stream ``rng``."""
+        _check_counts(cells)
+        return np.ascontiguousarray(self._pipeline.run(cells, rng))
+
+    def tile(self, values: np.ndarray, index: tuple[slice, ...], rng: np.random.Generator) -> np.ndarray:
+        """The noisy values of one tile of a big block (:func:`tile_indices`): ``values`` are
+        the block's values there after the outer forward transforms, ``index`` is where the
+        tile sits in the block, ``rng`` the tile's own stream. The last transformed axis is
+        transformed, noised and inverted, as in the block pipeline."""
+        last = self.plan.transformed_axes[-1]
+        transform = self.plan.transforms[last]
+        numerators = transform.numerators(values, last)
+        return transform.inverse(self._pipeline._noisy_coefficients(numerators, index, rng), last)
 
 
 def peak_bytes(plan: TransformPlan, threads: int) -> int:

@@ -18,19 +18,54 @@ privacy.
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import numpy as np
 
 from .errors import PriveletError
 
-__all__ = ["COUNT_KINDS", "integer_counts", "nonnegative_counts", "post_processed_counts", "shift_to_total"]
+__all__ = [
+    "COUNT_KINDS",
+    "integer_counts",
+    "matrix_sum",
+    "nonnegative_counts",
+    "post_processed_counts",
+    "shift_to_total",
+    "sum_slabs",
+]
 
 #: The kinds of counts an export can hold: the release's own, projected onto non-negative
 #: counts with the same total, rounded to whole counts, or both.
 COUNT_KINDS = ("noisy", "nonnegative", "integer", "nonnegative-integer")
 
 
+#: The sum of a matrix is taken over slabs of at most this many cells (see :func:`matrix_sum`).
+SUM_SLAB_CELLS = 1 << 22
+
+
+def sum_slabs(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The leading axes :func:`matrix_sum` indexes one value at a time: the fewest whose
+    remaining axes hold at most :data:`SUM_SLAB_CELLS` cells (each slab is then one
+    C-contiguous block of the matrix)."""
+    lead = 0
+    while lead < len(shape) - 1 and math.prod(shape[lead:]) > SUM_SLAB_CELLS:
+        lead += 1
+    return tuple(shape[:lead])
+
+
+def matrix_sum(noisy: Any) -> float:
+    """The sum of a matrix, the same to the last bit however the matrix is held: numpy's
+    sum of each slab ``noisy[i, j, ...]`` over the leading axes of :func:`sum_slabs`, then an
+    exact sum of the slab sums. A chunked (Zarr) release read slab by slab gets exactly the
+    total that one machine gets, so both shift a release to the public total identically."""
+    slabs = [float(np.sum(np.asarray(noisy[index], dtype=np.float64))) for index in np.ndindex(*sum_slabs(noisy.shape))]
+    return math.fsum(slabs)
+
+
 def shift_to_total(noisy: np.ndarray, total: float) -> float:
-    """Add ``(total - sum(noisy)) / m`` to every cell of ``noisy`` (in place); returns that shift.
+    """Add ``(total - sum(noisy)) / m`` to every cell of ``noisy`` (in place, the sum as
+    :func:`matrix_sum`); returns that shift.
 
     Examples
     --------
@@ -38,7 +73,7 @@ def shift_to_total(noisy: np.ndarray, total: float) -> float:
     >>> shift_to_total(m, 6), m.tolist()
     (0.5, [2.0, 0.0, 2.5, 1.5])
     """
-    shift = (float(total) - float(np.sum(noisy))) / noisy.size
+    shift = (float(total) - matrix_sum(noisy)) / noisy.size
     noisy += shift
     return shift
 

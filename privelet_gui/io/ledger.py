@@ -36,7 +36,7 @@ import json
 import os
 import secrets
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -198,15 +198,24 @@ class Ledger:
     # -- fingerprints ------------------------------------------------------------------------
     def fingerprint_file(self, path: str | os.PathLike[str]) -> str:
         """The salted fingerprint of a table file's bytes (see the module docstring)."""
+        return self.fingerprint_files([path])
+
+    def fingerprint_files(self, paths: Sequence[str | os.PathLike[str]]) -> str:
+        """The salted fingerprint of a table split in several files (a dataset, in order): of
+        their bytes, each file's preceded by its length when there are several (one file:
+        the same as :meth:`fingerprint_file`)."""
         with self._connect() as connection:
             salt = self._salt(connection)
         digest = hmac.new(salt, digestmod=hashlib.sha256)
-        try:
-            with open(path, "rb") as handle:
-                while chunk := handle.read(_CHUNK):
-                    digest.update(chunk)
-        except OSError as exc:
-            raise PriveletError(f"cannot read {path} to find what it has spent: {exc.strerror or exc}") from None
+        for path in paths:
+            try:
+                if len(paths) > 1:
+                    digest.update(os.path.getsize(path).to_bytes(8, "big"))
+                with open(path, "rb") as handle:
+                    while chunk := handle.read(_CHUNK):
+                        digest.update(chunk)
+            except OSError as exc:
+                raise PriveletError(f"cannot read {path} to find what it has spent: {exc.strerror or exc}") from None
         return digest.hexdigest()
 
     # -- reading -----------------------------------------------------------------------------

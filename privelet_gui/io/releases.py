@@ -50,8 +50,8 @@ from ..engine import (
     SchemaError,
     paper_bound,
 )
-from ..engine.postprocess import post_processed_counts
 from ..engine.bits import BIT_SOURCE
+from ..engine.postprocess import post_processed_counts
 from .atomic import atomic_write, check_writable
 from .errors import ReleaseFileError
 from .schema import schema_from_json, schema_to_json
@@ -210,6 +210,10 @@ def _read_metadata(npz: np.lib.npyio.NpzFile, p: Path) -> dict[str, Any]:
 
 def load_release_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The JSON metadata of a release file (without loading the matrix)."""
+    from .zarr_releases import is_zarr_release, load_zarr_release_metadata
+
+    if is_zarr_release(path):  # a chunked release folder (privelet_gui.distributed)
+        return load_zarr_release_metadata(path)
     npz, p = _open_npz(path)
     with npz:
         return _read_metadata(npz, p)
@@ -219,8 +223,13 @@ def load_release(path: str | os.PathLike[str]) -> Release:
     """Read a release file back into an engine :class:`~privelet_gui.engine.Release`.
 
     The schema, calibration, S_A and flags are rebuilt from the metadata, so exact
-    variances (``release.variance(query)``) work on the loaded release.
+    variances (``release.variance(query)``) work on the loaded release. A Zarr release
+    folder is opened lazily (:func:`~privelet_gui.io.zarr_releases.open_zarr_release`).
     """
+    from .zarr_releases import is_zarr_release, open_zarr_release
+
+    if is_zarr_release(path):
+        return open_zarr_release(path)
     npz, p = _open_npz(path)
     with npz:
         meta = _read_metadata(npz, p)
@@ -228,6 +237,12 @@ def load_release(path: str | os.PathLike[str]) -> Release:
             noisy = np.asarray(npz["noisy"], dtype=np.float64)
         except (ValueError, zipfile.BadZipFile, OSError, EOFError) as exc:
             raise ReleaseFileError(f"{p}: the noisy matrix is damaged ({_brief(exc)})") from None
+    return release_from_metadata(meta, noisy, p)
+
+
+def release_from_metadata(meta: Mapping[str, Any], noisy: Any, p: Path) -> Release:
+    """The release that ``meta`` describes, holding ``noisy`` (an array, or a lazily read
+    one: anything with ``shape`` and indexing); errors name the file ``p``."""
     try:
         schema = None if meta.get("schema") is None else schema_from_json(meta["schema"], source=f"{p} (schema)")
         cal = meta["calibration"]
@@ -255,10 +270,11 @@ def load_release(path: str | os.PathLike[str]) -> Release:
         )
     except (KeyError, TypeError) as exc:
         raise ReleaseFileError(f"{p}: the release metadata is incomplete ({_brief(exc)})") from None
-    if schema is not None and noisy.shape != schema.shape:
-        raise ReleaseFileError(f"{p}: the matrix has shape {noisy.shape} but its schema needs {schema.shape}")
-    if tuple(meta.get("shape", noisy.shape)) != noisy.shape:
-        raise ReleaseFileError(f"{p}: the matrix has shape {noisy.shape}, the metadata says {tuple(meta['shape'])}")
+    shape = tuple(noisy.shape)
+    if schema is not None and shape != schema.shape:
+        raise ReleaseFileError(f"{p}: the matrix has shape {shape} but its schema needs {schema.shape}")
+    if tuple(meta.get("shape", shape)) != shape:
+        raise ReleaseFileError(f"{p}: the matrix has shape {shape}, the metadata says {tuple(meta['shape'])}")
     return release
 
 
@@ -366,6 +382,10 @@ def export_release(
             "the seed can remove its noise. Make the release again without a seed, or export it for testing "
             "only with allow_seeded=True (privelet export --allow-seeded); the file will say it is seeded"
         )
+    if not isinstance(release.noisy, np.ndarray):  # a lazily opened Zarr release: never read whole
+        from .zarr_releases import export_release_chunked
+
+        return export_release_chunked(release, path, format=format, force=force, counts=counts)
     p = Path(path)
     fmt, gz = _export_format(p, format)
     count_column(counts)  # an unknown kind fails before anything is written
@@ -393,16 +413,21 @@ def _write_marked_csv(frame: pd.DataFrame, handle: Any, gz: bool) -> None:
         binary.close()  # ends the gzip stream
 
 
+def seeded_marks(seeded: bool) -> dict[bytes, bytes]:
+    """The Parquet key-value metadata that says whether a release is seeded (and, if so, why not to publish it)."""
+    marks = {b"privelet.seeded": b"true" if seeded else b"false"}
+    if seeded:
+        marks[b"privelet.warning"] = SEEDED_WARNING.encode()
+    return marks
+
+
 def _write_parquet(frame: pd.DataFrame, handle: Any, *, seeded: bool) -> None:
     """Parquet with ``privelet.seeded`` (and, when seeded, ``privelet.warning``) key-value metadata."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     table = pa.Table.from_pandas(frame, preserve_index=False)
-    marks = {b"privelet.seeded": b"true" if seeded else b"false"}
-    if seeded:
-        marks[b"privelet.warning"] = SEEDED_WARNING.encode()
-    table = table.replace_schema_metadata({**(table.schema.metadata or {}), **marks})
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), **seeded_marks(seeded)})
     pq.write_table(table, handle)
 
 

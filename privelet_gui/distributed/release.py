@@ -1,0 +1,393 @@
+"""Releasing a chunked frequency matrix on a Dask cluster, into a Zarr release folder.
+
+The rules are those of :meth:`~privelet_gui.engine.ReleaseSpec.run`, decided by the same
+:class:`~privelet_gui.engine.ReleaseSpec`: the same calibration (``spec.calibration(rows)``),
+the same exact-rounding limit, the same noise streams. Only the scheduling differs:
+
+- S_A blocks that fit in one task (the usual Privelet+ case): each chunk, a group of whole
+  blocks (:mod:`privelet_gui.distributed.layout`), is transformed, noised, inverted and
+  written to the Zarr folder by one task, each block with the stream the one-machine
+  pipeline gives it. The noisy matrix then equals ``spec.run(M, rng=...)`` cell for cell.
+- Blocks bigger than one slab (S_A empty, or huge blocks): axis by axis. The matrix is
+  rechunked so that each pass sees whole lines along its axis: forward along every
+  transformed axis but the last, then the last axis transformed, noised and inverted tile
+  by tile (each tile with its own stream, as on one machine), then the inverses in reverse
+  order. Each pass is persisted on the cluster (it holds the whole matrix, spilled to the
+  workers' disks when it does not fit in their memory), with progress and cancel.
+
+Either way the result depends on the seed only, never on the number of workers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+
+from ..engine.errors import PriveletError
+from ..engine.hn import TransformPlan
+from ..engine.noise import NoiseCalibration, Sampler, default_rng
+from ..engine.pipeline import EXACT_LIMIT, BlockRelease, check_counts, spawn_streams, tile_indices
+from ..engine.postprocess import sum_slabs
+from ..engine.progress import CancelCallback, Progress, ProgressCallback
+from ..engine.release import Release
+from ..engine.spec import ReleaseSpec
+from ..io.releases import release_metadata
+from ..io.zarr_releases import (
+    ZarrReleaseWriter,
+    check_zarr_target,
+    open_zarr_release,
+    shift_zarr_chunk,
+    write_zarr_chunk,
+)
+from .cluster import require_dask, wait_for
+from .layout import TASK_CELLS, Chunks, Grid, ReleaseLayout, grid, line_chunks, release_layout
+
+if TYPE_CHECKING:
+    import dask.array as da
+    from distributed import Client
+
+__all__ = ["release_to_zarr"]
+
+Index = tuple[slice, ...]
+Shared = tuple[TransformPlan, NoiseCalibration, Sampler]  # BlockRelease's arguments
+
+
+def release_to_zarr(
+    client: Client,
+    matrix: da.Array | np.ndarray,
+    spec: ReleaseSpec,
+    path: str | os.PathLike[str],
+    *,
+    rows: int | None = None,
+    rng: np.random.Generator | None = None,
+    progress: ProgressCallback | None = None,
+    should_cancel: CancelCallback | None = None,
+    force: bool = False,
+    metadata: Mapping[str, Any] | None = None,
+    seed: int | None = None,
+    cells: int = TASK_CELLS,
+) -> tuple[Release, dict[str, Any]]:
+    """Release ``matrix`` (M, chunked or not) with ``spec`` on the cluster of ``client`` and
+    write it as a Zarr release folder at ``path``; returns the release (opened lazily from
+    the folder) and the metadata written.
+
+    ``rows`` is the total of M when it is known (:attr:`DistributedCounts.rows`): otherwise
+    it is computed on the cluster. ``rng``, ``seed`` and ``metadata`` are as for
+    :meth:`~privelet_gui.engine.ReleaseSpec.run` and :func:`~privelet_gui.io.save_release`
+    (a seeded release is for tests only). ``cells``: about how many cells one task works on.
+    The folder appears only once complete; an error or a cancel leaves nothing behind.
+    """
+    require_dask()
+    import dask.array as da
+
+    started = time.perf_counter()
+    chunked = matrix if isinstance(matrix, da.Array) else _scatter(client, matrix, release_layout(spec.plan, cells).chunks)
+    if tuple(chunked.shape) != spec.schema.shape:
+        raise PriveletError(
+            f"the matrix has shape {tuple(chunked.shape)} but the schema needs {spec.schema.shape}; "
+            "count the table with this schema or fix the schema"
+        )
+    target = check_zarr_target(path, force=force)
+    steps = Progress(progress, should_cancel)
+    steps.report(0.0, "starting the release")
+    total = _total(client, chunked) if rows is None else int(rows)
+    plan = spec.plan
+    if total * plan.growth >= EXACT_LIMIT:
+        raise PriveletError(
+            f"the table is too large for exact rounding with these hierarchies ({total:,} rows); "
+            "split the table or use hierarchies with smaller fan-outs"
+        )
+    calibration = spec.calibration(total)
+    layout = release_layout(plan, cells)
+    streams = spawn_streams(default_rng(rng), len(layout.blocks.boxes))
+    _check_worker_memory(client, layout)
+    shared = (plan, calibration, spec.sampler)
+    storage = tuple(sizes[0] for sizes in layout.chunks)
+    with ZarrReleaseWriter(target, spec.schema.shape, storage, force=force) as writer:
+        written_to = steps.slice(0.0, 0.9 if spec.uses_public_total else 0.98)
+        if layout.tiled:
+            _release_by_axes(client, chunked, layout, shared, streams, writer.array_path, written_to)
+        else:
+            _release_by_blocks(client, chunked, layout, shared, streams, writer.array_path, written_to)
+        shift = None
+        if spec.uses_public_total:  # as spec.run: the total becomes the public number of rows
+            written = _written_sum(client, writer.array_path, spec.schema.shape, steps.slice(0.9, 0.94))
+            shift = (total - written) / math.prod(spec.schema.shape)
+            _shift_all(client, writer.array_path, spec.schema.shape, storage, shift, steps.slice(0.94, 0.98))
+        import zarr
+
+        written = Release(
+            noisy=cast(np.ndarray, zarr.open_array(writer.array_path, mode="r")),  # read for its shape only
+            epsilon=calibration.epsilon,
+            sa=spec.effective_sa,
+            rho=plan.rho,
+            scale=calibration.scale,
+            mechanism=spec.label,
+            neighbours=spec.neighbours,
+            calibration=calibration,
+            schema=spec.schema,
+            seeded=rng is not None,
+            sampler=spec.sampler,
+            total_shift=shift,
+        )
+        meta = release_metadata(written, seed=seed, metadata=metadata)
+        writer.commit(meta)
+    steps.report(1.0, "release done")
+    return dataclasses.replace(open_zarr_release(target), seconds=time.perf_counter() - started), meta
+
+
+def _scatter(client: Client, matrix: np.ndarray, chunks: Chunks) -> da.Array:
+    """A matrix held here as a dask array whose chunks were sent to the workers once each
+    (a numpy array inside a graph would travel with every task that reads it)."""
+    import dask
+    import dask.array as da
+
+    matrix = np.asarray(matrix, dtype=np.float64)
+    if tuple(sum(sizes) for sizes in chunks) != matrix.shape:
+        return da.from_array(matrix)  # the shape check that follows reports it
+    grid = tuple(len(sizes) for sizes in chunks)
+    positions = list(np.ndindex(*grid))
+    regions = [
+        tuple(slice(sum(sizes[:i]), sum(sizes[: i + 1])) for i, sizes in zip(position, chunks, strict=True))
+        for position in positions
+    ]
+    futures = client.scatter([np.ascontiguousarray(matrix[region]) for region in regions])
+    blocks = np.empty(grid, dtype=object)
+    for position, region, future in zip(positions, regions, futures, strict=True):
+        shape = tuple(part.stop - part.start for part in region)
+        blocks[position] = da.from_delayed(dask.delayed(future), shape=shape, dtype=np.float64)
+    return da.block(blocks.tolist())
+
+
+def _check_worker_memory(client: Client, layout: ReleaseLayout) -> None:
+    """Refuse, before any work, a release whose tasks would not fit in the workers' memory
+    (a task may take half of a worker's limit; the other half is the worker's own and the
+    data it holds)."""
+    from ..engine._memory import byte_size
+
+    limits = [int(w.get("memory_limit") or 0) for w in client.scheduler_info().get("workers", {}).values()]
+    limits = [limit for limit in limits if limit > 0]
+    if limits and layout.task_bytes > min(limits) // 2:
+        raise PriveletError(
+            f"each task of this release needs about {byte_size(layout.task_bytes)} (an S_A block and its wavelet "
+            f"coefficients), more than half of the {byte_size(min(limits))} a Dask worker may use; give the workers "
+            "more memory, or put more attributes in S_A (smaller blocks)"
+        )
+
+
+def _total(client: Client, matrix: da.Array) -> int:
+    total = float(client.compute(matrix.sum()).result())
+    if not math.isfinite(total):
+        raise PriveletError("the matrix holds NaN or infinite values; a frequency matrix holds counts")
+    return max(round(total), 0)
+
+
+# -- blocks that fit in a task ---------------------------------------------------------------------
+
+
+def _release_by_blocks(
+    client: Client,
+    matrix: da.Array,
+    layout: ReleaseLayout,
+    shared: Shared,
+    streams: list[np.random.Generator],
+    array_path: str,
+    steps: Progress,
+) -> None:
+    import dask
+
+    chunks = layout.chunks
+    if matrix.chunks != chunks:
+        matrix = matrix.rechunk(chunks)
+    parts = matrix.to_delayed()
+    tasks = [
+        dask.delayed(_release_chunk, pure=False)(
+            parts[position], shared, [(box.local, streams[box.number]) for box in boxes], array_path,
+            layout.blocks.region(position),
+        )
+        for position, boxes in layout.blocks.by_chunk().items()
+    ]
+    wait_for(client, client.compute(tasks), steps, "releasing blocks: chunk")
+
+
+def _written_sum(client: Client, array_path: str, shape: tuple[int, ...], steps: Progress) -> float:
+    """The written release's sum, slab by slab on the workers, exactly as :func:`matrix_sum`
+    takes it on one machine (so both shift by the same amount, to the last bit)."""
+    import dask
+
+    tasks = [dask.delayed(_slab_sum, pure=False)(array_path, index) for index in np.ndindex(*sum_slabs(shape))]
+    return math.fsum(wait_for(client, client.compute(tasks), steps, "adding up the release: slab"))
+
+
+def _slab_sum(array_path: str, index: tuple[int, ...]) -> float:
+    """On a worker: numpy's sum of one slab of the written release (see :func:`matrix_sum`)."""
+    import zarr
+
+    return float(np.sum(np.asarray(zarr.open_array(array_path, mode="r")[index], dtype=np.float64)))
+
+
+def _shift_all(
+    client: Client, array_path: str, shape: tuple[int, ...], storage: tuple[int, ...], shift: float, steps: Progress
+) -> None:
+    """Add ``shift`` to every cell of the written release, a storage chunk per task."""
+    import dask
+
+    counts = [math.ceil(n / size) for n, size in zip(shape, storage, strict=True)]
+    regions = [
+        tuple(slice(i * size, min((i + 1) * size, n)) for i, size, n in zip(position, storage, shape, strict=True))
+        for position in np.ndindex(*counts)
+    ]
+    tasks = [dask.delayed(shift_zarr_chunk, pure=False)(array_path, region, shift) for region in regions]
+    wait_for(client, client.compute(tasks), steps, "shifting to the public total: chunk")
+
+
+def _release_chunk(
+    cells: np.ndarray, shared: Shared, jobs: list[tuple[Index, np.random.Generator]], array_path: str, region: Index
+) -> int:
+    """On a worker: release the whole blocks of one chunk and write the chunk."""
+    runner = BlockRelease(*shared)
+    noisy = np.empty(cells.shape)
+    for local, rng in jobs:
+        noisy[local] = runner.block(cells[local], rng)
+    return write_zarr_chunk(array_path, region, noisy)
+
+
+# -- big blocks: axis by axis -------------------------------------------------------------------------
+
+
+def _release_by_axes(
+    client: Client,
+    matrix: da.Array,
+    layout: ReleaseLayout,
+    shared: Shared,
+    streams: list[np.random.Generator],
+    array_path: str,
+    steps: Progress,
+) -> None:
+    plan, cells = layout.plan, layout.cells
+    *outer_axes, last = plan.transformed_axes
+    blocks = [box.region for _, box in layout.blocks.boxes]  # in stream order; all of one shape
+    extent = tuple(part.stop - part.start for part in blocks[0])
+    tiles = tile_indices(plan, extent)
+    coefficient_extent = tuple(
+        plan.transforms[a].n_coefficients if a in outer_axes else n for a, n in enumerate(extent)
+    )
+    tile_grid = grid(coefficient_extent, tiles, cells)
+    tile_streams = [spawn_streams(stream, len(tiles)) for stream in streams]
+    stages = 2 * len(outer_axes) + 2
+    done = 0
+
+    def run(
+        previous: list[da.Array], step: Callable[[int, da.Array], da.Array], stage: str
+    ) -> list[da.Array]:
+        """The next pass of every block, persisted on the cluster; ``previous`` (and so its
+        data on the workers) stays alive until the pass is done."""
+        nonlocal done
+        from distributed import futures_of
+
+        persisted = client.persist([step(number, x) for number, x in enumerate(previous)])
+        wait_for(client, futures_of(persisted), steps.slice(done / stages, (done + 1) / stages), stage)
+        done += 1
+        return list(persisted)
+
+    arrays = [matrix[index] for index in blocks]
+    for count, axis in enumerate(outer_axes):
+        size = plan.transforms[axis].n_coefficients
+        arrays = run(
+            arrays, _pass_step(axis, size, shared, "forward", count == 0, cells), f"transforming {plan.axis_name(axis)}: chunk"
+        )
+    arrays = run(
+        arrays, lambda number, x: _tile_pass(x, tile_grid, shared, tile_streams[number], check=not outer_axes),
+        f"transforming {plan.axis_name(last)}, adding noise, inverting: chunk",
+    )
+    for axis in reversed(outer_axes):
+        size = plan.transforms[axis].size
+        arrays = run(arrays, _pass_step(axis, size, shared, "inverse", False, cells), f"inverting {plan.axis_name(axis)}: chunk")
+    _write_blocks(client, arrays, blocks, layout, array_path, steps.slice(done / stages, 1.0))
+
+
+def _pass_step(
+    axis: int, size: int, shared: Shared, direction: str, check: bool, cells: int
+) -> Callable[[int, da.Array], da.Array]:
+    """:func:`_pass` with its settings, for any block."""
+    return lambda _, x: _pass(x, axis, size, shared, direction, check, cells)
+
+
+def _pass(x: da.Array, axis: int, size: int, shared: Shared, direction: str, check: bool, cells: int) -> da.Array:
+    """One pass along ``axis`` (whole lines per chunk): numerators or the inverse."""
+    import dask.array as da
+
+    x = x.rechunk(line_chunks(tuple(x.shape), axis, cells))
+    chunks = tuple((size,) if a == axis else sizes for a, sizes in enumerate(x.chunks))
+    return da.map_blocks(_along, x, shared, axis, direction, check, chunks=chunks, dtype=np.float64)
+
+
+def _along(block: np.ndarray, shared: Shared, axis: int, direction: str, check: bool) -> np.ndarray:
+    """On a worker: the numerators (``"forward"``) or the inverse of one chunk along ``axis``."""
+    transform = shared[0].transforms[axis]
+    if direction == "forward":
+        if check:
+            check_counts(block)
+        return np.ascontiguousarray(transform.numerators(block, axis))
+    return np.ascontiguousarray(transform.inverse(block, axis))
+
+
+def _tile_pass(
+    x: da.Array, tiles: Grid, shared: Shared, streams: list[np.random.Generator], *, check: bool
+) -> da.Array:
+    """The last transformed axis of one big block, tile by tile, each tile with its stream."""
+    import dask
+    import dask.array as da
+
+    x = x.rechunk(tiles.chunks)
+    parts = x.to_delayed()
+    out = np.empty(parts.shape, dtype=object)
+    for position, boxes in tiles.by_chunk().items():
+        jobs = [(box.local, box.index, streams[box.number]) for box in boxes]
+        shape = tuple(sizes[i] for sizes, i in zip(x.chunks, position, strict=True))
+        task = dask.delayed(_noisy_tiles, pure=False)(parts[position], shared, jobs, check)
+        out[position] = da.from_delayed(task, shape=shape, dtype=np.float64)
+    return da.block(out.tolist())
+
+
+def _noisy_tiles(
+    values: np.ndarray, shared: Shared, jobs: list[tuple[Index, Index, np.random.Generator]], check: bool
+) -> np.ndarray:
+    """On a worker: the tiles of one chunk transformed, noised and inverted along the last axis."""
+    if check:
+        check_counts(values)
+    runner = BlockRelease(*shared)
+    noisy = np.empty(values.shape)
+    for local, index, rng in jobs:
+        noisy[local] = runner.tile(values[local], index, rng)
+    return noisy
+
+
+def _write_blocks(
+    client: Client, arrays: list[da.Array], blocks: list[Index], layout: ReleaseLayout, array_path: str, steps: Progress
+) -> None:
+    """Write each released block to its place in the Zarr array, a storage chunk per task."""
+    import dask
+
+    extent = tuple(part.stop - part.start for part in blocks[0])
+    storage = tuple(
+        sizes[: len(line)] for sizes, line in zip(layout.chunks, line_chunks(extent, len(extent) - 1, layout.cells), strict=True)
+    )
+    tasks = []
+    for x, index in zip(arrays, blocks, strict=True):
+        x = x.rechunk(storage)
+        parts = x.to_delayed()
+        for position in np.ndindex(*parts.shape):
+            region = tuple(
+                slice(part.start + sum(sizes[:i]), part.start + sum(sizes[: i + 1]))
+                for part, sizes, i in zip(index, x.chunks, position, strict=True)
+            )
+            tasks.append(dask.delayed(write_zarr_chunk, pure=False)(array_path, region, parts[position]))
+    wait_for(client, client.compute(tasks), steps, "writing the release: chunk")
+

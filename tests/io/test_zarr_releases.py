@@ -1,0 +1,203 @@
+"""Zarr release folders: written atomically, opened lazily, queried and exported a chunk at a time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("zarr")
+
+from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, Release, ReleaseSpec, Schema
+from privelet_gui.io import (
+    OutputExistsError,
+    ReleaseFileError,
+    answer_query,
+    count_table,
+    export_release,
+    load_release,
+    load_release_metadata,
+    load_schema,
+    parse_where,
+    release_metadata,
+    sample_schema_path,
+    sample_table_path,
+    save_release,
+    zarr_releases,
+)
+from privelet_gui.io.zarr_releases import (
+    ZarrReleaseWriter,
+    export_release_chunked,
+    is_zarr_release,
+    regular_chunks,
+    save_zarr_release,
+)
+
+CHUNKS = (10, 2, 5, 16, 14, 41)  # 8 chunks along age
+
+
+@pytest.fixture(scope="module")
+def schema() -> Schema:
+    return load_schema(sample_schema_path())
+
+
+@pytest.fixture(scope="module")
+def release(schema: Schema) -> Release:
+    matrix, _ = count_table(sample_table_path(), schema)
+    return ReleaseSpec(schema, 1.0, sa=("age", "sex")).run(matrix, rng=np.random.default_rng(4))
+
+
+@pytest.fixture(scope="module")
+def small() -> Release:
+    """A release of 10,000 cells (exports of the sample's 6.8 million rows take minutes)."""
+    schema = Schema([
+        OrdinalAttribute.integer_range("age", 0, 999),
+        NominalAttribute("sex", Hierarchy.flat(["F", "M"])),
+        NominalAttribute("job", Hierarchy.from_nested({"*": {"A": ["a1", "a2"], "B": ["b1", "b2", "b3"]}})),
+    ])
+    matrix = np.random.default_rng(2).poisson(3.0, schema.shape).astype(np.float64)
+    return ReleaseSpec(schema, 1.0, sa=("sex",)).run(matrix, rng=np.random.default_rng(4))
+
+
+@pytest.fixture
+def small_slabs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Slabs of 1,000 cells: the small release is exported in ten of them."""
+    monkeypatch.setattr(zarr_releases, "_CHUNK_CELLS", 1000)
+
+
+def test_round_trip_is_lazy_and_keeps_the_metadata(release: Release, tmp_path: Path) -> None:
+    written = save_zarr_release(release, tmp_path / "r.zarr", chunks=CHUNKS, seed=4, metadata={"source": "test"})
+    assert is_zarr_release(tmp_path / "r.zarr") and not is_zarr_release(tmp_path)
+    opened = load_release(tmp_path / "r.zarr")
+    assert not isinstance(opened.noisy, np.ndarray)  # a zarr array, read on demand
+    assert opened.noisy.chunks == CHUNKS
+    assert np.array_equal(np.asarray(opened.noisy), release.noisy)
+    assert (opened.epsilon, opened.sa, opened.mechanism, opened.calibration) == (
+        release.epsilon, release.sa, release.mechanism, release.calibration
+    )
+    assert load_release_metadata(tmp_path / "r.zarr") == written
+    assert written["seed"] == 4 and written["extra"] == {"source": "test"}
+    expected = release_metadata(release, seed=4, metadata={"source": "test"})
+    assert {k: v for k, v in written.items() if k != "created"} == {k: v for k, v in expected.items() if k != "created"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.zarr"]  # no temporary folder left
+
+
+def test_a_query_reads_only_the_chunks_it_needs(release: Release, schema: Schema, tmp_path: Path) -> None:
+    save_zarr_release(release, tmp_path / "r.zarr", chunks=CHUNKS)
+    # Damage the chunks of ages 40 and more: a query on younger ages never reads them.
+    for chunk in (tmp_path / "r.zarr" / "noisy" / "c").iterdir():
+        if int(chunk.name) >= 4:
+            for file in chunk.rglob("*"):
+                if file.is_file():
+                    file.write_bytes(b"broken")
+    opened = load_release(tmp_path / "r.zarr")
+    query = parse_where(schema, ["age=20..35", "sex=Female"])
+    lazy, whole = answer_query(opened, query), answer_query(release, query)
+    # the same cells and variance; the box's sum may differ in the last bits (a copy or a view is summed)
+    assert (lazy.query, lazy.variance) == (whole.query, whole.variance)
+    assert lazy.noisy_count == pytest.approx(whole.noisy_count, rel=1e-13)
+    with pytest.raises(Exception):  # noqa: B017  (whatever zarr raises for a broken chunk)
+        answer_query(opened, parse_where(schema, ["age=50..60"]))
+
+
+@pytest.mark.parametrize("name", ["cells.csv", "cells.csv.gz", "cells.parquet"])
+@pytest.mark.usefixtures("small_slabs")
+def test_export_in_slabs_equals_the_whole_export(small: Release, tmp_path: Path, name: str) -> None:
+    release = small
+    save_zarr_release(release, tmp_path / "r.zarr", chunks=(300, 2, 5))
+    whole, slabs = tmp_path / "whole" / name, tmp_path / "slabs" / name
+    whole.parent.mkdir()
+    slabs.parent.mkdir()
+    # a seeded (test) release: exported with allow_seeded, both marked the same way
+    assert export_release(release, whole, allow_seeded=True) == release.noisy.size
+    assert export_release(load_release(tmp_path / "r.zarr"), slabs, allow_seeded=True) == release.noisy.size  # in slabs
+    if name == "cells.csv":
+        assert whole.read_bytes() == slabs.read_bytes()
+    if name.endswith("parquet"):
+        assert _same_frame(pd.read_parquet(whole), pd.read_parquet(slabs))
+    else:
+        assert _same_frame(pd.read_csv(whole, skiprows=1), pd.read_csv(slabs, skiprows=1))  # after the seeded mark
+
+
+def _same_frame(a: pd.DataFrame, b: pd.DataFrame) -> bool:
+    """Equal columns, labels and values (categoricals compared by categories and codes:
+    pandas' own comparison of millions of categorical rows takes minutes)."""
+    if list(a.columns) != list(b.columns):
+        return False
+    for name in a.columns:
+        x, y = a[name], b[name]
+        if isinstance(x.dtype, pd.CategoricalDtype) or isinstance(y.dtype, pd.CategoricalDtype):
+            if not (isinstance(x.dtype, pd.CategoricalDtype) and isinstance(y.dtype, pd.CategoricalDtype)):
+                return False
+            if list(x.cat.categories) != list(y.cat.categories) or not np.array_equal(x.cat.codes, y.cat.codes):
+                return False
+        elif not x.equals(y):
+            return False
+    return True
+
+
+@pytest.mark.usefixtures("small_slabs")
+def test_export_in_slabs_of_a_release_in_memory(small: Release, tmp_path: Path) -> None:
+    release = small
+    export_release(release, tmp_path / "a.csv", allow_seeded=True)
+    assert export_release_chunked(release, tmp_path / "b.csv") == release.noisy.size  # the caller allowed it
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+    with pytest.raises(OutputExistsError):
+        export_release_chunked(release, tmp_path / "b.csv")
+
+
+def test_existing_folders_are_replaced_only_when_they_are_releases(release: Release, tmp_path: Path) -> None:
+    target = tmp_path / "r.zarr"
+    save_zarr_release(release, target, chunks=CHUNKS)
+    with pytest.raises(OutputExistsError):
+        save_zarr_release(release, target)
+    save_zarr_release(release, target, force=True)  # a release: replaced
+    assert load_release(target).noisy.chunks == regular_chunks(release.noisy.shape)
+    other = tmp_path / "photos.zarr"
+    other.mkdir()
+    (other / "holiday.jpg").write_bytes(b"...")
+    with pytest.raises(ValueError, match=r"refusing to replace .*photos\.zarr: it is not a Privelet Zarr release"):
+        save_zarr_release(release, other, force=True)
+    assert (other / "holiday.jpg").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["photos.zarr", "r.zarr"]
+
+
+def test_a_failed_write_leaves_nothing(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError), ZarrReleaseWriter(tmp_path / "r.zarr", (4, 5), (2, 5)):
+        raise RuntimeError("the cluster went away")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_damaged_or_foreign_folders_are_clear_errors(release: Release, tmp_path: Path) -> None:
+    import zarr
+
+    zarr.open_group(str(tmp_path / "plain.zarr"), mode="w")
+    with pytest.raises(ReleaseFileError, match="a Zarr folder but not a Privelet release"):
+        load_release(tmp_path / "plain.zarr")
+    save_zarr_release(release, tmp_path / "r.zarr", chunks=CHUNKS)
+    meta_file = tmp_path / "r.zarr" / "zarr.json"
+    meta = json.loads(meta_file.read_text())
+    meta["attributes"]["privelet"]["format_version"] = 99
+    meta_file.write_text(json.dumps(meta))
+    with pytest.raises(ReleaseFileError, match="release format version 99"):
+        load_release(tmp_path / "r.zarr")
+    meta["attributes"]["privelet"]["format_version"] = 1
+    meta["attributes"]["privelet"]["shape"] = [1, 2]
+    meta_file.write_text(json.dumps(meta))
+    with pytest.raises(ReleaseFileError, match="the metadata says"):
+        load_release(tmp_path / "r.zarr")
+
+
+def test_a_npz_file_still_loads_in_memory(release: Release, tmp_path: Path) -> None:
+    save_release(release, tmp_path / "r.npz")
+    assert isinstance(load_release(tmp_path / "r.npz").noisy, np.ndarray)
+
+
+def test_regular_chunks_cut_leading_axes_only() -> None:
+    assert regular_chunks((74, 2, 5, 16, 14, 41), 1 << 20) == (11, 2, 5, 16, 14, 41)
+    assert regular_chunks((100, 2, 512, 1001), 1 << 20) == (1, 2, 512, 1001)
+    assert regular_chunks((3, 5_000_000), 1 << 20) == (1, 1 << 20)
+    assert regular_chunks((7,), 100) == (7,)
