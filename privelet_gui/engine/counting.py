@@ -114,6 +114,10 @@ class FrequencyCounter:
 
     def flat_codes(self, table: pd.DataFrame) -> np.ndarray:
         """Flat (C-order) cell index of every valid row of ``table``; updates the report."""
+        import pandas as pd
+
+        if not isinstance(table, pd.DataFrame):
+            raise SchemaError(f"a table to count is a pandas DataFrame, got {type(table).__name__}")
         missing = [a.source_column for a in self.schema if a.source_column not in table.columns]
         if missing:
             raise SchemaError(
@@ -177,7 +181,7 @@ def cell_indices(codes: list[np.ndarray], shape: tuple[int, ...]) -> np.ndarray:
         stop = start + _INDEX_ROWS
         part = flat[start:stop]
         np.copyto(part, codes[0][start:stop])
-        for column, size in zip(codes[1:], shape[1:]):
+        for column, size in zip(codes[1:], shape[1:], strict=True):
             part *= size
             part += column[start:stop]
     return flat
@@ -213,7 +217,7 @@ def frequency_matrix(
     single = isinstance(table, pd.DataFrame)
     counter = FrequencyCounter(schema, invalid=invalid, chunked=not single)
     steps = Progress(progress, should_cancel)
-    chunks = [table] if single else table
+    chunks: Iterable[pd.DataFrame] = [table] if isinstance(table, pd.DataFrame) else table
     for chunk in chunks:
         steps.check()
         counter.add(chunk)
