@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -236,7 +237,7 @@ def _domain_error(attribute: Attribute, column: pd.Series, rows: np.ndarray) -> 
     count = int(rows.sum())
     bad = column[rows]
     examples = tuple(pd.unique(bad.astype(object))[:5])
-    shown = ", ".join("(empty)" if _is_empty(v) else repr(v) for v in examples)
+    shown = ", ".join(_show_value(v) for v in examples)
     where = attribute.name if attribute.source_column == attribute.name else f"{attribute.name} (column {attribute.source_column!r})"
     hint = (
         "map empty cells with the attribute's 'missing' option, "
@@ -255,6 +256,20 @@ def _domain_error(attribute: Attribute, column: pd.Series, rows: np.ndarray) -> 
         examples=examples,
         count=count,
     )
+
+
+_NUMBER_TEXT = re.compile(r"[+-]?[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?")
+
+
+def _show_value(value: object) -> str:
+    """A value as an error message shows it: numbers bare (a number read from a CSV file
+    is text, 300 reads better than '300'), other text quoted, so that spaces show."""
+    if _is_empty(value):
+        return "(empty)"
+    text = repr(value)
+    if isinstance(value, str) and _NUMBER_TEXT.fullmatch(value):
+        text = value
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _is_empty(value: object) -> bool:

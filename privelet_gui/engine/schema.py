@@ -676,18 +676,21 @@ def _as_numbers(column: pd.Series) -> np.ndarray:
 def cell_text(column: pd.Series) -> pd.Series:
     """The text of each cell as a CSV file would hold it, missing cells kept missing.
 
-    Floats that are whole numbers read as integers (20.0 is "20": an integer column with
-    empty cells becomes float when it goes through pandas); other numbers keep their
-    shortest exact form ("2.5", "inf"). Used wherever typed values meet text labels.
+    A float column whose numbers are all whole reads as integers (20.0 is "20": an integer
+    column with empty cells becomes float when it goes through pandas), infinities as "inf"
+    and "-inf"; other float columns keep pandas' text of each float ("80.0", "2.5"). Used
+    wherever typed values meet text labels.
     """
     import pandas as pd
 
     if not pd.api.types.is_float_dtype(column.dtype):
         return column.astype("str")
     values = column.to_numpy(dtype=np.float64, na_value=np.nan)
-    with np.errstate(invalid="ignore"):
-        whole = np.isfinite(values) & (np.floor(values) == values) & (np.abs(values) < _FLOAT_INTEGERS)
-    text = np.where(whole, np.where(whole, values, 0).astype(np.int64).astype(str), values.astype(str))
+    finite = np.isfinite(values)
+    numbers = values[finite]
+    if not np.array_equal(numbers, np.floor(numbers)) or (len(numbers) and np.abs(numbers).max() >= _FLOAT_INTEGERS):
+        return column.astype("str")
+    text = np.where(finite, np.where(finite, values, 0).astype(np.int64).astype(str), values.astype(str))
     return pd.Series(text, index=column.index, dtype="str").mask(np.isnan(values))
 
 

@@ -112,7 +112,7 @@ def test_other_encodings(tmp_path):
     rows = [("name", "city"), ("José", "Zürich"), ("Åsa", "Malmö")]
     path = write(tmp_path / "t.csv", rows, encoding="latin-1")
     assert sniff_table(path).encoding == "cp1252"
-    with pytest.raises(TableError, match="not valid utf-8 text.*encoding"):
+    with pytest.raises(TableError, match=r"not valid utf-8 text.*encoding"):
         read_table(path)
     table = read_table(path, TableOptions(encoding="latin-1"))
     assert table["city"].tolist() == ["Zürich", "Malmö"]
@@ -190,7 +190,7 @@ def test_malformed_tables(tmp_path):
     body = "".join(f"{i % 10},{i * 7919 % 1000}\n" for i in range(200_000))
     whole = gzip.compress(("a,b\n" + body).encode())
     bad_gz.write_bytes(whole[: len(whole) // 2])  # cut off half way
-    with pytest.raises(TableError, match="cannot read the file"):
+    with pytest.raises(TableError, match=r"cannot decompress the file .* is it a complete, valid \.gz file"):
         count_table(bad_gz, Schema([OrdinalAttribute.integer_range("a", 0, 9)]))
     not_gz = tmp_path / "fake.csv.gz"
     not_gz.write_bytes(b"\x1f\x8b" + b"garbage" * 10)
@@ -324,7 +324,7 @@ def test_a_file_broken_midway_stops_the_count_and_its_reader(tmp_path):
     body = "".join(f"{i % 10},{i * 7919 % 1000}\n" for i in range(200_000))
     whole = gzip.compress(("a,b\n" + body).encode())
     broken.write_bytes(whole[: len(whole) // 2])  # several chunks read fine, then the stream ends
-    with pytest.raises(TableError, match="cannot read the file"):
+    with pytest.raises(TableError, match="cannot decompress the file"):
         count_table(broken, Schema([OrdinalAttribute.integer_range("a", 0, 9)]), chunksize=5_000)
     assert not _reader_threads()
 
