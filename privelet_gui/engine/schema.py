@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # pandas is imported where tables are encoded, not with the e
 
 __all__ = [
     "MAX_AXIS_VALUES",
+    "RANGE_BOUNDS",
     "Attribute",
     "EncodedColumn",
     "NominalAttribute",
@@ -47,6 +48,8 @@ MAX_AXIS_VALUES = 1 << 26
 # Integer ranges lie within the 64-bit integers, where every position is computed exactly.
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
+#: The smallest first and the largest last value of an integer range.
+RANGE_BOUNDS = (_INT64_MIN, _INT64_MAX)
 # Below this magnitude every integer is a float64, so integral floats convert exactly.
 _FLOAT_INTEGERS = 2.0**53
 # How numbers are written in a table cell (ASCII digits only, as pandas and CSV files write them).

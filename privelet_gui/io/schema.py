@@ -45,7 +45,9 @@ from ..engine import (
     Schema,
     SchemaError,
 )
-from ..engine.schema import Attribute
+from ..engine._memory import byte_size
+from ..engine.schema import MAX_AXIS_VALUES, RANGE_BOUNDS, Attribute
+from ._json import loads
 from .atomic import atomic_write, check_writable
 from .hierarchies import read_hierarchy, write_arx_hierarchy
 
@@ -84,7 +86,9 @@ class _Context:
     def __init__(self, source: str):
         self.source = source
 
-    def error(self, path: str, message: str, fix: str, *, attribute: str | None = None, hierarchy: bool = False):
+    def error(
+        self, path: str, message: str, fix: str, *, attribute: str | None = None, hierarchy: bool = False
+    ) -> PriveletError:
         where = f"{self.source}: " if self.source else ""
         who = f"attribute {attribute!r} at {path}" if attribute else path
         cls = HierarchyError if hierarchy else SchemaError
@@ -96,11 +100,12 @@ def _is_int(value: object) -> bool:
 
 
 def _is_number(value: object) -> bool:
-    return (
-        isinstance(value, (int, float, np.integer, np.floating))
-        and not isinstance(value, bool)
-        and math.isfinite(float(value))
-    )
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # an integer beyond every float
+        return False
 
 
 def schema_from_json(obj: object, base_dir: str | os.PathLike[str] | None = None, *, source: str = "") -> Schema:
@@ -236,7 +241,7 @@ def _ordinal(entry: Mapping[str, Any], path: str, ctx: _Context, name: str, colu
                                  "clamp moves outside numbers to the first/last value, drop skips their rows",
                                  attribute=name))
     # ``missing`` is checked below, against the labels, with a located message.
-    options: dict[str, Any] = dict(out_of_range=out, column=column, domain_from_data=flag)
+    options: dict[str, Any] = {"out_of_range": out, "column": column, "domain_from_data": flag}
     if key == "range":
         bounds = entry["range"]
         if not (isinstance(bounds, list) and len(bounds) == 2 and all(_is_int(b) for b in bounds)):
@@ -246,9 +251,15 @@ def _ordinal(entry: Mapping[str, Any], path: str, ctx: _Context, name: str, colu
         if hi < lo:
             raise _located(ctx.error(f"{path}.range", f"[{lo}, {hi}] is empty",
                                      "the last value must be at least the first", attribute=name))
-        if hi - lo >= 1 << 26:
-            raise _located(ctx.error(f"{path}.range", f"[{lo}, {hi}] has {hi - lo + 1:,} values, too many for one axis",
-                                     "use \"bins\" to group the numbers", attribute=name))
+        if lo < RANGE_BOUNDS[0] or hi > RANGE_BOUNDS[1]:
+            raise _located(ctx.error(f"{path}.range", f"[{_brief(lo)}, {_brief(hi)}] goes beyond the 64-bit integers",
+                                     f"ranges lie within {RANGE_BOUNDS[0]} and {RANGE_BOUNDS[1]}; use \"bins\" for "
+                                     "such numbers", attribute=name))
+        if hi - lo + 1 > MAX_AXIS_VALUES:
+            raise _located(ctx.error(
+                f"{path}.range", f"[{lo}, {hi}] has {hi - lo + 1:,} values, more than the {MAX_AXIS_VALUES:,} one axis "
+                f"may hold (its frequency matrix alone would need {byte_size(8 * (hi - lo + 1))})",
+                "use \"bins\" to group the numbers", attribute=name))
         attribute = OrdinalAttribute.integer_range(name, lo, hi, **options)
     elif key == "bins":
         attribute = OrdinalAttribute(name, bins=_bins(entry["bins"], f"{path}.bins", ctx, name), **options)
@@ -304,10 +315,10 @@ def _bins(spec: object, path: str, ctx: _Context, name: str) -> NumericBins:
     if stop <= start:
         raise _located(ctx.error(f"{path}.stop", f"stop ({stop!r}) must be greater than start ({start!r})",
                                  "stop is the end of the last bin (exclusive)", attribute=name))
-    if (stop - start) / width > 1 << 26:
-        raise _located(ctx.error(f"{path}.width", f"{(stop - start) / width:,.0f} bins are too many for one axis",
-                                 "use wider bins", attribute=name))
-    return NumericBins(start, stop, width)
+    try:
+        return NumericBins(start, stop, width)
+    except SchemaError as exc:  # too many bins, edges too close for float64, numbers float64 cannot hold
+        raise _located(ctx.error(path, str(exc), f"e.g. {example}", attribute=name)) from None
 
 
 def _nominal(entry: Mapping[str, Any], path: str, ctx: _Context, base: Path, name: str, column: str | None,
@@ -330,7 +341,7 @@ def _nominal(entry: Mapping[str, Any], path: str, ctx: _Context, base: Path, nam
                 raise _located(ctx.error(f"{path}.hierarchy_file", f"must be a file name, got {ref!r}",
                                          'e.g. "hierarchy_file": "hierarchy_occupation.csv"', attribute=name))
             file = (base / ref) if not Path(ref).is_absolute() else Path(ref)
-            if not file.is_file():
+            if not _is_file(file):
                 raise _located(ctx.error(f"{path}.hierarchy_file", f"no such file: {file}",
                                          "hierarchy files are found relative to the schema file", attribute=name,
                                          hierarchy=True))
@@ -346,6 +357,17 @@ def _nominal(entry: Mapping[str, Any], path: str, ctx: _Context, base: Path, nam
     return NominalAttribute(name, hierarchy, missing=missing, column=column, domain_from_data=flag)
 
 
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except (OSError, ValueError):  # a name too long for the system, a NUL character
+        return False
+
+
+def _brief(value: int) -> str:
+    return str(value) if value.bit_length() < 200 else f"(a number of {len(str(value)):,} digits)"
+
+
 def load_schema(path: str | os.PathLike[str]) -> Schema:
     """Read a schema file; ``hierarchy_file`` paths are relative to its folder."""
     p = Path(path)
@@ -357,13 +379,9 @@ def load_schema(path: str | os.PathLike[str]) -> Schema:
         raise SchemaError(f"{p} is a folder, not a schema file") from None
     except UnicodeDecodeError:
         raise SchemaError(f"{p}: not UTF-8 text; save the schema file as UTF-8 JSON") from None
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SchemaError(
-            f"{p}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}; "
-            "check commas, quotes and brackets"
-        ) from None
+    except OSError as exc:
+        raise SchemaError(f"cannot read the schema file {p}: {exc.strerror or exc}") from None
+    obj = loads(text, source=str(p), error=SchemaError)
     return schema_from_json(obj, p.parent, source=str(p))
 
 
@@ -371,8 +389,8 @@ def load_schema(path: str | os.PathLike[str]) -> Schema:
 
 
 def _json_value(value: object) -> object:
-    if _is_int(value):
-        return int(value)  # type: ignore[arg-type]
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return int(value)
     if isinstance(value, (float, np.floating)):
         return float(value)
     return str(value)
@@ -525,15 +543,21 @@ def _infer_attribute(name: str, column: pd.Series, max_range: int, bins: int) ->
     present = numbers.notna() if text is None else text.notna()
     has_missing = bool((~present).any())
     values = numbers[present]
-    if len(values) and values.notna().all() and not has_missing:
-        arr = values.to_numpy(dtype=np.float64)
+    arr = values.to_numpy(dtype=np.float64)
+    # Numbers of every size float64 holds exactly (and whose spread it can divide into bins).
+    if len(values) and not has_missing and np.isfinite(arr).all() and np.abs(arr).max() < 2.0**53:
         lo, hi = float(arr.min()), float(arr.max())
         if np.array_equal(arr, np.floor(arr)) and hi - lo + 1 <= max_range:
             return OrdinalAttribute.integer_range(name, int(lo), int(hi), domain_from_data=True)
         width = _nice_width((hi - lo) / bins if hi > lo else 1.0)
         start = math.floor(lo / width) * width
         stop = (math.floor(hi / width) + 1) * width
-        return OrdinalAttribute(name, bins=NumericBins(_tidy(start), _tidy(stop), _tidy(width)), domain_from_data=True)
+        try:
+            proposed = NumericBins(_tidy(start), _tidy(stop), _tidy(width))
+        except SchemaError:  # edges float64 cannot tell apart: propose the values themselves
+            proposed = None
+        if proposed is not None:
+            return OrdinalAttribute(name, bins=proposed, domain_from_data=True)
     labels = sorted({str(v) for v in (column[present] if text is None else column[present].astype(str))})
     if not labels:
         labels = [_MISSING_LABEL]
