@@ -142,7 +142,7 @@ def schema_from_json(obj: object, base_dir: str | os.PathLike[str] | None = None
         raise ctx.error("version", "missing", f'add "version": {SCHEMA_VERSION}')
     version = obj["version"]
     if not _is_int(version):
-        raise ctx.error("version", f"must be an integer, got {version!r}", f'use "version": {SCHEMA_VERSION}')
+        raise ctx.error("version", f"must be an integer, got {_shown(version)}", f'use "version": {SCHEMA_VERSION}')
     if version > SCHEMA_VERSION:
         raise ctx.error(
             "version", f"this file has version {version}, newer than this Privelet Studio understands "
@@ -177,11 +177,11 @@ def _attribute(entry: object, path: str, ctx: _Context, base: Path) -> Attribute
                         'e.g. {"name": "age", "type": "ordinal", "range": [0, 100]}')
     name = entry.get("name")
     if not isinstance(name, str) or not name.strip():
-        raise ctx.error(f"{path}.name", f"every attribute needs a non-empty text name, got {name!r}",
+        raise ctx.error(f"{path}.name", f"every attribute needs a non-empty text name, got {_shown(name)}",
                         'add e.g. "name": "age"')
     kind = entry.get("type")
     if kind not in ("ordinal", "nominal"):
-        raise ctx.error(f"{path}.type", f"type must be \"ordinal\" or \"nominal\", got {kind!r}",
+        raise ctx.error(f"{path}.type", f"type must be \"ordinal\" or \"nominal\", got {_shown(kind)}",
                         "ordinal for ordered values (ages, incomes), nominal for categories with a hierarchy",
                         attribute=name)
     allowed = _ORDINAL_KEYS if kind == "ordinal" else _NOMINAL_KEYS
@@ -191,15 +191,15 @@ def _attribute(entry: object, path: str, ctx: _Context, base: Path) -> Attribute
                             "allowed keys: " + ", ".join(allowed), attribute=name)
     column = entry.get("column")
     if column is not None and (not isinstance(column, str) or not column):
-        raise ctx.error(f"{path}.column", f"must be the table column's name, got {column!r}",
+        raise ctx.error(f"{path}.column", f"must be the table column's name, got {_shown(column)}",
                         "remove it to read the column with the attribute's name", attribute=name)
     flag = entry.get("domain_from_data", False)
     if not isinstance(flag, bool):
-        raise ctx.error(f"{path}.domain_from_data", f"must be true or false, got {flag!r}",
+        raise ctx.error(f"{path}.domain_from_data", f"must be true or false, got {_shown(flag)}",
                         "use true only for domains learned from the data", attribute=name)
     missing = entry.get("missing")
     if missing is not None and not (isinstance(missing, str) or _is_int(missing)):
-        raise ctx.error(f"{path}.missing", f"must be one of the attribute's labels, got {missing!r}",
+        raise ctx.error(f"{path}.missing", f"must be one of the attribute's labels, got {_shown(missing)}",
                         'e.g. "missing": "Unknown"', attribute=name)
     missing_label = None if missing is None else str(missing)
     try:
@@ -237,7 +237,7 @@ def _ordinal(entry: Mapping[str, Any], path: str, ctx: _Context, name: str, colu
                   'e.g. "range": [0, 100] or "bins": {"start": 0, "stop": 500000, "width": 1000}')
     out = entry.get("out_of_range", "error")
     if out not in _OUT_OF_RANGE:
-        raise _located(ctx.error(f"{path}.out_of_range", f"must be \"error\", \"clamp\" or \"drop\", got {out!r}",
+        raise _located(ctx.error(f"{path}.out_of_range", f"must be \"error\", \"clamp\" or \"drop\", got {_shown(out)}",
                                  "clamp moves outside numbers to the first/last value, drop skips their rows",
                                  attribute=name))
     # ``missing`` is checked below, against the labels, with a located message.
@@ -245,7 +245,7 @@ def _ordinal(entry: Mapping[str, Any], path: str, ctx: _Context, name: str, colu
     if key == "range":
         bounds = entry["range"]
         if not (isinstance(bounds, list) and len(bounds) == 2 and all(_is_int(b) for b in bounds)):
-            raise _located(ctx.error(f"{path}.range", f"must be two integers [first, last], got {bounds!r}",
+            raise _located(ctx.error(f"{path}.range", f"must be two integers [first, last], got {_shown(bounds)}",
                                      'e.g. "range": [0, 100] (both ends included)', attribute=name))
         lo, hi = int(bounds[0]), int(bounds[1])
         if hi < lo:
@@ -266,16 +266,16 @@ def _ordinal(entry: Mapping[str, Any], path: str, ctx: _Context, name: str, colu
     else:
         values = entry["values"]
         if not isinstance(values, list) or not values:
-            raise _located(ctx.error(f"{path}.values", f"must be a non-empty list of values in order, got {values!r}",
+            raise _located(ctx.error(f"{path}.values", f"must be a non-empty list of values in order, got {_shown(values)}",
                                      'e.g. "values": ["low", "medium", "high"]', attribute=name))
         seen: dict[str, int] = {}
         for j, value in enumerate(values):
             if not (isinstance(value, str) or _is_int(value)) or value == "":
-                raise _located(ctx.error(f"{path}.values[{j}]", f"must be non-empty text or an integer, got {value!r}",
+                raise _located(ctx.error(f"{path}.values[{j}]", f"must be non-empty text or an integer, got {_shown(value)}",
                                          "write each value as it appears in the table", attribute=name))
             if str(value) in seen:
                 raise _located(ctx.error(f"{path}.values[{j}]",
-                                         f"{value!r} is listed twice (also at values[{seen[str(value)]}])",
+                                         f"{_shown(value)} is listed twice (also at values[{seen[str(value)]}])",
                                          "list each value once", attribute=name))
             seen[str(value)] = j
         attribute = OrdinalAttribute(name, values, **options)
@@ -284,7 +284,7 @@ def _ordinal(entry: Mapping[str, Any], path: str, ctx: _Context, name: str, colu
                                  "remove it: a text value outside \"values\" is always an error", attribute=name))
     if missing is not None:
         if missing not in set(attribute.labels):
-            raise _located(ctx.error(f"{path}.missing", f"{missing!r} is not one of the attribute's values",
+            raise _located(ctx.error(f"{path}.missing", f"{_shown(missing)} is not one of the attribute's values",
                                      "use one of its labels, e.g. " + repr(attribute.labels[0]), attribute=name))
         if key == "bins":
             attribute = OrdinalAttribute(name, bins=attribute.bins, missing=missing, **options)
@@ -296,7 +296,7 @@ def _ordinal(entry: Mapping[str, Any], path: str, ctx: _Context, name: str, colu
 def _bins(spec: object, path: str, ctx: _Context, name: str) -> NumericBins:
     example = '"bins": {"start": 0, "stop": 500000, "width": 1000}'
     if not isinstance(spec, Mapping):
-        raise _located(ctx.error(path, f"must be an object with start, stop and width, got {spec!r}",
+        raise _located(ctx.error(path, f"must be an object with start, stop and width, got {_shown(spec)}",
                                  f"e.g. {example}", attribute=name))
     for key in spec:
         if key not in ("start", "stop", "width"):
@@ -306,14 +306,14 @@ def _bins(spec: object, path: str, ctx: _Context, name: str) -> NumericBins:
         if key not in spec:
             raise _located(ctx.error(f"{path}.{key}", "missing", f"e.g. {example}", attribute=name))
         if not _is_number(spec[key]):
-            raise _located(ctx.error(f"{path}.{key}", f"must be a finite number, got {spec[key]!r}",
+            raise _located(ctx.error(f"{path}.{key}", f"must be a finite number, got {_shown(spec[key])}",
                                      f"e.g. {example}", attribute=name))
     start, stop, width = spec["start"], spec["stop"], spec["width"]
     if width <= 0:
-        raise _located(ctx.error(f"{path}.width", f"the bin width must be a positive number, got {width!r}",
+        raise _located(ctx.error(f"{path}.width", f"the bin width must be a positive number, got {_shown(width)}",
                                  'e.g. "width": 1000', attribute=name))
     if stop <= start:
-        raise _located(ctx.error(f"{path}.stop", f"stop ({stop!r}) must be greater than start ({start!r})",
+        raise _located(ctx.error(f"{path}.stop", f"stop ({_shown(stop)}) must be greater than start ({_shown(start)})",
                                  "stop is the end of the last bin (exclusive)", attribute=name))
     try:
         return NumericBins(start, stop, width)
@@ -331,14 +331,14 @@ def _nominal(entry: Mapping[str, Any], path: str, ctx: _Context, base: Path, nam
         elif key == "values":
             values = entry["values"]
             if not isinstance(values, list) or not values:
-                raise _located(ctx.error(f"{path}.values", f"must be a non-empty list of labels, got {values!r}",
+                raise _located(ctx.error(f"{path}.values", f"must be a non-empty list of labels, got {_shown(values)}",
                                          'e.g. "values": ["Male", "Female"]', attribute=name))
             root = "*" if "*" not in {str(v) for v in values} else "(all)"
             hierarchy = Hierarchy.flat(values, root=root)
         else:
             ref = entry["hierarchy_file"]
             if not isinstance(ref, str) or not ref:
-                raise _located(ctx.error(f"{path}.hierarchy_file", f"must be a file name, got {ref!r}",
+                raise _located(ctx.error(f"{path}.hierarchy_file", f"must be a file name, got {_shown(ref)}",
                                          'e.g. "hierarchy_file": "hierarchy_occupation.csv"', attribute=name))
             file = (base / ref) if not Path(ref).is_absolute() else Path(ref)
             if not _is_file(file):
@@ -352,7 +352,7 @@ def _nominal(entry: Mapping[str, Any], path: str, ctx: _Context, base: Path, nam
         raise _located(ctx.error(f"{path}.{key}", str(exc), "fix the hierarchy", attribute=name,
                                  hierarchy=True)) from None
     if missing is not None and missing not in hierarchy.leaves:
-        raise _located(ctx.error(f"{path}.missing", f"{missing!r} is not a leaf of the hierarchy",
+        raise _located(ctx.error(f"{path}.missing", f"{_shown(missing)} is not a leaf of the hierarchy",
                                  "add it as a leaf, or map empty cells to an existing leaf", attribute=name))
     return NominalAttribute(name, hierarchy, missing=missing, column=column, domain_from_data=flag)
 
@@ -366,6 +366,15 @@ def _is_file(path: Path) -> bool:
 
 def _brief(value: int) -> str:
     return str(value) if value.bit_length() < 200 else f"(a number of {len(str(value)):,} digits)"
+
+
+def _shown(value: object) -> str:
+    """A value from the file as a message quotes it: shortened, so that no message holds a
+    megabyte of JSON (or a number of thousands of digits)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _brief(value)
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def load_schema(path: str | os.PathLike[str]) -> Schema:
