@@ -274,7 +274,10 @@ def _read_array(
         raise
     except (zipfile.BadZipFile, ValueError, KeyError, OSError, EOFError, zlib.error, NotImplementedError,
             RuntimeError) as exc:  # damaged data, an unsupported compression, encryption
-        raise ReleaseFileError(f"{p}: the {name} entry cannot be read ({_brief(exc)}); the file is damaged") from None
+        raise ReleaseFileError(
+            f"{p}: the {name} entry cannot be read ({_brief(exc)}); the file is damaged or was written by a tool "
+            "with a compression this reader does not support"
+        ) from None
 
 
 def _check_metadata_header(header: _ArrayHeader) -> str | None:
@@ -382,13 +385,13 @@ def _release_fields(meta: Mapping[str, Any], p: Path) -> dict[str, Any]:
     if not math.isclose(calibration.scale, scale, rel_tol=1e-9):
         raise _invalid(p, f'"scale" {scale!r} differs from its calibration\'s {calibration.scale!r}')
     schema = _release_schema(meta.get("schema"), shape, p)
+    if schema is None and mechanism != "basic":
+        raise _invalid(p, f"a {mechanism_name(mechanism)} release needs its schema, and the file holds none")
     try:
         # The spec checks S_A against the schema (a release without one is Basic over plain axes).
         spec = ReleaseSpec(schema if schema is not None else axes_schema(shape), epsilon, mechanism, sa, neighbours)
     except PriveletError as exc:
         raise _invalid(p, str(exc)) from None
-    if schema is None and mechanism != "basic":
-        raise _invalid(p, f"a {mechanism_name(mechanism)} release needs its schema, and the file holds none")
     if spec.label != mechanism or spec.effective_sa != spec.sa or spec.sa != sa:
         raise _invalid(p, f"S_A {{{', '.join(sa)}}} does not fit the mechanism {mechanism_name(mechanism)}")
     if spec.rho != rho:
