@@ -170,10 +170,32 @@ def _common(*, sub: bool) -> argparse.ArgumentParser:
     return parent
 
 
+def delimiter_type(text: str) -> str:
+    """``--delimiter``: one character that can separate columns ('tab' or '\\t' for TAB), or a
+    usage error (exit 2) saying which ones can."""
+    delimiter = "\t" if text.lower() in ("tab", "\\t") else text
+    try:
+        TableOptions(delimiter=delimiter)
+    except PriveletError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return delimiter
+
+
+def encoding_type(text: str) -> str:
+    """``--encoding``: a text encoding Python knows, or a usage error (exit 2)."""
+    try:
+        TableOptions(encoding=text)
+    except PriveletError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def _table_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("reading the table")
-    group.add_argument("--delimiter", metavar="C", help="column separator (default: sniffed among , ; | TAB; 'tab' for TAB)")
-    group.add_argument("--encoding", default="utf-8", help="text encoding (default: utf-8; a BOM is skipped)")
+    group.add_argument("--delimiter", metavar="C", type=delimiter_type,
+                       help="column separator (default: sniffed among , ; | TAB; 'tab' for TAB)")
+    group.add_argument("--encoding", default="utf-8", type=encoding_type,
+                       help="text encoding (default: utf-8; a BOM is skipped)")
     group.add_argument("--no-header", action="store_true", help="the first row is data (columns are column_1, column_2, ...)")
 
 
