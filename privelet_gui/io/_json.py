@@ -24,7 +24,8 @@ __all__ = ["loads"]
 
 # The nesting depth at which reading stops, well below the interpreter's stack limit, so that
 # a deep file is refused the same way whatever the caller's own stack (the app's is deeper).
-_MAX_DEPTH = 200
+# Room for the deepest hierarchy a project's draft may hold (two levels of JSON per level).
+_MAX_DEPTH = 256
 
 
 class _Refused(Exception):

@@ -234,7 +234,7 @@ def project_from_json(obj: Any, base_dir: str | os.PathLike[str] | None = None) 
         schema = schema_from_json(schema_obj, base_dir=base) if schema_obj is not None else None
     except PriveletError as exc:
         raise ProjectError(f"the project's schema is invalid: {exc}") from None
-    drafts = _drafts(obj.get("drafts") or {})
+    drafts = _drafts({} if obj.get("drafts") is None else obj["drafts"])
     order = obj.get("attribute_order")
     if order is None:
         order = list(schema.names) if schema is not None else []
@@ -271,7 +271,9 @@ def _finite(number: float) -> bool:
 
 
 def _section(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = obj.get(key) or {}
+    value = obj.get(key)
+    if value is None:
+        return {}
     if not isinstance(value, Mapping):
         raise ProjectError(f'"{key}" must be a JSON object, got {_shown(value)}')
     return value
