@@ -723,7 +723,7 @@ def _integer_positions(column: pd.Series, domain: range) -> tuple[np.ndarray, np
         with np.errstate(invalid="ignore"):
             whole = np.isfinite(numbers) & (np.floor(numbers) == numbers)
             unparsable = ~missing & np.isfinite(numbers) & ~whole
-            fits = whole & (np.abs(numbers) < 2.0**63)  # exactly an int64
+            fits = whole & (numbers >= -(2.0**63)) & (numbers < 2.0**63)  # exactly an int64
         wide = np.where(fits, numbers, 0).astype(np.int64)
         below = (fits & (wide < lo)) | (~fits & ~unparsable & ~missing & (numbers < 0))
         above = (fits & (wide > hi)) | (~fits & ~unparsable & ~missing & (numbers > 0))

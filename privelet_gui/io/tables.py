@@ -752,7 +752,7 @@ def _iter_parquet(
             if nrows is not None and done + batch.num_rows > nrows:
                 batch = batch.slice(0, nrows - done)
             done += batch.num_rows
-            frame = _as_cells(batch, source.path).to_pandas()
+            frame = _as_frame(_as_cells(batch, source.path))
             del batch
             if position is not None:
                 position(min(done / total, 1.0))
@@ -786,6 +786,19 @@ def _as_cells(batch: Any, path: Path) -> Any:
                 ) from None
         arrays.append(array)
     return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names)
+
+
+def _as_frame(batch: Any) -> pd.DataFrame:
+    """A record batch as a DataFrame, integer columns with empty cells as pandas' nullable
+    integers: the default, float64, would round 2**53 + 1 to 2**53."""
+    import pyarrow as pa
+
+    frame = batch.to_pandas()
+    for name, array in zip(batch.schema.names, batch.columns, strict=True):
+        if pa.types.is_integer(array.type) and array.null_count:
+            nullable = pd.api.types.pandas_dtype(str(array.type).replace("int", "Int").replace("uInt", "UInt"))
+            frame[name] = array.to_pandas(types_mapper={array.type: nullable}.get).array
+    return frame
 
 
 def _as_text(frame: pd.DataFrame) -> pd.DataFrame:
