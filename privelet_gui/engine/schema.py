@@ -512,8 +512,10 @@ class OrdinalAttribute(_AttributeBase):
             start = self.integer_start
             assert start is not None
             if len(values) and start <= int(values.min()) and int(values.max()) < start + self.size:
-                # Positions in int64: small integer types could not hold them.
-                codes = values if start == 0 else values.astype(np.int64) - np.int64(start)
+                # Positions in int64: small integer types could not hold them, and uint64 does
+                # not mix with the other axes' signed codes.
+                plain = start == 0 and np.can_cast(values.dtype, np.intp)
+                codes = values if plain else values.astype(np.int64) - np.int64(start)
                 return EncodedColumn(codes, all_valid=True)
         if self.bins is not None:
             missing = _missing_mask(column)

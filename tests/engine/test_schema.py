@@ -213,3 +213,10 @@ def test_s_a_given_as_one_string_is_refused_naming_it():
     with pytest.raises(SchemaError, match="got the text 'occ'; write \\['occ'\\]"):
         privelet_plus(np.ones(schema.shape), schema, 1.0, sa="occ", rng=np.random.default_rng(0))
     assert math.isfinite(privelet_plus(np.ones(schema.shape), schema, 1.0, sa=["occ"], rng=np.random.default_rng(0)).scale)
+
+
+def test_uint64_positions_combine_with_other_axes():
+    # found by the fuzz tests: uint64 codes could not be added to the signed codes of other axes
+    schema = Schema([NominalAttribute("a", Hierarchy.flat(["x", "y"])), OrdinalAttribute.integer_range("n", 0, 2)])
+    table = pd.DataFrame({"a": ["y", "x"], "n": np.array([2, 0], dtype=np.uint64)})
+    np.testing.assert_array_equal(frequency_matrix(table, schema), [[1, 0, 0], [0, 0, 1]])
