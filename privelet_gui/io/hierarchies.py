@@ -135,6 +135,11 @@ def hierarchy_from_arx_rows(
         for col, label in enumerate(r):
             if label == "":
                 raise fail(f"line {line}, column {col + 1} is empty: every level needs a label")
+            if "\n" in label or "\r" in label:
+                raise fail(
+                    f"the row ending on line {line} has a label holding a line break (column {col + 1}); "
+                    "an ARX file has one row per line: is a quote left open?"
+                )
     roots = dict.fromkeys(r[-1] for r in table)
     if len(roots) > 1:
         first, second = list(roots)[:2]
@@ -360,8 +365,14 @@ def write_arx_hierarchy(
 ) -> str:
     """Write ``hierarchy`` in the ARX layout; returns the text (also written to ``path``).
 
-    Labels holding the separator or quotes are quoted, CSV style. Lines end with ``\\n``.
+    Labels holding the separator or quotes are quoted, CSV style. Lines end with ``\\n``. A
+    label holding a line break cannot be written (an ARX file has one row per line).
     """
+    broken = next((label for label in hierarchy.labels if "\n" in label or "\r" in label), None)
+    if broken is not None:
+        raise HierarchyError(
+            f"the label {broken!r} holds a line break, which the ARX layout cannot hold; save the hierarchy as JSON"
+        )
     buffer = io.StringIO()
     writer = csv.writer(buffer, delimiter=delimiter, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
     writer.writerows(hierarchy_to_arx_rows(hierarchy))
