@@ -246,7 +246,7 @@ def test_hostile_json_hierarchies_and_options_are_refused(tmp_path):
 def test_a_quote_left_open_is_refused_not_read_as_a_label_with_line_breaks():
     # found by the fuzz tests: the open quote swallowed the next lines into one label, which
     # was written back quoted and then read as another hierarchy
-    with pytest.raises(HierarchyError, match="ending on line 3 has a label holding a line break .*quote left open"):
+    with pytest.raises(HierarchyError, match=r"ending on line 3 has a label holding a line break .*quote left open"):
         read_arx_hierarchy('a;"G\nb;G\nc;G;*\n', delimiter=";")
     with pytest.raises(HierarchyError, match="save the hierarchy as JSON"):
         write_arx_hierarchy(Hierarchy.from_nested({"*": ["two\nlines"]}))
