@@ -361,7 +361,7 @@ def load_project(path: str | os.PathLike[str]) -> Project:
     """Read a project file written by :func:`save_project`."""
     source = Path(path)
     try:
-        text = source.read_text(encoding="utf-8")
+        text = source.read_text(encoding="utf-8-sig")  # a byte-order mark, as Windows editors write, is skipped
     except FileNotFoundError:
         raise ProjectError(f"no such project file: {source}") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -18,12 +18,12 @@ from .support import fuzz, outcome
 
 
 @st.composite
-def schema_objects(draw: Any) -> dict[str, Any]:
-    """A valid schema file's object (hierarchy files referenced as h0.csv, h1.csv, ...)."""
+def schema_objects(draw: Any, files: bool = True) -> dict[str, Any]:
+    """A valid schema file's object (hierarchy files, if ``files``, referenced as h0.csv, h1.csv, ...)."""
     attributes = []
     for i in range(draw(st.integers(1, 4))):
         entry: dict[str, Any] = {"name": draw(st.sampled_from([f"a{i}", f"attribute {i}", f"é{i}"]))}
-        kind = draw(st.sampled_from(["range", "bins", "values", "hierarchy", "flat", "file"]))
+        kind = draw(st.sampled_from(["range", "bins", "values", "hierarchy", "flat"] + ["file"] * files))
         if kind in ("range", "bins", "values"):
             entry["type"] = "ordinal"
             if kind == "range":

@@ -201,3 +201,10 @@ def test_deep_project_files_are_refused_with_a_message(tmp_path):
     path.write_text('{"format": "privelet-studio-project", "version": 1, "privacy": {"epsilon": NaN}}')
     with pytest.raises(ProjectError, match="NaN is not a number"):
         load_project(path)
+
+
+def test_a_project_saved_with_a_byte_order_mark_opens(tmp_path):
+    # found by the fuzz tests: Windows editors write one; schema files already accepted it
+    path = tmp_path / "p.privelet"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(project_to_json(Project(epsilon=0.5))).encode())
+    assert load_project(path).epsilon == 0.5
