@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, settings
 from privelet_gui.engine import PriveletError
 
 #: Cases per target in CI, where the whole fuzz suite must stay near a minute on two cores.
-CI_CASES = 40
+CI_CASES = 60
 #: Cases per target in a by-hand run (``PRIVELET_FUZZ=1``, or ``PRIVELET_FUZZ=<n>``).
 BY_HAND_CASES = 1000
 

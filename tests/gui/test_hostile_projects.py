@@ -27,7 +27,7 @@ from ..fuzz.support import TALLY, fuzz_cases
 _PROJECT = {"format": PROJECT_FORMAT, "version": PROJECT_VERSION}
 
 
-@settings(max_examples=fuzz_cases(15), suppress_health_check=list(HealthCheck))
+@settings(max_examples=fuzz_cases(20), suppress_health_check=list(HealthCheck))
 @given(files=project_files())
 def test_damaged_projects_open_or_are_refused_in_the_app(window: Any, dialogs: Any, qtbot: Any, files: Any) -> None:
     obj, damaged, data = files
