@@ -108,7 +108,7 @@ def _value(draw: Any, option: str) -> list[str]:
 def argument_lists(draw: Any) -> list[str]:
     """An argument list for one command, mostly well formed, then damaged: a required
     argument left out, a value that does not fit, an unknown option or a stray word."""
-    name = draw(st.sampled_from(sorted(_USES) + ["schema", "hierarchy", "nonsense", ""]))
+    name = draw(st.sampled_from([*sorted(_USES), "schema", "hierarchy", "nonsense", ""]))
     needed, optional = _USES.get(name, ([], []))
     words: list[str] = []
     for kind in needed:

@@ -15,7 +15,15 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from privelet_gui.engine import Hierarchy, NominalAttribute, NumericBins, OrdinalAttribute, RangeQuery, Schema, privelet_plus
+from privelet_gui.engine import (
+    Hierarchy,
+    NominalAttribute,
+    NumericBins,
+    OrdinalAttribute,
+    RangeQuery,
+    Schema,
+    privelet_plus,
+)
 from privelet_gui.io import load_release, load_release_metadata, save_release
 
 from .mutations import json_values, mutated
