@@ -48,7 +48,7 @@ from ..engine import Hierarchy, HierarchyError, HierarchyNode
 from ..engine.hierarchy import MAX_HEIGHT
 from ._json import loads
 from .atomic import atomic_write
-from .tables import sniff_delimiter
+from .tables import _lines, sniff_delimiter
 
 __all__ = [
     "ARX_DELIMITERS",
@@ -337,7 +337,7 @@ def read_arx_hierarchy(
         text = str(path_or_text)
         text = text.removeprefix("\ufeff")
         source = ""
-    lines = [line for line in text.splitlines() if line.strip()]
+    lines = [line for line in _lines(text) if line.strip()]  # CR and LF only, as the csv reader cuts
     if delimiter is None:
         delimiter = sniff_delimiter(lines[:200], ARX_DELIMITERS) if lines else ";"
     elif not isinstance(delimiter, str) or len(delimiter) != 1 or delimiter in '"\r\n':

@@ -46,7 +46,7 @@ def _damaged_rows(draw: Any, rows: list[list[str]]) -> list[list[str]]:
             rows.append(rows.pop(i))
         elif action == "column":
             for row in rows:
-                row.insert(len(row) - 1, draw(st.sampled_from(["G", "H", row[0]])))
+                row.insert(max(len(row) - 1, 0), draw(st.sampled_from(["G", "H", row[0] if row else "G"])))
     return rows
 
 

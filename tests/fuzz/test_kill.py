@@ -63,7 +63,12 @@ def _run(argv: list[str]) -> subprocess.Popen[bytes]:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def _kill_repeatedly(name: str, argv_for: object, target_for: object, check: object, folder: Path) -> None:
+def _kill_repeatedly(
+    name: str, argv_for: object, target_for: object, check: object, folder: Path, targets: int
+) -> None:
+    """Kill the command (on ``targets`` targets in turn) at random moments; every few kills,
+    run it to completion on every target (a later write to a target cleans what a killed
+    write to it left), after which no temporary file may be left."""
     rng = random.Random(f"kill {name}")
     started = time.perf_counter()
     _finish(_run(argv_for(0)))  # type: ignore[operator]
@@ -84,9 +89,10 @@ def _kill_repeatedly(name: str, argv_for: object, target_for: object, check: obj
         if target.exists():
             check(target)  # type: ignore[operator]  # absent or complete, never partial
         if (kill + 1) % COMPLETE_EVERY == 0 or kill == KILLS - 1:
-            _finish(_run(argv_for(kill)))  # type: ignore[operator]
-            check(target)  # type: ignore[operator]
-            assert _temporary_files(folder) == [], "a finished run left temporary files"
+            for turn in range(kill, kill + targets):
+                _finish(_run(argv_for(turn)))  # type: ignore[operator]
+                check(target_for(turn))  # type: ignore[operator]
+            assert _temporary_files(folder) == [], "finished runs left temporary files"
 
 
 def _finish(child: subprocess.Popen[bytes]) -> None:
@@ -101,6 +107,7 @@ def test_killed_releases_leave_the_target_absent_or_complete_and_nothing_behind(
         lambda kill: targets[kill % 2],
         _complete_release,
         tmp_path,
+        len(targets),
     )
 
 
@@ -118,4 +125,5 @@ def test_killed_exports_leave_the_target_absent_or_complete_and_nothing_behind(t
         lambda kill: targets[kill % 3],
         lambda path: _complete_export(path, cells),
         outputs,
+        len(targets),
     )

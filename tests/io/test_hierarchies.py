@@ -250,3 +250,10 @@ def test_a_quote_left_open_is_refused_not_read_as_a_label_with_line_breaks():
         read_arx_hierarchy('a;"G\nb;G\nc;G;*\n', delimiter=";")
     with pytest.raises(HierarchyError, match="save the hierarchy as JSON"):
         write_arx_hierarchy(Hierarchy.from_nested({"*": ["two\nlines"]}))
+
+
+def test_a_label_holding_a_record_separator_is_one_label():
+    # found by the fuzz tests: str.splitlines cut the sniffing sample at \x1e, \x1c, \x85, U+2028
+    for char in "\x1c\x1d\x1e\x85\u2028\x0b\x0c":
+        hierarchy = Hierarchy.flat([f"0{char}"], root="root")
+        assert read_arx_hierarchy(write_arx_hierarchy(hierarchy)) == hierarchy
