@@ -13,10 +13,10 @@ about a minute in all. By hand, set ``PRIVELET_FUZZ=1`` for 1,000 cases per targ
 
     PRIVELET_FUZZ=1 .venv/bin/python -m pytest tests/fuzz tests/gui/test_hostile_projects.py -p no:cacheprovider -o timeout=3600
 
-(``PRIVELET_FUZZ=<n>`` runs n cases per target; the run takes about ten minutes, hence the longer
-timeout.) At the end pytest prints, per target, the
-cases run, how many gave a result and how many a PriveletError; an unhandled exception or
-an oracle disagreement fails the target's test (hypothesis then shrinks it to a small case).
+(``PRIVELET_FUZZ=<n>`` runs n cases per target; the run takes about ten minutes, hence the
+longer timeout.) At the end pytest prints, per target, the cases run, how many gave a result
+and how many a PriveletError; an unhandled exception or an oracle disagreement fails the
+target's test (hypothesis then shrinks it to a small case).
 The kill test (``test_kill.py``) kills ``privelet release`` and ``privelet export`` 3 times
 each in CI and 50 times each with ``PRIVELET_FUZZ`` set.
 """
