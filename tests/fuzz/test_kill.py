@@ -2,7 +2,8 @@
 
 After each kill the target is absent or complete and loadable (a write goes to a temporary
 file renamed at the end); a killed write cannot remove its temporary file, and the next
-write to the same target must. So every few kills (and at the end) the command runs to
+write to the same target must. Half the kills come at any moment of a run, half while it
+writes (a short part of it), at a random moment after its temporary file appears. So every few kills (and at the end) the command runs to
 completion, after which no temporary file may be left. CI kills each command 3 times;
 ``PRIVELET_FUZZ=1`` 50 times (see tests/fuzz/__init__.py). The schedule of the kills is
 seeded; where each kill lands in the program is up to the machine.
@@ -77,7 +78,11 @@ def _kill_repeatedly(
     for kill in range(KILLS):
         target = target_for(kill)  # type: ignore[operator]
         child = _run(argv_for(kill))  # type: ignore[operator]
-        time.sleep(rng.uniform(0.05, 1.1) * whole)  # mostly before the run ends, sometimes after
+        if kill % 2:  # anywhere in the run: mostly before it ends, sometimes after
+            time.sleep(rng.uniform(0.05, 1.1) * whole)
+        else:  # while it writes: once its temporary file is there (the write is a short part)
+            _wait_for_write(child, folder, target, deadline=time.perf_counter() + 3 * whole)
+            time.sleep(rng.uniform(0.0, 0.2) * whole)
         child.send_signal(signal.SIGKILL)
         child.wait()
         if child.returncode == -signal.SIGKILL:
@@ -93,6 +98,13 @@ def _kill_repeatedly(
                 _finish(_run(argv_for(turn)))  # type: ignore[operator]
                 check(target_for(turn))  # type: ignore[operator]
             assert _temporary_files(folder) == [], "finished runs left temporary files"
+
+
+def _wait_for_write(child: subprocess.Popen[bytes], folder: Path, target: Path, deadline: float) -> None:
+    while child.poll() is None and time.perf_counter() < deadline:
+        if any(p.name.startswith(f".{target.name}.") for p in _temporary_files(folder)):
+            return
+        time.sleep(0.002)
 
 
 def _finish(child: subprocess.Popen[bytes]) -> None:
