@@ -17,12 +17,17 @@ CI_CASES = 60
 BY_HAND_CASES = 1000
 
 
+def by_hand() -> bool:
+    """Whether this is a by-hand run (``PRIVELET_FUZZ`` set to anything but 0)."""
+    return os.environ.get("PRIVELET_FUZZ", "0") not in ("", "0")
+
+
 def fuzz_cases(ci: int = CI_CASES) -> int:
-    """Cases for one target: ``ci`` in CI, 1,000 (or ``PRIVELET_FUZZ``) by hand."""
-    value = os.environ.get("PRIVELET_FUZZ", "")
-    if not value or value == "0":
+    """Cases for one target: ``ci`` in CI, 1,000 (or ``PRIVELET_FUZZ=<n>``, n > 1) by hand."""
+    if not by_hand():
         return ci
-    return BY_HAND_CASES if value == "1" else int(value)
+    value = os.environ["PRIVELET_FUZZ"]
+    return int(value) if value.isdigit() and int(value) > 1 else BY_HAND_CASES
 
 
 def fuzz(ci: int = CI_CASES) -> Callable[[Any], Any]:

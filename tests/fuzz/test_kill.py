@@ -27,11 +27,11 @@ import pytest
 from privelet_gui.engine import Hierarchy, NominalAttribute, NumericBins, OrdinalAttribute, Schema, privelet_plus
 from privelet_gui.io import load_release, release_frame, save_release
 
-from .support import TALLY, fuzz_cases
+from .support import TALLY, by_hand, fuzz_cases
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="SIGKILL and process numbers are POSIX")
 
-KILLS = fuzz_cases(ci=3) if not os.environ.get("PRIVELET_FUZZ") else max(50, fuzz_cases() // 20)
+KILLS = max(50, fuzz_cases() // 20) if by_hand() else 3
 # A completed run every so many kills (its start removes what the kills left; its end must leave nothing).
 COMPLETE_EVERY = 10
 
