@@ -185,9 +185,37 @@ def common_options(*, sub: bool) -> argparse.ArgumentParser:
 def table_options(parser: argparse.ArgumentParser) -> None:
     """The options that say how to read a table file."""
     group = parser.add_argument_group("reading the table")
-    group.add_argument("--delimiter", metavar="C", help="column separator (default: sniffed among , ; | TAB; 'tab' for TAB)")
-    group.add_argument("--encoding", default="utf-8", help="text encoding (default: utf-8; a BOM is skipped)")
+    group.add_argument("--delimiter", metavar="C", type=delimiter_type,
+                       help="column separator (default: sniffed among , ; | TAB; 'tab' for TAB)")
+    group.add_argument("--encoding", default="utf-8", type=encoding_type,
+                       help="text encoding (default: utf-8; a BOM is skipped)")
     group.add_argument("--no-header", action="store_true", help="the first row is data (columns are column_1, column_2, ...)")
+
+
+def delimiter_type(text: str) -> str:
+    """``--delimiter``: one character that can separate columns ('tab' or '\\t' for TAB), or a
+    usage error saying which ones can."""
+    from ..engine import PriveletError
+    from ..io import TableOptions
+
+    delimiter = "\t" if text.lower() in ("tab", "\\t") else text
+    try:
+        TableOptions(delimiter=delimiter)
+    except PriveletError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return delimiter
+
+
+def encoding_type(text: str) -> str:
+    """``--encoding``: a text encoding Python knows, or a usage error."""
+    from ..engine import PriveletError
+    from ..io import TableOptions
+
+    try:
+        TableOptions(encoding=text)
+    except PriveletError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def epsilon_type(text: str) -> float:
@@ -241,10 +269,7 @@ def read_options(args: argparse.Namespace) -> TableOptions:
     """How to read the table, from the reading options (see :func:`table_options`)."""
     from ..io import TableOptions
 
-    delimiter = args.delimiter
-    if delimiter is not None and delimiter.lower() in ("tab", "\\t"):
-        delimiter = "\t"
-    return TableOptions(delimiter=delimiter, encoding=args.encoding, header=not args.no_header)
+    return TableOptions(delimiter=args.delimiter, encoding=args.encoding, header=not args.no_header)
 
 
 def parse_sa(text: str | None, schema: Schema) -> tuple[str, ...]:

@@ -234,9 +234,12 @@ def _cmd_release(args: argparse.Namespace) -> int:
     extra: dict[str, Any] = {"source": "demo" if args.demo else None}
     rng = np.random.default_rng(args.seed) if args.seed is not None else None
     ledger = Ledger()
-    fingerprint = ledger.fingerprint_files(_table_files(args, table))
+    fingerprint = ""
 
     def before_noise() -> None:  # counting spends nothing; drawing the noise does: ask the ledger first
+        # fingerprinted after counting, so a table that cannot be read is reported by its reader
+        nonlocal fingerprint
+        fingerprint = ledger.fingerprint_files(_table_files(args, table))
         _check_budget(args, ledger, fingerprint, spec)
 
     def drawn(release: Any) -> None:

@@ -8,7 +8,7 @@ import sys
 import warnings
 from typing import TYPE_CHECKING
 
-from ._common import Parser, loud, missing_action, read_options, table_options
+from ._common import Parser, delimiter_type, loud, missing_action, read_options, table_options
 
 if TYPE_CHECKING:
     from ..engine import Hierarchy
@@ -39,7 +39,7 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
     q = hierarchy_commands.add_parser("check", parents=[common], help="validate a hierarchy file and describe it",
                                       description="Read a hierarchy file (ARX CSV or JSON) and describe it.")
     q.add_argument("file", metavar="FILE")
-    q.add_argument("--delimiter", metavar="C", help="ARX separator (default: sniffed, ';' first)")
+    q.add_argument("--delimiter", metavar="C", type=delimiter_type, help="ARX separator (default: sniffed, ';' first)")
     q.add_argument("--json", action="store_true", help="print JSON")
     q.set_defaults(handler=_cmd_hierarchy_check)
     q = hierarchy_commands.add_parser("convert", parents=[common], help="convert between ARX CSV and JSON",
@@ -47,7 +47,7 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
                                                   "(.csv/.txt/.tsv: ARX, .json: nested JSON).")
     q.add_argument("input", metavar="IN")
     q.add_argument("output", metavar="OUT")
-    q.add_argument("--delimiter", metavar="C", help="ARX separator of IN (default: sniffed)")
+    q.add_argument("--delimiter", metavar="C", type=delimiter_type, help="ARX separator of IN (default: sniffed)")
     q.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
     q.set_defaults(handler=_cmd_hierarchy_convert)
     p.set_defaults(handler=missing_action(p))
@@ -72,12 +72,9 @@ def _cmd_schema_infer(args: argparse.Namespace) -> int:
 def _read_hierarchy_noting(args: argparse.Namespace, path: str) -> Hierarchy:
     from ..io import HierarchyLabelWarning, read_hierarchy
 
-    delimiter = args.delimiter
-    if delimiter is not None and delimiter.lower() in ("tab", "\\t"):
-        delimiter = "\t"
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", HierarchyLabelWarning)
-        hierarchy = read_hierarchy(path, delimiter=delimiter)
+        hierarchy = read_hierarchy(path, delimiter=args.delimiter)
     for w in caught:
         if issubclass(w.category, HierarchyLabelWarning):
             print(f"note: {w.message}", file=sys.stderr)

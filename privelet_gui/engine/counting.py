@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -132,6 +133,10 @@ class FrequencyCounter:
 
     def flat_codes(self, table: pd.DataFrame) -> np.ndarray:
         """Flat (C-order) cell index of every valid row of ``table``; updates the report."""
+        import pandas as pd
+
+        if not isinstance(table, pd.DataFrame):
+            raise SchemaError(f"a table to count is a pandas DataFrame, got {type(table).__name__}")
         missing = [a.source_column for a in self.schema if a.source_column not in table.columns]
         if missing:
             raise SchemaError(
@@ -195,7 +200,7 @@ def cell_indices(codes: list[np.ndarray], shape: tuple[int, ...]) -> np.ndarray:
         stop = start + _INDEX_ROWS
         part = flat[start:stop]
         np.copyto(part, codes[0][start:stop])
-        for column, size in zip(codes[1:], shape[1:]):
+        for column, size in zip(codes[1:], shape[1:], strict=True):
             part *= size
             part += column[start:stop]
     return flat
@@ -231,7 +236,7 @@ def frequency_matrix(
     single = isinstance(table, pd.DataFrame)
     counter = FrequencyCounter(schema, invalid=invalid, chunked=not single)
     steps = Progress(progress, should_cancel)
-    chunks = [table] if single else table
+    chunks: Iterable[pd.DataFrame] = [table] if isinstance(table, pd.DataFrame) else table
     for chunk in chunks:
         steps.check()
         counter.add(chunk)
@@ -250,7 +255,7 @@ def _domain_error(attribute: Attribute, column: pd.Series, rows: np.ndarray) -> 
     count = int(rows.sum())
     bad = column[rows]
     examples = tuple(pd.unique(bad.astype(object))[:5])
-    shown = ", ".join("(empty)" if _is_empty(v) else repr(v) for v in examples)
+    shown = ", ".join(_show_value(v) for v in examples)
     where = attribute.name if attribute.source_column == attribute.name else f"{attribute.name} (column {attribute.source_column!r})"
     hint = (
         "map empty cells with the attribute's 'missing' option, "
@@ -269,6 +274,20 @@ def _domain_error(attribute: Attribute, column: pd.Series, rows: np.ndarray) -> 
         examples=examples,
         count=count,
     )
+
+
+_NUMBER_TEXT = re.compile(r"[+-]?[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?")
+
+
+def _show_value(value: object) -> str:
+    """A value as an error message shows it: numbers bare (a number read from a CSV file
+    is text, 300 reads better than '300'), other text quoted, so that spaces show."""
+    if _is_empty(value):
+        return "(empty)"
+    text = repr(value)
+    if isinstance(value, str) and _NUMBER_TEXT.fullmatch(value):
+        text = value
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _is_empty(value: object) -> bool:

@@ -17,7 +17,12 @@ import numpy as np
 
 from .errors import HierarchyError
 
-__all__ = ["Hierarchy", "HierarchyNode", "NodeInfo"]
+__all__ = ["MAX_HEIGHT", "Hierarchy", "HierarchyNode", "NodeInfo"]
+
+#: The most levels a hierarchy may have (the root is level 1). Real ones have a handful; the
+#: limit keeps every walk of a tree far from Python's recursion limit, so that a damaged file
+#: nested thousands of levels deep is refused with a message instead of a RecursionError.
+MAX_HEIGHT = 100
 
 
 @dataclass(frozen=True)
@@ -296,6 +301,8 @@ class Hierarchy:
 def _label(value: object, where: str) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise HierarchyError(f"label {value!r} in {where} must be text, not {type(value).__name__}")
+    if isinstance(value, int) and value.bit_length() > 1000:
+        raise HierarchyError(f"a label in {where} is an integer of {value.bit_length():,} bits; write labels as text")
     text = str(value)
     if not text:
         raise HierarchyError(f"an empty label in {where}: every node needs a non-empty label")
@@ -303,11 +310,22 @@ def _label(value: object, where: str) -> str:
 
 
 def _describe(path: tuple[str, ...]) -> str:
+    if len(path) > 6:  # a deep path: its start and its end say where
+        path = (*path[:3], "...", *path[-2:])
     return " > ".join(path) if path else "the top level"
+
+
+def _too_deep(path: tuple[str, ...]) -> HierarchyError:
+    return HierarchyError(
+        f"group {_describe(path)} is nested more than {MAX_HEIGHT} levels deep; "
+        f"a hierarchy has at most {MAX_HEIGHT} levels"
+    )
 
 
 def _parse_group(label: str, value: object, path: tuple[str, ...]) -> HierarchyNode:
     here = (*path, label)
+    if len(here) >= MAX_HEIGHT and isinstance(value, (Mapping, list, tuple)) and value:
+        raise _too_deep(here)  # its children would be a level too many (checked before recursing)
     children: list[HierarchyNode] = []
     if isinstance(value, Mapping):
         for child_label, child_value in value.items():
@@ -343,9 +361,15 @@ def _validate(root: HierarchyNode) -> None:
     stack: list[tuple[HierarchyNode, tuple[str, ...]]] = [(root, ())]
     while stack:
         node, path = stack.pop()
+        if not isinstance(node, HierarchyNode):
+            raise HierarchyError(f"a node under {_describe(path)} is a {type(node).__name__}, not a HierarchyNode")
         if not isinstance(node.label, str) or not node.label:
             raise HierarchyError(f"node under {_describe(path)} has an invalid label {node.label!r}: use non-empty text")
         here = (*path, node.label)
+        if len(here) > MAX_HEIGHT:
+            raise _too_deep(path)
+        if not isinstance(node.children, tuple):
+            raise HierarchyError(f"the children of {_describe(here)} must be a tuple of nodes")
         if node.label in seen:
             raise HierarchyError(
                 f"label {node.label!r} appears twice: at {_describe(seen[node.label])} and at {_describe(here)}; "

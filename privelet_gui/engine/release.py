@@ -16,7 +16,7 @@ from .schema import Schema
 if TYPE_CHECKING:
     from .spec import ReleaseSpec
 
-__all__ = ["SAMPLER", "SAMPLERS", "Mechanism", "Release"]
+__all__ = ["READABLE_SAMPLERS", "SAMPLER", "SAMPLERS", "Mechanism", "Release"]
 
 Mechanism = Literal["privelet+", "privelet", "basic"]
 
@@ -25,6 +25,8 @@ Mechanism = Literal["privelet+", "privelet", "basic"]
 SAMPLER: Sampler = SAMPLERS[0]
 #: How release files written before the exact sampler name the standard one.
 _LEGACY_SAMPLER = "discrete-laplace/geometric-difference"
+#: The sampler names a release file may hold.
+READABLE_SAMPLERS: tuple[str, ...] = (*SAMPLERS, _LEGACY_SAMPLER)
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,15 @@ value in a data-derived domain is itself a disclosure.
 
 from __future__ import annotations
 
+import decimal
 import math
+import operator
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
@@ -23,6 +26,8 @@ if TYPE_CHECKING:  # pandas is imported where tables are encoded, not with the e
     import pandas as pd
 
 __all__ = [
+    "MAX_AXIS_VALUES",
+    "RANGE_BOUNDS",
     "Attribute",
     "EncodedColumn",
     "NominalAttribute",
@@ -35,47 +40,244 @@ __all__ = [
 OutOfRange = Literal["error", "clamp", "drop"]
 _OUT_OF_RANGE = ("error", "clamp", "drop")
 
+#: The most values one integer range or set of bins may have. Their labels are computed, not
+#: stored, but the frequency matrix still holds a float64 cell per value (512 MiB for this axis
+#: alone): a wider domain is refused before anything is built, with the memory it would need.
+MAX_AXIS_VALUES = 1 << 26
+
+# Integer ranges lie within the 64-bit integers, where every position is computed exactly.
+_INT64_MIN = -(1 << 63)
+_INT64_MAX = (1 << 63) - 1
+#: The smallest first and the largest last value of an integer range.
+RANGE_BOUNDS = (_INT64_MIN, _INT64_MAX)
+# Below this magnitude every integer is a float64, so integral floats convert exactly.
+_FLOAT_INTEGERS = 2.0**53
+# How numbers are written in a table cell (ASCII digits only, as pandas and CSV files write them).
+_PLAIN_INTEGER = re.compile(r"[+-]?[0-9]{1,18}")
+_DECIMAL_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_INFINITY = {"inf": 1, "+inf": 1, "infinity": 1, "+infinity": 1, "-inf": -1, "-infinity": -1}
+# Room for any exponent, so that comparing a written number with a bound never rounds.
+_EXACT = decimal.Context(prec=64, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN, traps=[decimal.InvalidOperation])
+
+
+def _too_wide(name: str, what: str, count: int) -> SchemaError:
+    from ._memory import byte_size
+
+    return SchemaError(
+        f"attribute {name!r}: {what} has {count:,} values, more than the {MAX_AXIS_VALUES:,} one axis may hold "
+        f"(its frequency matrix alone would need {byte_size(8 * count)}); group the numbers into bins"
+    )
+
+
+def _format_edge(x: float) -> str:
+    return str(int(x)) if x.is_integer() else repr(x)
+
 
 @dataclass(frozen=True)
 class NumericBins:
-    """Equal-width numeric bins ``[start, start + width), ...`` up to ``stop`` (exclusive)."""
+    """Equal-width numeric bins ``[start, start + width), ...`` up to ``stop`` (exclusive).
+
+    Bin ``i`` holds the numbers ``x`` with ``edge(i) <= x < edge(i + 1)``, where
+    ``edge(i) = start + i * width`` in float64 and the last bin ends at ``stop``: exactly
+    the intervals its labels show. Numbers are compared as float64 values.
+    """
 
     start: float
     stop: float
     width: float
+    _count: int = field(init=False, repr=False, compare=False, default=0)
 
     def __post_init__(self) -> None:
         for name in ("start", "stop", "width"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
                 raise SchemaError(f"bins.{name} must be a finite number, got {value!r}")
-        if self.width <= 0:
+            try:
+                exact = float(value) == value
+            except OverflowError:
+                exact = False
+            if not exact or not math.isfinite(float(value)):
+                raise SchemaError(
+                    f"bins.{name} must be a finite number that float64 holds exactly, got {_short_repr(value)}"
+                )
+        start, stop, width = float(self.start), float(self.stop), float(self.width)
+        if width <= 0:
             raise SchemaError(f"bins.width must be positive, got {self.width!r}")
-        if self.stop <= self.start:
+        if stop <= start:
             raise SchemaError(f"bins.stop ({self.stop!r}) must be greater than bins.start ({self.start!r})")
+        # Consecutive edges must be distinct floats, else bins would be empty or share a label.
+        if width < 4 * float(np.spacing(max(abs(start), abs(stop)))):
+            raise SchemaError(
+                f"bins.width {self.width!r} is too small for numbers as large as {max(abs(start), abs(stop))!r}: "
+                "float64 cannot tell the bin edges apart; use wider bins"
+            )
+        ratio = (stop - start) / width
+        if ratio > MAX_AXIS_VALUES:
+            raise SchemaError(
+                f"bins from {self.start!r} to {self.stop!r} of width {self.width!r} make {math.ceil(ratio):,} bins, "
+                f"more than the {MAX_AXIS_VALUES:,} one axis may hold; use wider bins"
+            )
+        # The first count whose bins reach stop, counted with the float edges the labels show.
+        count = max(math.ceil(ratio), 1)
+        while count > 1 and start + (count - 1) * width >= stop:
+            count -= 1
+        while start + count * width < stop:
+            count += 1
+        object.__setattr__(self, "_count", count)
 
     @property
     def count(self) -> int:
-        return math.ceil((self.stop - self.start) / self.width)
+        """The number of bins."""
+        return self._count
+
+    def edge(self, i: int) -> float:
+        """The lower edge of bin ``i`` (``stop`` for ``i == count``)."""
+        return float(self.stop) if i >= self.count else float(self.start) + i * float(self.width)
 
     def positions(self, numbers: np.ndarray) -> np.ndarray:
         """The bin of each number, as float64 (NaN stays NaN): below 0 for numbers under
         ``start``, ``count`` or more for numbers at or past ``stop`` (both outside)."""
-        position = np.floor((numbers - self.start) / self.width)
-        # The last bin may be narrower than the width: it ends at stop, not at start + count * width.
-        return np.where(numbers >= self.stop, np.maximum(position, self.count), position)
+        start, stop, width = float(self.start), float(self.stop), float(self.width)
+        numbers = np.asarray(numbers, dtype=np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            guess = np.floor((numbers - start) / width)
+            inside = (numbers >= start) & (numbers < stop)
+            index = np.clip(np.where(inside, guess, 0), 0, self.count - 1)
+            # Division rounds: move to the bin whose float edges hold the number, as the labels say.
+            index -= inside & (numbers < start + index * width)
+            index += inside & (index + 1 < self.count) & (numbers >= start + (index + 1) * width)
+        return np.where(inside, index, np.where(numbers >= stop, np.maximum(guess, self.count), guess))
 
     def index_of_number(self, number: float) -> int | None:
         """The bin holding ``number``, or None when it lies outside ``[start, stop)``."""
-        index = self.positions(np.array([float(number)]))[0]
+        try:
+            value = float(number)
+        except OverflowError:
+            return None
+        index = self.positions(np.array([value]))[0]
         return int(index) if 0 <= index < self.count else None
 
-    def labels(self) -> tuple[str, ...]:
-        def fmt(x: float) -> str:
-            return str(int(x)) if float(x).is_integer() else repr(float(x))
+    def labels(self) -> Sequence[str]:
+        """``"[a, b)"`` for each bin, computed when asked for (nothing is stored)."""
+        return _BinLabels(self)
 
-        edges = [self.start + i * self.width for i in range(self.count)]
-        return tuple(f"[{fmt(a)}, {fmt(min(a + self.width, self.stop))})" for a in edges)
+
+class _ComputedLabels(Sequence[str]):
+    """A domain's labels computed from their positions, never stored (integer ranges, bins):
+    a range of 60 million values costs nothing until a label is asked for, and finding a
+    label's position is arithmetic. Slices are tuples; equal to a tuple of the same labels."""
+
+    @abstractmethod
+    def __len__(self) -> int:
+        """The number of labels."""
+
+    @abstractmethod
+    def label(self, i: int) -> str:
+        """The label at position ``0 <= i < len(self)``."""
+
+    @abstractmethod
+    def position(self, label: str) -> int | None:
+        """The position of ``label``, or None when it is not one of the labels."""
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[str, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> str | tuple[str, ...]:
+        size = len(self)
+        if isinstance(index, slice):
+            return tuple(self.label(i) for i in range(*index.indices(size)))
+        i = operator.index(index)
+        if i < 0:
+            i += size
+        if not 0 <= i < size:
+            raise IndexError(f"label position {index} is outside 0..{size - 1}")
+        return self.label(i)
+
+    def __iter__(self) -> Iterator[str]:
+        return (self.label(i) for i in range(len(self)))
+
+    def __contains__(self, value: object) -> bool:
+        return isinstance(value, str) and self.position(value) is not None
+
+    def index(self, value: object, start: int = 0, stop: int | None = None) -> int:
+        found = self.position(value) if isinstance(value, str) else None
+        end = len(self) if stop is None else stop
+        if found is None or not start <= found < end:
+            raise ValueError(f"{value!r} is not one of the labels")
+        return found
+
+    def count(self, value: object) -> int:
+        return int(value in self)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (_ComputedLabels, tuple)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))  # equal to the tuple of its labels, so hashed as one (slow when huge: rare)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(map(repr, self[:3])) + (", ..." if len(self) > 3 else "")
+        return f"{type(self).__name__}({len(self):,} labels: {shown})"
+
+
+class _RangeLabels(_ComputedLabels):
+    """``str(start + i)``: the labels of an integer range."""
+
+    def __init__(self, values: range):
+        self._values = values
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def label(self, i: int) -> str:
+        return str(self._values[i])
+
+    def position(self, label: str) -> int | None:
+        # Only the canonical text of an integer is a label ("7", not "07", "+7" or "7.0").
+        if len(label) > 20 or not _CANONICAL_INTEGER.fullmatch(label):
+            return None
+        value = int(label)
+        return value - self._values.start if value in self._values else None
+
+
+_CANONICAL_INTEGER = re.compile(r"0|-?[1-9][0-9]*")
+
+
+class _BinLabels(_ComputedLabels):
+    """``"[a, b)"``: the labels of equal-width bins."""
+
+    _FORM = re.compile(r"\[([^,\s]+), ([^,\s]+)\)")
+
+    def __init__(self, bins: NumericBins):
+        self._bins = bins
+
+    def __len__(self) -> int:
+        return self._bins.count
+
+    def label(self, i: int) -> str:
+        return f"[{_format_edge(self._bins.edge(i))}, {_format_edge(self._bins.edge(i + 1))})"
+
+    def position(self, label: str) -> int | None:
+        form = self._FORM.fullmatch(label)
+        if form is None:
+            return None
+        try:
+            lower = float(form.group(1))
+        except ValueError:
+            return None
+        bins = self._bins
+        if not math.isfinite(lower):
+            return None
+        guess = round((lower - float(bins.start)) / float(bins.width))
+        for i in (guess - 1, guess, guess + 1):
+            if 0 <= i < bins.count and self.label(i) == label:
+                return i
+        return None
 
 
 @dataclass(frozen=True)
@@ -108,7 +310,7 @@ class _AttributeBase(ABC):
 
     @property
     @abstractmethod
-    def labels(self) -> tuple[str, ...]:
+    def labels(self) -> Sequence[str]:
         """The domain's values as text, in axis order."""
 
     @cached_property
@@ -117,13 +319,22 @@ class _AttributeBase(ABC):
 
         return pd.Index(self.labels)
 
+    def position_of(self, label: str) -> int | None:
+        """The axis index of the value whose text label is ``label``, or None when it is not
+        one (arithmetic for ranges and bins: nothing as large as the domain is built)."""
+        labels = self.labels
+        if isinstance(labels, _ComputedLabels):
+            return labels.position(label)
+        pos = int(self._label_index.get_indexer(pd_index([label]))[0])
+        return pos if pos >= 0 else None
+
     def index_of(self, label: object) -> int:
         """Axis index of a domain value given as its text label."""
-        pos = self._label_index.get_indexer([str(label)])[0]
-        if pos < 0:
+        pos = self.position_of(str(label))
+        if pos is None:
             shown = ", ".join(self.labels[:5]) + (", ..." if self.size > 5 else "")
-            raise SchemaError(f"{label!r} is not a value of attribute {self.name!r} (values: {shown})")
-        return int(pos)
+            raise SchemaError(f"{_short_repr(label)} is not a value of attribute {self.name!r} (values: {shown})")
+        return pos
 
     def encode(self, column: pd.Series, *, categories_memo: dict[str, Any] | None = None) -> EncodedColumn:
         """Axis index of every row (see :class:`EncodedColumn`).
@@ -153,7 +364,7 @@ class _AttributeBase(ABC):
         if known is not None and known.dtype == categories.dtype and known.equals(categories):
             values = memo["values"]
         else:
-            values = self._encode_rows(pd.Series(categories.astype(str), dtype=object))
+            values = self._encode_rows(pd.Series(categories, dtype=categories.dtype))
             memo.update(categories=categories, values=values)
         missing_code = self.index_of(self.missing) if self.missing is not None else -1
         complete = len(raw) == 0 or raw.min() >= 0
@@ -177,7 +388,7 @@ class _AttributeBase(ABC):
         """Codes of a column matched against the labels as text; also its missing mask
         (None when no value is missing)."""
         missing = _missing_mask(column)
-        codes = self._label_index.get_indexer(column.astype(str))
+        codes = self._label_index.get_indexer(pd_index(cell_text(column)))
         if missing.any():
             codes[missing] = -1
             return codes, missing
@@ -190,12 +401,22 @@ class _AttributeBase(ABC):
         return codes
 
 
+def pd_index(values: Sequence[str] | pd.Series) -> pd.Index:
+    """``values`` as a pandas Index (what ``Index.get_indexer`` takes)."""
+    import pandas as pd
+
+    return pd.Index(values)
+
+
 @dataclass(frozen=True, eq=True)
 class OrdinalAttribute(_AttributeBase):
     """An attribute with an ordered domain, transformed with the Haar wavelet.
 
-    ``values`` lists the domain in order. With ``bins``, the column is parsed as
-    numbers and each value falls into an equal-width bin; the labels are the bins.
+    ``values`` lists the domain in order; a run of consecutive integers is kept as a
+    ``range`` (given as a range or as a list: the same attribute either way), whose
+    labels are computed, not stored. Its numbers are compared exactly, whatever their size.
+    With ``bins``, the column is parsed as numbers and each value falls into an
+    equal-width bin; the labels are the bins.
     ``domain_from_data`` records that the values were learned from the table being
     protected (not private: see the module docstring); it changes nothing else.
     ``out_of_range`` says what to do with a number outside an integer range or
@@ -205,12 +426,14 @@ class OrdinalAttribute(_AttributeBase):
     Examples
     --------
     >>> age = OrdinalAttribute.integer_range("age", 0, 100)
-    >>> age.size, age.labels[:3]
-    (101, ('0', '1', '2'))
+    >>> age.size, age.labels[:3], age.values
+    (101, ('0', '1', '2'), range(0, 101))
+    >>> age == OrdinalAttribute("age", list(range(101)))
+    True
     """
 
     name: str
-    values: tuple[object, ...] = ()
+    values: Sequence[object] = ()
     bins: NumericBins | None = None
     out_of_range: OutOfRange = "error"
     missing: str | None = None
@@ -230,7 +453,8 @@ class OrdinalAttribute(_AttributeBase):
         domain_from_data: bool = False,
     ):
         object.__setattr__(self, "name", _check_name(name))
-        object.__setattr__(self, "values", tuple(values))
+        domain = _domain(name, values)
+        object.__setattr__(self, "values", domain)
         object.__setattr__(self, "bins", bins)
         object.__setattr__(self, "out_of_range", out_of_range)
         object.__setattr__(self, "missing", missing)
@@ -239,41 +463,42 @@ class OrdinalAttribute(_AttributeBase):
         object.__setattr__(self, "kind", "ordinal")
         if out_of_range not in _OUT_OF_RANGE:
             raise SchemaError(f"attribute {name!r}: out_of_range must be one of {_OUT_OF_RANGE}, got {out_of_range!r}")
-        if bins is not None and self.values:
+        if bins is not None and not isinstance(bins, NumericBins):
+            raise SchemaError(f"attribute {name!r}: bins must be NumericBins, got {type(bins).__name__}")
+        if bins is not None and len(domain):
             raise SchemaError(f"attribute {name!r}: give either values or bins, not both")
-        if bins is None and not self.values:
+        if bins is None and not len(domain):
             raise SchemaError(f"attribute {name!r} has an empty domain: list its values, a range or bins")
-        labels = self.labels
-        dup = _first_duplicate(labels)
-        if dup is not None:
-            raise SchemaError(f"attribute {name!r}: value {dup!r} is listed twice; each value must appear once")
-        if missing is not None and str(missing) not in set(labels):
+        if isinstance(domain, tuple):  # ranges and bins have distinct labels by construction
+            dup = _first_duplicate(self.labels)
+            if dup is not None:
+                raise SchemaError(f"attribute {name!r}: value {dup!r} is listed twice; each value must appear once")
+        if missing is not None and self.position_of(str(missing)) is None:
             raise SchemaError(f"attribute {name!r}: missing={missing!r} is not one of its values; declare it first")
 
     @classmethod
-    def integer_range(cls, name: str, lo: int, hi: int, **options: object) -> OrdinalAttribute:
+    def integer_range(cls, name: str, lo: int, hi: int, **options: Any) -> OrdinalAttribute:
         """The integers ``lo..hi`` inclusive, parsed from the column as numbers."""
         for bound in (lo, hi):
             if isinstance(bound, bool) or not isinstance(bound, (int, np.integer)):
-                raise SchemaError(f"attribute {name!r}: range bounds must be integers, got {bound!r}")
+                raise SchemaError(f"attribute {name!r}: range bounds must be integers, got {_short_repr(bound)}")
+        lo, hi = int(lo), int(hi)
         if hi < lo:
             raise SchemaError(f"attribute {name!r}: range [{lo}, {hi}] is empty; the upper bound must be >= the lower")
-        return cls(name, range(int(lo), int(hi) + 1), **options)  # type: ignore[arg-type]
+        return cls(name, range(lo, hi + 1), **options)
 
     @cached_property
-    def labels(self) -> tuple[str, ...]:
+    def labels(self) -> Sequence[str]:
         if self.bins is not None:
             return self.bins.labels()
+        if isinstance(self.values, range):
+            return _RangeLabels(self.values)
         return tuple(str(v) for v in self.values)
 
-    @cached_property
+    @property
     def integer_start(self) -> int | None:
         """The first value when the domain is a run of consecutive integers, else None."""
-        vals = self.values
-        if not vals or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in vals):
-            return None
-        start = int(vals[0])
-        return start if all(int(v) == start + i for i, v in enumerate(vals)) else None
+        return self.values.start if isinstance(self.values, range) else None
 
     @property
     def is_numeric(self) -> bool:
@@ -288,19 +513,20 @@ class OrdinalAttribute(_AttributeBase):
             values = column.to_numpy()
             start = self.integer_start
             assert start is not None
-            if len(values) and start <= values.min() and values.max() < start + self.size:
-                codes = values - values.dtype.type(start) if start else values
+            if len(values) and start <= int(values.min()) and int(values.max()) < start + self.size:
+                # Positions in int64: small integer types could not hold them, and uint64 does
+                # not mix with the other axes' signed codes.
+                plain = start == 0 and np.can_cast(values.dtype, np.intp)
+                codes = values if plain else values.astype(np.int64) - np.int64(start)
                 return EncodedColumn(codes, all_valid=True)
-            return self._limit(values.astype(np.int64) - start, None)
-        missing = _missing_mask(column)
-        numbers = _as_numbers(column)
         if self.bins is not None:
-            position = self.bins.positions(numbers)
+            missing = _missing_mask(column)
+            numbers = _as_numbers(column)
             unparsable = ~missing & np.isnan(numbers)
+            position = np.where(missing | unparsable, 0, np.clip(self.bins.positions(numbers), -1, self.size))
+            codes = position.astype(np.int64)
         else:
-            position = numbers - self.integer_start  # type: ignore[operator]
-            unparsable = ~missing & (np.isnan(numbers) | (np.floor(numbers) != numbers))
-        codes = np.where(missing | unparsable, 0, np.clip(position, -1, self.size)).astype(np.int64)
+            codes, missing, unparsable = _integer_positions(column, self.values)  # type: ignore[arg-type]
         encoded = self._limit(codes, missing | unparsable)
         codes = encoded.codes
         codes[unparsable] = -1
@@ -416,7 +642,50 @@ class NominalAttribute(_AttributeBase):
         return out
 
 
-Attribute = Union[OrdinalAttribute, NominalAttribute]
+Attribute = OrdinalAttribute | NominalAttribute
+
+
+def _domain(name: str, values: Iterable[object]) -> range | tuple[object, ...]:
+    """An ordinal domain as stored: a range for consecutive integers (checked to fit the
+    64-bit integers and one axis, before anything is built), else a tuple."""
+    if isinstance(values, range) and values.step == 1:
+        domain = values
+    else:
+        items = tuple(values)
+        if not items or not all(_is_integer(v) for v in items):
+            return items
+        first = int(items[0])  # type: ignore[call-overload]
+        if any(int(v) != first + i for i, v in enumerate(items)):  # type: ignore[call-overload]
+            return items
+        domain = range(first, first + len(items))
+    if domain.stop <= domain.start:
+        return ()
+    lo, hi = domain.start, domain.stop - 1
+    if lo < _INT64_MIN or hi > _INT64_MAX:
+        raise SchemaError(
+            f"attribute {name!r}: range [{_short_int(lo)}, {_short_int(hi)}] goes beyond the 64-bit integers "
+            f"({_INT64_MIN} to {_INT64_MAX}); use bins for such numbers"
+        )
+    if hi - lo + 1 > MAX_AXIS_VALUES:
+        raise _too_wide(name, f"range [{lo}, {hi}]", hi - lo + 1)
+    return domain
+
+
+def _is_integer(value: object) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _short_int(value: int) -> str:
+    text = str(value) if value.bit_length() < 200 else f"an integer of about {int(value.bit_length() * 0.30103):,} digits"
+    return text
+
+
+def _short_repr(value: object) -> str:
+    """``repr(value)``, shortened: a message never quotes a megabyte (or a 5,000-digit number)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
+        return _short_int(value)
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _first_duplicate(labels: Iterable[str]) -> str | None:
@@ -430,7 +699,7 @@ def _first_duplicate(labels: Iterable[str]) -> str | None:
 
 def _check_name(name: object) -> str:
     if not isinstance(name, str) or not name.strip():
-        raise SchemaError(f"an attribute needs a non-empty name, got {name!r}")
+        raise SchemaError(f"an attribute needs a non-empty name, got {_short_repr(name)}")
     return name
 
 
@@ -455,6 +724,123 @@ def _as_numbers(column: pd.Series) -> np.ndarray:
         return column.to_numpy(dtype=np.float64, na_value=np.nan)
     text = column.astype("string").str.strip()
     return pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def cell_text(column: pd.Series) -> pd.Series:
+    """The text of each cell as a CSV file would hold it, missing cells kept missing.
+
+    A float column whose numbers are all whole reads as integers (20.0 is "20": an integer
+    column with empty cells becomes float when it goes through pandas), infinities as "inf"
+    and "-inf"; other float columns keep pandas' text of each float ("80.0", "2.5"). Used
+    wherever typed values meet text labels.
+    """
+    import pandas as pd
+
+    if not pd.api.types.is_float_dtype(column.dtype):
+        return column.astype("str")
+    values = column.to_numpy(dtype=np.float64, na_value=np.nan)
+    finite = np.isfinite(values)
+    numbers = values[finite]
+    if not np.array_equal(numbers, np.floor(numbers)) or (len(numbers) and np.abs(numbers).max() >= _FLOAT_INTEGERS):
+        return column.astype("str")
+    text = np.where(finite, np.where(finite, values, 0).astype(np.int64).astype(str), values.astype(str))
+    return pd.Series(text, index=column.index, dtype="str").mask(np.isnan(values))
+
+
+def _integer_positions(column: pd.Series, domain: range) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(positions, missing, unparsable)`` of a column against an integer range, exactly.
+
+    A position is ``value - start`` inside the range, ``-1`` below it and ``len(domain)``
+    above it; no value passes through float64 unless the column holds floats already (whose
+    values are exact), so 2**53 + 1 is never 2**53 and a uint64 never wraps.
+    """
+    import pandas as pd
+
+    size = len(domain)
+    lo, hi = domain.start, domain.stop - 1
+    dtype = column.dtype
+    if pd.api.types.is_integer_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
+        missing = column.isna().to_numpy(dtype=bool)
+        native: np.dtype = getattr(dtype, "numpy_dtype", None) or np.dtype(dtype)  # type: ignore[arg-type]
+        values = column.to_numpy(dtype=native, na_value=0) if missing.any() else column.to_numpy(dtype=native)
+        # uint64 values past the int64 range are above every range (which lies within int64)
+        huge = values > _INT64_MAX if native.kind == "u" and native.itemsize == 8 else np.zeros(len(values), bool)
+        wide = values.astype(np.int64)
+        return _place(wide, ~huge & (wide < lo), huge | (wide > hi), lo, size), missing, np.zeros(len(values), bool)
+    if pd.api.types.is_float_dtype(dtype):
+        numbers = column.to_numpy(dtype=np.float64, na_value=np.nan)
+        missing = np.isnan(numbers)
+        with np.errstate(invalid="ignore"):
+            whole = np.isfinite(numbers) & (np.floor(numbers) == numbers)
+            unparsable = ~missing & np.isfinite(numbers) & ~whole
+            fits = whole & (numbers >= -(2.0**63)) & (numbers < 2.0**63)  # exactly an int64
+        wide = np.where(fits, numbers, 0).astype(np.int64)
+        below = (fits & (wide < lo)) | (~fits & ~unparsable & ~missing & (numbers < 0))
+        above = (fits & (wide > hi)) | (~fits & ~unparsable & ~missing & (numbers > 0))
+        return _place(wide, below, above, lo, size), missing, unparsable
+    # Text: each distinct value is parsed once, exactly.
+    text = column.astype("string").str.strip()
+    missing = (text.isna() | (text == "")).to_numpy(dtype=bool, na_value=True)
+    codes, uniques = pd.factorize(text)
+    if not len(uniques):
+        return np.zeros(len(column), np.int64), missing, np.zeros(len(column), bool)
+    positions, unparsable = _parse_integers(np.asarray(uniques, dtype=object), lo, hi)
+    taken = np.where(codes < 0, 0, codes)
+    rows_unparsable = unparsable[taken] & ~missing
+    return np.where(missing, 0, positions[taken]), missing, rows_unparsable
+
+
+def _place(values: np.ndarray, below: np.ndarray, above: np.ndarray, lo: int, size: int) -> np.ndarray:
+    """Positions of int64 ``values``: -1 below the range, ``size`` above it, else value - lo."""
+    positions = np.full(len(values), size, dtype=np.int64)
+    positions[below] = -1
+    inside = ~below & ~above
+    positions[inside] = values[inside] - np.int64(lo)
+    return positions
+
+
+def _parse_integers(texts: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """Positions (as :func:`_integer_positions`) and an unparsable mask of distinct texts.
+
+    Numbers are written as in a CSV file: ``42``, ``+42``, ``42.0``, ``4.2e1``, ``inf``.
+    A text that is not a number, or a number that is not whole, is unparsable.
+    """
+    import pandas as pd
+
+    size = hi - lo + 1
+    positions = np.zeros(len(texts), dtype=np.int64)
+    unparsable = np.zeros(len(texts), dtype=bool)
+    plain = pd.Series(texts, dtype="string").str.fullmatch(_PLAIN_INTEGER.pattern).to_numpy(dtype=bool, na_value=False)
+    if plain.any():  # at most 18 digits: an int64 for sure
+        wide = pd.Series(texts[plain]).astype(np.int64).to_numpy()
+        positions[plain] = _place(wide, wide < lo, wide > hi, lo, size)
+    for i in np.flatnonzero(~plain):
+        value = _exact_number(texts[i])
+        if value is None:
+            unparsable[i] = True
+        elif value < lo:
+            positions[i] = -1
+        elif value > hi:
+            positions[i] = size
+        else:
+            positions[i] = int(value) - lo
+    return positions, unparsable
+
+
+def _exact_number(text: str) -> decimal.Decimal | int | None:
+    """The whole number ``text`` writes (infinities as +-2**64, beyond every range), or None."""
+    sign = _INFINITY.get(text.lower())
+    if sign is not None:
+        return sign * (1 << 64)
+    if len(text) > 4000 or not _DECIMAL_NUMBER.fullmatch(text):
+        return None
+    try:
+        value = decimal.Decimal(text)
+        whole = value == value.to_integral_value(context=_EXACT)
+    except decimal.DecimalException:
+        return None
+    return value if whole else None
+
 
 
 class Schema(Sequence[Attribute]):

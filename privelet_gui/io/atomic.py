@@ -1,13 +1,20 @@
 """Atomic file writes: a temporary file in the target folder, then one rename.
 
 A reader never sees a half-written file, and an interrupted or failed write leaves the
-target untouched (and no temporary file behind).
+target untouched (and no temporary file behind). A write killed outright (SIGKILL, power
+loss) cannot delete its temporary file; the next write to the same target does: the name
+``.<target>.<host>-<pid>-<random>.tmp`` says which process made it, and a file whose
+process is gone is removed (one whose process still runs is another writer's, left alone).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
+import re
+import socket
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +22,7 @@ from typing import IO, Any
 
 from .errors import OutputExistsError
 
-__all__ = ["atomic_write", "check_writable"]
+__all__ = ["atomic_write", "check_writable", "remove_abandoned"]
 
 
 def check_writable(path: str | os.PathLike[str], *, force: bool = False) -> Path:
@@ -63,8 +70,9 @@ def atomic_write(
     if mode not in ("wb", "w"):
         raise ValueError(f"mode must be 'wb' or 'w', got {mode!r}")
     target = check_writable(path, force=force)
+    remove_abandoned(target)
     # Created with O_EXCL and mode 0o666 so that the user's umask applies, as for any new file.
-    temp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")
+    temp = target.with_name(f".{target.name}.{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:12]}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         if mode == "wb":
@@ -84,6 +92,65 @@ def atomic_write(
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
+
+
+# Which machine made a temporary file: a process number means something only there (a
+# folder may be shared over the network).
+_HOST = hashlib.sha1(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:8]
+_TEMP = re.compile(r"(?P<host>[0-9a-f]{8})-(?P<pid>[0-9]+)-[0-9a-f]{12}")
+# Temporary files of versions before the process number was in the name: removed when
+# untouched this long (a write renames its file within seconds of its last byte).
+_OLD_TEMP = re.compile(r"[0-9a-f]{12}")
+_OLD_TEMP_SECONDS = 3600.0
+
+
+def remove_abandoned(target: Path) -> list[Path]:
+    """Delete the temporary files of writes to ``target`` whose process is gone (killed
+    before it could clean up); returns them. Files of running writers are kept."""
+    removed: list[Path] = []
+    prefix = f".{target.name}."
+    try:
+        entries = list(os.scandir(target.parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        name = entry.name
+        if not (name.startswith(prefix) and name.endswith(".tmp")):
+            continue
+        middle = name[len(prefix) : -len(".tmp")]
+        made_by = _TEMP.fullmatch(middle)
+        if made_by is not None:
+            pid = int(made_by["pid"])
+            if made_by["host"] != _HOST or pid == os.getpid() or _process_alive(pid):
+                continue
+        elif not _OLD_TEMP.fullmatch(middle) or not _untouched_for(entry, _OLD_TEMP_SECONDS):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(entry.path)
+            removed.append(Path(entry.path))
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (POSIX; elsewhere it is assumed to, and nothing is removed)."""
+    if os.name != "posix":
+        return True
+    try:
+        os.kill(pid, 0)  # signal 0: nothing is sent, only whether the process exists is checked
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, as another user's
+        return True
+    except OSError:
+        return True
+    return True
+
+
+def _untouched_for(entry: os.DirEntry[str], seconds: float) -> bool:
+    try:
+        return time.time() - entry.stat(follow_symlinks=False).st_mtime > seconds
+    except OSError:
+        return False
 
 
 def _commit(temp: Path, target: Path, force: bool) -> None:

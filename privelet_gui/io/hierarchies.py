@@ -45,8 +45,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..engine import Hierarchy, HierarchyError, HierarchyNode
+from ..engine.hierarchy import MAX_HEIGHT
+from ._json import loads
 from .atomic import atomic_write
-from .tables import sniff_delimiter
+from .tables import _lines, sniff_delimiter
 
 __all__ = [
     "ARX_DELIMITERS",
@@ -112,7 +114,12 @@ def hierarchy_from_arx_rows(
     if all(len(r) > 1 and r[-1] == "" for r in table):
         table = [r[:-1] for r in table]
     width = len(table[0])
-    ragged = [(line, len(r)) for line, r in zip(lines, table) if len(r) != width]
+    if width > MAX_HEIGHT:  # checked before the tree is built (recursively, one level per column)
+        raise fail(
+            f"line {lines[0]} has {width} columns, more than the {MAX_HEIGHT} levels a hierarchy may have; "
+            "check the separator"
+        )
+    ragged = [(line, len(r)) for line, r in zip(lines, table, strict=True) if len(r) != width]
     if ragged:
         shown = ", ".join(f"line {line} has {n}" for line, n in ragged[:3]) + (", ..." if len(ragged) > 3 else "")
         raise fail(
@@ -124,14 +131,19 @@ def hierarchy_from_arx_rows(
             "each row needs at least two columns, the value and the root (e.g. 'Male;*'); "
             "check the separator"
         )
-    for line, r in zip(lines, table):
+    for line, r in zip(lines, table, strict=True):
         for col, label in enumerate(r):
             if label == "":
                 raise fail(f"line {line}, column {col + 1} is empty: every level needs a label")
+            if "\n" in label or "\r" in label:
+                raise fail(
+                    f"the row ending on line {line} has a label holding a line break (column {col + 1}); "
+                    "an ARX file has one row per line: is a quote left open?"
+                )
     roots = dict.fromkeys(r[-1] for r in table)
     if len(roots) > 1:
         first, second = list(roots)[:2]
-        where = next(line for line, r in zip(lines, table) if r[-1] == second)
+        where = next(line for line, r in zip(lines, table, strict=True) if r[-1] == second)
         raise fail(
             f"the last column must hold one root for every row, but it holds {first!r} and {second!r} "
             f"(line {where}); add a final column '*' to every row"
@@ -139,7 +151,7 @@ def hierarchy_from_arx_rows(
     # Leaves once each; each (level, label) with one parent.
     leaf_line: dict[str, int] = {}
     parent: dict[tuple[int, str], tuple[str, int]] = {}
-    for line, r in zip(lines, table):
+    for line, r in zip(lines, table, strict=True):
         if r[0] in leaf_line:
             raise fail(
                 f"leaf {r[0]!r} is listed twice, on lines {leaf_line[r[0]]} and {line}; each value needs exactly one row"
@@ -277,12 +289,16 @@ def _read_text(path: Path, encoding: str) -> str:
         raise HierarchyError(f"no such hierarchy file: {path}") from None
     except IsADirectoryError:
         raise HierarchyError(f"{path} is a folder, not a hierarchy file") from None
+    except OSError as exc:
+        raise HierarchyError(f"cannot read the hierarchy file {path}: {exc.strerror or exc}") from None
     try:
         return data.decode("utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding)
     except UnicodeDecodeError as exc:
         raise HierarchyError(
             f"{path}: the bytes at offset {exc.start} are not valid {encoding} text; save the file as UTF-8"
         ) from None
+    except LookupError:
+        raise HierarchyError(f"unknown encoding {encoding!r}; use a Python codec name such as 'utf-8'") from None
 
 
 def _is_path(path_or_text: str | os.PathLike[str]) -> bool:
@@ -321,11 +337,11 @@ def read_arx_hierarchy(
         text = str(path_or_text)
         text = text.removeprefix("\ufeff")
         source = ""
-    lines = [line for line in text.splitlines() if line.strip()]
+    lines = [line for line in _lines(text) if line.strip()]  # CR and LF only, as the csv reader cuts
     if delimiter is None:
         delimiter = sniff_delimiter(lines[:200], ARX_DELIMITERS) if lines else ";"
-    elif len(delimiter) != 1:
-        raise HierarchyError(f"the separator must be one character, got {delimiter!r}")
+    elif not isinstance(delimiter, str) or len(delimiter) != 1 or delimiter in '"\r\n':
+        raise HierarchyError(f"the separator must be one character other than a quote or a line break, got {delimiter!r}")
     rows: list[list[str]] = []
     numbers: list[int] = []
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=False)
@@ -349,8 +365,14 @@ def write_arx_hierarchy(
 ) -> str:
     """Write ``hierarchy`` in the ARX layout; returns the text (also written to ``path``).
 
-    Labels holding the separator or quotes are quoted, CSV style. Lines end with ``\\n``.
+    Labels holding the separator or quotes are quoted, CSV style. Lines end with ``\\n``. A
+    label holding a line break cannot be written (an ARX file has one row per line).
     """
+    broken = next((label for label in hierarchy.labels if "\n" in label or "\r" in label), None)
+    if broken is not None:
+        raise HierarchyError(
+            f"the label {broken!r} holds a line break, which the ARX layout cannot hold; save the hierarchy as JSON"
+        )
     buffer = io.StringIO()
     writer = csv.writer(buffer, delimiter=delimiter, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
     writer.writerows(hierarchy_to_arx_rows(hierarchy))
@@ -364,25 +386,14 @@ def write_arx_hierarchy(
 # -- JSON -----------------------------------------------------------------------------------
 
 
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise HierarchyError(f"label {key!r} is used twice in the same group; labels must be unique")
-        out[key] = value
-    return out
-
-
 def read_json_hierarchy(path: str | os.PathLike[str]) -> Hierarchy:
     """Read a nested-JSON hierarchy (the :meth:`Hierarchy.from_nested` form)."""
     p = Path(path)
     text = _read_text(p, "utf-8")
-    try:
-        obj = json.loads(text, object_pairs_hook=_no_duplicate_keys)
-    except json.JSONDecodeError as exc:
-        raise HierarchyError(f"{p}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
-    except HierarchyError as exc:
-        raise HierarchyError(f"{p}: {exc}") from None
+    obj = loads(
+        text, source=str(p), error=HierarchyError,
+        duplicate="label {key!r} is used twice in the same group; labels must be unique",
+    )
     try:
         return Hierarchy.from_nested(obj)
     except HierarchyError as exc:
@@ -425,7 +436,11 @@ def read_hierarchy(
 ) -> Hierarchy:
     """Read a hierarchy file: ARX CSV, or nested JSON (``.json``, or content starting with ``{``)."""
     p = Path(path)
-    if not p.exists():
+    try:
+        exists = p.exists()
+    except (OSError, ValueError):  # a name too long for the system, a NUL character
+        exists = False
+    if not exists:
         raise HierarchyError(f"no such hierarchy file: {p}")
     if _format_of(p, format, reading=True) == "json":
         return read_json_hierarchy(p)

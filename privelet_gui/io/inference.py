@@ -40,14 +40,20 @@ def infer_attribute(column: ColumnSummary) -> Attribute:
     values than a summary tracks (``MAX_TRACKED_VALUES``): too many for a domain.
     """
     name = column.name
-    if column.numeric and column.minimum is not None and column.maximum is not None:
-        lo, hi = column.minimum, column.maximum
+    lo, hi = column.minimum, column.maximum
+    # numbers of every size float64 holds exactly (and whose spread it can divide into bins)
+    if column.numeric and lo is not None and hi is not None and max(abs(lo), abs(hi)) < 2.0**53:
         if column.integer and hi - lo + 1 <= INFER_MAX_RANGE:
             return OrdinalAttribute.integer_range(name, int(lo), int(hi), domain_from_data=True)
         width = _nice_width((hi - lo) / INFER_BINS if hi > lo else 1.0)
         start = math.floor(lo / width) * width
         stop = (math.floor(hi / width) + 1) * width
-        return OrdinalAttribute(name, bins=NumericBins(_tidy(start), _tidy(stop), _tidy(width)), domain_from_data=True)
+        try:
+            bins = NumericBins(_tidy(start), _tidy(stop), _tidy(width))
+        except SchemaError:  # edges float64 cannot tell apart: propose the values themselves
+            bins = None
+        if bins is not None:
+            return OrdinalAttribute(name, bins=bins, domain_from_data=True)
     if column.values is None:
         raise SchemaError(
             f"column {name!r} has more than {MAX_TRACKED_VALUES:,} distinct values, too many for a domain; "

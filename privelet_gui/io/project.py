@@ -40,6 +40,7 @@ from ..engine.errors import PriveletError
 from ..engine.noise import check_epsilon
 from ..engine.schema import Schema
 from ..engine.workloads import OBJECTIVES, PAPER_QUERIES
+from ._json import is_finite_number, loads, shown
 from .atomic import atomic_write
 
 __all__ = [
@@ -215,9 +216,12 @@ def _options_from_json(obj: Any) -> Any:
     from .tables import TableOptions
 
     if not isinstance(obj, Mapping):
-        raise ProjectError(f'"table.options" must be an object, got {type(obj).__name__}')
+        raise ProjectError(f'"table.options" must be an object, got {shown(obj)}')
     names = {f.name for f in dataclasses.fields(TableOptions)}
-    return TableOptions(**{k: v for k, v in obj.items() if k in names})
+    try:
+        return TableOptions(**{k: v for k, v in obj.items() if k in names})
+    except PriveletError as exc:
+        raise ProjectError(f'"table.options": {exc}') from None
 
 
 def _path_to_json(path: Path | None, base_dir: Path | None) -> str | None:
@@ -243,8 +247,8 @@ def _inside(path: Path, folder: Path) -> bool:
 def _path_from_json(text: Any, base_dir: Path | None) -> Path | None:
     if text is None:
         return None
-    if not isinstance(text, str) or not text:
-        raise ProjectError(f'"table.path" must be a file path, got {text!r}')
+    if not isinstance(text, str) or not text or "\x00" in text:
+        raise ProjectError(f'"table.path" must be a file path, got {shown(text)}')
     path = Path(text)
     if not path.is_absolute() and base_dir is not None:
         path = Path(os.path.normpath(base_dir / path))
@@ -341,47 +345,132 @@ def migrate_project(obj: Any) -> dict[str, Any]:
 
 
 def project_from_json(obj: Any, base_dir: str | os.PathLike[str] | None = None) -> Project:
-    """Read a project object (see :func:`project_to_json`); relative paths resolve against ``base_dir``."""
+    """Read a project object (see :func:`project_to_json`); relative paths resolve against ``base_dir``.
+
+    Every value is checked here, so that a project that loads also opens in the app: a
+    value of the wrong type, an epsilon that is not a positive finite number, a draft tree
+    that is not ``{"label": text, "children": [...]}`` (or nests deeper than a hierarchy
+    may) is refused with a :class:`ProjectError` naming it.
+    """
     from .schema import schema_from_json
 
     obj = migrate_project(obj)
     base = Path(base_dir) if base_dir is not None else None
-    table = obj.get("table") or {}
-    privacy = obj.get("privacy") or {}
-    counting = obj.get("counting") or {}
-    if not isinstance(table, Mapping) or not isinstance(privacy, Mapping) or not isinstance(counting, Mapping):
-        raise ProjectError('"table", "privacy" and "counting" must be JSON objects')
+    table = _section(obj, "table")
+    privacy = _section(obj, "privacy")
+    counting = _section(obj, "counting")
     schema_obj = obj.get("schema")
     try:
         schema = schema_from_json(schema_obj, base_dir=base) if schema_obj is not None else None
     except PriveletError as exc:
         raise ProjectError(f"the project's schema is invalid: {exc}") from None
-    drafts = obj.get("drafts") or {}
-    if not isinstance(drafts, Mapping) or not all(
-        isinstance(d, Mapping) and isinstance(d.get("tree"), Mapping) for d in drafts.values()
-    ):
-        raise ProjectError('"drafts" must map attribute names to {"column": ..., "tree": {...}}')
+    drafts = _drafts({} if obj.get("drafts") is None else obj["drafts"])
     order = obj.get("attribute_order")
     if order is None:
         order = list(schema.names) if schema is not None else []
+    _names(order, "attribute_order", unique=True)
     sa = privacy.get("sa", [])
-    if not isinstance(sa, list) or not all(isinstance(s, str) for s in sa):
-        raise ProjectError('"privacy.sa" must be a list of attribute names')
+    _names(sa, "privacy.sa", unique=True)
     epsilon = privacy.get("epsilon", 1.0)
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not is_finite_number(epsilon):
+        raise ProjectError(f'"privacy.epsilon" must be a positive number, got {shown(epsilon)}')
     return Project(
         table_path=_path_from_json(table.get("path"), base),
         table_options=_options_from_json(table.get("options")),
         schema=schema,
-        epsilon=float(epsilon) if isinstance(epsilon, (int, float)) and not isinstance(epsilon, bool) else epsilon,
+        epsilon=float(epsilon),
         sa=tuple(sa),
-        sa_rule=privacy.get("sa_rule", "chosen"),
-        neighbours=privacy.get("neighbours", "replace"),
-        mechanism=privacy.get("mechanism", "privelet+"),
-        invalid=counting.get("invalid", "error"),
+        sa_rule=_choice(privacy, "sa_rule", "chosen", SA_RULES, "privacy"),
+        neighbours=_choice(privacy, "neighbours", "replace", _NEIGHBOURS, "privacy"),
+        mechanism=_choice(privacy, "mechanism", "privelet+", _MECHANISMS, "privacy"),
+        invalid=_choice(counting, "invalid", "error", _INVALID, "counting"),
         attribute_order=tuple(order),
-        drafts={str(k): dict(v) for k, v in drafts.items()},
+        drafts=drafts,
         workload=_workload_from_json(obj.get("workload", {}), base),
     )
+
+
+
+
+
+
+def _section(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = obj.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ProjectError(f'"{key}" must be a JSON object, got {shown(value)}')
+    return value
+
+
+def _choice(section: Mapping[str, Any], key: str, default: str, allowed: tuple[str, ...], where: str) -> str:
+    value = section.get(key, default)
+    if value not in allowed:
+        raise ProjectError(f'"{where}.{key}" must be one of {", ".join(allowed)}, got {shown(value)}')
+    return str(value)
+
+
+def _names(value: Any, where: str, *, unique: bool) -> None:
+    if not isinstance(value, list) or not all(isinstance(name, str) and name for name in value):
+        raise ProjectError(f'"{where}" must be a list of attribute names, got {shown(value)}')
+    if unique and len(set(value)) != len(value):
+        twice = next(name for name in value if value.count(name) > 1)
+        raise ProjectError(f'"{where}" names {twice!r} twice')
+
+
+_DRAFT_KEYS = ("column", "domain_from_data", "tree", "values")
+
+
+def _drafts(obj: Any) -> dict[str, dict[str, Any]]:
+    """Drafts as the app opens them: name -> {"column": text, "domain_from_data": bool, and
+    either "tree" (a nominal attribute's hierarchy being edited) or "values" (an ordinal's)}."""
+    if not isinstance(obj, Mapping):
+        raise ProjectError(f'"drafts" must map attribute names to drafts, got {shown(obj)}')
+    drafts: dict[str, dict[str, Any]] = {}
+    for name, draft in obj.items():
+        where = f"drafts[{name!r}]"
+        if not name or not isinstance(draft, Mapping):
+            raise ProjectError(f'{where} must be an object {{"column": ..., "tree": {{...}}}}, got {shown(draft)}')
+        unknown = [key for key in draft if key not in _DRAFT_KEYS]
+        if unknown:
+            raise ProjectError(f"{where} has an unknown key {unknown[0]!r}; a draft has {', '.join(_DRAFT_KEYS)}")
+        column = draft.get("column", name)
+        if not isinstance(column, str) or not column:
+            raise ProjectError(f'{where}.column must be a column name, got {shown(column)}')
+        if not isinstance(draft.get("domain_from_data", False), bool):
+            raise ProjectError(f"{where}.domain_from_data must be true or false")
+        if ("tree" in draft) == ("values" in draft):
+            raise ProjectError(f'{where} needs either "tree" (a hierarchy) or "values" (ordered values)')
+        if "tree" in draft:
+            _check_tree(draft["tree"], where)
+        elif not isinstance(draft["values"], list) or not all(isinstance(v, str) for v in draft["values"]):
+            raise ProjectError(f"{where}.values must be a list of text values, got {shown(draft['values'])}")
+        drafts[name] = dict(draft)
+    return drafts
+
+
+def _check_tree(tree: Any, where: str) -> None:
+    """A draft's tree: groups ``{"label": text, "children": [...]}`` and leaves ``{"label": text}``,
+    the root a group, at most :data:`~privelet_gui.engine.hierarchy.MAX_HEIGHT` levels
+    (walked without recursion: a file nested thousands deep is refused, not overflowed)."""
+    from ..engine.hierarchy import MAX_HEIGHT
+
+    if not isinstance(tree, Mapping) or "children" not in tree:
+        raise ProjectError(f'{where}.tree must be a group {{"label": ..., "children": [...]}}, got {shown(tree)}')
+    stack: list[tuple[Any, str, int]] = [(tree, f"{where}.tree", 1)]
+    while stack:
+        node, path, depth = stack.pop()
+        if not isinstance(node, Mapping) or not isinstance(node.get("label"), str) or not node["label"].strip():
+            raise ProjectError(f'{path} must be a node {{"label": "non-empty text", ...}}, got {shown(node)}')
+        if any(key not in ("label", "children") for key in node):
+            raise ProjectError(f'{path} may hold only "label" and "children"')
+        if "children" in node:
+            children = node["children"]
+            if not isinstance(children, list):
+                raise ProjectError(f"{path}.children must be a list of nodes, got {shown(children)}")
+            if children and depth >= MAX_HEIGHT:
+                raise ProjectError(f"{path} is nested more than {MAX_HEIGHT} levels deep")
+            stack.extend((child, f"{path}.children[{i}]", depth + 1) for i, child in enumerate(children))
 
 
 def save_project(project: Project, path: str | os.PathLike[str], *, force: bool = True) -> None:
@@ -396,13 +485,10 @@ def load_project(path: str | os.PathLike[str]) -> Project:
     """Read a project file written by :func:`save_project`."""
     source = Path(path)
     try:
-        text = source.read_text(encoding="utf-8")
+        text = source.read_text(encoding="utf-8-sig")  # a byte-order mark, as Windows editors write, is skipped
     except FileNotFoundError:
         raise ProjectError(f"no such project file: {source}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ProjectError(f"cannot read the project file {source}: {exc}") from None
-    try:
-        obj = json.loads(text)
-    except ValueError as exc:
-        raise ProjectError(f"{source} is not valid JSON ({exc}); is it a Privelet Studio project?") from None
+    obj = loads(text, source=str(source), error=ProjectError)
     return project_from_json(obj, source.parent.absolute())

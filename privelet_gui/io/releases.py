@@ -28,7 +28,8 @@ import json
 import math
 import os
 import zipfile
-from collections.abc import Mapping, Sequence
+import zlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,10 +49,15 @@ from ..engine import (
     Release,
     Schema,
     SchemaError,
+    _memory,
     paper_bound,
 )
 from ..engine.bits import BIT_SOURCE
+from ..engine.noise import NEIGHBOURS
 from ..engine.postprocess import post_processed_counts
+from ..engine.release import READABLE_SAMPLERS
+from ..engine.spec import MECHANISMS, ReleaseSpec, axes_schema, mechanism_name
+from ._json import is_finite_number, loads, shown
 from .atomic import atomic_write, check_writable
 from .errors import ReleaseFileError
 from .schema import schema_from_json, schema_to_json
@@ -173,15 +179,26 @@ def save_release(
 
 def _open_npz(path: str | os.PathLike[str]) -> tuple[np.lib.npyio.NpzFile, Path]:
     p = Path(path)
-    if not p.is_file():
-        raise ReleaseFileError(f"no such release file: {p}" if not p.exists() else f"{p} is not a file")
+    try:
+        is_file = p.is_file()
+    except (OSError, ValueError):  # a name too long for the system, a NUL character
+        is_file = False
+    if not is_file:
+        raise ReleaseFileError(f"no such release file: {p}" if not _exists(p) else f"{p} is not a file")
     try:
         npz = np.load(p, allow_pickle=False)
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, zlib.error, NotImplementedError, RuntimeError) as exc:
         raise ReleaseFileError(f"{p} is not a Privelet release file ({_brief(exc)}); make one with 'privelet release'") from None
     if not isinstance(npz, np.lib.npyio.NpzFile):
         raise ReleaseFileError(f"{p} is a single numpy array, not a Privelet release file")
     return npz, p
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
 
 
 def _brief(exc: BaseException) -> str:
@@ -191,19 +208,18 @@ def _brief(exc: BaseException) -> str:
 
 def _read_metadata(npz: np.lib.npyio.NpzFile, p: Path) -> dict[str, Any]:
     if "metadata" not in npz.files or "noisy" not in npz.files:
-        raise ReleaseFileError(f"{p} is not a Privelet release file (it holds {', '.join(npz.files) or 'nothing'})")
-    try:
-        raw = npz["metadata"]
-        meta = json.loads(str(raw[()]))
-    except (ValueError, zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise ReleaseFileError(f"{p}: the release metadata is damaged ({_brief(exc)})") from None
+        held = ", ".join(npz.files[:10]) or "nothing"
+        raise ReleaseFileError(f"{p} is not a Privelet release file (it holds {held})")
+    raw = _read_array(npz, "metadata", p, _check_metadata_header)
+    text = str(raw[()])
+    meta = loads(text, source=f"{p} (release metadata)", error=ReleaseFileError)
     if not isinstance(meta, dict) or meta.get("format") != RELEASE_FORMAT:
         raise ReleaseFileError(f"{p} is not a Privelet release file (no '{RELEASE_FORMAT}' metadata)")
     version = meta.get("format_version")
-    if not isinstance(version, int) or version > RELEASE_FORMAT_VERSION:
+    if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= RELEASE_FORMAT_VERSION:
         raise ReleaseFileError(
-            f"{p} has release format version {version!r}; this Privelet Studio reads version "
-            f"{RELEASE_FORMAT_VERSION}: update it"
+            f"{p} has release format version {shown(version)}; this Privelet Studio reads version "
+            f"{RELEASE_FORMAT_VERSION}" + (": update it" if isinstance(version, int) and version > 1 else "")
         )
     return meta
 
@@ -223,8 +239,10 @@ def load_release(path: str | os.PathLike[str]) -> Release:
     """Read a release file back into an engine :class:`~privelet_gui.engine.Release`.
 
     The schema, calibration, S_A and flags are rebuilt from the metadata, so exact
-    variances (``release.variance(query)``) work on the loaded release. A Zarr release
-    folder is opened lazily (:func:`~privelet_gui.io.zarr_releases.open_zarr_release`).
+    variances (``release.variance(query)``) work on the loaded release. Everything is
+    checked first (:func:`_release_fields`): a file whose metadata or matrix do not make
+    a consistent release is refused with a :class:`ReleaseFileError` saying what is wrong.
+    A Zarr release folder is opened lazily (:func:`~privelet_gui.io.zarr_releases.open_zarr_release`).
     """
     from .zarr_releases import is_zarr_release, open_zarr_release
 
@@ -233,62 +251,242 @@ def load_release(path: str | os.PathLike[str]) -> Release:
     npz, p = _open_npz(path)
     with npz:
         meta = _read_metadata(npz, p)
-        try:
-            noisy = np.asarray(npz["noisy"], dtype=np.float64)
-        except (ValueError, zipfile.BadZipFile, OSError, EOFError) as exc:
-            raise ReleaseFileError(f"{p}: the noisy matrix is damaged ({_brief(exc)})") from None
-    return release_from_metadata(meta, noisy, p)
+        fields = _release_fields(meta, p)
+        noisy = _read_array(npz, "noisy", p, lambda header: _check_matrix_header(header, fields["shape"], p))
+    noisy = np.asarray(noisy, dtype=np.float64)
+    if not np.isfinite(noisy).all():
+        raise _invalid(p, "the noisy matrix holds NaN or infinite values")
+    return _release_holding(fields, noisy, p)
 
 
 def release_from_metadata(meta: Mapping[str, Any], noisy: Any, p: Path) -> Release:
-    """The release that ``meta`` describes, holding ``noisy`` (an array, or a lazily read
-    one: anything with ``shape`` and indexing); errors name the file ``p``."""
-    try:
-        schema = None if meta.get("schema") is None else schema_from_json(meta["schema"], source=f"{p} (schema)")
-        cal = meta["calibration"]
-        calibration = NoiseCalibration(
-            epsilon=float(cal["epsilon"]),
-            neighbours=cal["neighbours"],
-            rho=cal["rho"],
-            influence=int(cal["influence"]),
-            grid_exponent=int(cal["grid_exponent"]),
-            units=int(cal["units"]),
-        )
-        release = Release(
-            noisy=noisy,
-            epsilon=float(meta["epsilon"]),
-            sa=tuple(meta["sa"]),
-            rho=meta["rho"],
-            scale=float(meta["scale"]),
-            mechanism=meta["mechanism"],
-            neighbours=meta["neighbours"],
-            calibration=calibration,
-            schema=schema,
-            seeded=bool(meta["seeded"]),
-            sampler=str(meta["sampler"]),
-            total_shift=_total_shift(meta),
-        )
-    except (KeyError, TypeError) as exc:
-        raise ReleaseFileError(f"{p}: the release metadata is incomplete ({_brief(exc)})") from None
+    """The release that ``meta`` describes (checked as :func:`load_release` checks it),
+    holding ``noisy`` (an array, or a lazily read one: anything with ``shape`` and
+    indexing); errors name the file ``p``."""
+    return _release_holding(_release_fields(meta, p), noisy, p)
+
+
+def _release_holding(fields: dict[str, Any], noisy: Any, p: Path) -> Release:
     shape = tuple(noisy.shape)
-    if schema is not None and shape != schema.shape:
-        raise ReleaseFileError(f"{p}: the matrix has shape {shape} but its schema needs {schema.shape}")
-    if tuple(meta.get("shape", shape)) != shape:
-        raise ReleaseFileError(f"{p}: the matrix has shape {shape}, the metadata says {tuple(meta['shape'])}")
-    return release
+    if shape != fields["shape"]:
+        raise _invalid(p, f"the matrix has shape {shape}, the metadata says {fields['shape']}")
+    return Release(noisy=noisy, **{key: value for key, value in fields.items() if key != "shape"})
 
 
-def _total_shift(meta: Mapping[str, Any]) -> float | None:
+# -- checking a release file ------------------------------------------------------------------------
+
+
+def _invalid(p: Path, what: str) -> ReleaseFileError:
+    return ReleaseFileError(
+        f"{p}: not a valid release: {what}; the file was damaged or edited, make it again with 'privelet release'"
+    )
+
+
+
+
+_ArrayHeader = tuple[tuple[int, ...], bool, np.dtype]
+
+
+def _read_array(
+    npz: np.lib.npyio.NpzFile, name: str, p: Path, check: Callable[[_ArrayHeader], str | None]
+) -> np.ndarray:
+    """The array ``name`` of the file, read only after its header (shape, dtype) passed
+    ``check`` (which returns what is wrong, or None) and matched the stored size, so that a
+    damaged header can neither mislead nor make the reader allocate what the file does not hold."""
+    member = f"{name}.npy"
+    archive = npz.zip
+    assert archive is not None  # an open NpzFile
+    try:
+        info = archive.getinfo(member)
+        with archive.open(member) as stream:
+            version = np.lib.format.read_magic(stream)
+            if version == (1, 0):
+                header = np.lib.format.read_array_header_1_0(stream)
+            elif version == (2, 0):
+                header = np.lib.format.read_array_header_2_0(stream)
+            else:
+                raise ValueError(f"unknown .npy format version {version}")
+            header_bytes = stream.tell()
+        problem = check(header)
+        if problem is not None:
+            raise _invalid(p, f"the {name} entry {problem}")
+        shape, _, dtype = header
+        if math.prod(shape) * dtype.itemsize != info.file_size - header_bytes:
+            raise _invalid(p, f"the {name} entry holds {info.file_size - header_bytes:,} bytes, not the "
+                              f"{math.prod(shape) * dtype.itemsize:,} its header announces")
+        return npz[name]
+    except ReleaseFileError:
+        raise
+    except (zipfile.BadZipFile, ValueError, KeyError, OSError, EOFError, zlib.error, NotImplementedError,
+            RuntimeError) as exc:  # damaged data, an unsupported compression, encryption
+        raise ReleaseFileError(
+            f"{p}: the {name} entry cannot be read ({_brief(exc)}); the file is damaged or was written by a tool "
+            "with a compression this reader does not support"
+        ) from None
+
+
+def _check_metadata_header(header: _ArrayHeader) -> str | None:
+    shape, _, dtype = header
+    if shape != () or dtype.kind != "U":
+        return f"must be one text value, not an array of shape {shape} and type {dtype}"
+    return None
+
+
+def _check_matrix_header(header: _ArrayHeader, expected: tuple[int, ...], p: Path) -> str | None:
+    shape, _, dtype = header
+    if dtype.names is not None or dtype.subdtype is not None or dtype.kind not in "fiu":
+        return f"must hold real numbers, not values of type {dtype}"
+    if shape != expected:
+        return f"has shape {shape}, but its schema and metadata need {expected}"
+    needed, available = math.prod(shape) * 8, _memory.available_memory()
+    if available is not None and needed > available:
+        return f"needs {_memory.byte_size(needed)} of memory, more than the {_memory.byte_size(available)} available"
+    return None
+
+
+def _number(meta: Mapping[str, Any], key: str, p: Path, *, positive: bool = True) -> float:
+    value = meta.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _invalid(p, f'"{key}" must be a number, got {shown(value)}')
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number) or (number <= 0 if positive else number < 0):
+        raise _invalid(p, f'"{key}" must be a {"positive" if positive else "non-negative"} finite number, '
+                          f"got {shown(value)}")
+    return number
+
+
+def _integer(meta: Mapping[str, Any], key: str, p: Path, lo: int, hi: int) -> int:
+    value = meta.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise _invalid(p, f'"{key}" must be an integer from {lo} to {hi}, got {shown(value)}')
+    return value
+
+
+def _text_list(meta: Mapping[str, Any], key: str, p: Path) -> tuple[str, ...]:
+    value = meta.get(key)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _invalid(p, f'"{key}" must be a list of attribute names, got {shown(value)}')
+    return tuple(value)
+
+
+def _release_fields(meta: Mapping[str, Any], p: Path) -> dict[str, Any]:
+    """The fields of a :class:`Release` from checked metadata (and ``shape``: the matrix's).
+
+    Refused: an unknown mechanism, neighbour relation or sampler; epsilon, rho, scale and
+    the calibration's fields that are not finite numbers of the right kind; a calibration
+    whose epsilon, neighbours or rho differ from the release's, or whose noise is smaller
+    than the mechanism needs; S_A, rho or the mechanism inconsistent with the schema; a shape
+    that is not a list of positive integers or differs from the schema's.
+    """
+    mechanism = meta.get("mechanism")
+    if mechanism not in MECHANISMS:
+        raise _invalid(p, f'"mechanism" must be one of {", ".join(MECHANISMS)}, got {shown(mechanism)}')
+    neighbours = meta.get("neighbours")
+    if neighbours not in NEIGHBOURS:
+        raise _invalid(p, f'"neighbours" must be one of {", ".join(NEIGHBOURS)}, got {shown(neighbours)}')
+    sampler = meta.get("sampler")
+    if sampler not in READABLE_SAMPLERS:
+        raise _invalid(p, f'"sampler" must be one of {", ".join(READABLE_SAMPLERS)}, got {shown(sampler)}')
+    epsilon = _number(meta, "epsilon", p)
+    rho = _number(meta, "rho", p)
+    scale = _number(meta, "scale", p)
+    sa = _text_list(meta, "sa", p)
+    for key in ("seeded",):
+        if not isinstance(meta.get(key), bool):
+            raise _invalid(p, f'"{key}" must be true or false, got {shown(meta.get(key))}')
+    seed = meta.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0 or not meta["seeded"]):
+        raise _invalid(p, f'"seed" must be empty, or for a seeded release a non-negative integer, got {shown(seed)}')
+    for key in ("coefficient_variance", "paper_bound", "exact_worst_case_variance", "nominal_scale"):
+        if key in meta:
+            _number(meta, key, p, positive=False)
+    shape_value = meta.get("shape")
+    if not (isinstance(shape_value, list) and shape_value and all(
+        isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in shape_value
+    )):
+        raise _invalid(p, f'"shape" must be a list of positive integers, got {shown(shape_value)}')
+    shape = tuple(shape_value)
+    cal = meta.get("calibration")
+    if not isinstance(cal, Mapping):
+        raise _invalid(p, f'"calibration" must be an object, got {shown(cal)}')
+    if _number(cal, "epsilon", p) != epsilon:
+        raise _invalid(p, f"the calibration's epsilon {cal['epsilon']!r} differs from the release's {epsilon!r}")
+    if cal.get("neighbours") != neighbours:
+        raise _invalid(p, f"the calibration's neighbours {shown(cal.get('neighbours'))} differ from the release's")
+    if _number(cal, "rho", p) != rho:
+        raise _invalid(p, f"the calibration's rho {cal['rho']!r} differs from the release's {rho!r}")
+    calibration = NoiseCalibration(
+        epsilon=epsilon,
+        neighbours=neighbours,
+        rho=cal["rho"],
+        influence=_integer(cal, "influence", p, 1, 1 << 62),
+        grid_exponent=_integer(cal, "grid_exponent", p, -1074, 1023),
+        units=_integer(cal, "units", p, 1, 1 << 62),
+    )
+    if calibration.excess < 0:
+        raise _invalid(p, "the calibration's noise is smaller than the sensitivity needs (units x grid < s x rho)")
+    if not math.isclose(calibration.scale, scale, rel_tol=1e-9):
+        raise _invalid(p, f'"scale" {scale!r} differs from its calibration\'s {calibration.scale!r}')
+    schema = _release_schema(meta.get("schema"), shape, p)
+    if schema is None and mechanism != "basic":
+        raise _invalid(p, f"a {mechanism_name(mechanism)} release needs its schema, and the file holds none")
+    try:
+        # The spec checks S_A against the schema (a release without one is Basic over plain axes).
+        spec = ReleaseSpec(schema if schema is not None else axes_schema(shape), epsilon, mechanism, sa, neighbours)
+    except PriveletError as exc:
+        raise _invalid(p, str(exc)) from None
+    if spec.label != mechanism or spec.effective_sa != spec.sa or spec.sa != sa:
+        raise _invalid(p, f"S_A {{{', '.join(sa)}}} does not fit the mechanism {mechanism_name(mechanism)}")
+    if spec.rho != rho:
+        raise _invalid(p, f"rho is {rho!r}, but this schema and S_A give {spec.rho}")
+    return {
+        "epsilon": epsilon,
+        "sa": sa,
+        "rho": cal["rho"],
+        "scale": scale,
+        "mechanism": mechanism,
+        "neighbours": neighbours,
+        "calibration": calibration,
+        "schema": schema,
+        "seeded": meta["seeded"],
+        "sampler": sampler,
+        "total_shift": _total_shift(meta, p),
+        "shape": shape,
+    }
+
+
+def _release_schema(obj: object, shape: tuple[int, ...], p: Path) -> Schema | None:
+    if obj is None:
+        return None
+    try:
+        schema = schema_from_json(obj, source=f"{p} (schema)")
+    except PriveletError as exc:
+        raise ReleaseFileError(str(exc)) from None
+    if schema.shape != shape:
+        raise _invalid(p, f'"shape" is {list(shape)}, but the schema needs {list(schema.shape)}')
+    return schema
+
+
+def _total_shift(meta: Mapping[str, Any], p: Path) -> float | None:
     """The recorded shift to the public total (files written before it existed have none)."""
-    post = meta.get("post_processing") or {}
+    post = meta.get("post_processing")
+    if post is None:
+        return None
+    if not isinstance(post, Mapping):
+        raise _invalid(p, f'"post_processing" must be an object, got {shown(post)}')
     shift = post.get("total_shift")
     if shift is None:
         return None
-    if isinstance(shift, bool) or not isinstance(shift, (int, float)) or not math.isfinite(shift):
-        raise ReleaseFileError(f"the release metadata's total_shift must be a number, got {shift!r}")
+    if isinstance(shift, bool) or not isinstance(shift, (int, float)) or not is_finite_number(shift):
+        raise _invalid(p, f'"post_processing.total_shift" must be a finite number, got {shown(shift)}')
     if meta.get("neighbours") != "replace":
-        raise ReleaseFileError("the release metadata records a shift to the public total under add/remove neighbours")
+        raise _invalid(p, "it records a shift to the public total under add/remove neighbours, where the total is not public")
     return float(shift)
+
+
 
 
 # -- exports -------------------------------------------------------------------------------------

@@ -44,7 +44,9 @@ from ..engine import (
     Schema,
     SchemaError,
 )
-from ..engine.schema import Attribute
+from ..engine._memory import byte_size
+from ..engine.schema import MAX_AXIS_VALUES, RANGE_BOUNDS, Attribute
+from ._json import loads, shown
 from .atomic import atomic_write, check_writable
 from .hierarchies import read_hierarchy, write_arx_hierarchy
 
@@ -82,7 +84,9 @@ class _Context:
     def __init__(self, source: str):
         self.source = source
 
-    def error(self, path: str, message: str, fix: str, *, attribute: str | None = None, hierarchy: bool = False):
+    def error(
+        self, path: str, message: str, fix: str, *, attribute: str | None = None, hierarchy: bool = False
+    ) -> PriveletError:
         where = f"{self.source}: " if self.source else ""
         who = f"attribute {attribute!r} at {path}" if attribute else path
         cls = HierarchyError if hierarchy else SchemaError
@@ -94,11 +98,12 @@ def _is_int(value: object) -> bool:
 
 
 def _is_number(value: object) -> bool:
-    return (
-        isinstance(value, (int, float, np.integer, np.floating))
-        and not isinstance(value, bool)
-        and math.isfinite(float(value))
-    )
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # an integer beyond every float
+        return False
 
 
 def schema_from_json(obj: object, base_dir: str | os.PathLike[str] | None = None, *, source: str = "") -> Schema:
@@ -135,7 +140,7 @@ def schema_from_json(obj: object, base_dir: str | os.PathLike[str] | None = None
         raise ctx.error("version", "missing", f'add "version": {SCHEMA_VERSION}')
     version = obj["version"]
     if not _is_int(version):
-        raise ctx.error("version", f"must be an integer, got {version!r}", f'use "version": {SCHEMA_VERSION}')
+        raise ctx.error("version", f"must be an integer, got {shown(version)}", f'use "version": {SCHEMA_VERSION}')
     if version > SCHEMA_VERSION:
         raise ctx.error(
             "version", f"this file has version {version}, newer than this Privelet Studio understands "
@@ -170,11 +175,11 @@ def _attribute(entry: object, path: str, ctx: _Context, base: Path) -> Attribute
                         'e.g. {"name": "age", "type": "ordinal", "range": [0, 100]}')
     name = entry.get("name")
     if not isinstance(name, str) or not name.strip():
-        raise ctx.error(f"{path}.name", f"every attribute needs a non-empty text name, got {name!r}",
+        raise ctx.error(f"{path}.name", f"every attribute needs a non-empty text name, got {shown(name)}",
                         'add e.g. "name": "age"')
     kind = entry.get("type")
     if kind not in ("ordinal", "nominal"):
-        raise ctx.error(f"{path}.type", f"type must be \"ordinal\" or \"nominal\", got {kind!r}",
+        raise ctx.error(f"{path}.type", f"type must be \"ordinal\" or \"nominal\", got {shown(kind)}",
                         "ordinal for ordered values (ages, incomes), nominal for categories with a hierarchy",
                         attribute=name)
     allowed = _ORDINAL_KEYS if kind == "ordinal" else _NOMINAL_KEYS
@@ -184,15 +189,15 @@ def _attribute(entry: object, path: str, ctx: _Context, base: Path) -> Attribute
                             "allowed keys: " + ", ".join(allowed), attribute=name)
     column = entry.get("column")
     if column is not None and (not isinstance(column, str) or not column):
-        raise ctx.error(f"{path}.column", f"must be the table column's name, got {column!r}",
+        raise ctx.error(f"{path}.column", f"must be the table column's name, got {shown(column)}",
                         "remove it to read the column with the attribute's name", attribute=name)
     flag = entry.get("domain_from_data", False)
     if not isinstance(flag, bool):
-        raise ctx.error(f"{path}.domain_from_data", f"must be true or false, got {flag!r}",
+        raise ctx.error(f"{path}.domain_from_data", f"must be true or false, got {shown(flag)}",
                         "use true only for domains learned from the data", attribute=name)
     missing = entry.get("missing")
     if missing is not None and not (isinstance(missing, str) or _is_int(missing)):
-        raise ctx.error(f"{path}.missing", f"must be one of the attribute's labels, got {missing!r}",
+        raise ctx.error(f"{path}.missing", f"must be one of the attribute's labels, got {shown(missing)}",
                         'e.g. "missing": "Unknown"', attribute=name)
     missing_label = None if missing is None else str(missing)
     try:
@@ -230,39 +235,45 @@ def _ordinal(entry: Mapping[str, Any], path: str, ctx: _Context, name: str, colu
                   'e.g. "range": [0, 100] or "bins": {"start": 0, "stop": 500000, "width": 1000}')
     out = entry.get("out_of_range", "error")
     if out not in _OUT_OF_RANGE:
-        raise _located(ctx.error(f"{path}.out_of_range", f"must be \"error\", \"clamp\" or \"drop\", got {out!r}",
+        raise _located(ctx.error(f"{path}.out_of_range", f"must be \"error\", \"clamp\" or \"drop\", got {shown(out)}",
                                  "clamp moves outside numbers to the first/last value, drop skips their rows",
                                  attribute=name))
     # ``missing`` is checked below, against the labels, with a located message.
-    options: dict[str, Any] = dict(out_of_range=out, column=column, domain_from_data=flag)
+    options: dict[str, Any] = {"out_of_range": out, "column": column, "domain_from_data": flag}
     if key == "range":
         bounds = entry["range"]
         if not (isinstance(bounds, list) and len(bounds) == 2 and all(_is_int(b) for b in bounds)):
-            raise _located(ctx.error(f"{path}.range", f"must be two integers [first, last], got {bounds!r}",
+            raise _located(ctx.error(f"{path}.range", f"must be two integers [first, last], got {shown(bounds)}",
                                      'e.g. "range": [0, 100] (both ends included)', attribute=name))
         lo, hi = int(bounds[0]), int(bounds[1])
         if hi < lo:
             raise _located(ctx.error(f"{path}.range", f"[{lo}, {hi}] is empty",
                                      "the last value must be at least the first", attribute=name))
-        if hi - lo >= 1 << 26:
-            raise _located(ctx.error(f"{path}.range", f"[{lo}, {hi}] has {hi - lo + 1:,} values, too many for one axis",
-                                     "use \"bins\" to group the numbers", attribute=name))
+        if lo < RANGE_BOUNDS[0] or hi > RANGE_BOUNDS[1]:
+            raise _located(ctx.error(f"{path}.range", f"[{_brief(lo)}, {_brief(hi)}] goes beyond the 64-bit integers",
+                                     f"ranges lie within {RANGE_BOUNDS[0]} and {RANGE_BOUNDS[1]}; use \"bins\" for "
+                                     "such numbers", attribute=name))
+        if hi - lo + 1 > MAX_AXIS_VALUES:
+            raise _located(ctx.error(
+                f"{path}.range", f"[{lo}, {hi}] has {hi - lo + 1:,} values, more than the {MAX_AXIS_VALUES:,} one axis "
+                f"may hold (its frequency matrix alone would need {byte_size(8 * (hi - lo + 1))})",
+                "use \"bins\" to group the numbers", attribute=name))
         attribute = OrdinalAttribute.integer_range(name, lo, hi, **options)
     elif key == "bins":
         attribute = OrdinalAttribute(name, bins=_bins(entry["bins"], f"{path}.bins", ctx, name), **options)
     else:
         values = entry["values"]
         if not isinstance(values, list) or not values:
-            raise _located(ctx.error(f"{path}.values", f"must be a non-empty list of values in order, got {values!r}",
+            raise _located(ctx.error(f"{path}.values", f"must be a non-empty list of values in order, got {shown(values)}",
                                      'e.g. "values": ["low", "medium", "high"]', attribute=name))
         seen: dict[str, int] = {}
         for j, value in enumerate(values):
             if not (isinstance(value, str) or _is_int(value)) or value == "":
-                raise _located(ctx.error(f"{path}.values[{j}]", f"must be non-empty text or an integer, got {value!r}",
+                raise _located(ctx.error(f"{path}.values[{j}]", f"must be non-empty text or an integer, got {shown(value)}",
                                          "write each value as it appears in the table", attribute=name))
             if str(value) in seen:
                 raise _located(ctx.error(f"{path}.values[{j}]",
-                                         f"{value!r} is listed twice (also at values[{seen[str(value)]}])",
+                                         f"{shown(value)} is listed twice (also at values[{seen[str(value)]}])",
                                          "list each value once", attribute=name))
             seen[str(value)] = j
         attribute = OrdinalAttribute(name, values, **options)
@@ -271,7 +282,7 @@ def _ordinal(entry: Mapping[str, Any], path: str, ctx: _Context, name: str, colu
                                  "remove it: a text value outside \"values\" is always an error", attribute=name))
     if missing is not None:
         if missing not in set(attribute.labels):
-            raise _located(ctx.error(f"{path}.missing", f"{missing!r} is not one of the attribute's values",
+            raise _located(ctx.error(f"{path}.missing", f"{shown(missing)} is not one of the attribute's values",
                                      "use one of its labels, e.g. " + repr(attribute.labels[0]), attribute=name))
         if key == "bins":
             attribute = OrdinalAttribute(name, bins=attribute.bins, missing=missing, **options)
@@ -283,7 +294,7 @@ def _ordinal(entry: Mapping[str, Any], path: str, ctx: _Context, name: str, colu
 def _bins(spec: object, path: str, ctx: _Context, name: str) -> NumericBins:
     example = '"bins": {"start": 0, "stop": 500000, "width": 1000}'
     if not isinstance(spec, Mapping):
-        raise _located(ctx.error(path, f"must be an object with start, stop and width, got {spec!r}",
+        raise _located(ctx.error(path, f"must be an object with start, stop and width, got {shown(spec)}",
                                  f"e.g. {example}", attribute=name))
     for key in spec:
         if key not in ("start", "stop", "width"):
@@ -293,19 +304,19 @@ def _bins(spec: object, path: str, ctx: _Context, name: str) -> NumericBins:
         if key not in spec:
             raise _located(ctx.error(f"{path}.{key}", "missing", f"e.g. {example}", attribute=name))
         if not _is_number(spec[key]):
-            raise _located(ctx.error(f"{path}.{key}", f"must be a finite number, got {spec[key]!r}",
+            raise _located(ctx.error(f"{path}.{key}", f"must be a finite number, got {shown(spec[key])}",
                                      f"e.g. {example}", attribute=name))
     start, stop, width = spec["start"], spec["stop"], spec["width"]
     if width <= 0:
-        raise _located(ctx.error(f"{path}.width", f"the bin width must be a positive number, got {width!r}",
+        raise _located(ctx.error(f"{path}.width", f"the bin width must be a positive number, got {shown(width)}",
                                  'e.g. "width": 1000', attribute=name))
     if stop <= start:
-        raise _located(ctx.error(f"{path}.stop", f"stop ({stop!r}) must be greater than start ({start!r})",
+        raise _located(ctx.error(f"{path}.stop", f"stop ({shown(stop)}) must be greater than start ({shown(start)})",
                                  "stop is the end of the last bin (exclusive)", attribute=name))
-    if (stop - start) / width > 1 << 26:
-        raise _located(ctx.error(f"{path}.width", f"{(stop - start) / width:,.0f} bins are too many for one axis",
-                                 "use wider bins", attribute=name))
-    return NumericBins(start, stop, width)
+    try:
+        return NumericBins(start, stop, width)
+    except SchemaError as exc:  # too many bins, edges too close for float64, numbers float64 cannot hold
+        raise _located(ctx.error(path, str(exc), f"e.g. {example}", attribute=name)) from None
 
 
 def _nominal(entry: Mapping[str, Any], path: str, ctx: _Context, base: Path, name: str, column: str | None,
@@ -318,17 +329,17 @@ def _nominal(entry: Mapping[str, Any], path: str, ctx: _Context, base: Path, nam
         elif key == "values":
             values = entry["values"]
             if not isinstance(values, list) or not values:
-                raise _located(ctx.error(f"{path}.values", f"must be a non-empty list of labels, got {values!r}",
+                raise _located(ctx.error(f"{path}.values", f"must be a non-empty list of labels, got {shown(values)}",
                                          'e.g. "values": ["Male", "Female"]', attribute=name))
             root = "*" if "*" not in {str(v) for v in values} else "(all)"
             hierarchy = Hierarchy.flat(values, root=root)
         else:
             ref = entry["hierarchy_file"]
             if not isinstance(ref, str) or not ref:
-                raise _located(ctx.error(f"{path}.hierarchy_file", f"must be a file name, got {ref!r}",
+                raise _located(ctx.error(f"{path}.hierarchy_file", f"must be a file name, got {shown(ref)}",
                                          'e.g. "hierarchy_file": "hierarchy_occupation.csv"', attribute=name))
             file = (base / ref) if not Path(ref).is_absolute() else Path(ref)
-            if not file.is_file():
+            if not _is_file(file):
                 raise _located(ctx.error(f"{path}.hierarchy_file", f"no such file: {file}",
                                          "hierarchy files are found relative to the schema file", attribute=name,
                                          hierarchy=True))
@@ -339,7 +350,7 @@ def _nominal(entry: Mapping[str, Any], path: str, ctx: _Context, base: Path, nam
         raise _located(ctx.error(f"{path}.{key}", str(exc), "fix the hierarchy", attribute=name,
                                  hierarchy=True)) from None
     if missing is not None and missing not in hierarchy.leaves:
-        raise _located(ctx.error(f"{path}.missing", f"{missing!r} is not a leaf of the hierarchy",
+        raise _located(ctx.error(f"{path}.missing", f"{shown(missing)} is not a leaf of the hierarchy",
                                  "add it as a leaf, or map empty cells to an existing leaf", attribute=name))
     level = entry.get("level")
     if level is not None and (not _is_int(level) or not 2 <= level <= hierarchy.height):
@@ -347,6 +358,19 @@ def _nominal(entry: Mapping[str, Any], path: str, ctx: _Context, base: Path, nam
                                  "count the column at that level of its hierarchy (1 is the root), or remove the key",
                                  attribute=name))
     return NominalAttribute(name, hierarchy, missing=missing, column=column, domain_from_data=flag, level=level)
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except (OSError, ValueError):  # a name too long for the system, a NUL character
+        return False
+
+
+def _brief(value: int) -> str:
+    return str(value) if value.bit_length() < 200 else f"(a number of {len(str(value)):,} digits)"
+
+
 
 
 def load_schema(path: str | os.PathLike[str]) -> Schema:
@@ -360,13 +384,9 @@ def load_schema(path: str | os.PathLike[str]) -> Schema:
         raise SchemaError(f"{p} is a folder, not a schema file") from None
     except UnicodeDecodeError:
         raise SchemaError(f"{p}: not UTF-8 text; save the schema file as UTF-8 JSON") from None
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SchemaError(
-            f"{p}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}; "
-            "check commas, quotes and brackets"
-        ) from None
+    except OSError as exc:
+        raise SchemaError(f"cannot read the schema file {p}: {exc.strerror or exc}") from None
+    obj = loads(text, source=str(p), error=SchemaError)
     return schema_from_json(obj, p.parent, source=str(p))
 
 
@@ -374,8 +394,8 @@ def load_schema(path: str | os.PathLike[str]) -> Schema:
 
 
 def _json_value(value: object) -> object:
-    if _is_int(value):
-        return int(value)  # type: ignore[arg-type]
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return int(value)
     if isinstance(value, (float, np.floating)):
         return float(value)
     return str(value)

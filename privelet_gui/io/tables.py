@@ -19,17 +19,19 @@ import os
 import queue
 import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+import zlib
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from ..engine import CountReport, FrequencyCounter, Schema
 from ..engine.progress import CancelCallback, Progress, ProgressCallback
+from ..engine.schema import cell_text
 from .errors import TableError
 
 __all__ = [
@@ -68,6 +70,7 @@ _SAMPLE_LINES = 100
 _PARQUET_MAGIC = b"PAR1"
 _GZIP_MAGIC = b"\x1f\x8b"
 _NUMBER = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 TableFormat = Literal["csv", "parquet"]
 
@@ -112,6 +115,8 @@ class TableOptions:
             ) from None
         if self.format not in (None, "csv", "parquet"):
             raise TableError(f"format must be 'csv', 'parquet' or None (detect), got {self.format!r}")
+        if not isinstance(self.header, bool):
+            raise TableError(f"header must be true or false, got {self.header!r}")
 
 
 # -- file access ------------------------------------------------------------------------
@@ -139,14 +144,11 @@ def _detect_format(path: Path, options: TableOptions) -> tuple[TableFormat, bool
 
 
 @contextlib.contextmanager
-def _open_csv(path: Path, gz: bool) -> Iterator[tuple[IO[bytes], IO[bytes]]]:
+def _open_csv(path: Path, gz: bool) -> Iterator[tuple[io.BufferedReader, io.BufferedIOBase]]:
     """(raw file, byte stream to parse): the raw file's position measures progress."""
-    raw = open(path, "rb")
-    try:
-        stream: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw
+    with open(path, "rb") as raw:
+        stream: io.BufferedIOBase = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw
         yield raw, stream
-    finally:
-        raw.close()
 
 
 def _read_sample(path: Path, gz: bool, size: int = _SAMPLE_BYTES) -> tuple[bytes, bool]:
@@ -154,16 +156,20 @@ def _read_sample(path: Path, gz: bool, size: int = _SAMPLE_BYTES) -> tuple[bytes
     with _open_csv(path, gz) as (_, stream):
         try:
             data = stream.read(size + 1)
-        except (OSError, EOFError) as exc:
-            raise TableError(f"{path}: cannot decompress the file ({exc}); is it a valid .gz file?") from None
+        except (OSError, EOFError, zlib.error) as exc:
+            raise _gzip_error(path, exc) from None
     return data[:size], len(data) <= size
+
+
+def _gzip_error(path: Path, exc: BaseException) -> TableError:
+    return TableError(f"{path}: cannot decompress the file ({_short(exc)}); is it a complete, valid .gz file?")
 
 
 def _decode_sample(path: Path, data: bytes, complete: bool, encoding: str) -> str:
     decoder = codecs.getincrementaldecoder(_python_encoding(encoding))()
     try:
         return decoder.decode(data, final=complete)
-    except UnicodeDecodeError as exc:
+    except UnicodeError as exc:
         raise _decode_error(path, encoding, exc) from None
 
 
@@ -172,15 +178,26 @@ def _python_encoding(encoding: str) -> str:
     return "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
 
 
-def _decode_error(path: Path, encoding: str, exc: UnicodeDecodeError) -> TableError:
+def _decode_error(path: Path, encoding: str, exc: UnicodeError) -> TableError:
+    if not isinstance(exc, UnicodeDecodeError):  # e.g. UTF-16 without a byte-order mark
+        return TableError(
+            f"{path} cannot be read as {encoding} ({exc}); choose the exact encoding "
+            "(e.g. utf-16-le or utf-16-be for UTF-16 without a byte-order mark)"
+        )
     return TableError(
         f"{path}: the bytes at offset {exc.start} are not valid {encoding} text; "
         "choose the file's encoding (e.g. latin-1 or cp1252 for older Windows exports)"
     )
 
 
+def _lines(text: str) -> list[str]:
+    """``text`` cut at line breaks as CSV parsers see them: CR, LF or CRLF only (not
+    str.splitlines, which also cuts at form feeds, vertical tabs and U+2028)."""
+    return _LINE_BREAK.split(text.removesuffix("\r\n").removesuffix("\n").removesuffix("\r"))
+
+
 def _sample_lines(text: str, complete: bool) -> list[str]:
-    lines = text.splitlines()
+    lines = _lines(text) if text else []
     if not complete and len(lines) > 1:
         lines = lines[:-1]  # the last line may be cut off
     return [line for line in lines if line.strip()][:_SAMPLE_LINES]
@@ -281,6 +298,8 @@ class _Source:
     gzip: bool
     columns: tuple[str, ...]
     row_bytes: float  # average bytes per row in the sample (CSV), for the chunk size
+    unreadable: Mapping[str, str] = field(default_factory=dict)  # Parquet columns of types with no text form
+    line_break: str = "\n"  # "\r" for a CSV file whose sample has no "\n" (old Mac files)
 
 
 def _resolve(path: str | os.PathLike[str], options: TableOptions | None) -> _Source:
@@ -288,14 +307,15 @@ def _resolve(path: str | os.PathLike[str], options: TableOptions | None) -> _Sou
     options = options or TableOptions()
     fmt, gz = _detect_format(p, options)
     if fmt == "parquet":
-        return _Source(p, replace(options, format="parquet"), "parquet", False, _parquet_columns(p), 0.0)
+        columns, unreadable = _parquet_columns(p)
+        return _Source(p, replace(options, format="parquet"), "parquet", False, columns, 0.0, unreadable)
     data, complete = _read_sample(p, gz)
     text = _decode_sample(p, data, complete, options.encoding)
     lines = _sample_lines(text, complete)
     if not lines:
         raise TableError(f"{p} is empty: a table needs at least a header row" if options.header else f"{p} is empty")
     delimiter = options.delimiter or sniff_delimiter(lines)
-    first = _split(lines[0], delimiter)
+    first = _first_record(text, delimiter) or _split(lines[0], delimiter)
     if options.header:
         columns = tuple(first)
         blank = [i + 1 for i, name in enumerate(columns) if not name.strip()]
@@ -304,11 +324,35 @@ def _resolve(path: str | os.PathLike[str], options: TableOptions | None) -> _Sou
                 f"{p}: column {blank[0]} of the header row has no name; name every column "
                 "(or read the file without a header)"
             )
+        _check_unique_names(p, columns)
     else:
         columns = tuple(f"column_{i + 1}" for i in range(len(first)))
     _check_sample_rows(p, text, complete, delimiter, len(columns))
-    row_bytes = max(len(data) / max(len(text.splitlines()), 1), 1.0)
-    return _Source(p, replace(options, delimiter=delimiter, format="csv"), "csv", gz, columns, row_bytes)
+    row_bytes = max(len(data) / max(len(_lines(text)), 1), 1.0)
+    line_break = "\r" if "\n" not in text and "\r" in text else "\n"
+    return _Source(
+        p, replace(options, delimiter=delimiter, format="csv"), "csv", gz, columns, row_bytes, line_break=line_break
+    )
+
+
+def _first_record(text: str, delimiter: str) -> list[str] | None:
+    """The first non-blank record of ``text`` as the parser reads it (a quoted name may hold a
+    line break), or None when the sample cannot be parsed (the parser then says why)."""
+    try:
+        return next((row for row in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter) if row), None)
+    except csv.Error:
+        return None
+
+
+def _check_unique_names(path: Path, columns: Sequence[str]) -> None:
+    first: dict[str, int] = {}
+    for i, name in enumerate(columns):
+        if name in first:
+            raise TableError(
+                f"{path}: columns {first[name] + 1} and {i + 1} are both called {name!r}; "
+                "give every column its own name"
+            )
+        first[name] = i
 
 
 def _check_sample_rows(path: Path, text: str, complete: bool, delimiter: str, width: int) -> None:
@@ -342,13 +386,50 @@ def _show_delimiter(delimiter: str) -> str:
     return {"\t": "tab", ",": "comma", ";": "semicolon", "|": "pipe"}.get(delimiter, repr(delimiter))
 
 
-def _parquet_columns(path: Path) -> tuple[str, ...]:
+def _parquet_columns(path: Path) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The column names of a Parquet file, and those of its columns whose values have no
+    text form (lists, structs, maps...), with their types."""
     import pyarrow.parquet as pq
 
     try:
-        return tuple(pq.ParquetFile(path).schema_arrow.names)
+        schema = pq.ParquetFile(path).schema_arrow
     except Exception as exc:  # pyarrow raises several types for damaged files
-        raise TableError(f"{path}: not a readable Parquet file ({exc})") from None
+        raise TableError(f"{path}: not a readable Parquet file ({_short(exc)})") from None
+    columns = tuple(str(name) for name in schema.names)
+    _check_unique_names(path, columns)
+    unreadable = {name: str(kind) for name, kind in zip(columns, schema.types, strict=True) if not _has_text(kind)}
+    return columns, unreadable
+
+
+def _has_text(kind: Any) -> bool:
+    """Whether the values of an Arrow type read as table cells: numbers, booleans, text,
+    bytes (as UTF-8 text), dates and times, decimals, or a dictionary of those."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(kind):
+        return _has_text(kind.value_type)
+    if isinstance(kind, pa.ExtensionType):
+        return False
+    return bool(
+        pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind)
+        or pa.types.is_null(kind) or _is_binary(kind) or _is_string(kind) or pa.types.is_decimal(kind)
+        or pa.types.is_temporal(kind)
+    )
+
+
+def _is_string(kind: Any) -> bool:
+    import pyarrow as pa
+
+    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind))
+
+
+def _is_binary(kind: Any) -> bool:
+    import pyarrow as pa
+
+    return bool(
+        pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind)
+        or pa.types.is_binary_view(kind)
+    )
 
 
 def table_columns(path: str | os.PathLike[str], options: TableOptions | None = None) -> tuple[str, ...]:
@@ -357,6 +438,13 @@ def table_columns(path: str | os.PathLike[str], options: TableOptions | None = N
 
 
 def _check_columns(source: _Source, wanted: Sequence[str] | None) -> list[str] | None:
+    unreadable = [name for name in (source.columns if wanted is None else wanted) if name in source.unreadable]
+    if unreadable:
+        name = unreadable[0]
+        raise TableError(
+            f"{source.path}: column {name!r} holds values of type {source.unreadable[name]}, which have no text "
+            "form to count; store it as text or numbers, or leave it out of the schema"
+        )
     if wanted is None:
         return None
     wanted = list(dict.fromkeys(wanted))
@@ -384,25 +472,115 @@ def _chunk_rows(source: _Source, chunksize: int | None) -> int:
 # -- reading ------------------------------------------------------------------------------
 
 DtypeArg = Any  # a pandas dtype, or a mapping column -> dtype
+Chunks = Generator["pd.DataFrame", None, None]  # a table's chunks, one by one; close() stops reading
+
+# pandas 3 turns categories that read as numbers into numbers ("007" and "7" become one
+# category 7; "9007199254740993" beside "1.5" becomes a float, 2**53), except when a
+# thousands separator is set: one that never occurs keeps every category the text it was.
+_NO_THOUSANDS = ("\x01", "\x02")
+_TOO_MANY_FIELDS = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
 
 
 def _csv_kwargs(source: _Source, usecols: list[str] | None, dtype: DtypeArg) -> dict[str, Any]:
     options = source.options
-    kwargs: dict[str, Any] = dict(
-        sep=options.delimiter,
-        encoding=options.encoding,
-        engine="c",
-        dtype=dtype,
-        keep_default_na=False,  # "NA", "None", "?" are values; only empty cells are missing
-        na_values=[""],
-        usecols=usecols,
-    )
-    if options.header:
-        kwargs["header"] = 0
-    else:
-        kwargs["header"] = None
-        kwargs["names"] = list(source.columns)
-    return kwargs
+    return {
+        "sep": options.delimiter,
+        "encoding": options.encoding,
+        "engine": "c",
+        "dtype": dtype,
+        "keep_default_na": False,  # "NA", "None", "?" are values; only empty cells are missing
+        "na_values": [""],
+        "usecols": usecols,
+        "names": list(source.columns),
+        "header": 0 if options.header else None,
+        "index_col": False,
+        "thousands": next(c for c in _NO_THOUSANDS if c != options.delimiter),
+    }
+
+
+class _CategoriesNotText(Exception):
+    """The parser returned a categorical column whose categories are not text (every value
+    of the chunk read as a boolean: "true" and "TRUE" are then one category): count it again
+    with that column read as text."""
+
+    def __init__(self, column: str):
+        super().__init__(column)
+        self.column = column
+
+
+class _QuoteInCheckedFields(Exception):
+    """A quote reached :class:`_FieldCheck`, which cannot count fields past one: count the file
+    again reading every column (the parser then checks every row itself)."""
+
+
+class _ExtraFields(Exception):
+    """Line ``line`` (1-based, of the bytes checked) has ``fields`` fields, more than the header."""
+
+    def __init__(self, line: int, fields: int):
+        super().__init__(line, fields)
+        self.line = line
+        self.fields = fields
+
+
+class _FieldCheck(io.RawIOBase):
+    """The bytes of a stream on their way to the parser, with every line's fields counted.
+
+    The parser checks that no row has more fields than the header only when it reads every
+    column; reading some of them, it drops the extra fields and counts the row. So when
+    counting reads a subset, the delimiters of each line are counted here (numpy, about
+    1 GB/s here) and a line with too many raises :class:`_ExtraFields`. Valid only without
+    quotes (a quoted value may hold delimiters and line breaks): a quote raises
+    :class:`_QuoteInCheckedFields`.
+    """
+
+    def __init__(self, stream: io.BufferedIOBase, width: int, delimiter: int, newline: int):
+        self._stream = stream
+        self._most = width - 1  # delimiters on a line of the header's width
+        self._delimiter = delimiter
+        self._newline = newline
+        self._lines = 0  # line breaks read so far
+        self._open = 0  # delimiters of the line that has not ended yet
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        read = self._stream.readinto(buffer)
+        if not read:
+            if self._open > self._most:
+                raise _ExtraFields(self._lines + 1, self._open + 1)
+            return 0
+        view = memoryview(buffer)[:read]
+        if view.tobytes().find(b'"') >= 0:
+            raise _QuoteInCheckedFields()
+        data = np.frombuffer(view, dtype=np.uint8)
+        # One pass finds delimiters and line breaks; a line's fields are the delimiters
+        # between two line breaks (plus those of the line still open from the last read).
+        marks = np.flatnonzero((data == self._delimiter) | (data == self._newline))
+        ends = np.flatnonzero(data[marks] == self._newline)
+        if not len(ends):
+            self._open += len(marks)
+            return read
+        per_line = np.diff(ends, prepend=-1) - 1
+        per_line[0] += self._open
+        wrong = np.flatnonzero(per_line > self._most)
+        if len(wrong):
+            raise _ExtraFields(self._lines + int(wrong[0]) + 1, int(per_line[wrong[0]]) + 1)
+        self._lines += len(ends)
+        self._open = len(marks) - int(ends[-1]) - 1
+        return read
+
+
+def _field_check(source: _Source) -> tuple[int, int] | None:
+    """(delimiter byte, line-break byte) when :class:`_FieldCheck` can count the file's fields:
+    the delimiter is one byte and the byte b"\n" (b"\r" in a file with no b"\n") always ends
+    a line in its encoding. None otherwise."""
+    encoding = codecs.lookup(source.options.encoding).name
+    delimiter = (source.options.delimiter or ",").encode(encoding, errors="replace")
+    if encoding not in _NEWLINE_SAFE_ENCODINGS or len(delimiter) != 1:
+        return None
+    newline = b"\n" if source.line_break == "\n" else b"\r"
+    return delimiter[0], newline[0]
 
 
 def _iter_csv(
@@ -413,39 +591,82 @@ def _iter_csv(
     nrows: int | None,
     position: Callable[[int], None] | None,
     byte_range: tuple[int, int] | None = None,
-) -> Iterator[pd.DataFrame]:
+    *,
+    every_column: bool = False,
+) -> Generator[pd.DataFrame, None, None]:
     """Chunks of the file, or of the rows in ``byte_range`` (see :func:`_byte_ranges`);
     ``position`` gets how many bytes of the file (compressed, if it is) or of the range
-    have been read so far."""
+    have been read so far.
+
+    A row with more fields than the header is refused with its line number: by the parser
+    when it reads every column, else by :class:`_FieldCheck`. ``every_column=True`` reads
+    every column (then keeps ``usecols``): for files whose fields cannot be counted here.
+    """
     start = 0 if byte_range is None else byte_range[0]
-    kwargs = _csv_kwargs(source, usecols, dtype)
+    subset = usecols is not None and len(usecols) < len(source.columns)
+    check = _field_check(source) if subset and not every_column else None
+    kwargs = _csv_kwargs(source, usecols if check is not None else None, dtype)
+    keep = [name for name in source.columns if name in set(usecols or ())]  # in the file's order, as usecols
     if start > 0:  # a range after the first starts with a data row
-        kwargs.update(header=None, names=list(source.columns))
+        kwargs["header"] = None
     with _open_csv(source.path, source.gzip) as (raw, stream):
         if byte_range is not None:
             raw.seek(start)
             stream = io.BufferedReader(_ByteRange(raw, byte_range[1]))
+        if check is not None:
+            stream = io.BufferedReader(_FieldCheck(stream, len(source.columns), *check))
         try:
             reader = pd.read_csv(stream, chunksize=chunksize, nrows=nrows, **kwargs)
             with reader:
                 for chunk in reader:
+                    if subset and check is None:
+                        chunk = chunk[keep]
+                    _check_text_categories(chunk)
                     if position is not None:
                         position(raw.tell() - start)
                     yield chunk
                     del chunk  # not alive while the next chunk is parsed
-        except UnicodeDecodeError as exc:
+        except _ExtraFields as exc:
+            raise _extra_fields_error(source, start, exc.line, exc.fields) from None
+        except UnicodeError as exc:
             raise _decode_error(source.path, source.options.encoding, exc) from None
+        except zlib.error as exc:
+            raise _gzip_error(source.path, exc) from None
         except pd.errors.EmptyDataError:
             if start > 0:
                 return  # the range held only blank lines
             raise TableError(f"{source.path} is empty: a table needs at least a header row") from None
         except pd.errors.ParserError as exc:
+            extra = _TOO_MANY_FIELDS.search(str(exc))
+            if extra is not None:
+                raise _extra_fields_error(source, start, int(extra.group(2)), int(extra.group(3))) from None
             where = f" (in the part of the file from byte {start:,})" if start else ""
             raise TableError(f"{source.path}: {_short(exc)}{where}; check the delimiter and the quoting") from None
         except (OSError, EOFError) as exc:
             if isinstance(exc, FileNotFoundError):
                 raise
+            if source.gzip:
+                raise _gzip_error(source.path, exc) from None
             raise TableError(f"{source.path}: cannot read the file ({exc})") from None
+
+
+def _check_text_categories(chunk: pd.DataFrame) -> None:
+    for name, dtype in chunk.dtypes.items():
+        categories = dtype.categories if isinstance(dtype, pd.CategoricalDtype) else None
+        if categories is not None and len(categories) and not pd.api.types.is_string_dtype(categories.dtype):
+            raise _CategoriesNotText(str(name))
+
+
+def _extra_fields_error(source: _Source, start: int, line: int, fields: int) -> TableError:
+    """A row with more fields than the header: ``line`` counts from byte ``start``, where a
+    byte range begins (only in files where b"\n" ends every line)."""
+    if start:
+        with open(source.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            line += data[:start].count(b"\n")
+    return TableError(
+        f"{source.path}: line {line:,} has {fields} fields but the header has {len(source.columns)}; check the "
+        f"delimiter ({_show_delimiter(source.options.delimiter or ',')}) and the quoting of values that contain it"
+    )
 
 
 class _QuoteInRange(Exception):
@@ -456,7 +677,7 @@ class _ByteRange(io.RawIOBase):
     """The bytes of an open file from its current position up to ``stop``; raises
     :class:`_QuoteInRange` on reading a quote, before the parser sees it."""
 
-    def __init__(self, raw: IO[bytes], stop: int):
+    def __init__(self, raw: io.BufferedReader, stop: int):
         self._raw = raw
         self._stop = stop
 
@@ -497,7 +718,7 @@ def _byte_ranges(source: _Source) -> list[tuple[int, int]]:
             if newline < 0 or newline + 1 >= size:
                 break
             cuts.append(newline + 1)
-    return list(zip(cuts, [*cuts[1:], size]))
+    return list(zip(cuts, [*cuts[1:], size], strict=True))
 
 
 def _short(exc: BaseException) -> str:
@@ -512,12 +733,16 @@ def _iter_parquet(
     nrows: int | None,
     position: Callable[[float], None] | None,
     categorical: bool,
-) -> Iterator[pd.DataFrame]:
+) -> Generator[pd.DataFrame, None, None]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        pf = pq.ParquetFile(source.path, read_dictionary=list(usecols or source.columns) if categorical else None)
+        pf = pq.ParquetFile(source.path)
+        if categorical:  # text columns come as dictionaries: each distinct value is encoded once
+            kinds = dict(zip(pf.schema_arrow.names, pf.schema_arrow.types, strict=True))
+            text = [name for name in (usecols or source.columns) if _is_string(kinds[name]) or _is_binary(kinds[name])]
+            pf = pq.ParquetFile(source.path, read_dictionary=text)
         total = max(pf.metadata.num_rows, 1)
         done = 0
         for batch in pf.iter_batches(batch_size=chunksize, columns=usecols):
@@ -526,7 +751,7 @@ def _iter_parquet(
             if nrows is not None and done + batch.num_rows > nrows:
                 batch = batch.slice(0, nrows - done)
             done += batch.num_rows
-            frame = batch.to_pandas()
+            frame = _as_frame(_as_cells(batch, source.path))
             del batch
             if position is not None:
                 position(min(done / total, 1.0))
@@ -538,6 +763,43 @@ def _iter_parquet(
         raise TableError(f"{source.path}: cannot read the Parquet file ({exc})") from None
 
 
+def _as_cells(batch: Any, path: Path) -> Any:
+    """An Arrow record batch with every column in a type pandas holds as table cells: bytes
+    decoded as UTF-8 text (refused, naming the column, if they are not), dates, times and
+    decimals as their text (any year, where pandas stops at 2262 and Python at 9999)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arrays = []
+    for name, array in zip(batch.schema.names, batch.columns, strict=True):
+        kind = array.type
+        value = kind.value_type if pa.types.is_dictionary(kind) else kind
+        if _is_binary(value) or pa.types.is_temporal(value) or pa.types.is_decimal(value):
+            target = pa.dictionary(kind.index_type, pa.string()) if pa.types.is_dictionary(kind) else pa.string()
+            try:
+                array = pc.cast(array, target)
+            except pa.ArrowInvalid as exc:
+                raise TableError(
+                    f"{path}: column {name!r} holds bytes that are not UTF-8 text ({_short(exc)}); "
+                    "store it as text (UTF-8)"
+                ) from None
+        arrays.append(array)
+    return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names)
+
+
+def _as_frame(batch: Any) -> pd.DataFrame:
+    """A record batch as a DataFrame, integer columns with empty cells as pandas' nullable
+    integers: the default, float64, would round 2**53 + 1 to 2**53."""
+    import pyarrow as pa
+
+    frame = batch.to_pandas()
+    for name, array in zip(batch.schema.names, batch.columns, strict=True):
+        if pa.types.is_integer(array.type) and array.null_count:
+            nullable = pd.api.types.pandas_dtype(str(array.type).replace("int", "Int").replace("uInt", "UInt"))
+            frame[name] = array.to_pandas(types_mapper={array.type: nullable}.get).array
+    return frame
+
+
 def _as_text(frame: pd.DataFrame) -> pd.DataFrame:
     """Parquet columns as text, the way they would read from a CSV file."""
     out = {}
@@ -546,19 +808,8 @@ def _as_text(frame: pd.DataFrame) -> pd.DataFrame:
         if pd.api.types.is_string_dtype(column.dtype) and not isinstance(column.dtype, pd.CategoricalDtype):
             out[name] = column.astype("str")
         else:
-            out[name] = _text_of(column)
+            out[name] = cell_text(column)
     return pd.DataFrame(out, index=frame.index)
-
-
-def _text_of(column: pd.Series) -> pd.Series:
-    """A typed column as text, missing values kept missing (vectorised)."""
-    if pd.api.types.is_float_dtype(column.dtype):
-        values = column.to_numpy(dtype=np.float64, na_value=np.nan)
-        finite = np.isfinite(values)
-        whole = values[finite]
-        if len(whole) and np.array_equal(whole, np.floor(whole)) and np.abs(whole).max() < 2**53:
-            column = column.astype("Int64")  # 20.0 -> "20", as a CSV would hold it
-    return column.astype("str")
 
 
 def read_table(
@@ -618,13 +869,17 @@ def iter_table_chunks(
         return
     if source.format == "parquet":
         fraction = None if progress is None else (lambda f: progress(f, "reading table"))
+        produced = False
         for frame in _iter_parquet(source, usecols, rows, nrows, fraction, categorical=False):
+            produced = True
             yield _as_text(frame)
+        if not produced:  # a file with columns but no rows
+            yield _empty_frame(source, usecols)
         return
     size = max(source.path.stat().st_size, 1)
     position = None if progress is None else (lambda done: progress(min(done / size, 1.0), "reading table"))
     produced = False
-    for chunk in _iter_csv(source, usecols, str, rows, nrows, position):
+    for chunk in _iter_csv(source, usecols, str, rows, nrows, position, every_column=True):
         produced = True
         yield chunk
     if not produced:
@@ -648,10 +903,23 @@ class _CountingReaders:
     types from Parquet): one per byte range of a big plain CSV file (see
     :func:`_byte_ranges`), else one; and the fraction of the file they have read."""
 
-    def __init__(self, source: _Source, usecols: list[str] | None, chunksize: int | None, *, one_pass: bool = False):
+    def __init__(
+        self,
+        source: _Source,
+        usecols: list[str] | None,
+        chunksize: int | None,
+        *,
+        one_pass: bool = False,
+        text_columns: frozenset[str] = frozenset(),
+        every_column: bool = False,
+    ):
         rows = _chunk_rows(source, chunksize)
+        # Categories, except for the columns whose values must be read as text one by one.
+        dtype: DtypeArg = "category"
+        if text_columns:
+            dtype = {name: "str" if name in text_columns else "category" for name in source.columns}
         self._size = max(source.path.stat().st_size, 1)
-        self.producers: list[Callable[[], Iterator[pd.DataFrame]]]
+        self.producers: list[Callable[[], Chunks]]
         if source.format == "parquet":
             self._done = [0.0]
             self.producers = [lambda: _iter_parquet(source, usecols, rows, None, self._parquet_at, categorical=True)]
@@ -659,12 +927,17 @@ class _CountingReaders:
         ranges = [(0, self._size)] if one_pass else _byte_ranges(source)
         self._done = [0.0] * len(ranges)
         if len(ranges) == 1:
-            self.producers = [lambda: _iter_csv(source, usecols, "category", rows, None, self._reached(0))]
+            self.producers = [
+                lambda: _iter_csv(source, usecols, dtype, rows, None, self._reached(0), every_column=every_column)
+            ]
             return
         if chunksize is None:
             rows = max(rows // _PARALLEL_CHUNK_DIVISOR, _MIN_CHUNK_ROWS)
         self.producers = [
-            partial(_iter_csv, source, usecols, "category", rows, None, self._reached(part), byte_range)
+            partial(
+                _iter_csv, source, usecols, dtype, rows, None, self._reached(part), byte_range,
+                every_column=every_column,
+            )
             for part, byte_range in enumerate(ranges)
         ]
 
@@ -682,7 +955,7 @@ class _CountingReaders:
         return min(sum(self._done) / self._size, 1.0)
 
 
-def read_ahead(*producers: Callable[[], Iterator[pd.DataFrame]]) -> Iterator[pd.DataFrame]:
+def read_ahead(*producers: Callable[[], Chunks]) -> Chunks:
     """The chunks of every ``producer()``, each producer read in its own background thread
     while the caller works on earlier chunks.
 
@@ -706,7 +979,7 @@ def read_ahead(*producers: Callable[[], Iterator[pd.DataFrame]]) -> Iterator[pd.
                 continue
         return False
 
-    def read(make_chunks: Callable[[], Iterator[pd.DataFrame]]) -> None:
+    def read(make_chunks: Callable[[], Chunks]) -> None:
         try:
             with contextlib.closing(make_chunks()) as chunks:
                 for chunk in chunks:
@@ -779,10 +1052,23 @@ def count_table(
     source = _resolve(path, options)
     usecols = _check_columns(source, _schema_columns(schema))
     shown = [0.0]  # progress never moves back, even when counting starts again
-    try:
-        counter = _count(_CountingReaders(source, usecols, chunksize), schema, invalid, steps, shown)
-    except _QuoteInRange:  # a quote after the sample: the file cannot be cut safely
-        counter = _count(_CountingReaders(source, usecols, chunksize, one_pass=True), schema, invalid, steps, shown)
+    # Counting starts again (at most once for each reason, once per column for the last) when
+    # the file turns out to need a slower way: a quote past the sample (no byte ranges, and
+    # every column read so that the parser counts the fields), or a column read as booleans.
+    one_pass, every_column, text_columns = False, False, frozenset[str]()
+    while True:
+        readers = _CountingReaders(
+            source, usecols, chunksize, one_pass=one_pass, text_columns=text_columns, every_column=every_column
+        )
+        try:
+            counter = _count(readers, schema, invalid, steps, shown)
+            break
+        except _QuoteInRange:
+            one_pass = every_column = True
+        except _QuoteInCheckedFields:
+            every_column = True
+        except _CategoriesNotText as exc:
+            text_columns |= {exc.column}
     matrix = counter.matrix()
     steps.report(1.0, "counting done")
     return matrix, counter.report

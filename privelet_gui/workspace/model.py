@@ -65,6 +65,8 @@ Mode = Literal["range", "values", "bins"]
 
 #: Columns with more distinct values than this are not included by default.
 MAX_DEFAULT_VALUES = 1000
+#: A switch to nominal starts from a flat tree of the values when there are at most this many.
+MAX_TREE_VALUES = 100_000
 #: The largest frequency matrix a release is started for (8 bytes a cell, a few copies).
 MAX_CELLS = 1 << 27
 #: Columns are included by default while the matrix has at most this many cells per row of the
@@ -90,7 +92,7 @@ class AttributeConfig:
     include: bool = True
     kind: Kind = "nominal"
     mode: Mode = "values"
-    values: tuple[object, ...] = ()
+    values: Sequence[object] = ()  # a range when the domain is consecutive integers
     lo: int = 0
     hi: int = 0
     bins: tuple[float, float, float] = (0.0, 1.0, 1.0)  # start, stop, width
@@ -172,7 +174,7 @@ def config_from_attribute(attribute: Attribute, history: History | None) -> Attr
         return config
     config.kind = "ordinal"
     config.out_of_range = attribute.out_of_range
-    config.values = tuple(attribute.values) or attribute.labels
+    config.values = attribute.values or attribute.labels  # a range stays a range (it may be huge)
     if attribute.bins is not None:
         config.mode = "bins"
         config.bins = (attribute.bins.start, attribute.bins.stop, attribute.bins.width)
@@ -182,9 +184,7 @@ def config_from_attribute(attribute: Attribute, history: History | None) -> Attr
         config.hi = attribute.integer_start + attribute.size - 1
     else:
         config.mode = "values"
-    # Ready for a switch to nominal: a flat tree of the same values.
-    config.hierarchy = _flat_tree(attribute.labels, history, attribute.name)
-    return config
+    return config  # a switch to nominal builds a flat tree of the values (Workspace.set_attribute)
 
 
 def infer_config(column: ColumnSummary, history: History | None = None) -> AttributeConfig:
@@ -695,7 +695,9 @@ class Workspace:
         if not changes:
             return
         if changes.get("kind") == "nominal" and config.hierarchy is None and "hierarchy" not in changes:
-            labels = [str(v) for v in (self.data_values(column) or config.values)]
+            values = self.data_values(column) or config.values
+            # a tree of millions of leaves is no hierarchy anyone edits: start from the root alone
+            labels = [str(v) for v in values] if len(values) <= MAX_TREE_VALUES else []
             tree = _flat_tree(labels, self.history, config.name)
             self._watch(tree)
             changes["hierarchy"] = tree

@@ -110,8 +110,7 @@ def _ordinal_issues(
                               "warning", name)]
         return []
     if column.values is not None:
-        labels = set(attribute.labels)
-        outside = [v for v in column.values if v not in labels]
+        outside = [v for v in column.values if attribute.position_of(v) is None]
         if outside:
             shown = ", ".join(map(repr, outside[:3])) + (", ..." if len(outside) > 3 else "")
             return [StepIssue("attributes", "values-outside",

@@ -125,7 +125,7 @@ def test_categorical_columns_are_encoded_by_distinct_value():
     np.testing.assert_array_equal(as_categories.matrix(), plain.matrix())
     assert as_categories.report == plain.report and plain.report.clamped["age"] == 2
     strict = Schema([OrdinalAttribute.integer_range("age", 0, 4), sex])
-    with pytest.raises(DomainError, match=r"2 row\(s\).*'9'"):
+    with pytest.raises(DomainError, match=r"2 row\(s\).*e\.g\. 9, -3\."):
         frequency_matrix(table.astype("category"), strict)
 
 
@@ -136,12 +136,12 @@ def test_numeric_bins_and_unparsable_numbers():
     assert m.tolist() == [3.0, 1.0, 2.0]
     with pytest.raises(DomainError, match="'abc'"):
         frequency_matrix(pd.DataFrame({"income": ["abc", "5"]}), Schema([income]))
-    with pytest.raises(DomainError, match="'2.5'"):
+    with pytest.raises(DomainError, match=r"e\.g\. 2\.5\. Fix"):
         frequency_matrix(pd.DataFrame({"age": ["2.5"], "sex": ["F"]}), SCHEMA)
 
 
 def test_missing_column_and_bad_options():
-    with pytest.raises(SchemaError, match="no column 'sex'.*'age'"):
+    with pytest.raises(SchemaError, match=r"no column 'sex'.*'age'"):
         frequency_matrix(pd.DataFrame({"age": [1]}), SCHEMA)
     with pytest.raises(SchemaError, match="invalid must be"):
         FrequencyCounter(SCHEMA, invalid="ignore")
@@ -171,7 +171,7 @@ def test_schema_validation_messages():
         OrdinalAttribute("x", ["a", "b", "a"])
     with pytest.raises(SchemaError, match=r"range \[5, 1\] is empty"):
         OrdinalAttribute.integer_range("x", 5, 1)
-    with pytest.raises(SchemaError, match="bins.width must be positive"):
+    with pytest.raises(SchemaError, match=r"bins\.width must be positive"):
         NumericBins(0, 10, 0)
     with pytest.raises(SchemaError, match="missing='z' is not a leaf"):
         NominalAttribute("s", Hierarchy.flat(["a"]), missing="z")
@@ -193,7 +193,7 @@ def test_cell_indices_equal_ravel_multi_index_across_blocks():
     rng = np.random.default_rng(5)
     shape = (101, 2, 512, 1001)
     rows = 3 * _INDEX_ROWS + 17  # several blocks and a partial one
-    codes = [rng.integers(0, n, rows).astype(dtype) for n, dtype in zip(shape, (np.int16, np.int8, np.int16, np.int16))]
+    codes = [rng.integers(0, n, rows).astype(dtype) for n, dtype in zip(shape, (np.int16, np.int8, np.int16, np.int16), strict=True)]
     flat = cell_indices(codes, shape)
     assert flat.dtype == np.intp
     np.testing.assert_array_equal(flat, np.ravel_multi_index(codes, shape))

@@ -6,8 +6,8 @@ from PySide6.QtCore import QSize
 from PySide6.QtGui import QKeySequence
 
 from privelet_gui import io as pio
-from privelet_gui.gui.main_window import MainWindow
 from privelet_gui.engine import recommend_sa
+from privelet_gui.gui.main_window import MainWindow
 from privelet_gui.gui.models.hierarchy_model import tree_to_json
 from privelet_gui.gui.settings import Settings
 from tests.gui.conftest import FakeDialogs

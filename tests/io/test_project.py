@@ -140,3 +140,71 @@ def test_saving_is_atomic_and_overwrites_its_own_file(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.privelet"]  # no temporary file left
     with pytest.raises(FileExistsError):
         save_project(Project(), path, force=False)
+
+
+# -- hostile project files --------------------------------------------------------------------------
+
+
+def _project(**sections) -> dict:
+    return {"format": PROJECT_FORMAT, "version": PROJECT_VERSION, **sections}
+
+
+DRAFT_TREE = {"label": "*", "children": [{"label": "a"}]}
+
+
+@pytest.mark.parametrize(
+    ("obj", "message"),
+    [
+        (_project(attribute_order=5), '"attribute_order" must be a list of attribute names'),
+        (_project(attribute_order=["a", "a"]), "names 'a' twice"),
+        (_project(privacy={"epsilon": 10**400}), '"privacy.epsilon" must be a positive number'),
+        (_project(privacy={"epsilon": "1"}), '"privacy.epsilon" must be a positive number'),
+        (_project(privacy={"epsilon": True}), '"privacy.epsilon" must be a positive number'),
+        (_project(privacy={"sa": "age"}), '"privacy.sa" must be a list'),
+        (_project(privacy={"mechanism": ["basic"]}), '"privacy.mechanism" must be one of'),
+        (_project(counting=[]), '"counting" must be a JSON object'),
+        (_project(table={"path": "a\x00b"}), '"table.path" must be a file path'),
+        (_project(table={"options": {"header": "yes"}}), "header must be true or false"),
+        (_project(table={"options": {"encoding": 5}}), "unknown encoding 5"),
+        (_project(drafts={"job": {"tree": {"children": [{"label": "a"}]}}}), r"drafts\['job'\]\.tree must be a node"),
+        (_project(drafts={"job": {"tree": {"label": "*", "children": [{"children": []}]}}}),
+         r"drafts\['job'\]\.tree\.children\[0\] must be a node \{\"label\": \"non-empty text\""),
+        (_project(drafts={"job": {"tree": {"label": "*", "children": [{"label": 5}]}}}), r"children\[0\] must be a node"),
+        (_project(drafts={"job": {"tree": {"label": "*", "children": "a"}}}), r"children must be a list of nodes"),
+        (_project(drafts={"job": {"tree": {"label": "leaf"}}}), r"tree must be a group"),
+        (_project(drafts={"job": {"tree": DRAFT_TREE, "values": ["a"]}}), 'either "tree"'),
+        (_project(drafts={"job": {"values": [1, 2]}}), r"values must be a list of text values"),
+        (_project(drafts={"job": {"tree": DRAFT_TREE, "column": ""}}), r"column must be a column name"),
+        (_project(drafts={"job": {"tree": DRAFT_TREE, "colour": "red"}}), "unknown key 'colour'"),
+        (_project(drafts=["job"]), '"drafts" must map attribute names to drafts'),
+    ],
+)
+def test_hostile_projects_are_refused_naming_the_value(obj, message):
+    with pytest.raises(ProjectError, match=message):
+        project_from_json(obj)
+
+
+def test_deep_project_files_are_refused_with_a_message(tmp_path):
+    deep = {"label": "*", "children": []}
+    node = deep
+    for level in range(110):  # within the JSON reader's depth, beyond a hierarchy's
+        child = {"label": f"g{level}", "children": []}
+        node["children"].append(child)
+        node = child
+    path = tmp_path / "p.privelet"
+    path.write_text(json.dumps(_project(attribute_order=["job"], drafts={"job": {"tree": deep}})))
+    with pytest.raises(ProjectError, match="nested more than 100 levels deep"):
+        load_project(path)
+    path.write_text('{"format": "privelet-studio-project", "version": 1, "extra": ' + "[" * 5000 + "]" * 5000 + "}")
+    with pytest.raises(ProjectError, match="nested 5,001 levels deep"):
+        load_project(path)
+    path.write_text('{"format": "privelet-studio-project", "version": 1, "privacy": {"epsilon": NaN}}')
+    with pytest.raises(ProjectError, match="NaN is not a number"):
+        load_project(path)
+
+
+def test_a_project_saved_with_a_byte_order_mark_opens(tmp_path):
+    # found by the fuzz tests: Windows editors write one; schema files already accepted it
+    path = tmp_path / "p.privelet"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(project_to_json(Project(epsilon=0.5))).encode())
+    assert load_project(path).epsilon == 0.5

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import io
 import json
 import math
 import os
@@ -160,7 +162,7 @@ def test_existing_files_are_not_overwritten(tmp_path, release):
     path = tmp_path / "r.npz"
     save_release(release, path)
     before = path.read_bytes()
-    with pytest.raises(OutputExistsError, match="exists already.*force") as info:
+    with pytest.raises(OutputExistsError, match=r"exists already.*force") as info:
         save_release(release, path)
     assert isinstance(info.value, FileExistsError) and isinstance(info.value, PriveletError)
     assert path.read_bytes() == before
@@ -217,9 +219,8 @@ def test_atomic_write_helper(tmp_path):
         raise ValueError("boom")
     assert path.read_text() == "{}"
     assert os.listdir(tmp_path) == ["p.json"]
-    with pytest.raises(FileNotFoundError, match="does not exist"):
-        with atomic_write(tmp_path / "no" / "such" / "dir.txt"):
-            pass
+    with pytest.raises(FileNotFoundError, match="does not exist"), atomic_write(tmp_path / "no" / "such" / "dir.txt"):
+        pass
     if hasattr(os, "umask"):
         mode = path.stat().st_mode & 0o777
         umask = os.umask(0)
@@ -234,7 +235,7 @@ def test_damaged_or_foreign_files_are_refused(tmp_path, release):
         load_release(text)
     foreign = tmp_path / "f.npz"
     np.savez(foreign, a=np.zeros(3))
-    with pytest.raises(ReleaseFileError, match="not a Privelet release file .*holds a"):
+    with pytest.raises(ReleaseFileError, match=r"not a Privelet release file .*holds a"):
         load_release(foreign)
     single = tmp_path / "s.npy"
     np.save(single, np.zeros(3))
@@ -243,7 +244,7 @@ def test_damaged_or_foreign_files_are_refused(tmp_path, release):
     future = tmp_path / "future.npz"
     meta = json.dumps({"format": "privelet-release", "format_version": 99})
     np.savez(future, noisy=np.zeros(3), metadata=np.array(meta))
-    with pytest.raises(ReleaseFileError, match="version 99.*update"):
+    with pytest.raises(ReleaseFileError, match=r"version 99.*update"):
         load_release(future)
     with pytest.raises(ReleaseFileError, match="no such release file"):
         load_release(tmp_path / "missing.npz")
@@ -286,3 +287,128 @@ def test_queries_on_a_release(release):
 def test_query_errors(clauses, message):
     with pytest.raises(SchemaError, match=message):
         parse_where(SCHEMA, clauses)
+
+
+# -- hostile release files --------------------------------------------------------------------------
+
+
+def _rewrite(path, *, meta=None, noisy=None, raw_meta=None, compression=zipfile.ZIP_STORED):
+    """A release file written by hand: its metadata and matrix as given."""
+    entries = {"noisy": noisy, "metadata": raw_meta if raw_meta is not None else np.array(json.dumps(meta))}
+    with zipfile.ZipFile(path, "w", compression=compression) as archive:
+        for name, array in entries.items():
+            buffer = io.BytesIO()
+            np.save(buffer, array)
+            archive.writestr(f"{name}.npy", buffer.getvalue())
+    return path
+
+
+def _changed(meta: dict, **changes) -> dict:
+    out = copy.deepcopy(meta)
+    for key, value in changes.items():
+        section, _, field = key.partition("__")
+        if field:
+            out[section][field] = value
+        else:
+            out[key] = value
+    return out
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"epsilon": -1.0}, '"epsilon" must be a positive finite number, got -1.0'),
+        ({"epsilon": 10**400}, '"epsilon" must be a positive finite number'),
+        ({"mechanism": "magic"}, '"mechanism" must be one of privelet\\+, privelet, basic'),
+        ({"neighbours": "swap"}, '"neighbours" must be one of replace, add-remove'),
+        ({"epsilon": 0.25}, "the calibration's epsilon 0.5 differs from the release's 0.25"),
+        ({"calibration__epsilon": "0.5"}, '"epsilon" must be a number'),
+        ({"calibration__units": "12"}, '"units" must be an integer'),
+        ({"calibration__grid_exponent": 10**6}, '"grid_exponent" must be an integer from -1074 to 1023'),
+        ({"calibration__influence": 1.5}, '"influence" must be an integer'),
+        ({"calibration__units": 1}, "the calibration's noise is smaller than the sensitivity needs"),
+        ({"calibration": []}, '"calibration" must be an object'),
+        ({"shape": [True, 2, 3, 4]}, '"shape" must be a list of positive integers'),
+        ({"shape": [10, 2, 3, 5]}, r'"shape" is \[10, 2, 3, 5\], but the schema needs \[10, 2, 3, 4\]'),
+        ({"sa": ["age", "sex"]}, "rho is"),
+        ({"sa": ["ghost"]}, "unknown attribute 'ghost'"),
+        ({"rho": 7, "calibration__rho": 7}, "rho is 7.0, but this schema and S_A give"),
+        ({"scale": 99.0}, '"scale" 99.0 differs from its calibration'),
+        ({"sampler": "gaussian"}, '"sampler" must be one of exact, standard, discrete-laplace/geometric-difference, got .gaussian.'),
+        ({"seeded": "yes"}, '"seeded" must be true or false'),
+        ({"seed": -3}, '"seed" must be empty'),
+        ({"schema": None}, "needs its schema, and the file holds none"),
+        ({"paper_bound": "big"}, '"paper_bound" must be a number'),
+        ({"format_version": True}, "release format version True"),
+    ],
+)
+def test_release_metadata_that_does_not_make_a_consistent_release_is_refused(tmp_path, release, changes, message):
+    path = tmp_path / "r.npz"
+    meta = save_release(release, path)
+    _rewrite(path, meta=_changed(meta, **changes), noisy=release.noisy)
+    with pytest.raises(ReleaseFileError, match=message):
+        load_release(path)
+
+
+@pytest.mark.parametrize(
+    ("noisy", "message"),
+    [
+        (np.full(SCHEMA.shape, np.nan), "holds NaN or infinite values"),
+        (np.full(SCHEMA.shape, np.inf), "holds NaN or infinite values"),
+        (np.ones(SCHEMA.shape) + 1j, "must hold real numbers, not values of type complex128"),
+        (np.zeros(SCHEMA.shape, dtype=[("a", "f8")]), "must hold real numbers"),
+        (np.zeros(SCHEMA.shape, dtype=bool), "must hold real numbers, not values of type bool"),
+        (np.array(["x"] * math.prod(SCHEMA.shape)).reshape(SCHEMA.shape), "must hold real numbers"),
+        (np.ones((3, 3)), r"has shape \(3, 3\), but its schema and metadata need \(10, 2, 3, 4\)"),
+    ],
+    ids=["nan", "inf", "complex", "structured", "bool", "text", "shape"],
+)
+def test_release_matrices_that_are_not_real_finite_numbers_of_the_schema_shape_are_refused(tmp_path, release, noisy, message):
+    path = tmp_path / "r.npz"
+    meta = save_release(release, path)
+    _rewrite(path, meta=meta, noisy=noisy)
+    with pytest.raises(ReleaseFileError, match=message):
+        load_release(path)
+
+
+def test_release_entries_are_checked_before_they_are_read(tmp_path, release):
+    path = tmp_path / "r.npz"
+    meta = save_release(release, path)
+    for raw, message in [(np.array([json.dumps(meta)] * 2), "must be one text value"), (np.array(5), "must be one text value")]:
+        _rewrite(path, raw_meta=raw, noisy=release.noisy)
+        with pytest.raises(ReleaseFileError, match=message):
+            load_release(path)
+    # a header that announces more data than the entry holds
+    buffer = io.BytesIO()
+    np.save(buffer, release.noisy)
+    lying = buffer.getvalue().replace(b"(10, 2, 3, 4)", b"(10, 2, 3, 4)".replace(b"4)", b"4)"), 1)
+    header_end = lying.index(b"\n") + 1
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("noisy.npy", lying[:header_end] + lying[header_end : header_end + 80])
+        meta_buffer = io.BytesIO()
+        np.save(meta_buffer, np.array(json.dumps(meta)))
+        archive.writestr("metadata.npy", meta_buffer.getvalue())
+    with pytest.raises(ReleaseFileError, match="holds 80 bytes, not the 1,920 its header announces"):
+        load_release(path)
+
+
+def test_zip_compressions_the_reader_cannot_decode_are_a_release_file_error(tmp_path, release):
+    path = tmp_path / "r.npz"
+    meta = save_release(release, path)
+    _rewrite(path, meta=meta, noisy=release.noisy, compression=zipfile.ZIP_LZMA)
+    assert load_release(path).epsilon == release.epsilon  # one zip supports: fine
+    data = bytearray(_rewrite(path, meta=meta, noisy=release.noisy, compression=zipfile.ZIP_DEFLATED).read_bytes())
+    for header, offset in ((b"PK\x03\x04", 8), (b"PK\x01\x02", 10)):  # method 99 (AES): not in zipfile
+        at = -1
+        while (at := data.find(header, at + 1)) >= 0:
+            data[at + offset : at + offset + 2] = (99).to_bytes(2, "little")
+    path.write_bytes(bytes(data))
+    with pytest.raises(ReleaseFileError, match="compression this reader does not support"):
+        load_release(path)
+
+
+def test_a_basic_release_without_a_schema_loads(tmp_path):
+    made = basic(np.ones((3, 4)), 1.0, np.random.default_rng(1))
+    save_release(made, tmp_path / "b.npz", seed=1)
+    loaded = load_release(tmp_path / "b.npz")
+    assert loaded.schema is None and loaded.mechanism == "basic" and loaded.sa == ("axis_0", "axis_1")

@@ -14,6 +14,7 @@ from privelet_gui.engine import (
     NominalAttribute,
     NumericBins,
     OrdinalAttribute,
+    PriveletError,
     Schema,
     SchemaError,
 )
@@ -222,3 +223,68 @@ def test_infer_schema_marks_every_domain_as_learned_from_data():
     from privelet_gui.engine import frequency_matrix
 
     assert frequency_matrix(table, schema).sum() == 4
+
+
+# -- hostile schema files ---------------------------------------------------------------------------
+
+
+def _schema_file(tmp_path, text: str):
+    path = tmp_path / "s.json"
+    path.write_text(text)
+    return path
+
+
+def _attributes(*attributes: str) -> str:
+    return '{"version": 1, "attributes": [' + ", ".join(attributes) + "]}"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (_attributes('{"name": "a", "type": "ordinal", "range": [0, ' + "9" * 5000 + "]}"), "more than 4,300 digits"),
+        ("[" * 5000 + "]" * 5000, "nested 5,000 levels deep"),
+        (_attributes('{"name": "a", "type": "nominal", "hierarchy": {"*": ' + '{"g": ' * 990 + '["x"]' + "}" * 991 + "}"),
+         "nested 995 levels deep"),
+        (_attributes('{"name": "a", "type": "nominal", "hierarchy": {"*": ' + '{"g": ' * 150 + '["x"]' + "}" * 151 + "}"),
+         r"attributes\[0\]\.hierarchy: group \* > g > g > \.\.\. > g > g is nested more than 100 levels deep"),
+        (_attributes('{"name": "a", "type": "ordinal", "bins": {"start": 0, "stop": NaN, "width": 1}}'), "NaN is not a number"),
+        (_attributes('{"name": "a", "type": "ordinal", "bins": {"start": 0, "stop": 1e400, "width": 1}}'), "too large for a float"),
+        (_attributes('{"name": "a", "type": "ordinal", "range": [0, 5], "range": [0, 9]}'), "the key 'range' appears twice"),
+        (_attributes('{"name": "a\\ud800", "type": "ordinal", "range": [0, 5]}'), "lone surrogate"),
+        (_attributes('{"name": "a", "type": "ordinal", "bins": {"start": 0, "stop": ' + "9" * 400 + ', "width": 1}}'),
+         r"bins\.stop: must be a finite number, got \(a number of 400 digits\)"),
+        (_attributes('{"name": "a", "type": "ordinal", "range": [0, 18446744073709551616]}'), "beyond the 64-bit integers"),
+        (_attributes('{"name": "a", "type": "ordinal", "range": [0, 100000000]}'),
+         r"has 100,000,001 values, more than the 67,108,864 one axis may hold \(its frequency matrix alone would need 762\.9 MiB\)"),
+        (_attributes('{"name": "a", "type": "ordinal", "bins": {"start": 0, "stop": 9007199254740993, "width": 1}}'),
+         r"attributes\[0\]\.bins: bins\.stop must be a finite number that float64 holds exactly"),
+        (_attributes('{"name": "a", "type": "ordinal", "values": ["x", "y", "x"]}'), "listed twice"),
+    ],
+    ids=["digits", "deep list", "deep hierarchy", "high hierarchy", "NaN", "1e400", "duplicate key", "surrogate", "400 digits",
+         "past int64", "too many values", "inexact bins", "values twice"],
+)
+def test_hostile_schema_files_are_refused_with_a_message(tmp_path, text, message):
+    with pytest.raises(PriveletError, match=message):
+        load_schema(_schema_file(tmp_path, text))
+
+
+def test_a_range_of_sixty_million_values_loads_at_once_and_two_are_refused_when_counted(tmp_path):
+    one = load_schema(_schema_file(tmp_path, _attributes('{"name": "id", "type": "ordinal", "range": [0, 60000000]}')))
+    assert one["id"].values == range(0, 60_000_001)
+    two = load_schema(_schema_file(tmp_path, _attributes(
+        '{"name": "a", "type": "ordinal", "range": [0, 60000000]}',
+        '{"name": "b", "type": "ordinal", "range": [0, 60000000]}',
+    )))
+    assert two.size == 60_000_001**2
+    (tmp_path / "t.csv").write_text("a,b\n1,2\n")
+    from privelet_gui.io import count_table
+
+    with pytest.raises(SchemaError, match=r"3,600,000,120,000,001 cells \(.*\), more than the .* of memory available"):
+        count_table(tmp_path / "t.csv", two)
+    assert schema_from_json(schema_to_json(one)) == one
+
+
+def test_schema_inference_skips_infinities_and_huge_numbers():
+    schema = infer_schema(pd.DataFrame({"x": ["1", "inf", "2"], "y": ["1e300", "-1e300", "0"], "z": ["1", "2", "3"]}))
+    assert [a.kind for a in schema] == ["nominal", "nominal", "ordinal"]
+    assert schema["x"].hierarchy.leaves == ("1", "2", "inf")

@@ -162,7 +162,7 @@ def test_sa_follows_the_recommendation_until_chosen(workspace):
     assert workspace.sa == recommend_sa(workspace.schema())
     workspace.set_sa(["sex"])
     assert (workspace.sa, workspace.sa_rule) == (("sex",), "chosen")
-    assert "chosen by you" == workspace.sa_rule_text()
+    assert workspace.sa_rule_text() == "chosen by you"
     workspace.history.undo()
     assert workspace.sa_rule == "recommended"
     workspace.set_sa(["sex"])
@@ -253,3 +253,28 @@ def test_a_new_value_can_join_at_the_depth_of_the_other_leaves():
     flat = HierarchyTree(Hierarchy.flat(["a", "b"]))
     flat.add_leaves_at_depth(["N"])
     assert flat.to_hierarchy().to_nested() == {"*": ["a", "b", "N"]}  # already at the leaves' depth
+
+
+def test_a_schema_with_a_huge_range_opens_without_building_its_values():
+    """Sixty million integers are a range: the workspace, its checks and a switch to
+    nominal never list them (a list of that size would take gigabytes and minutes)."""
+    import tracemalloc
+
+    from privelet_gui.engine import OrdinalAttribute, Schema
+    from privelet_gui.io.summary import ColumnSummary, TableSummary
+
+    column = ColumnSummary("id", distinct=2_000_000, values=None, missing=0, numeric=True,
+                           integer=True, minimum=5.0, maximum=59_999_999.0)
+    summary = TableSummary(pio.sample_table_path(), None, 2_000_000, (column,))
+    schema = Schema([OrdinalAttribute.integer_range("id", 0, 59_999_999)])
+    tracemalloc.start()
+    ws = Workspace()
+    ws.set_table(summary, schema=schema)
+    config = ws.config("id")
+    assert config.mode == "range" and (config.lo, config.hi) == (0, 59_999_999)
+    assert ws.attribute_issues(config) == []
+    ws.set_attribute("id", kind="nominal")  # too many values for a tree to start from: the root alone
+    assert ws.config("id").hierarchy.root.children == []
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 50 * 2**20, f"peak {peak / 2**20:.0f} MiB"

@@ -46,6 +46,9 @@ ModelIndex = QModelIndex | QPersistentModelIndex
 _MODES = [("Integer range", "range"), ("Numeric bins", "bins"), ("Explicit values (in order)", "values")]
 
 
+#: The values box lists at most this many values (a longer domain is a range or bins, not typed).
+MAX_LISTED_VALUES = 10_000
+
 class _TypeDelegate(QStyledItemDelegate):
     """A combo box for the Type column."""
 
@@ -253,7 +256,11 @@ class AttributeEditor(QGroupBox):
         except PriveletError:
             self.bins_count.setText("(invalid)")
         if not self.values.hasFocus():
-            self.values.setPlainText("\n".join(map(str, config.values)))
+            # the box lists the values only in its own mode, and only as many as anyone edits by hand
+            listed = config.values if config.mode == "values" else ()
+            too_many = len(listed) > MAX_LISTED_VALUES
+            self.values.setReadOnly(too_many)
+            self.values.setPlainText("\n".join(map(str, listed[:MAX_LISTED_VALUES])) + ("\n..." if too_many else ""))
         self.out_of_range.setCurrentIndex(max(self.out_of_range.findData(config.out_of_range), 0))
         self._fill_missing(config)
         del blockers
