@@ -122,7 +122,7 @@ def release_to_zarr(
             _shift_all(client, writer.array_path, spec.schema.shape, storage, shift, steps.slice(0.94, 0.98))
         import zarr
 
-        written = Release(
+        release = Release(
             noisy=cast(np.ndarray, zarr.open_array(writer.array_path, mode="r")),  # read for its shape only
             epsilon=calibration.epsilon,
             sa=spec.effective_sa,
@@ -136,7 +136,7 @@ def release_to_zarr(
             sampler=spec.sampler,
             total_shift=shift,
         )
-        meta = release_metadata(written, seed=seed, metadata=metadata)
+        meta = release_metadata(release, seed=seed, metadata=metadata)
         writer.commit(meta)
     steps.report(1.0, "release done")
     return dataclasses.replace(open_zarr_release(target), seconds=time.perf_counter() - started), meta

@@ -172,15 +172,13 @@ def evaluate(
     for number, (epsilon, mechanism) in enumerate(runs):
         part = steps.slice(0.05 + 0.95 * number / len(runs), 0.05 + 0.95 * (number + 1) / len(runs))
         part.report(0.0, f"{mechanism} at epsilon {epsilon:g}")
-        options = {
-            "neighbours": neighbours,
-            "progress": part.slice(0.0, 0.8).report if progress is not None else None,
-            "should_cancel": should_cancel,
-        }
+        report = part.slice(0.0, 0.8).report if progress is not None else None
         if mechanism == "basic":
-            release = basic(matrix, epsilon, generator, schema=schema, **options)
+            release = basic(matrix, epsilon, generator, schema=schema, neighbours=neighbours, progress=report,
+                            should_cancel=should_cancel)
         else:
-            release = privelet_plus(matrix, schema, epsilon, sa, generator, **options)
+            release = privelet_plus(matrix, schema, epsilon, sa, generator, neighbours=neighbours, progress=report,
+                                    should_cancel=should_cancel)
         part.report(0.8, f"answering the queries ({mechanism}, epsilon {epsilon:g})")
         summary = truth.quintiles(release.noisy)
         del release
@@ -227,7 +225,7 @@ def measure_release(
     steps = Progress(progress, should_cancel)
     steps.report(0.0, "measuring the error on the true data")
     truth = _TrueAnswers(matrix, schema, queries, generator)
-    quintiles = {release.mechanism: truth.quintiles(release.noisy)}
+    quintiles: dict[str, list[QuintileRow]] = {release.mechanism: truth.quintiles(release.noisy)}
     if release.mechanism != "basic":
         steps.report(0.4, "measuring the error: Basic for comparison")
         comparison = basic(

@@ -103,7 +103,7 @@ class Dialogs:
             role = QMessageBox.ButtonRole.RejectRole if number == len(choices) - 1 else QMessageBox.ButtonRole.AcceptRole
             buttons[box.addButton(label, role)] = key
         first = next(iter(buttons))
-        box.setDefaultButton(first)  # type: ignore[arg-type]
+        box.setDefaultButton(first)
         box.setEscapeButton(list(buttons)[-1])
         box.exec()
         return buttons.get(box.clickedButton(), choices[-1][0])  # type: ignore[call-overload]

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEventLoop
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QWidget
 
 if TYPE_CHECKING:
     from .main_window import MainWindow
@@ -45,10 +45,10 @@ def run_tour(window: MainWindow, folder: Path, timeout: float = 120.0) -> int:
     doc = window.document
     saved: list[Path] = []
 
-    def shoot(name: str, widget: object = None) -> None:
+    def shoot(name: str, widget: QWidget | None = None) -> None:
         _settle()
         target = folder / f"{name}.png"
-        pixmap = (widget or window).grab()  # type: ignore[union-attr]
+        pixmap = (widget or window).grab()
         if not pixmap.save(str(target), "PNG"):
             raise OSError(f"cannot write {target}")
         saved.append(target)

@@ -25,12 +25,16 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..engine import QuintileRow
 from ..engine.evaluation import EVALUATED_MECHANISMS, EvaluationRow
 from ..io import atomic_write
+
+if TYPE_CHECKING:
+    from .plots import ErrorByCoveragePlot
 
 __all__ = [
     "CUSTODIAN_LABEL",
@@ -111,7 +115,7 @@ def error_figure(
     error: str = "square_error",
     title: str | None = None,
     size: tuple[int, int] = (960, 600),
-):  # type: ignore[no-untyped-def]
+) -> ErrorByCoveragePlot:
     """An :class:`ErrorByCoveragePlot` of ``rows`` (``{"basic": [...], "privelet+": [...]}``).
 
     Marked as using the true data (the banner of the widget) and with
@@ -237,7 +241,7 @@ def render_error_figure(
         if not image.save(buffer, "PNG"):
             raise RuntimeError("Qt could not encode the figure as PNG")
         buffer.close()
-        return bytes(data)
+        return bytes(data.data())
     finally:
         _dispose(view)
 
