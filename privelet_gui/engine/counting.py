@@ -176,16 +176,16 @@ class FrequencyCounter:
                 rejected = codes < 0
                 if keep is not None:
                     rejected &= keep
-                missing = encoded.missing_rows
-                if missing is not None:
-                    missing = missing & rejected
-                droppable = self._droppable(attribute, rejected, encoded.outside, missing)
+                missing_cells = encoded.missing_rows
+                if missing_cells is not None:
+                    missing_cells = missing_cells & rejected
+                droppable = self._droppable(attribute, rejected, encoded.outside, missing_cells)
                 errors = rejected & ~droppable
                 if errors.any():
-                    if missing is not None and not (errors & ~missing).any():
+                    if missing_cells is not None and not (errors & ~missing_cells).any():
                         raise _missing_error(attribute, column, errors)
-                    raise _domain_error(attribute, column, errors if missing is None else errors & ~missing)
-                dropped_missing = 0 if missing is None else int(missing.sum())
+                    raise _domain_error(attribute, column, errors if missing_cells is None else errors & ~missing_cells)
+                dropped_missing = 0 if missing_cells is None else int(missing_cells.sum())
                 self.report.missing_dropped[attribute.name] += dropped_missing
                 self.report.dropped[attribute.name] += int(rejected.sum()) - dropped_missing
                 keep = ~rejected if keep is None else keep & ~rejected

@@ -1088,7 +1088,7 @@ class Schema(Sequence[Attribute]):
         if not markers:
             return self
         return Schema(
-            a if a.missing_values is not None else replace(a, missing_values=markers)  # type: ignore[misc]
+            a if a.missing_values is not None else replace(a, missing_values=markers)
             for a in self._attributes
         )
 

@@ -210,7 +210,7 @@ def _attribute(entry: object, path: str, ctx: _Context, base: Path) -> Attribute
         raise ctx.error(f"{path}.domain_from_data", f"must be true or false, got {shown(flag)}",
                         "use true only for domains learned from the data", attribute=name)
     missing = entry.get("missing")
-    if missing is not None and not (isinstance(missing, str) or _is_int(missing)) or missing == "":
+    if (missing is not None and not (isinstance(missing, str) or _is_int(missing))) or missing == "":
         raise ctx.error(f"{path}.missing", f"must be one of the attribute's labels, got {shown(missing)}",
                         'e.g. "missing": "Unknown"', attribute=name)
     missing_label = None if missing is None else str(missing)
