@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -57,7 +58,7 @@ def infer_attribute(column: ColumnSummary) -> Attribute:
     name = column.name
     lo, hi = column.minimum, column.maximum
     # A value of their own for missing cells, after the numbers (see the module docstring).
-    own = {"missing": missing_code(column), "missing_at_end": True} if column.missing else {}
+    own: dict[str, Any] = {"missing": missing_code(column), "missing_at_end": True} if column.missing else {}
     # numbers of every size float64 holds exactly (and whose spread it can divide into bins)
     if column.numeric and lo is not None and hi is not None and max(abs(lo), abs(hi)) < 2.0**53:
         if column.integer and hi - lo + 1 <= INFER_MAX_RANGE:

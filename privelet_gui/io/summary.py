@@ -224,10 +224,7 @@ class _RawColumn:
         left = [v for v in counts if v not in marked]
         numbers = [known[v] for v in left if v in known]
         numeric = bool(left) and len(numbers) == len(left)
-        if numeric:
-            values = tuple(sorted(left, key=lambda v: (known[v], v)))
-        else:
-            values = tuple(sorted(left))
+        values = tuple(sorted(left, key=lambda v: (known[v], v))) if numeric else tuple(sorted(left))
         return ColumnSummary(
             name=self.name,
             distinct=len(left),
