@@ -225,14 +225,12 @@ def encoding_type(text: str) -> str:
 def missing_type(text: str) -> tuple[str, ...]:
     """``--missing``: comma-separated texts meaning missing (checked as the reading options check them)."""
     from ..engine import PriveletError
-    from ..io import TableOptions
+    from ..io import parse_missing_values
 
-    values = tuple(part.strip() for part in text.split(","))
     try:
-        TableOptions(missing_values=values)
+        return parse_missing_values(text)
     except PriveletError as exc:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("reading options: ")) from None
-    return values
 
 
 def epsilon_type(text: str) -> float:

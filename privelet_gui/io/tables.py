@@ -42,6 +42,7 @@ __all__ = [
     "TableOptions",
     "count_table",
     "iter_table_chunks",
+    "parse_missing_values",
     "preview_table",
     "read_ahead",
     "read_table",
@@ -128,6 +129,17 @@ class TableOptions:
             raise TableError(f"format must be 'csv', 'parquet' or None (detect), got {self.format!r}")
         if not isinstance(self.header, bool):
             raise TableError(f"header must be true or false, got {self.header!r}")
+
+
+def parse_missing_values(text: str) -> tuple[str, ...]:
+    """Texts meaning missing as people type them: comma-separated, spaces around each ignored
+    (``"N, NA"``), each once; checked as :class:`TableOptions` checks them (TableError).
+
+    >>> parse_missing_values("N, NA,, N")
+    ('N', 'NA')
+    """
+    values = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    return TableOptions(missing_values=values).missing_values
 
 
 # -- file access ------------------------------------------------------------------------
