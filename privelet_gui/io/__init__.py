@@ -50,7 +50,7 @@ from .schema import (
     schema_from_json,
     schema_to_json,
 )
-from .summary import ColumnSummary, TableSummary, summarize_table
+from .summary import ColumnSummary, TableSummary, suggest_missing_values, summarize_frame, summarize_table
 from .tables import (
     DELIMITERS,
     TableOptions,
@@ -114,6 +114,8 @@ __all__ = [
     "schema_to_json",
     "sniff_delimiter",
     "sniff_table",
+    "suggest_missing_values",
+    "summarize_frame",
     "summarize_table",
     "table_columns",
     "workload_from_description",

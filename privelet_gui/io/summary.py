@@ -22,7 +22,14 @@ import pandas as pd
 from ..engine.progress import Progress
 from .tables import iter_table_chunks
 
-__all__ = ["MAX_TRACKED_VALUES", "ColumnSummary", "TableSummary", "summarize_frame", "summarize_table"]
+__all__ = [
+    "MAX_TRACKED_VALUES",
+    "ColumnSummary",
+    "TableSummary",
+    "suggest_missing_values",
+    "summarize_frame",
+    "summarize_table",
+]
 
 #: Distinct values of a column are remembered up to this many (for domains and checks).
 MAX_TRACKED_VALUES = 20_000
@@ -316,6 +323,16 @@ def summarize_frame(frame: pd.DataFrame, missing_values: Sequence[str] = ()) -> 
     columns = _columns(frame, markers)
     _add(columns, frame)
     return tuple(column.summary(markers) for column in columns.values())
+
+
+def suggest_missing_values(columns: Sequence[ColumnSummary]) -> dict[str, tuple[str, ...]]:
+    """Texts that probably mean missing: those that alone keep a column of numbers from being
+    numeric (``N`` among ages), each with the columns where it does, the most widespread first."""
+    where: dict[str, list[str]] = {}
+    for column in columns:
+        for text in column.non_numbers() or ():
+            where.setdefault(text, []).append(column.name)
+    return {text: tuple(names) for text, names in sorted(where.items(), key=lambda item: (-len(item[1]), item[0]))}
 
 
 def _columns(frame: pd.DataFrame, markers: tuple[str, ...]) -> dict[str, _RawColumn]:
