@@ -20,6 +20,7 @@ edit is an undoable :class:`~privelet_gui.workspace.history.Change` on
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,6 +155,11 @@ class AttributeConfig:
 
 def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def _shown_labels(schema: Schema) -> list[dict[str, str]]:
+    """Every nominal attribute's display labels (what equality of schemas leaves out)."""
+    return [dict(a.hierarchy.display_labels) if isinstance(a, NominalAttribute) else {} for a in schema]
 
 
 def _flat_tree(labels: Sequence[str], history: History | None, name: str) -> HierarchyTree:
@@ -919,8 +925,22 @@ class Workspace:
 
     def _attributes_changed(self) -> None:
         self._schema_cache = None
+        self._relabel_release()
         self.events.attributes_changed.emit()
         self.events.state_changed.emit()
+
+    def _relabel_release(self) -> None:
+        """Display labels are presentation: a held release that still matches the settings
+        takes the current labels (its exports show them) instead of going stale, so rewording
+        a label never costs another release."""
+        outcome = self.outcome
+        if outcome is None or self.release_is_stale():
+            return
+        spec = self.release_spec()
+        released = outcome.release.schema
+        if spec is None or released is None or _shown_labels(spec.schema) == _shown_labels(released):
+            return
+        self.outcome = dataclasses.replace(outcome, release=dataclasses.replace(outcome.release, schema=spec.schema))
 
     def _changed_all(self) -> None:
         self._schema_cache = None
