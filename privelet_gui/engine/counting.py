@@ -314,9 +314,9 @@ def _domain_error(attribute: Attribute, column: pd.Series, rows: np.ndarray) -> 
         else ""
     )
     fix = "widen the domain, clean the data, " + hint
+    if any(isinstance(v, str) and v.strip() and not _NUMBER_TEXT.fullmatch(v.strip()) for v in examples):
+        fix += "name texts that mean a missing value (such as 'N') among the values meaning missing, "
     if attribute.kind == "ordinal" and attribute.is_numeric:
-        if any(isinstance(v, str) and v.strip() and not _NUMBER_TEXT.fullmatch(v.strip()) for v in examples):
-            fix += "name texts that mean a missing value (such as 'N') among the values meaning missing, "
         fix += "set out_of_range to 'clamp' or 'drop', "
     elif attribute.kind == "nominal":
         fix += "add the values to the hierarchy, "
