@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ACS_ROWS", "AcsFiles", "INDP_CATEGORY", "write_acs_like"]
+__all__ = ["ACS_ROWS", "INDP_CATEGORY", "AcsFiles", "write_acs_like"]
 
 #: INDP code -> INDP_CAT category code (real ACS codes).
 INDP_CATEGORY = {"170": "0", "180": "0", "770": "3", "3390": "4", "7860": "11", "8680": "14"}

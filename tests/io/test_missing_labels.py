@@ -25,7 +25,14 @@ from privelet_gui.engine import (
     SchemaError,
 )
 from privelet_gui.io import summary as summary_module
-from privelet_gui.io.project import PROJECT_VERSION, Project, ProjectError, load_project, project_from_json, save_project
+from privelet_gui.io.project import (
+    PROJECT_VERSION,
+    Project,
+    ProjectError,
+    load_project,
+    project_from_json,
+    save_project,
+)
 from tests.acs_like import ACS_ROWS, INDP_CATEGORY, write_acs_like
 
 N = pio.TableOptions(missing_values=("N",))
@@ -64,8 +71,8 @@ def test_tables_are_counted_with_the_table_texts_meaning_missing(acs, tmp_path):
         again, again_report = pio.count_table(other, schema, N)
         np.testing.assert_array_equal(again, matrix)
         assert again_report == report
-    # without the reading options, N is no age of the NOC domain: the count says what to do
-    with pytest.raises(DomainError, match="INDP.*'N'.*name texts that mean a missing value"):
+    # without the reading options, N is no industry code: the count says what to do
+    with pytest.raises(DomainError, match=r"INDP.*'N'.*name texts that mean a missing value"):
         pio.count_table(acs.table, schema)
 
 
