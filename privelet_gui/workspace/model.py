@@ -216,7 +216,9 @@ def infer_config(column: ColumnSummary, history: History | None = None) -> Attri
     if config.kind == "ordinal":
         # The values a switch to "values" or to nominal starts from are the data's own.
         config.values = tuple(values)
-        config.hierarchy = _flat_tree(values, history, column.name)
+        # ... and a value of their own for missing cells stays one (a leaf) in that tree
+        own = [config.missing] if config.missing_at_end and config.missing is not None else []
+        config.hierarchy = _flat_tree([*values, *own], history, column.name)
     if not values:
         config.include = False
         config.note = "the column is empty"
@@ -746,11 +748,18 @@ class Workspace:
         changes = {k: v for k, v in changes.items() if getattr(config, k) != v}
         if not changes:
             return
+        own = (
+            config.missing if "kind" in changes and "missing_at_end" not in changes
+            and self.missing_choice(config) == "own" else None
+        )
+        if "kind" in changes and own is not None:
+            # A value of their own for missing cells stays one: after the last ordinal value, or a leaf.
+            changes["missing_at_end"] = changes["kind"] == "ordinal"
         if changes.get("kind") == "nominal" and config.hierarchy is None and "hierarchy" not in changes:
             values = self.data_values(column) or config.values
             # a tree of millions of leaves is no hierarchy anyone edits: start from the root alone
             labels = [str(v) for v in values] if len(values) <= MAX_TREE_VALUES else []
-            tree = _flat_tree(labels, self.history, config.name)
+            tree = _flat_tree([*labels, *([own] if own is not None and labels else [])], self.history, config.name)
             self._watch(tree)
             changes["hierarchy"] = tree
         domain_keys = {"mode", "values", "lo", "hi", "bins", "hierarchy"}
