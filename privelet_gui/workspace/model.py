@@ -144,13 +144,14 @@ class AttributeConfig:
                 return "no hierarchy"
             text = f"hierarchy of {len(self.hierarchy.leaves()):,} values"
             return text if self.level is None else f"{text}, counted at level {self.level}"
+        own = f", then {self.missing!r} for missing cells" if self.missing_at_end else ""
         if self.mode == "range":
-            return f"integers {self.lo} to {self.hi}"
+            return f"integers {self.lo} to {self.hi}{own}"
         if self.mode == "bins":
             start, stop, width = self.bins
-            return f"bins of width {_num(width)} from {_num(start)} to {_num(stop)}"
+            return f"bins of width {_num(width)} from {_num(start)} to {_num(stop)}{own}"
         shown = ", ".join(map(str, self.values[:4])) + (", ..." if len(self.values) > 4 else "")
-        return f"{len(self.values):,} values: {shown}"
+        return f"{len(self.values):,} values: {shown}{own}"
 
 
 def _num(x: float) -> str:

@@ -536,7 +536,12 @@ class HierarchyTree:
         return self._shift(nodes, +1)
 
     def replace(self, tree: Hierarchy | TreeNode, text: str = "Replace hierarchy") -> bool:
-        """Replace the whole tree (import, builders); undoable."""
+        """Replace the whole tree (import, builders); undoable. Codes that stay keep their display
+        labels, unless the new hierarchy labels them itself."""
+        if isinstance(tree, Hierarchy):
+            kept = {code: shown for code, shown in self.display_labels().items() if code in tree}
+            if kept:
+                tree = tree.with_display_labels({**kept, **tree.display_labels})
         root = tree_from_hierarchy(tree) if isinstance(tree, Hierarchy) else tree
         self._register(root)
         return self._push(text, lambda: self._do(("reset", root.uid)))

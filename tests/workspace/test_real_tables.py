@@ -139,3 +139,12 @@ def test_the_project_keeps_it_all(workspace, tmp_path):
     assert reopened.table_missing_values() == ("N",)
     assert reopened.config("SEX").hierarchy.to_hierarchy().display_label("2") == "Female"
     assert Hierarchy.flat(["1", "2"]) == reopened.schema()["SEX"].hierarchy
+
+
+def test_a_rebuilt_tree_keeps_the_labels_of_its_codes(acs):
+    tree = HierarchyTree(pio.read_hierarchy(acs.hierarchy))
+    tree.set_display_labels({"0": "AGR", "170": "Crop production", "3390": "Cars"})
+    tree.replace(Hierarchy.flat(["170", "180", "3390"]).with_display_labels({"3390": "Motor vehicles"}))
+    assert tree.display_labels() == {"170": "Crop production", "3390": "Motor vehicles"}  # 0 is gone
+    tree.history.undo()
+    assert tree.display_labels() == {"0": "AGR", "170": "Crop production", "3390": "Cars"}
