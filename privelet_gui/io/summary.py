@@ -82,12 +82,17 @@ class ColumnSummary:
         return shown + (", ..." if len(self.values) > n else "")
 
     def missing_text(self) -> str:
-        """How many cells are missing, and why: ``"3,714 ('N': 3,700, empty: 14)"``."""
-        parts = [f"{text!r}: {count:,}" for text, count in self.missing_counts]
-        if self.empty and parts:
-            parts.append(f"empty: {self.empty:,}")
-        more = " or more" if self.approximate else ""
-        return f"{self.missing:,}{more}" + (f" ({', '.join(parts)})" if parts else "")
+        """How many cells are missing, and why: ``"2,703, all 'N'"``, ``"14, all empty"`` or
+        ``"3,714: 'N' 3,700, empty 14"``."""
+        total = f"{self.missing:,}" + (" or more" if self.approximate else "")
+        parts = [f"{text!r} {count:,}" for text, count in self.missing_counts]
+        if self.empty:
+            parts.append(f"empty {self.empty:,}")
+        if not self.missing or not parts:
+            return total
+        if len(parts) == 1:
+            return f"{total}, all " + (repr(self.missing_counts[0][0]) if self.missing_counts else "empty")
+        return f"{total}: {', '.join(parts)}"
 
     def non_numbers(self, most: int = 3) -> tuple[str, ...] | None:
         """The few texts (at most ``most``) that keep this column from being numeric, or None

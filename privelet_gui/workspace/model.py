@@ -810,7 +810,14 @@ class Workspace:
             text += "refused"
         else:
             raise PriveletError(f"missing cells are refused, dropped, their own value or a value, not {choice!r}")
+        previous = self.missing_choice(config)
         with self.history.group(text):
+            tree = config.hierarchy if config.kind == "nominal" else None
+            if tree is not None and previous == "own" and config.missing is not None and changes["missing"] != config.missing:
+                # the leaf that was there for missing cells only goes with them
+                own_leaf = tree.find(config.missing)
+                if own_leaf is not None:
+                    tree.remove_branch(own_leaf)
             if choice == "own" and config.kind == "nominal" and config.hierarchy is not None:
                 tree = config.hierarchy
                 if tree.find(changes["missing"]) is None:

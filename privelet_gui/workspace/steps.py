@@ -78,7 +78,7 @@ def attribute_issues(workspace: Workspace, config: AttributeConfig) -> list[Step
         if column.missing and attribute.missing is None and not attribute.drop_missing:
             issues.append(StepIssue(
                 "attributes", "missing",
-                f"{name}: {column.missing_text()} missing cell(s); give them a value of their own or drop their "
+                f"{name}: missing cells ({column.missing_text()}); give them a value of their own or drop their "
                 "rows (\"Missing\")",
                 severity, name,
             ))

@@ -473,6 +473,16 @@ class HierarchyTree:
         what = repr(labels[0]) if len(labels) == 1 else f"{len(labels)} values"
         return self._push(f"Add {what} in a group of its own", build)
 
+    def remove_branch(self, leaf: TreeNode, text: str | None = None) -> bool:
+        """Remove a value together with the groups above it that hold nothing else (the group
+        of its own :meth:`add_leaves_at_depth` made for it), as one edit."""
+        if leaf.is_group or not self.attached(leaf):
+            return False
+        top = leaf
+        while top.parent is not None and top.parent is not self._root and len(top.parent.children) == 1:
+            top = top.parent
+        return self._push(text or f"Remove {leaf.label!r}", lambda: self._do(("remove", top.uid)))
+
     def delete_group(self, node: TreeNode) -> bool:
         """Remove a group; its children take its place in its parent."""
         if node is self._root or not node.is_group or node.parent is None:

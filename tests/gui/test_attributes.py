@@ -108,7 +108,7 @@ def test_empty_cells_can_be_mapped_to_a_value(window, qtbot, tmp_path):
     panel = window.attributes_panel
     panel.select("age")
     editor = panel.editor
-    assert editor.missing.isVisibleTo(editor) and editor.missing_label.text() == "Missing (1):"
+    assert editor.missing.isVisibleTo(editor) and editor.missing_label.text() == "Missing (1, all empty):"
     editor.missing.setCurrentIndex(editor.missing_index("refuse"))
     editor.missing.activated.emit(editor.missing.currentIndex())
     assert doc.schema()["age"].missing is None

@@ -64,7 +64,7 @@ def test_the_data_step_counts_missing_cells_and_points_at_n(window, qtbot, acs):
     assert summary_cell(window, "PINCP", "Looks like") == "numbers and 'N'"
     assert panel.missing_hint.isVisibleTo(panel) and "<b>N</b>" in panel.missing_hint.label.text()
     open_acs(window, qtbot, acs.table, N)
-    assert summary_cell(window, "PINCP", "Missing") == "3 ('N': 3)"
+    assert summary_cell(window, "PINCP", "Missing") == "3, all 'N'"
     assert summary_cell(window, "PINCP", "Looks like") == "integer"  # 22000.0 is a whole number
     assert summary_cell(window, "NOC", "Looks like") == "integer"
     assert not panel.missing_hint.isVisibleTo(panel)
@@ -79,7 +79,7 @@ def test_each_attribute_says_what_missing_cells_count_as(window, qtbot, acs):
     doc.set_attribute("INDP_CAT", include=True, kind="nominal")
     panel.select("INDP_CAT")
     editor = panel.editor
-    assert editor.missing_label.text() == "Missing (4 ('N': 4)):"
+    assert editor.missing_label.text() == "Missing (4, all 'N'):"
     assert "A value of their own: 'N', a leaf of its own" in editor.missing.currentText()
     pick_missing(editor, "drop")
     assert doc.schema()["INDP_CAT"].drop_missing

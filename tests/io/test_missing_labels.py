@@ -102,7 +102,7 @@ def test_the_summary_counts_missing_cells_by_text(acs):
     summary = pio.summarize_table(acs.table, N)
     pincp, indp, puma = summary.column("PINCP"), summary.column("INDP"), summary.column("PUMA")
     assert (pincp.missing, pincp.numeric, pincp.minimum, pincp.maximum) == (3, True, 0.0, 74000.0)
-    assert pincp.missing_text() == "3 ('N': 3)" and pincp.missing_counts == (("N", 3),)
+    assert pincp.missing_text() == "3, all 'N'" and pincp.missing_counts == (("N", 3),)
     assert (indp.numeric, indp.integer, indp.distinct) == (True, True, 6)
     assert puma.missing == 0 and not puma.numeric
     # the same column when nothing but empty cells is missing: text, and N is why
@@ -126,7 +126,7 @@ def test_a_column_of_too_many_values_keeps_its_texts_and_range(monkeypatch):
     assert column.with_missing_values(["N"]).minimum == -1.0
     # a number-like text only now said to mean missing cannot be taken out of what was counted
     guessed = column.with_missing_values(["N", "-1", "3900"])
-    assert guessed.approximate and guessed.missing_text() == "3 or more ('N': 2, '-1': 1)"
+    assert guessed.approximate and guessed.missing_text() == "3 or more: 'N' 2, '-1' 1"
 
 
 def test_inference_gives_missing_cells_a_value_of_their_own(acs):

@@ -63,14 +63,15 @@ def test_what_missing_cells_count_as(workspace):
     workspace.set_missing("INDP_CAT", "drop")
     assert workspace.schema()["INDP_CAT"].drop_missing and workspace.missing_choice(config) == "drop"
     assert workspace.schema()["INDP_CAT"].missing is None
+    assert config.hierarchy.find("N") is None  # the leaf made for missing cells went with them
     workspace.set_missing("INDP_CAT", "refuse")
     issues = workspace.attribute_issues(config)
-    assert any("INDP_CAT: 4 ('N': 4) missing cell(s)" in text for _, text in issues)
+    assert any("INDP_CAT: missing cells (4, all 'N')" in text for _, text in issues)
     workspace.set_missing("INDP_CAT", "value", "0")
     assert workspace.schema()["INDP_CAT"].missing == "0" and workspace.missing_choice(config) == "value"
     for _ in range(3):
         workspace.history.undo()
-    assert workspace.missing_choice(config) == "own"
+    assert workspace.missing_choice(config) == "own" and config.hierarchy.find("N") is not None
     workspace.set_missing("NOC", "drop")
     assert workspace.schema()["NOC"].size == 4  # 0..3 without the value of its own
 
@@ -85,6 +86,11 @@ def test_a_value_of_its_own_goes_at_the_depth_of_the_other_leaves(workspace, acs
     attribute = workspace.schema()["INDP"]
     assert attribute.missing == "N" and attribute.hierarchy.leaves[-1] == "N"
     assert attribute.hierarchy.leaf_range("N (group)") == (6, 7)  # a group of its own, one level down
+    workspace.set_missing("INDP", "refuse")  # the leaf goes, and the group made for it
+    assert tree.find("N") is None and tree.find("N (group)") is None
+    assert workspace.config("INDP").hierarchy.to_hierarchy().leaves == pio.read_hierarchy(acs.hierarchy).leaves
+    workspace.history.undo()
+    assert workspace.schema()["INDP"].hierarchy.leaf_range("N (group)") == (6, 7)
     workspace.history.undo()
     assert tree.find("N") is None and workspace.config("INDP").drop_missing
 

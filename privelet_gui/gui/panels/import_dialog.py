@@ -87,7 +87,7 @@ class ImportDialog(QDialog):
         self.missing = QLineEdit()
         self.missing.setAccessibleName("Values meaning missing")
         self.missing.setPlaceholderText("e.g. N, NA  (empty cells are always missing)")
-        self.missing.setMinimumWidth(self.fontMetrics().horizontalAdvance("M") * 24)
+        self.missing.setMinimumWidth(self.fontMetrics().horizontalAdvance("e.g. N, NA  (empty cells are always missing)") + 24)
         self.missing.setToolTip(
             "Texts that mean a missing value in every column, comma-separated. Each attribute then says what "
             "missing cells count as (Attributes step), and may name its own texts instead."
@@ -105,8 +105,8 @@ class ImportDialog(QDialog):
         form.addRow("Encoding:", self.encoding)
         form.addRow("", self.header)
         form.addRow("Values meaning missing:", self.missing)
-        form.addRow("", suggestion_row)
         layout.addLayout(form)
+        layout.addLayout(suggestion_row)  # the whole width: it names columns
 
         self.banner = Banner("error")
         self.banner.hide()
