@@ -37,6 +37,7 @@ from ..engine import (
     recommend_sa,
 )
 from ..engine.advisor import EXHAUSTIVE_UP_TO
+from ..engine.progress import CancelCallback
 from ..engine.workloads import check_objective
 from ..io import read_workload
 from ..io.project import WorkloadChoice
@@ -188,10 +189,12 @@ class BestSa:
         return self.errors[which][1] / best if best > 0 else 1.0
 
 
-def find_best_sa(key: SearchKey) -> BestSa:
-    """Build the workload and search the S_A minimising its expected error (a plain job)."""
+def find_best_sa(key: SearchKey, should_cancel: CancelCallback | None = None) -> BestSa:
+    """Build the workload and search the S_A minimising its expected error (a plain job;
+    ``should_cancel()`` is asked between steps of the search)."""
     workload = build_workload(key.choice, key.schema)
-    choice = best_sa(key.spec(), workload, objective=check_objective(key.choice.objective))
+    choice = best_sa(key.spec(), workload, objective=check_objective(key.choice.objective),
+                     should_cancel=should_cancel)
     errors = {"best": (choice.sa, choice.error), **choice.references}
     return BestSa(choice.sa, choice.objective, choice.exhaustive, workload.name, len(workload), errors)
 
@@ -207,7 +210,7 @@ class AdviceKey:
     sa: tuple[str, ...] = ()
 
 
-def find_advice(key: AdviceKey) -> Advice:
+def find_advice(key: AdviceKey, should_cancel: CancelCallback | None = None) -> Advice:
     """The advisor's multipliers and suggestions at epsilon 1, each suggestion's error with the
     S_A that the rule gives the changed schema: its best S_A (``"best"``), its recommended S_A
     (``"recommended"``) or the chosen S_A less a dropped attribute (``"chosen"``)."""
@@ -222,7 +225,8 @@ def find_advice(key: AdviceKey) -> Advice:
     else:
         sa = ()
     spec = search.spec(key.mechanism, sa)
-    advice = advise(spec, workload, objective=objective, choose_sa=key.rule == "best" and plus)
+    advice = advise(spec, workload, objective=objective, choose_sa=key.rule == "best" and plus,
+                    should_cancel=should_cancel)
     if key.rule != "recommended" or not plus:
         return advice
     suggestions = []

@@ -4,7 +4,7 @@ workload's error, and concrete coarser domains with their predicted error, one c
 The advice is the engine's (:func:`~privelet_gui.engine.advise`, through
 :func:`~privelet_gui.workspace.workload.find_advice`): data-independent, so looking costs no
 privacy. It takes from a tenth of a second to seconds, so it runs on the panel's own lane of
-the task service, one search at a time (:class:`KeyedLane`), and only while the Privacy step
+the task service, one search at a time (:class:`KeyedLane`: a newer one cancels it), and only while the Privacy step
 is shown. Results are kept by key and computed at epsilon 1: moving the epsilon slider only
 rescales them.
 """
@@ -34,7 +34,7 @@ from ...engine import Advice, PriveletError, Suggestion, margin95, mechanism_nam
 from ...qt.widgets import Banner, fmt_count, fmt_number
 from ...workspace.workload import AdviceKey, ResultCache, find_advice, scaled_advice
 from ..document import Document
-from ..tasks import TaskRunner, TaskService
+from ..tasks import CancelFunction, TaskRunner, TaskService
 
 __all__ = ["SHOWN_SUGGESTIONS", "AdvisorBox", "KeyedLane"]
 
@@ -49,9 +49,8 @@ _RULE_WORDS = {
 
 
 class KeyedLane:
-    """One search at a time on a lane, by key: a key asked for while another runs waits until
-    it ends, and only the latest key asked for is started then. The engine's searches cannot
-    be interrupted, so starting one per edit would pile up threads that all run to the end.
+    """One search at a time on a lane, by key: asking for another key cancels the running
+    search (the engine's searches check for it between steps) and starts the new one.
 
     ``done(key, result)`` receives the job's result, or the exception it raised.
     """
@@ -60,39 +59,31 @@ class KeyedLane:
         self.lane = lane
         self._done = done
         self._running: Hashable | None = None
-        self._wanted: tuple[Hashable, Callable[[], Any], str] | None = None
 
     @property
     def running(self) -> Hashable | None:
         """The key being searched (None: idle)."""
         return self._running
 
-    def request(self, key: Hashable, job: Callable[[], Any], name: str) -> None:
-        """Search ``key`` with ``job`` now, or after the running search."""
+    def request(self, key: Hashable, job: Callable[[CancelFunction], Any], name: str) -> None:
+        """Search ``key`` with ``job(should_cancel)`` now (unless it is the one running)."""
         if key == self._running:
-            self._wanted = None
-            return
-        if self._running is not None:
-            self._wanted = (key, job, name)
             return
         self._running = key
         self.lane.run(
-            lambda _progress, _cancel: job(), name,
+            lambda _progress, should_cancel: job(should_cancel), name,
             on_success=lambda result: self._finished(key, result),
             on_failure=lambda error: self._finished(key, error),
         )
 
     def _finished(self, key: Hashable, result: Any) -> None:
         self._running = None
-        wanted, self._wanted = self._wanted, None
         self._done(key, result)
-        if wanted is not None:
-            self.request(*wanted)
 
 
-def _advice_job(key: AdviceKey) -> Advice | str:
+def _advice_job(key: AdviceKey, should_cancel: CancelFunction) -> Advice | str:
     try:
-        return find_advice(key)
+        return find_advice(key, should_cancel)
     except PriveletError as exc:  # the workload cannot be made: say why, in the box
         return str(exc)
 
@@ -202,7 +193,7 @@ class AdvisorBox(QGroupBox):
         found = self._results.get(key)
         if found is None:
             if self.isVisible():
-                self._jobs.request(key, lambda: _advice_job(key), "advisor")
+                self._jobs.request(key, lambda cancel: _advice_job(key, cancel), "advisor")
             self._clear("Computing suggestions for this workload...", keep=True)
             return
         if isinstance(found, str):

@@ -68,7 +68,7 @@ from ...qt.plots import AttributeFactorPlot, ErrorByCoveragePlot
 from ...qt.widgets import Banner, StepHeader, fmt_count, fmt_number
 from ...workspace.workload import REFERENCE_NAMES, BestSa, SearchKey, find_best_sa
 from ..document import Document
-from ..tasks import TaskService
+from ..tasks import CancelFunction, TaskService
 from .advisor_panel import AdvisorBox, KeyedLane
 
 __all__ = [
@@ -130,9 +130,9 @@ def public_total_text(spec: ReleaseSpec | None) -> str:
             "and nothing is shifted.")
 
 
-def _best_job(key: SearchKey) -> BestSa | str:
+def _best_job(key: SearchKey, should_cancel: CancelFunction) -> BestSa | str:
     try:
-        return find_best_sa(key)
+        return find_best_sa(key, should_cancel)
     except PriveletError as exc:  # the workload cannot be made on this schema: say why
         return str(exc)
 
@@ -343,7 +343,7 @@ class WorkloadBox(QGroupBox):
             return  # nothing needs the search while the step is hidden (showEvent refreshes)
         result = doc.best_sa_result()
         if result is None:
-            self._jobs.request(key, lambda: _best_job(key), "best S_A")
+            self._jobs.request(key, lambda cancel: _best_job(key, cancel), "best S_A")
             self.summary.setText("Searching the best S_A for this workload...")
             self.table.setEnabled(False)
             self.use_best.setEnabled(False)
