@@ -26,12 +26,14 @@ FILTERS = {
     "project": "Privelet Studio projects (*.privelet);;All files (*)",
     "hierarchy": "Hierarchies (*.csv *.json);;ARX hierarchy CSV (*.csv);;JSON hierarchy (*.json);;All files (*)",
     "release": "Release file (*.npz)",
+    "schema": "Schema files (*.json);;All files (*)",
+    "workload": "Workload files (*.csv *.tsv *.txt *.json);;All files (*)",
     "csv": "CSV, long format (*.csv)",
     "parquet": "Parquet, long format (*.parquet)",
     "any": "Projects, releases, tables and hierarchies (*.privelet *.npz *.csv *.tsv *.gz *.parquet *.json);;All files (*)",
 }
 
-SUFFIX = {"project": ".privelet", "release": ".npz", "csv": ".csv", "parquet": ".parquet", "hierarchy": ".csv"}
+SUFFIX = {"project": ".privelet", "release": ".npz", "csv": ".csv", "parquet": ".parquet", "hierarchy": ".csv", "schema": ".json"}
 
 
 class Dialogs:
