@@ -17,6 +17,7 @@ from ._common import (
     UsageError,
     epsilon_type,
     fmt,
+    fmt_column,
     note,
     parse_sa,
     progress_bar,
@@ -384,18 +385,19 @@ def _cmd_bounds(args: argparse.Namespace) -> int:
         return 0
     print(f"epsilon {eps:g}, neighbours {nb}, matrix {' x '.join(map(str, schema.shape))} = {schema.size:,} cells")
     print(f"{'mechanism':<12} {'paper bound':>14} {'exact worst case':>18}")
-    for key, spec in specs.items():
-        label = "best S_A" if key == "best" else MECHANISM_NAMES[spec.mechanism]
-        print(f"{label:<12} {fmt(result[key]['paper_bound']):>14} {fmt(result[key]['exact_worst_case']):>18}")
+    labels = ["best S_A" if key == "best" else MECHANISM_NAMES[spec.mechanism] for key, spec in specs.items()]
+    paper = fmt_column([result[key]["paper_bound"] for key in specs])
+    exact = fmt_column([result[key]["exact_worst_case"] for key in specs])
+    for label, paper_text, exact_text in zip(labels, paper, exact, strict=True):
+        print(f"{label:<12} {paper_text:>14} {exact_text:>18}")
     print(f"S_A used for Privelet+: {{{', '.join(sa)}}}")
     print(f"recommended S_A:        {{{', '.join(result['recommended_sa'])}}}")
     if workload is not None:
         what = "average square error" if args.objective == "mean" else "worst query's square error"
         shifted = "shifted to the public total" if specs["basic"].uses_public_total else "raw"
         print(f"workload {workload.name} ({len(workload):,} queries), {what}, release {shifted}:")
-        for key, spec in specs.items():
-            label = "best S_A" if key == "best" else MECHANISM_NAMES[spec.mechanism]
-            print(f"  {label:<10} {fmt(result[key]['workload_error']):>14}  "
-                  f"(+/- {result[key]['workload_margin95']:,.0f} in 95% of releases)")
+        errors = fmt_column([result[key]["workload_error"] for key in specs])
+        for label, key, error_text in zip(labels, specs, errors, strict=True):
+            print(f"  {label:<10} {error_text:>14}  (+/- {result[key]['workload_margin95']:,.0f} in 95% of releases)")
         print(f"best S_A for this workload: {{{', '.join(result['best']['sa'])}}}")
     return 0
