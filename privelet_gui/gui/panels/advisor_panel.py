@@ -15,7 +15,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QShowEvent
+from PySide6.QtGui import QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QGroupBox,
@@ -88,9 +88,20 @@ def _advice_job(key: AdviceKey, should_cancel: CancelFunction) -> Advice | str:
         return str(exc)
 
 
+class _RowsTable(QTableWidget):
+    """A table that stays as tall as its rows when a new width rewraps them (it never
+    scrolls inside, so the mouse wheel scrolls the page)."""
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():
+            self.resizeRowsToContents()
+            _fit(self)
+
+
 def _table(columns: list[str]) -> QTableWidget:
     """A read-only table sized to its rows; the last column stretches and wraps."""
-    table = QTableWidget(0, len(columns))
+    table = _RowsTable(0, len(columns))
     table.setHorizontalHeaderLabels(columns)
     table.verticalHeader().hide()
     table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
@@ -116,17 +127,25 @@ def _item(text: str, *, number: bool = False, tip: str = "") -> QTableWidgetItem
     return item
 
 
-def _fit(table: QTableWidget) -> None:
-    height = table.horizontalHeader().sizeHint().height() + 2 * table.frameWidth()
+def _fit(table: QTableWidget, *, whole_width: bool = False) -> None:
+    """The table as tall as its rows (and, with ``whole_width``, at least as wide as all its
+    columns: a short table whose last column would otherwise be cut)."""
+    header = table.horizontalHeader()
+    table.resizeRowsToContents()
+    height = header.sizeHint().height() + 2 * table.frameWidth()
     height += sum(table.rowHeight(r) for r in range(table.rowCount()))
     table.setFixedHeight(height)
+    if whole_width:
+        columns = range(table.columnCount())
+        table.setMinimumWidth(sum(max(table.sizeHintForColumn(c), header.sectionSizeHint(c)) for c in columns)
+                              + 2 * table.frameWidth())
 
 
 def exact_text(suggestion: Suggestion) -> str:
     """How many of the workload's queries the changed domain answers exactly, for people."""
     if suggestion.exact_share >= 1.0:
         return "every query"
-    return f"{suggestion.exact_share:.0%} (the rest rounded out)"
+    return f"{suggestion.exact_share:.0%}"
 
 
 class AdvisorBox(QGroupBox):
@@ -166,7 +185,7 @@ class AdvisorBox(QGroupBox):
         columns.addLayout(left, 1)
         right = QVBoxLayout()
         right.addWidget(QLabel("Suggestions, best first (one click applies one; Edit > Undo takes it back):"))
-        self.table = _table(["", "Smaller by", "Error at 95%", "Answered exactly", "Change"])
+        self.table = _table(["", "Smaller by", "Error at 95%", "Exact answers", "Change"])
         right.addWidget(self.table)
         self.caveat = QLabel()
         self.caveat.setWordWrap(True)
@@ -250,7 +269,7 @@ class AdvisorBox(QGroupBox):
             ]
             for column, item in enumerate(cells):
                 self.multipliers.setItem(row, column, item)
-        _fit(self.multipliers)
+        _fit(self.multipliers, whole_width=True)
         self.suggestions = advice.suggestions[:SHOWN_SUGGESTIONS]
         self.table.setRowCount(len(self.suggestions))
         self.apply_buttons = []
@@ -259,7 +278,8 @@ class AdvisorBox(QGroupBox):
                 _item(f"{s.factor:,.2f}×", number=True),
                 _item(f"± {fmt_count(margin95(s.error))}", number=True,
                       tip=f"expected square error {fmt_number(s.error)} (now {fmt_number(s.before)})"),
-                _item(exact_text(s)),
+                _item(exact_text(s), number=True,
+                      tip="" if s.exact_share >= 1.0 else "the other queries are rounded out to whole bins or groups"),
                 _item(s.description, tip=f"S_A after the change: {{{', '.join(s.sa)}}}"),
             ]
             for column, item in enumerate(cells, start=1):

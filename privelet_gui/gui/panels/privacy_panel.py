@@ -218,7 +218,8 @@ class WorkloadBox(QGroupBox):
         show.addWidget(self.problem)
         self.table = QTableWidget(len(REFERENCE_NAMES), 3)
         self.table.setHorizontalHeaderLabels(["S_A", "Error at 95%", "× the best"])
-        self.table.setVerticalHeaderLabels(list(REFERENCE_NAMES.values()))
+        # the choice and its set share the wide column: a row header would leave the set no room
+        self.table.verticalHeader().hide()
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
         self.table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
@@ -379,12 +380,13 @@ class WorkloadBox(QGroupBox):
         current = self._doc.effective_sa() if self._doc.mechanism == "privelet+" else None
         for row, which in enumerate(REFERENCE_NAMES):
             if result is None:
-                cells = ["—", "—", "—"]
+                cells = [REFERENCE_NAMES[which], "—", "—"]
                 mark = False
             else:
                 sa, _error = result.errors[which]
                 margin = margin95(result.error(which, self._doc.epsilon))
-                cells = ["{" + ", ".join(sa) + "}", f"± {fmt_count(margin)}", f"{result.ratio(which):,.2f}×"]
+                cells = [f"{REFERENCE_NAMES[which]}: {{{', '.join(sa)}}}", f"± {fmt_count(margin)}",
+                         f"{result.ratio(which):,.2f}×"]
                 mark = current is not None and tuple(sa) == tuple(current)
             for column, text in enumerate(cells):
                 item = QTableWidgetItem(text)
