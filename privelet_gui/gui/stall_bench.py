@@ -31,7 +31,7 @@ def _gui_thread_stack(thread_id: int) -> str:
     frame = sys._current_frames().get(thread_id)
     if frame is None:
         return "(no frame)"
-    lines = traceback.format_stack(frame)[-4:]
+    lines = traceback.format_stack(frame)[-12:]
     return "".join(line for line in lines).rstrip()
 
 

@@ -34,11 +34,13 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from ..engine.counting import INVALID_POLICIES, InvalidPolicy
 from ..engine.errors import PriveletError
-from ..engine.noise import check_epsilon
+from ..engine.noise import NEIGHBOURS, Neighbours, check_epsilon
 from ..engine.schema import Schema
+from ..engine.spec import MECHANISMS, Mechanism
 from ..engine.workloads import OBJECTIVES, PAPER_QUERIES
 from ._json import is_finite_number, loads, shown
 from .atomic import atomic_write
@@ -62,9 +64,6 @@ PROJECT_FORMAT = "privelet-studio-project"
 PROJECT_VERSION = 2
 PROJECT_SUFFIX = ".privelet"
 
-_NEIGHBOURS = ("replace", "add-remove")
-_MECHANISMS = ("privelet+", "privelet", "basic")
-_INVALID = ("error", "drop")
 #: How S_A was chosen: by the custodian, by the recommendation rule, or as the best subset for
 #: the project's workload (with either rule it follows the schema).
 SA_RULES = ("chosen", "recommended", "best")
@@ -165,9 +164,9 @@ class Project:
     epsilon: float = 1.0
     sa: tuple[str, ...] = ()
     sa_rule: str = "chosen"
-    neighbours: str = "replace"
-    mechanism: str = "privelet+"
-    invalid: str = "error"
+    neighbours: Neighbours = "replace"
+    mechanism: Mechanism = "privelet+"
+    invalid: InvalidPolicy = "error"
     attribute_order: tuple[str, ...] = ()
     drafts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     workload: WorkloadChoice = field(default_factory=WorkloadChoice)
@@ -183,14 +182,14 @@ class Project:
             check_epsilon(self.epsilon)
         except PriveletError as exc:
             raise ProjectError(str(exc)) from None
-        if self.neighbours not in _NEIGHBOURS:
-            raise ProjectError(f"neighbours must be one of {_NEIGHBOURS}, got {self.neighbours!r}")
-        if self.mechanism not in _MECHANISMS:
-            raise ProjectError(f"mechanism must be one of {_MECHANISMS}, got {self.mechanism!r}")
+        if self.neighbours not in NEIGHBOURS:
+            raise ProjectError(f"neighbours must be one of {NEIGHBOURS}, got {self.neighbours!r}")
+        if self.mechanism not in MECHANISMS:
+            raise ProjectError(f"mechanism must be one of {MECHANISMS}, got {self.mechanism!r}")
         if self.sa_rule not in SA_RULES:
             raise ProjectError(f"sa_rule must be one of {SA_RULES}, got {self.sa_rule!r}")
-        if self.invalid not in _INVALID:
-            raise ProjectError(f"invalid must be one of {_INVALID}, got {self.invalid!r}")
+        if self.invalid not in INVALID_POLICIES:
+            raise ProjectError(f"invalid must be one of {INVALID_POLICIES}, got {self.invalid!r}")
         if not isinstance(self.workload, WorkloadChoice):
             raise ProjectError(f"the workload must be a WorkloadChoice, got {type(self.workload).__name__}")
         known = set(self.attribute_order)
@@ -381,9 +380,9 @@ def project_from_json(obj: Any, base_dir: str | os.PathLike[str] | None = None) 
         epsilon=float(epsilon),
         sa=tuple(sa),
         sa_rule=_choice(privacy, "sa_rule", "chosen", SA_RULES, "privacy"),
-        neighbours=_choice(privacy, "neighbours", "replace", _NEIGHBOURS, "privacy"),
-        mechanism=_choice(privacy, "mechanism", "privelet+", _MECHANISMS, "privacy"),
-        invalid=_choice(counting, "invalid", "error", _INVALID, "counting"),
+        neighbours=_choice(privacy, "neighbours", "replace", NEIGHBOURS, "privacy"),
+        mechanism=_choice(privacy, "mechanism", "privelet+", MECHANISMS, "privacy"),
+        invalid=_choice(counting, "invalid", "error", INVALID_POLICIES, "counting"),
         attribute_order=tuple(order),
         drafts=drafts,
         workload=_workload_from_json(obj.get("workload", {}), base),
@@ -403,11 +402,15 @@ def _section(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     return value
 
 
-def _choice(section: Mapping[str, Any], key: str, default: str, allowed: tuple[str, ...], where: str) -> str:
+T = TypeVar("T", bound=str)
+
+
+def _choice(section: Mapping[str, Any], key: str, default: str, allowed: tuple[T, ...], where: str) -> T:
     value = section.get(key, default)
-    if value not in allowed:
-        raise ProjectError(f'"{where}.{key}" must be one of {", ".join(allowed)}, got {shown(value)}')
-    return str(value)
+    for choice in allowed:
+        if value == choice:
+            return choice
+    raise ProjectError(f'"{where}.{key}" must be one of {", ".join(allowed)}, got {shown(value)}')
 
 
 def _names(value: Any, where: str, *, unique: bool) -> None:

@@ -37,7 +37,10 @@ from ..engine import (
     SchemaError,
     recommend_sa,
 )
+from ..engine.counting import InvalidPolicy
+from ..engine.noise import Neighbours
 from ..engine.schema import OutOfRange
+from ..engine.spec import Mechanism
 from ..io import ColumnSummary, TableSummary, infer_attribute
 from ..io.inference import free_root_label
 from ..io.project import Project, WorkloadChoice
@@ -275,9 +278,9 @@ class Workspace:
         self.epsilon = 1.0
         self._sa: tuple[str, ...] = ()
         self.sa_rule = "recommended"
-        self.neighbours = "replace"
-        self.mechanism = "privelet+"
-        self.invalid = "error"
+        self.neighbours: Neighbours = "replace"
+        self.mechanism: Mechanism = "privelet+"
+        self.invalid: InvalidPolicy = "error"
         self.workload = WorkloadChoice()  # the queries the custodian expects (S_A rule "best", the advisor)
         # Searches of the best S_A by key (a result, or why there is none). Searches estimated
         # to take longer than best_sa_inline_seconds are left to the app's worker
@@ -331,7 +334,7 @@ class Workspace:
         if schema is None:
             return None
         try:
-            spec = ReleaseSpec(schema, 1.0, "privelet+", (), self.neighbours, invalid=self.invalid)  # type: ignore[arg-type]
+            spec = ReleaseSpec(schema, 1.0, "privelet+", (), self.neighbours, invalid=self.invalid)
         except PriveletError:
             return None
         return SearchKey.of(spec, self.workload)
@@ -448,7 +451,7 @@ class Workspace:
                     self._schema_cache = (None, str(exc))
         return self._schema_cache
 
-    def release_spec(self, *, mechanism: str | None = None) -> ReleaseSpec | None:
+    def release_spec(self, *, mechanism: Mechanism | None = None) -> ReleaseSpec | None:
         """The release the settings describe (or, with ``mechanism``, another mechanism at the
         same settings), or None while the schema or epsilon is not valid."""
         schema = self.schema()
@@ -457,7 +460,7 @@ class Workspace:
         sa = tuple(n for n in schema.names if n in set(self.sa))  # S_A keeps excluded names: skip them
         try:
             return ReleaseSpec(
-                schema, self.epsilon, mechanism or self.mechanism, sa, self.neighbours, invalid=self.invalid  # type: ignore[arg-type]
+                schema, self.epsilon, mechanism or self.mechanism, sa, self.neighbours, invalid=self.invalid
             )
         except PriveletError:
             return None
@@ -490,7 +493,7 @@ class Workspace:
             sa=spec.sa,
             neighbours=spec.neighbours,
             mechanism=spec.mechanism,
-            invalid=self.invalid,  # type: ignore[arg-type]
+            invalid=self.invalid,
             measure_error=self.measure_error,
         )
 

@@ -37,7 +37,9 @@ from ..engine import (
     recommend_sa,
 )
 from ..engine.advisor import EXHAUSTIVE_UP_TO
+from ..engine.noise import Neighbours
 from ..engine.progress import CancelCallback
+from ..engine.spec import Mechanism
 from ..engine.workloads import check_objective
 from ..io import read_workload
 from ..io.project import WorkloadChoice
@@ -122,16 +124,16 @@ class SearchKey:
 
     schema: Schema
     choice: WorkloadChoice
-    neighbours: str
+    neighbours: Neighbours
     public_total: bool
 
     @classmethod
     def of(cls, spec: ReleaseSpec, choice: WorkloadChoice) -> SearchKey:
         return cls(spec.schema, choice, spec.neighbours, spec.uses_public_total)
 
-    def spec(self, mechanism: str = "privelet+", sa: tuple[str, ...] = ()) -> ReleaseSpec:
+    def spec(self, mechanism: Mechanism = "privelet+", sa: tuple[str, ...] = ()) -> ReleaseSpec:
         """The release this key describes, at epsilon 1."""
-        return ReleaseSpec(self.schema, 1.0, mechanism, sa, self.neighbours, public_total=self.public_total)  # type: ignore[arg-type]
+        return ReleaseSpec(self.schema, 1.0, mechanism, sa, self.neighbours, public_total=self.public_total)
 
 
 # Measured costs of find_best_sa (2-core machine, numpy 2): factors of one product part along
@@ -206,7 +208,7 @@ class AdviceKey:
 
     search: SearchKey
     rule: str
-    mechanism: str
+    mechanism: Mechanism
     sa: tuple[str, ...] = ()
 
 
@@ -232,7 +234,7 @@ def find_advice(key: AdviceKey, should_cancel: CancelCallback | None = None) -> 
     suggestions = []
     for suggestion in advice.suggestions:
         follows = recommend_sa(suggestion.schema)
-        changed = ReleaseSpec(suggestion.schema, 1.0, "privelet+", follows, search.neighbours, public_total=search.public_total)  # type: ignore[arg-type]
+        changed = ReleaseSpec(suggestion.schema, 1.0, "privelet+", follows, search.neighbours, public_total=search.public_total)
         error = expected_error(changed, suggestion.workload, objective=objective)
         suggestions.append(dataclasses.replace(suggestion, sa=changed.effective_sa, error=error))
     suggestions.sort(key=lambda s: (s.exact_share < 1.0, s.error))

@@ -61,6 +61,7 @@ from ...engine import (
     random_workload,
     variance_model,
 )
+from ...engine.spec import Mechanism
 from ...engine.workloads import PAPER_QUERIES, level_nodes
 from ...io.project import WorkloadChoice
 from ...qt import icons
@@ -90,14 +91,12 @@ SLIDER_STEPS = 1000
 #: Best-S_A searches estimated to take longer than this run on a worker, not on the GUI thread.
 INLINE_SEARCH_SECONDS = 0.03
 
-MECHANISMS = tuple(
-    (key, MECHANISM_NAMES[key], tip)
-    for key, tip in (
-        ("privelet+", "transform every attribute except those in S_A"),
-        ("privelet", "transform every attribute (S_A empty)"),
-        ("basic", "noise on every cell, no transform (S_A = all)"),
-    )
+_MECHANISM_TIPS: tuple[tuple[Mechanism, str], ...] = (
+    ("privelet+", "transform every attribute except those in S_A"),
+    ("privelet", "transform every attribute (S_A empty)"),
+    ("basic", "noise on every cell, no transform (S_A = all)"),
 )
+MECHANISMS = tuple((key, MECHANISM_NAMES[key], tip) for key, tip in _MECHANISM_TIPS)
 
 
 def slider_to_epsilon(position: int) -> float:
@@ -818,7 +817,7 @@ class PrivacyPanel(QWidget):
         self._pending = None
         self.bounds_note.setText(f"Cannot compute the exact variances: {error}")
 
-    def displayed(self, mechanism: str, column: int) -> str:
+    def displayed(self, mechanism: Mechanism, column: int) -> str:
         """The text shown in the table (tests compare it with the engine)."""
         row = [m[0] for m in MECHANISMS].index(mechanism)
         item = self.table.item(row, column)
