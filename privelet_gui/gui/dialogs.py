@@ -25,7 +25,7 @@ FILTERS = {
     "table": "Tables (*.csv *.tsv *.txt *.csv.gz *.tsv.gz *.gz *.parquet *.pq);;All files (*)",
     "project": "Privelet Studio projects (*.privelet);;All files (*)",
     "hierarchy": "Hierarchies (*.csv *.json);;ARX hierarchy CSV (*.csv);;JSON hierarchy (*.json);;All files (*)",
-    "release": "Release file (*.npz)",
+    "release": "Releases: .npz files, the zarr.json of a .zarr folder (*.npz zarr.json);;All files (*)",
     "schema": "Schema files (*.json);;All files (*)",
     "workload": "Workload files (*.csv *.tsv *.txt *.json);;All files (*)",
     "csv": "CSV, long format (*.csv)",

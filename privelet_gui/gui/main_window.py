@@ -34,8 +34,17 @@ from .. import io as pio
 from ..engine import PriveletError, Release, mechanism_name
 from ..io import TableSummary, summarize_table
 from ..io.project import PROJECT_SUFFIX, load_project, save_project
+from ..io.zarr_releases import is_zarr_release
 from ..qt import icons
-from ..workspace.jobs import ExportFormat, ReleaseOutcome, classify_file, export_release_file, run_release
+from ..workspace.jobs import (
+    ExportFormat,
+    ReleaseOutcome,
+    classify_file,
+    export_release_file,
+    open_release_file,
+    release_location,
+    run_release,
+)
 from .dialogs import Dialogs
 from .document import STEPS, Document
 from .guide import GUIDE_HTML, about_html
@@ -437,7 +446,7 @@ class MainWindow(QMainWindow):
     def open_path(self, path: str | Path) -> None:
         """Open a dropped or command-line file: project, table or hierarchy (by its content)."""
         path = Path(path)
-        if not path.is_file():
+        if not path.is_file() and not is_zarr_release(path):
             self.dialogs.error(f"Cannot open {path.name}", f"no such file: {path}")
             return
         kind = classify_file(path)
@@ -684,7 +693,7 @@ class MainWindow(QMainWindow):
             path = self.dialogs.open_path("release", "Open release file")
             if path is None:
                 return False
-        path = Path(path)
+        path = release_location(path)
 
         def success(release: Release) -> None:
             self.go_to("release")
@@ -695,7 +704,7 @@ class MainWindow(QMainWindow):
         def failure(error: BaseException) -> None:
             self.dialogs.error(f"Cannot open the release {path.name}", error)
 
-        self._start(lambda _progress, _cancel: pio.load_release(path), f"Opening {path.name}",
+        self._start(lambda progress, cancel: open_release_file(path, progress, cancel), f"Opening {path.name}",
                     success=success, failure=failure)
         return True
 
@@ -815,7 +824,10 @@ class MainWindow(QMainWindow):
         event.acceptProposedAction()
         # Projects first, then tables, then hierarchies (which need the table's attributes).
         order = {"project": 0, "table": 1, "hierarchy": 2}
-        for path in sorted(paths, key=lambda p: order.get(classify_file(p) if p.is_file() else "table", 1))[:1]:
+        def kind(p: Path) -> str:
+            return classify_file(p) if p.is_file() or is_zarr_release(p) else "table"
+
+        for path in sorted(paths, key=lambda p: order.get(kind(p), 1))[:1]:
             self.open_path(path)
 
     @staticmethod

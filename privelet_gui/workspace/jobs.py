@@ -9,8 +9,10 @@ functions and re-implement nothing: the release itself is
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
+import math
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -18,6 +20,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
+
+import numpy as np
 
 from .. import __version__
 from .. import io as pio
@@ -32,8 +36,10 @@ from ..engine import (
     margin95,
     measure_release,
 )
+from ..engine._memory import available_memory, byte_size
 from ..engine.noise import Neighbours
 from ..engine.spec import Mechanism
+from ..io.zarr_releases import is_zarr_release
 
 __all__ = [
     "MEASURE_MAX_CELLS",
@@ -44,6 +50,8 @@ __all__ = [
     "export_release_file",
     "extra_metadata",
     "natural_sorted",
+    "open_release_file",
+    "release_location",
     "run_release",
 ]
 
@@ -225,6 +233,49 @@ def export_release_file(
 
 FileKind = Literal["project", "schema", "table", "hierarchy", "release"]
 
+#: The app reads a Zarr release into memory when it takes at most this share of the memory
+#: available (the workbench adds its prefix sums, one more matrix).
+APP_RELEASE_MEMORY_SHARE = 0.25
+
+
+def release_location(path: str | os.PathLike[str]) -> Path:
+    """The release a path names: the ``zarr.json`` of a Zarr release (what a file dialog can
+    choose) names its folder; anything else names itself."""
+    p = Path(path)
+    if p.name == "zarr.json" and is_zarr_release(p.parent):
+        return p.parent
+    return p
+
+
+def open_release_file(
+    path: str | os.PathLike[str], progress: ProgressFunction | None = None, should_cancel: CancelFunction | None = None
+) -> Release:
+    """A release file, or a Zarr release folder read into memory for the app's views.
+
+    A Zarr release bigger than :data:`APP_RELEASE_MEMORY_SHARE` of the available memory is
+    refused, naming the commands that read it chunk by chunk.
+    """
+    location = release_location(path)
+    release = pio.load_release(location)
+    if isinstance(release.noisy, np.ndarray):
+        return release
+    shape = tuple(release.noisy.shape)
+    needed, available = 8 * math.prod(shape), available_memory()
+    if available is not None and needed > APP_RELEASE_MEMORY_SHARE * available:
+        raise PriveletError(
+            f"{location.name} holds {math.prod(shape):,} cells ({byte_size(needed)}), more than the app can hold "
+            f"with the {byte_size(available)} of memory available; query and export it with "
+            f"'privelet query {location.name} --where ...' and 'privelet export', which read only the chunks they need"
+        )
+    steps = Progress(progress, should_cancel)
+    noisy = np.empty(shape)
+    rows = max(1, shape[0] * (1 << 20) // max(math.prod(shape), 1))  # about 8 MiB a read
+    for start in range(0, shape[0], rows):
+        steps.report(start / shape[0], f"reading {location.name}")
+        noisy[start:start + rows] = release.noisy[start:start + rows]
+    steps.report(1.0, f"read {location.name}")
+    return dataclasses.replace(release, noisy=noisy)
+
 
 def classify_file(path: str | os.PathLike[str]) -> FileKind:
     """What a file dropped on the window probably is: a project, a schema, a release, a table
@@ -239,7 +290,7 @@ def classify_file(path: str | os.PathLike[str]) -> FileKind:
     name = p.name.lower()
     if name.endswith(PROJECT_SUFFIX):
         return "project"
-    if name.endswith(".npz"):
+    if name.endswith((".npz", ".zarr")) or is_zarr_release(release_location(p)):
         return "release"
     if name.endswith(".json"):
         try:
