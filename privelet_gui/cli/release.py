@@ -233,7 +233,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
 
     def before_noise() -> None:  # counting spends nothing; drawing the noise does: ask the ledger first
         # fingerprinted after counting, so a table that cannot be read is reported by its reader
-        checked.append(check_budget(ledger, _table_files(args, table), spec))
+        checked.append(check_budget(ledger, _table_files(args, table), spec.epsilon, spec.neighbours))
         _check_budget(args, checked[-1])
 
     def drawn(release: Any) -> None:

@@ -14,6 +14,8 @@ from typing import Literal
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
 
 from ..engine import PriveletError
+from ..io.ledger import COMPOSITION_TEXT, BudgetCheck, spending_summary
+from ..io.releases import SEEDED_WARNING
 from .settings import Settings
 from .tasks import format_exception
 
@@ -112,6 +114,38 @@ class Dialogs:
         value, ok = QInputDialog.getText(self.parent, title, label, text=text)
         return value if ok and value.strip() else None
 
+    def ask_spend_budget(self, check: BudgetCheck) -> bool:
+        """Before a release's noise is drawn, when its table has spent some budget already:
+        what was spent, what this release adds and the new total; True to spend it."""
+        box = QMessageBox(QMessageBox.Icon.Warning, "Spend more of this table's privacy budget?",
+                          f"This table has already spent {spending_summary(check.spent)}.",
+                          QMessageBox.StandardButton.NoButton, self.parent)
+        box.setInformativeText(
+            f"This release spends epsilon {check.epsilon:g} more ({check.neighbours}). Afterwards the table will "
+            f"have spent {check.total_after_text()}.\n\n{COMPOSITION_TEXT}"
+        )
+        box.setDetailedText(f"Privacy ledger: {check.ledger.path}\nTable fingerprint: {check.fingerprint}")
+        spend = box.addButton(f"Spend epsilon {check.epsilon:g} more", QMessageBox.ButtonRole.AcceptRole)
+        cancel = box.addButton("Cancel", QMessageBox.ButtonRole.RejectRole)
+        box.setDefaultButton(cancel)  # as the command line: spending more is never the default
+        box.setEscapeButton(cancel)
+        box.exec()
+        return box.clickedButton() is spend
+
+    def ask_export_seeded(self, name: str) -> bool:
+        """Before exporting a seeded (test) release read from ``name``: True to export it anyway,
+        marked in the file as not private."""
+        box = QMessageBox(QMessageBox.Icon.Warning, "Export a seeded test release?",
+                          f"{name} is a seeded test release: it is NOT private.",
+                          QMessageBox.StandardButton.NoButton, self.parent)
+        box.setInformativeText(f"{SEEDED_WARNING}\n\nThe exported file will say so in the file itself.")
+        export = box.addButton("Export it for testing", QMessageBox.ButtonRole.AcceptRole)
+        cancel = box.addButton("Cancel", QMessageBox.ButtonRole.RejectRole)
+        box.setDefaultButton(cancel)
+        box.setEscapeButton(cancel)
+        box.exec()
+        return box.clickedButton() is export
+
     def import_options(self, path: Path, current: object = None) -> object | None:
         """The import dialog: preview and reading options; None if cancelled."""
         from .panels.import_dialog import ImportDialog
@@ -185,6 +219,12 @@ class HeadlessDialogs:
 
     def get_text(self, title: str, label: str, text: str = "") -> str | None:
         return text or None
+
+    def ask_spend_budget(self, check: BudgetCheck) -> bool:
+        return True  # a scripted tour releases the sample into its own temporary ledger
+
+    def ask_export_seeded(self, name: str) -> bool:
+        return False  # a seeded release is exported only when someone said so
 
     def import_options(self, path: Path, current: object = None) -> object | None:
         from .. import io as pio

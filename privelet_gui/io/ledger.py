@@ -30,6 +30,7 @@ No Qt here: the command line and the desktop app both use it.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -42,7 +43,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..engine import PriveletError, Release, ReleaseSpec
+from ..engine import PriveletError, Release
 
 __all__ = [
     "COMPOSITION_TEXT",
@@ -185,6 +186,14 @@ class BudgetCheck:
         totals[self.neighbours] = totals.get(self.neighbours, 0.0) + self.epsilon
         return totals
 
+    def after(self, release: Release) -> Spending:
+        """What the table has spent once ``release`` (made under this check) is recorded."""
+        if release.seeded:  # counted apart, as the ledger's totals count it
+            return dataclasses.replace(self.spent, seeded=self.spent.seeded + 1)
+        totals = dict(self.spent.epsilon)
+        totals[release.neighbours] = totals.get(release.neighbours, 0.0) + float(release.epsilon)
+        return dataclasses.replace(self.spent, epsilon=totals, releases=self.spent.releases + 1)
+
     def spends_text(self) -> str:
         """``"this release spends epsilon 0.5 more (replace)"``."""
         return f"this release spends epsilon {self.epsilon:g} more ({self.neighbours})"
@@ -220,10 +229,13 @@ class BudgetCheck:
         return self.ledger.record(self.fingerprint, release, output=output)
 
 
-def check_budget(ledger: Ledger, files: Sequence[str | os.PathLike[str]], spec: ReleaseSpec) -> BudgetCheck:
-    """Fingerprint the table's file(s) and look up what the table has spent, for a release of ``spec``."""
+def check_budget(
+    ledger: Ledger, files: Sequence[str | os.PathLike[str]], epsilon: float, neighbours: str
+) -> BudgetCheck:
+    """Fingerprint the table's file(s) and look up what the table has spent, for a release of
+    ``epsilon`` under ``neighbours``."""
     fingerprint = ledger.fingerprint_files(files)
-    return BudgetCheck(ledger, fingerprint, ledger.spent(fingerprint), spec.epsilon, spec.neighbours)
+    return BudgetCheck(ledger, fingerprint, ledger.spent(fingerprint), float(epsilon), neighbours)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from privelet_gui.workspace import (
     release_blockers,
     run_release,
 )
+from privelet_gui.workspace.jobs import check_release_budget
 from privelet_gui.workspace.model import default_cell_budget
 
 
@@ -172,7 +173,8 @@ def test_sa_follows_the_recommendation_until_chosen(workspace):
 
 def test_a_release_goes_stale_when_its_settings_change(workspace):
     workspace.set_sa(["sex"])
-    outcome = run_release(workspace.release_job())
+    job = workspace.release_job()
+    outcome = run_release(job, budget=check_release_budget(job))
     assert isinstance(outcome, ReleaseOutcome)
     workspace.set_release_outcome(outcome)
     assert not workspace.release_is_stale()
