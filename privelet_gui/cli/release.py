@@ -164,21 +164,17 @@ def _sampler(args: argparse.Namespace) -> Any:
     return getattr(args, "sampler", SAMPLER)
 
 
-def _check_budget(args: argparse.Namespace, check: Any) -> None:
-    """Say what the table has spent; if anything, ask before spending more (``--yes``: don't ask).
-    ``check`` is the ledger's :class:`~privelet_gui.io.ledger.BudgetCheck` (the app asks the same)."""
-    from ..engine import Cancelled
-
+def _ask_to_spend(args: argparse.Namespace, check: Any) -> bool:
+    """Whether to spend more of a table's budget (the ledger's :func:`~privelet_gui.io.ledger.ask_before_spending`
+    asks only when the table has spent some): ``--yes``, or a terminal's answer; no terminal: a usage error."""
     said = check.summary()
-    if not check.must_ask or args.yes:
-        note(args, f"privacy ledger: {said}")
-        return
+    if args.yes:
+        return True
     if not sys.stdin.isatty():
         raise UsageError(f"{said}. Run again with --yes to spend it without being asked")
     print(f"privacy ledger: {said}; afterwards it will have spent {check.total_after_text()}.", file=sys.stderr)
     answer = input(f"Spend epsilon {check.epsilon:g} more on this table? [y/N] ")
-    if answer.strip().lower() not in ("y", "yes"):
-        raise Cancelled("nothing released")
+    return answer.strip().lower() in ("y", "yes")
 
 
 def _cmd_release(args: argparse.Namespace) -> int:
@@ -193,7 +189,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
         sample_table_path,
         save_release,
     )
-    from ..io.ledger import BudgetCheck, Ledger, check_budget
+    from ..io.ledger import BudgetCheck, Ledger, ask_before_spending
     from ..io.zarr_releases import check_zarr_target, save_zarr_release
 
     if args.demo:
@@ -232,9 +228,11 @@ def _cmd_release(args: argparse.Namespace) -> int:
     checked: list[BudgetCheck] = []
 
     def before_noise() -> None:  # counting spends nothing; drawing the noise does: ask the ledger first
-        # fingerprinted after counting, so a table that cannot be read is reported by its reader
-        checked.append(check_budget(ledger, _table_files(args, table), spec.epsilon, spec.neighbours))
-        _check_budget(args, checked[-1])
+        check = ask_before_spending(ledger, _table_files(args, table), spec.epsilon, spec.neighbours,
+                                    lambda check: _ask_to_spend(args, check))
+        if not check.must_ask or args.yes:
+            note(args, f"privacy ledger: {check.summary()}")
+        checked.append(check)
 
     def drawn(release: Any) -> None:
         # Recorded as soon as the noise is drawn, before the file is written (BudgetCheck.record).

@@ -2,24 +2,27 @@
 
 The main window calls ``window.dialogs.<method>``; tests install a fake with the same
 methods (pyqtgraph's habit: a dialog only when the caller gave no answer), so no test
-ever blocks on a modal dialog.
+ever blocks on a modal dialog. :class:`WorkerQuestion` lets a task on a worker thread ask
+one (the release asks before spending more of a table's budget, once the table is counted).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
+from PySide6.QtCore import QObject, Qt, Signal, Slot
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
 
-from ..engine import PriveletError
+from ..engine import Cancelled, PriveletError
 from ..io.ledger import COMPOSITION_TEXT, BudgetCheck, spending_summary
 from ..io.releases import SEEDED_WARNING
 from .settings import Settings
 from .tasks import format_exception
 
-__all__ = ["FILTERS", "Dialogs", "SaveChoice"]
+__all__ = ["FILTERS", "Dialogs", "SaveChoice", "WorkerQuestion"]
 
 SaveChoice = Literal["save", "discard", "cancel"]
 
@@ -180,6 +183,58 @@ class Dialogs:
             target = target.with_name(target.name + suffix)
         self.settings.set_last_folder(kind, target)
         return target
+
+
+class _Pending:
+    """One question from a worker: asked on the GUI thread, answered through ``done``."""
+
+    def __init__(self, question: Callable[[], Any]):
+        self.question = question
+        self.answer: Any = None
+        self.error: BaseException | None = None
+        self.abandoned = False  # the worker stopped waiting (cancelled): do not ask any more
+        self.done = threading.Event()
+
+
+class WorkerQuestion(QObject):
+    """Ask the user from a worker thread: the question runs on the GUI thread (which owns
+    every dialog) while the worker waits for its answer, or for a cancel.
+
+    Lives in the GUI thread; :meth:`ask` is called from the worker.
+    """
+
+    _asked = Signal(object)  # a _Pending, queued to the GUI thread
+
+    #: How often a waiting worker checks for a cancel (seconds).
+    POLL = 0.05
+
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(parent)
+        self._asked.connect(self._ask, Qt.ConnectionType.QueuedConnection)
+
+    def ask(self, question: Callable[[], Any], should_cancel: Callable[[], bool]) -> Any:
+        """``question()``'s answer, asked on the GUI thread; Cancelled if the task is
+        cancelled first (closing the window cancels and waits: a worker never waits forever)."""
+        pending = _Pending(question)
+        self._asked.emit(pending)
+        while not pending.done.wait(self.POLL):
+            if should_cancel():
+                pending.abandoned = True
+                raise Cancelled("cancelled by the user")
+        if pending.error is not None:
+            raise pending.error
+        return pending.answer
+
+    @Slot(object)
+    def _ask(self, pending: _Pending) -> None:
+        if pending.abandoned:
+            return
+        try:
+            pending.answer = pending.question()
+        except BaseException as exc:  # handed to the worker, which raises it as the task's failure
+            pending.error = exc
+        finally:
+            pending.done.set()
 
 
 def _sample_folder() -> Path:

@@ -39,15 +39,13 @@ from ..qt import icons
 from ..workspace.jobs import (
     ExportFormat,
     ReleaseControl,
-    ReleaseJob,
     ReleaseOutcome,
-    check_release_budget,
     classify_file,
     export_opened_release,
     export_release_file,
     run_release,
 )
-from .dialogs import Dialogs
+from .dialogs import Dialogs, WorkerQuestion
 from .document import STEPS, Document
 from .guide import GUIDE_HTML, about_html
 from .panels.attributes_panel import AttributesPanel
@@ -90,7 +88,8 @@ class MainWindow(QMainWindow):
         self.tasks = TaskService(self)
         self.runner = self.tasks.lane("work")  # tables, releases, exports: one at a time
         self._cancelling: Callable[[], None] | None = None
-        self._release_control: ReleaseControl | None = None  # the release being made, past its question
+        self._release_control: ReleaseControl | None = None  # the release being made
+        self._questions = WorkerQuestion(self)  # the release's question, asked from its worker
 
         self.setWindowTitle("Privelet Studio[*]")
         self.setWindowIcon(icons.app_icon())
@@ -662,9 +661,10 @@ class MainWindow(QMainWindow):
 
     # -- release ----------------------------------------------------------------------------------------
     def run_release(self) -> bool:
-        """Release the table in the worker, as ``privelet release`` does: look up what the
-        table has spent, ask before spending more if it has spent some, then count and draw
-        the noise (one progress bar); the release is recorded in the ledger as its noise is drawn."""
+        """Count and release the table in the worker (one task, one progress bar), as
+        ``privelet release`` does: once counted, the privacy ledger says what the table has
+        spent and, if anything, the custodian is asked before its noise is drawn; the release
+        is recorded as soon as it is drawn."""
         if self._refuse_if_busy() or not self._confirm_drop_release("running a new release"):
             return False
         try:
@@ -674,37 +674,15 @@ class MainWindow(QMainWindow):
             return False
         self.go_to("release")
         self.releaseStarted.emit()
-
-        def checked(check: BudgetCheck) -> None:
-            self.document.set_table_budget(job.table_path, check)
-            if check.must_ask and not self.dialogs.ask_spend_budget(check):
-                self._release_ended()
-                self.release_panel.set_finished("Cancelled: no noise was drawn, nothing was recorded", False)
-                self.statusBar().showMessage("Nothing released: the table's privacy budget was not spent.", 8000)
-                self.releaseCancelled.emit()
-                return
-            self._draw_release(job, check)
-
-        def failure(error: BaseException) -> None:
-            self._release_ended()
-            self.release_panel.set_finished("Failed: nothing was released", False)
-            self.dialogs.error("Cannot look up what this table has spent", error)
-            self.releaseFailed.emit(error)
-
-        def cancelled() -> None:
-            self._release_ended()
-            self.release_panel.set_finished("Cancelled: nothing was released", False)
-            self.releaseCancelled.emit()
-
-        self._start(partial(check_release_budget, job), "Looking up the privacy ledger", success=checked,
-                    failure=failure, cancelled=cancelled, progress=self.release_panel.set_progress)
-        self.release_panel.set_running(True)
-        self.data_panel.setEnabled(False)
-        return True
-
-    def _draw_release(self, job: ReleaseJob, check: BudgetCheck) -> None:
-        """Count and draw the noise (the custodian agreed to spend it); see :meth:`run_release`."""
         control = self._release_control = ReleaseControl()
+
+        def ask(check: BudgetCheck) -> bool:  # on the GUI thread, while the worker waits
+            self.document.set_table_budget(job.table_path, check)
+            return bool(self.dialogs.ask_spend_budget(check))
+
+        def release(progress: Callable[[float, str], None], should_cancel: Callable[[], bool]) -> ReleaseOutcome:
+            return run_release(job, progress, should_cancel, control=control,
+                               ask=lambda check: self._questions.ask(partial(ask, check), should_cancel))
 
         def success(outcome: ReleaseOutcome) -> None:
             self.document.set_release_outcome(outcome)
@@ -718,14 +696,15 @@ class MainWindow(QMainWindow):
             self.releaseFailed.emit(error)
 
         def cancelled() -> None:
-            self.release_panel.set_finished("Cancelled: no noise was kept, nothing was recorded", False)
+            self.release_panel.set_finished("Cancelled: no noise was drawn, nothing was recorded", False)
             self.releaseCancelled.emit()
 
-        self._start(partial(run_release, job, budget=check, control=control), "Releasing", success=success,
-                    failure=failure, cancelled=cancelled, progress=self.release_panel.set_progress,
-                    finished=self._release_ended,
+        self._start(release, "Releasing", success=success, failure=failure, cancelled=cancelled,
+                    progress=self.release_panel.set_progress, finished=self._release_ended,
                     cancelling=lambda: self.release_panel.set_finished("Cancelling...", False))
         self.release_panel.set_running(True)
+        self.data_panel.setEnabled(False)
+        return True
 
     def _release_ended(self) -> None:
         self._release_control = None

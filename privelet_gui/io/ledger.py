@@ -37,13 +37,13 @@ import json
 import os
 import secrets
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..engine import PriveletError, Release
+from ..engine import Cancelled, PriveletError, Release
 
 __all__ = [
     "COMPOSITION_TEXT",
@@ -55,6 +55,7 @@ __all__ = [
     "LedgerEntry",
     "LedgerReport",
     "Spending",
+    "ask_before_spending",
     "check_budget",
     "ledger_path",
     "ledger_report",
@@ -236,6 +237,26 @@ def check_budget(
     ``epsilon`` under ``neighbours``."""
     fingerprint = ledger.fingerprint_files(files)
     return BudgetCheck(ledger, fingerprint, ledger.spent(fingerprint), float(epsilon), neighbours)
+
+
+def ask_before_spending(
+    ledger: Ledger,
+    files: Sequence[str | os.PathLike[str]],
+    epsilon: float,
+    neighbours: str,
+    ask: Callable[[BudgetCheck], bool],
+) -> BudgetCheck:
+    """The rule before a release's noise is drawn (``privelet release`` and the app): look up
+    what the table has spent and, if it has spent anything, ``ask(check)`` whether to spend
+    more; returns the check to record the release through, or raises Cancelled.
+
+    Call it once the table is counted (counting spends nothing; drawing the noise does), so
+    that a table that cannot be read is reported by its reader.
+    """
+    check = check_budget(ledger, files, epsilon, neighbours)
+    if check.must_ask and not ask(check):
+        raise Cancelled("nothing released: the table's privacy budget was not spent")
+    return check
 
 
 @dataclass(frozen=True)

@@ -6,14 +6,14 @@ plain data. The desktop app hands them to its task service
 functions and re-implement nothing: the release itself is
 :meth:`~privelet_gui.engine.ReleaseSpec.run`.
 
-A release spends privacy budget, so it goes as ``privelet release`` does: the table's
-spending is looked up first (:func:`check_release_budget`, the ledger's
-:class:`~privelet_gui.io.ledger.BudgetCheck`; the app asks the custodian when the table has
-spent some already), and :func:`run_release` records the release in the ledger as soon as
-its noise is drawn, before anything else can fail. A :class:`ReleaseControl` gives the
-release a point of no return: a cancel before the noise is drawn leaves nothing drawn and
-nothing recorded; a cancel after it only skips measuring the error, so that a release
-that spent epsilon is never dropped by a cancel.
+A release spends privacy budget, so :func:`run_release` goes as ``privelet release``
+does: once the table is counted it asks the ledger what the table has spent and, if it
+has spent anything, asks the custodian (the ledger's
+:func:`~privelet_gui.io.ledger.ask_before_spending`); it records the release as soon as its
+noise is drawn, before anything else can fail. A :class:`ReleaseControl` gives the release
+a point of no return: a cancel before the noise is drawn leaves nothing drawn and nothing
+recorded; a cancel after it only skips measuring the error, so that a release that spent
+epsilon is never dropped by a cancel.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from ..engine import (
 )
 from ..engine.noise import Neighbours, Sampler
 from ..engine.spec import Mechanism
-from ..io.ledger import BudgetCheck, Ledger, Spending, check_budget
+from ..io.ledger import BudgetCheck, Ledger, Spending, ask_before_spending, check_budget
 
 __all__ = [
     "MEASURE_MAX_CELLS",
@@ -54,7 +54,6 @@ __all__ = [
     "ReleaseControl",
     "ReleaseJob",
     "ReleaseOutcome",
-    "check_release_budget",
     "check_table_budget",
     "classify_file",
     "export_opened_release",
@@ -162,17 +161,6 @@ def check_table_budget(
     return check
 
 
-def check_release_budget(
-    job: ReleaseJob,
-    progress: ProgressFunction | None = None,
-    should_cancel: CancelFunction | None = None,
-    *,
-    ledger: Ledger | None = None,
-) -> BudgetCheck:
-    """:func:`check_table_budget` for the release ``job`` describes (asked before it runs)."""
-    return check_table_budget(job.table_path, job.epsilon, job.neighbours, progress, should_cancel, ledger=ledger)
-
-
 class ReleaseControl:
     """The cancel of one release and its point of no return (thread-safe).
 
@@ -215,15 +203,18 @@ def run_release(
     progress: ProgressFunction | None = None,
     should_cancel: CancelFunction | None = None,
     *,
-    budget: BudgetCheck,
+    ask: Callable[[BudgetCheck], bool],
     control: ReleaseControl | None = None,
+    ledger: Ledger | None = None,
 ) -> ReleaseOutcome:
     """Count the table into M, then release it as the job's spec says; M is dropped at once.
 
-    ``budget`` is the job's table's :func:`check_release_budget` (asked about, if need
-    be, before this starts): the release is recorded through it as soon as its noise is
-    drawn. With ``control``, a cancel that comes after the noise is drawn skips measuring
-    the error instead of dropping the release (see :class:`ReleaseControl`).
+    Between the two, what the table has spent is looked up in ``ledger`` (default: the
+    user's, or ``PRIVELET_LEDGER``) and, if it has spent anything, ``ask(check)`` says
+    whether to spend more (it may block: the app asks the custodian on its GUI thread);
+    no: Cancelled, nothing drawn. The release is recorded as soon as its noise is drawn.
+    With ``control``, a cancel that comes after that skips measuring the error instead of
+    dropping the release (see :class:`ReleaseControl`).
     """
     started = time.perf_counter()
     steps = Progress(progress, should_cancel)
@@ -240,10 +231,24 @@ def run_release(
         should_cancel=should_cancel,
     )
     counted = time.perf_counter()
+    waited = 0.0  # seconds spent waiting for the custodian's answer: not the release's time
+
+    def timed_ask(check: BudgetCheck) -> bool:
+        nonlocal waited
+        asked = time.perf_counter()
+        try:
+            return ask(check)
+        finally:
+            waited = time.perf_counter() - asked
+
     # Measuring the error releases Basic for comparison and answers queries: about as long again.
     end = share + (1.0 - share) * (0.5 if job.measures_error else 1.0)
     releasing = steps.slice(share, end)
     try:
+        releasing.report(0.0, "looking up what this table has spent")
+        budget = ask_before_spending(
+            ledger if ledger is not None else Ledger(), [job.table_path], spec.epsilon, spec.neighbours, timed_ask
+        )
         release = spec.run(matrix, progress=releasing.report, should_cancel=should_cancel)
         if control is not None and not control.commit():
             raise Cancelled("cancelled by the user")  # before anything is recorded: nobody saw this noise
@@ -268,7 +273,7 @@ def run_release(
         table_name=Path(job.table_path).name,
         paper_bound=spec.paper_bound(),
         worst_case_variance=spec.worst_case_variance(),
-        seconds=time.perf_counter() - started,
+        seconds=time.perf_counter() - started - waited,
         counting_seconds=counted - started,
         preview=preview,
         budget=budget,
