@@ -71,7 +71,9 @@ def test_cancel_mid_run_stops_promptly_and_leaves_nothing(window, qtbot, brazil_
     open_brazil(window, qtbot, brazil_csv)
     noise_started: list[float] = []
     # Fractions reported once counting is over, i.e. by the engine's release stages.
-    window.runner.progressed.connect(lambda g, f, s: noise_started.append(f) if not s.startswith("counting") else None)
+    window.runner.progressed.connect(
+        lambda g, f, s: noise_started.append(f) if not s.startswith(("counting", "looking up")) else None
+    )
     with qtbot.waitSignal(window.releaseCancelled, timeout=60_000):
         assert window.run_release()
         qtbot.waitUntil(lambda: len(noise_started) >= 3, timeout=60_000)
@@ -81,6 +83,7 @@ def test_cancel_mid_run_stops_promptly_and_leaves_nothing(window, qtbot, brazil_
     assert time.perf_counter() - cancelled_at < 1.0
     assert noise_started[-1] < 1.0  # it really was mid-run
     assert window.document.outcome is None  # nothing released, nothing kept
+    assert Ledger().entries() == []  # and nothing recorded: the noise was never delivered
     assert not window.runner.busy
     assert "Cancelled" in window.release_panel.progress.format()
     assert dialogs.errors == []
@@ -110,7 +113,8 @@ def test_closing_during_a_release_cancels_and_waits(window, qtbot, brazil_csv, d
     stages: list[str] = []
     window.runner.progressed.connect(lambda g, f, s: stages.append(s))
     assert window.run_release()
-    qtbot.waitUntil(lambda: any(not s.startswith("counting") for s in stages), timeout=60_000)  # the engine's stages
+    qtbot.waitUntil(lambda: any(not s.startswith(("counting", "looking up")) for s in stages),
+                    timeout=60_000)  # the engine's stages
     started = time.perf_counter()
     assert window.close()  # close = cancel + wait (unsaved changes answered "discard")
     assert time.perf_counter() - started < 2.0

@@ -23,7 +23,14 @@ from privelet_gui.engine import (
     paper_workload,
     recommend_sa,
 )
-from privelet_gui.io.project import PROJECT_FORMAT, PROJECT_VERSION, ProjectError, WorkloadChoice, load_project, save_project
+from privelet_gui.io.project import (
+    PROJECT_FORMAT,
+    PROJECT_VERSION,
+    ProjectError,
+    WorkloadChoice,
+    load_project,
+    save_project,
+)
 from privelet_gui.workspace import Workspace, release_blockers
 from privelet_gui.workspace.workload import (
     SearchKey,
