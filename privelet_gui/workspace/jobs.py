@@ -235,6 +235,7 @@ def run_release(
 
     def timed_ask(check: BudgetCheck) -> bool:
         nonlocal waited
+        releasing.report(0.0, "waiting for your answer: spend more of this table's budget?")
         asked = time.perf_counter()
         try:
             return ask(check)

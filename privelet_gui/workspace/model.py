@@ -859,19 +859,19 @@ class Workspace:
         return dataclasses.replace(self._budget, epsilon=float(self.epsilon), neighbours=self.neighbours)
 
     def spending_text(self) -> str:
-        """The privacy ledger's line for the open table, before a release (empty without a table)."""
+        """What the privacy ledger says of the open table before a release at the current
+        settings (empty without a table)."""
         if self.summary is None:
             return ""
         if isinstance(self._budget, str):
-            return f"Privacy ledger: cannot look up what this table has spent ({self._budget})."
+            return f"cannot look up what this table has spent ({self._budget})."
         check = self.budget_check()
         if check is None:
-            return "Privacy ledger: looking up what this table has spent..."
+            return "looking up what this table has spent..."
         if not check.must_ask:
-            return (f"Privacy ledger: first release of this table. Afterwards it will have spent "
-                    f"{check.total_after_text()}.")
-        return (f"Privacy ledger: this table has already spent {spending_summary(check.spent)}; this release "
-                f"would bring it to {check.total_after_text()}. You are asked before its noise is drawn.")
+            return f"first release of this table: afterwards it will have spent {check.total_after_text()}."
+        return (f"this table has already spent {spending_summary(check.spent)}; a release at these settings "
+                f"brings it to {check.total_after_text()} (you are asked before its noise is drawn).")
 
     def mark_release_saved(self, path: Path | None = None) -> None:
         """The last release was written to a file (``path``): dropping it loses nothing."""

@@ -39,7 +39,9 @@ def test_a_first_release_asks_nothing_is_recorded_before_it_is_saved_and_notes_t
 ):
     window = sample_window
     assert "first release of this table" in spent_before(window, qtbot)
-    assert "epsilon 1 (replace)" in window.privacy_panel.spending.text()
+    assert window.privacy_panel.spending.text() == (
+        "Privacy ledger: first release of this table: afterwards it will have spent epsilon 1 (replace)."
+    )
     outcome = release_now(window, qtbot)
     assert "spend-budget" not in dialogs.asked  # nothing spent yet: no question
     entries = Ledger().entries()
@@ -64,7 +66,7 @@ def test_a_second_release_asks_with_what_was_spent_and_the_new_total(sample_wind
     first = release_now(window, qtbot)
     doc.set_epsilon(0.5)
     line = window.privacy_panel.spending.text()
-    assert "already spent epsilon 1 (replace) in 1 release" in line and "bring it to epsilon 1.5 (replace)" in line
+    assert "already spent epsilon 1 (replace) in 1 release" in line and "brings it to epsilon 1.5 (replace)" in line
     second = release_now(window, qtbot)
     assert dialogs.asked.count("spend-budget") == 1
     check = dialogs.budget_checks[0]

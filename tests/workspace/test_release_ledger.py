@@ -80,20 +80,18 @@ def test_a_cancel_after_the_noise_is_drawn_only_skips_measuring(workspace, monke
 
 def test_the_workspace_says_what_the_table_has_spent(workspace, sample_summary):
     assert workspace.needs_budget_lookup()
-    assert workspace.spending_text() == "Privacy ledger: looking up what this table has spent..."
+    assert workspace.spending_text() == "looking up what this table has spent..."
     path = sample_summary.path
     workspace.set_table_budget(path, check_table_budget(path, 0.3, "add-remove"))
     assert not workspace.needs_budget_lookup()
     check = workspace.budget_check()
     assert (check.epsilon, check.neighbours) == (1.0, "replace")  # follows the settings, not the lookup's
-    assert workspace.spending_text() == (
-        "Privacy ledger: first release of this table. Afterwards it will have spent epsilon 1 (replace)."
-    )
+    assert workspace.spending_text() == "first release of this table: afterwards it will have spent epsilon 1 (replace)."
     workspace.set_release_outcome(run_release(workspace.release_job(), ask=never))
     workspace.set_epsilon(0.5)
     assert workspace.spending_text() == (
-        "Privacy ledger: this table has already spent epsilon 1 (replace) in 1 release; this release would bring "
-        "it to epsilon 1.5 (replace). You are asked before its noise is drawn."
+        "this table has already spent epsilon 1 (replace) in 1 release; a release at these settings brings it to "
+        "epsilon 1.5 (replace) (you are asked before its noise is drawn)."
     )
     assert "not saved yet" in workspace.release_ledger_text()
     workspace.mark_release_saved(path.parent / "r.npz")
@@ -101,9 +99,7 @@ def test_the_workspace_says_what_the_table_has_spent(workspace, sample_summary):
     workspace.set_table_budget(path.parent / "another.csv", "ignored")  # not the open table
     assert "already spent" in workspace.spending_text()
     workspace.set_table_budget(path, "the ledger is damaged")
-    assert workspace.spending_text() == (
-        "Privacy ledger: cannot look up what this table has spent (the ledger is damaged)."
-    )
+    assert workspace.spending_text() == "cannot look up what this table has spent (the ledger is damaged)."
     workspace.set_table(sample_summary)
     assert workspace.needs_budget_lookup()  # a table read anew is looked up again
 

@@ -916,7 +916,7 @@ class PrivacyPanel(QWidget):
 
     def _refresh_spending(self) -> None:
         text = self._doc.spending_text()
-        self.spending.setText(text)
+        self.spending.setText(f"Privacy ledger: {text}")
         self.spending.setVisible(bool(text))
 
     def _sa_toggled(self) -> None:
