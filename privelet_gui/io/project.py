@@ -2,8 +2,8 @@
 
 A project holds the table's path and reading options, the schema (attributes with
 their domains and hierarchies, written with :func:`schema_to_json`), the privacy
-settings (epsilon, S_A and how it was chosen, neighbouring notion, mechanism), the
-counting policy and the workload the custodian expects users to ask
+settings (epsilon, S_A and how it was chosen, neighbouring notion, mechanism, noise
+sampler), the counting policy and the workload the custodian expects users to ask
 (:class:`WorkloadChoice`: it chooses S_A under the ``"best"`` rule and guides the
 advisor). It never holds data or counts. Hierarchies that are being edited and are not valid
 yet (an empty group, a duplicate label) are kept as *drafts* so that nothing the
@@ -38,7 +38,8 @@ from typing import Any, TypeVar
 
 from ..engine.counting import INVALID_POLICIES, InvalidPolicy
 from ..engine.errors import PriveletError
-from ..engine.noise import NEIGHBOURS, Neighbours, check_epsilon
+from ..engine.noise import NEIGHBOURS, SAMPLERS, Neighbours, Sampler, check_epsilon
+from ..engine.release import SAMPLER
 from ..engine.schema import Schema
 from ..engine.spec import MECHANISMS, Mechanism
 from ..engine.workloads import OBJECTIVES, PAPER_QUERIES
@@ -61,7 +62,7 @@ __all__ = [
 ]
 
 PROJECT_FORMAT = "privelet-studio-project"
-PROJECT_VERSION = 2
+PROJECT_VERSION = 3
 PROJECT_SUFFIX = ".privelet"
 
 #: How S_A was chosen: by the custodian, by the recommendation rule, or as the best subset for
@@ -153,6 +154,7 @@ class Project:
     "tree": {...}}``: a nominal attribute whose hierarchy is not valid yet; the tree is
     ``{"label": ..., "children": [...]}`` with groups marked by ``children``).
     ``table_options`` is an :class:`~privelet_gui.io.TableOptions` (or None: sniff).
+    ``sampler`` is the noise sampler (:data:`~privelet_gui.engine.SAMPLERS`, exact by default).
     ``sa_rule`` says how S_A was chosen (:data:`SA_RULES`); with ``"recommended"`` the app
     keeps it equal to the recommended S_A of the current schema, with ``"best"`` equal to the
     best subset for ``workload`` (``sa`` then records the S_A at saving time).
@@ -166,6 +168,7 @@ class Project:
     sa_rule: str = "chosen"
     neighbours: Neighbours = "replace"
     mechanism: Mechanism = "privelet+"
+    sampler: Sampler = SAMPLER
     invalid: InvalidPolicy = "error"
     attribute_order: tuple[str, ...] = ()
     drafts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -186,6 +189,8 @@ class Project:
             raise ProjectError(f"neighbours must be one of {NEIGHBOURS}, got {self.neighbours!r}")
         if self.mechanism not in MECHANISMS:
             raise ProjectError(f"mechanism must be one of {MECHANISMS}, got {self.mechanism!r}")
+        if self.sampler not in SAMPLERS:
+            raise ProjectError(f"sampler must be one of {SAMPLERS}, got {self.sampler!r}")
         if self.sa_rule not in SA_RULES:
             raise ProjectError(f"sa_rule must be one of {SA_RULES}, got {self.sa_rule!r}")
         if self.invalid not in INVALID_POLICIES:
@@ -277,6 +282,7 @@ def project_to_json(project: Project, base_dir: str | os.PathLike[str] | None = 
             "sa_rule": project.sa_rule,
             "neighbours": project.neighbours,
             "mechanism": project.mechanism,
+            "sampler": project.sampler,
         },
         "counting": {"invalid": project.invalid},
         "workload": _workload_to_json(project.workload, base),
@@ -339,7 +345,13 @@ def migrate_project(obj: Any) -> dict[str, Any]:
         # Version 2 added the workload (S_A rule "best" and the advisor); version 1 projects
         # expected the paper's random workload, the default.
         migrated["workload"] = _workload_to_json(WorkloadChoice(), None)
-        migrated["version"] = 2
+        migrated["version"] = version = 2
+    if version == 2:
+        # Version 3 added the noise sampler; projects saved before used the default (exact) one.
+        privacy = migrated.get("privacy")
+        if isinstance(privacy, Mapping):  # anything else is refused by project_from_json
+            migrated["privacy"] = {**privacy, "sampler": SAMPLER}
+        migrated["version"] = 3
     return migrated
 
 
@@ -382,6 +394,7 @@ def project_from_json(obj: Any, base_dir: str | os.PathLike[str] | None = None) 
         sa_rule=_choice(privacy, "sa_rule", "chosen", SA_RULES, "privacy"),
         neighbours=_choice(privacy, "neighbours", "replace", NEIGHBOURS, "privacy"),
         mechanism=_choice(privacy, "mechanism", "privelet+", MECHANISMS, "privacy"),
+        sampler=_choice(privacy, "sampler", SAMPLER, SAMPLERS, "privacy"),
         invalid=_choice(counting, "invalid", "error", INVALID_POLICIES, "counting"),
         attribute_order=tuple(order),
         drafts=drafts,

@@ -61,12 +61,14 @@ from ...engine import (
     random_workload,
     variance_model,
 )
+from ...engine.release import SAMPLERS
 from ...engine.spec import Mechanism
 from ...engine.workloads import PAPER_QUERIES, level_nodes
 from ...io.project import WorkloadChoice
 from ...qt import icons
 from ...qt.plots import AttributeFactorPlot, ErrorByCoveragePlot
 from ...qt.widgets import Banner, StepHeader, fmt_count, fmt_number
+from ...workspace.model import SAMPLER_TEXT
 from ...workspace.workload import REFERENCE_NAMES, BestSa, SearchKey, find_best_sa
 from ..document import Document
 from ..tasks import CancelFunction, TaskService
@@ -533,6 +535,10 @@ class PrivacyPanel(QWidget):
         hint = QLabel("A smaller epsilon means stronger privacy and more noise. Every release spends its epsilon.")
         hint.setWordWrap(True)
         eps_layout.addWidget(hint, 2, 0, 1, 4)
+        self.spending = QLabel()  # what the privacy ledger says this table has spent
+        self.spending.setWordWrap(True)
+        self.spending.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        eps_layout.addWidget(self.spending, 3, 0, 1, 4)
         eps_layout.setColumnStretch(1, 1)
         left.addWidget(eps_box)
 
@@ -549,6 +555,23 @@ class PrivacyPanel(QWidget):
         nb_layout.addWidget(self.replace)
         nb_layout.addWidget(self.add_remove)
         left.addWidget(nb_box)
+
+        # -- noise sampler
+        sampler_box = QGroupBox("Noise sampler")
+        sampler_layout = QVBoxLayout(sampler_box)
+        self.sampler_group = QButtonGroup(self)
+        self.sampler_buttons: dict[str, QRadioButton] = {}
+        for sampler in SAMPLERS:
+            text = SAMPLER_TEXT[sampler]
+            button = QRadioButton(text[:1].upper() + text[1:])
+            self.sampler_group.addButton(button)
+            self.sampler_buttons[sampler] = button
+            sampler_layout.addWidget(button)
+        self.sampler_buttons["exact"].setToolTip(
+            "No floating-point step decides a sample: the privacy guarantee holds exactly as stated"
+        )
+        self.sampler_buttons["standard"].setToolTip("Faster on some machines; the same distribution to about 1e-16")
+        left.addWidget(sampler_box)
 
         # -- S_A
         sa_box = QGroupBox("S_A: attributes released without a transform")
@@ -667,23 +690,29 @@ class PrivacyPanel(QWidget):
         self.spin.valueChanged.connect(self._spin_changed)
         self.replace.toggled.connect(self._neighbours_changed)
         self.mech_group.buttonToggled.connect(self._mechanism_changed)
+        self.sampler_group.buttonToggled.connect(self._sampler_changed)
         self.target.valueChanged.connect(self._target_edited)
         document.attributesChanged.connect(self.refresh)
         document.privacyChanged.connect(self.refresh)
         document.tableChanged.connect(self.refresh)
+        document.stateChanged.connect(self._refresh_spending)  # the ledger's answer comes on its own
         self.refresh()
 
     # -- from the document ---------------------------------------------------------------------
     def refresh(self) -> None:
         doc = self._doc
-        blockers = [QSignalBlocker(w) for w in (self.slider, self.spin, self.replace, self.add_remove, self.mech_group)]
+        blockers = [QSignalBlocker(w) for w in (self.slider, self.spin, self.replace, self.add_remove, self.mech_group,
+                                                self.sampler_group)]
         self.spin.setValue(doc.epsilon)
         self.slider.setValue(epsilon_to_slider(doc.epsilon))
         self.replace.setChecked(doc.neighbours == "replace")
         self.add_remove.setChecked(doc.neighbours == "add-remove")
         for key, button in self.mech_buttons.items():
             button.setChecked(doc.mechanism == key)
+        for key, button in self.sampler_buttons.items():
+            button.setChecked(doc.sampler == key)
         del blockers
+        self._refresh_spending()
         self._refresh_sa()
         self.refresh_bounds()
         self.workload_box.refresh()
@@ -878,6 +907,18 @@ class PrivacyPanel(QWidget):
         for key, candidate in self.mech_buttons.items():
             if candidate is button:
                 self._doc.set_privacy(f"Mechanism: {key}", mechanism=key)
+
+    def _sampler_changed(self, button: QRadioButton, checked: bool) -> None:
+        if not checked:
+            return
+        for key, candidate in self.sampler_buttons.items():
+            if candidate is button:
+                self._doc.set_sampler(key)
+
+    def _refresh_spending(self) -> None:
+        text = self._doc.spending_text()
+        self.spending.setText(f"Privacy ledger: {text}")
+        self.spending.setVisible(bool(text))
 
     def _sa_toggled(self) -> None:
         self._doc.set_sa([name for name, box in self.sa_boxes.items() if box.isChecked()])
