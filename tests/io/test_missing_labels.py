@@ -225,10 +225,11 @@ def test_projects_keep_the_reading_texts_and_draft_labels(tmp_path):
     stored = json.loads(path.read_text())
     assert stored["version"] == PROJECT_VERSION == 3 and stored["table"]["options"]["missing_values"] == ["N", "NA"]
     assert load_project(path) == project
-    # a version 2 project (before texts meaning missing) opens with none
+    # a version 2 project (before texts meaning missing and the sampler) opens with none, and exact noise
     stored["version"] = 2
-    del stored["table"]["options"]["missing_values"]
-    assert project_from_json(stored, tmp_path).table_options.missing_values == ()
+    del stored["table"]["options"]["missing_values"], stored["privacy"]["sampler"]
+    old = project_from_json(stored, tmp_path)
+    assert old.table_options.missing_values == () and old.sampler == "exact"
 
 
 @pytest.mark.parametrize(
