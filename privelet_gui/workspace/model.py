@@ -50,7 +50,7 @@ from ..io.project import Project, WorkloadChoice
 from .events import Event
 from .history import FieldChange, History, UndoHistory
 from .jobs import ReleaseJob, ReleaseOutcome
-from .tree import HierarchyTree, TreeNode, tree_from_json, tree_to_json
+from .tree import HierarchyTree, Problem, TreeNode, tree_from_json, tree_to_json
 from .workload import AdviceKey, BestSa, ResultCache, SearchKey, find_best_sa, search_seconds
 
 if TYPE_CHECKING:
@@ -601,10 +601,32 @@ class Workspace:
 
         return [(issue.severity, issue.message) for issue in attribute_issues(self, config)]
 
-    def hierarchy_problems(self, config: AttributeConfig) -> list[Any]:
+    def hierarchy_problems(self, config: AttributeConfig) -> list[Problem]:
+        """What keeps a nominal attribute's hierarchy from counting its column: the tree's own
+        problems, data values that are no leaf, and the value missing cells count as when it
+        is none (an imported or rebuilt tree need not hold it)."""
         if config.kind != "nominal" or config.hierarchy is None:
             return []
-        return config.hierarchy.problems(self.data_values(config.column))
+        problems = config.hierarchy.problems(self.data_values(config.column))
+        if config.missing is not None and not config.drop_missing and config.hierarchy.missing_values([config.missing]):
+            problems.append(Problem(
+                "missing",
+                f"{config.missing!r}, the value missing cells count as, is not in the hierarchy: add it, or drop "
+                "their rows (Attributes step, \"Missing\")",
+                None, config.missing,
+            ))
+        return problems
+
+    def values_missing_from_hierarchy(self, config: AttributeConfig) -> list[str]:
+        """The values a nominal attribute's hierarchy must hold and does not, in order: the
+        data's, then the value missing cells count as (the one rule behind "add the missing
+        values")."""
+        if config.kind != "nominal" or config.hierarchy is None:
+            return []
+        wanted = list(self.data_values(config.column) or ())
+        if config.missing is not None and not config.drop_missing and config.missing not in wanted:
+            wanted.append(config.missing)
+        return config.hierarchy.missing_values(wanted)
 
     # -- loading ----------------------------------------------------------------------------------
     def reset(self) -> None:

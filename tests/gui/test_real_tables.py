@@ -195,3 +195,29 @@ def test_a_group_keeps_its_rename_and_can_be_labelled(window, qtbot, acs):
     assert model.setData(model.index_of(group, HierarchyModel.LABEL), "")  # no label any more
     assert group.display is None
     assert not model.setData(model.index_of(model.find("3390")), "9999")  # a value's code: refused
+
+
+def test_the_hierarchy_step_adds_the_value_for_missing_cells_an_imported_tree_lacks(window, qtbot, dialogs, acs):
+    open_acs(window, qtbot, acs.table, N)
+    doc = window.document
+    doc.set_attribute("INDP", include=True, kind="nominal")
+    window.go_to("hierarchies")
+    panel = window.hierarchy_panel
+    assert panel.set_attribute("INDP") and panel.import_hierarchy(acs.hierarchy)
+    texts = [panel.problems.item(row).text() for row in range(panel.problems.count())]
+    assert texts == ["'N', the value missing cells count as, is not in the hierarchy: add it, or drop their rows "
+                     "(Attributes step, \"Missing\")"]
+    assert doc.step_status("attributes").state == "error"  # what it says points here, and here it is
+    assert panel.add_missing_grouped.isVisibleTo(panel) and panel.add_missing.text().startswith("Add the 1 ")
+    panel.add_missing_grouped.click()
+    assert doc.schema()["INDP"].hierarchy.leaf_range("N (group)") == (6, 7)
+    assert panel.problems.item(0).text() == "No problems: this hierarchy is ready."
+    assert not panel.add_missing.isVisibleTo(panel)
+    # the dictionary has no code labels for INDP: the custodian is asked for an entry, here the
+    # categories, whose codes are the groups of this tree
+    asked: list[str] = []
+    dialogs.get_text = lambda title, label, text="": asked.append(label) or "INDP_CAT"
+    assert panel.import_labels(acs.dictionary) == 6  # five groups, and the leaf for missing cells
+    assert panel.model.find("N").display.startswith("N/A (less than 16")
+    assert asked[0].startswith("data_dictionary.json is a data dictionary with no code labels for 'INDP'")
+    assert panel.model.find("4").display == "MFG: Manufacturing" and panel.model.find("4").label == "4"

@@ -154,3 +154,20 @@ def test_a_rebuilt_tree_keeps_the_labels_of_its_codes(acs):
     assert tree.display_labels() == {"170": "Crop production", "3390": "Motor vehicles"}  # 0 is gone
     tree.history.undo()
     assert tree.display_labels() == {"0": "AGR", "170": "Crop production", "3390": "Cars"}
+
+
+def test_an_imported_tree_without_the_value_for_missing_cells_says_so(workspace, acs):
+    workspace.set_attribute("INDP", include=True, kind="nominal")
+    config = workspace.config("INDP")
+    assert workspace.missing_choice(config) == "own" and not workspace.hierarchy_problems(config)
+    config.hierarchy.replace(pio.read_hierarchy(acs.hierarchy))  # the custodian's tree: no leaf N
+    problems = workspace.hierarchy_problems(config)
+    assert [(p.kind, p.value) for p in problems] == [("missing", "N")]
+    assert "the value missing cells count as, is not in the hierarchy" in problems[0].message
+    assert workspace.values_missing_from_hierarchy(config) == ["N"]
+    assert workspace.step_status("hierarchies").state == "error"
+    config.hierarchy.add_leaves_at_depth(workspace.values_missing_from_hierarchy(config))
+    assert not workspace.hierarchy_problems(config) and workspace.schema()["INDP"].missing == "N"
+    workspace.history.undo()
+    workspace.set_missing("INDP", "drop")  # no value for them wanted any more
+    assert not workspace.hierarchy_problems(config) and not workspace.values_missing_from_hierarchy(config)

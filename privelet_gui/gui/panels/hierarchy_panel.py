@@ -343,8 +343,7 @@ class HierarchyPanel(QWidget):
             item = QListWidgetItem(icons.icon("done"), "No problems: this hierarchy is ready.")
             item.setFlags(Qt.ItemFlag.ItemIsEnabled)
             self.problems.addItem(item)
-        values = self._doc.data_values(config.column)
-        missing = model.missing_values(values) if values is not None else []
+        missing = self._doc.values_missing_from_hierarchy(config)
         self.add_missing.setVisible(bool(missing))
         self.add_missing.setText(f"Add the {len(missing):,} missing value(s) under the root")
         self.add_missing_grouped.setVisible(bool(missing) and model.tree.leaf_depth() > 2)
@@ -489,12 +488,12 @@ class HierarchyPanel(QWidget):
         self.view.expandToDepth(0)
 
     def add_missing_values(self, *, grouped: bool = False) -> None:
-        """Add the data values missing from the hierarchy under the root: as leaves there, or
-        (``grouped``) each in a group of its own at the depth of the other leaves."""
+        """Add the values missing from the hierarchy (the data's, and the one missing cells count
+        as) under the root: as leaves there, or (``grouped``) each in a group of its own at the
+        depth of the other leaves."""
         if self.model is None or self._config is None:
             return
-        values = self._doc.data_values(self._config.column) or ()
-        missing = self.model.missing_values(values)
+        missing = self._doc.values_missing_from_hierarchy(self._config)
         if missing and grouped:
             self.model.tree.add_leaves_at_depth(missing)
         elif missing:
@@ -645,7 +644,8 @@ class HierarchyPanel(QWidget):
             if entries and entry is None:
                 entry = self._config.column if self._config.column in entries else self._dialogs().get_text(
                     "Which entry?",
-                    f"{Path(path).name} is a data dictionary; the labels of which entry? ({', '.join(entries[:12])}"
+                    f"{Path(path).name} is a data dictionary with no code labels for {self._config.column!r}; "
+                    f"the labels of which entry? ({', '.join(entries[:12])}"
                     + (", ..." if len(entries) > 12 else "") + ")",
                     entries[0],
                 )
