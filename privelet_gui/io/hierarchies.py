@@ -545,17 +545,20 @@ def _label_rows(path: Path) -> list[list[str]]:
 def _twin_labels(rows: list[list[str]], hierarchy: Hierarchy) -> dict[str, str] | None:
     """Labels from an ARX file laid out like ``hierarchy`` (one row per leaf, as wide as the
     tree, one root): each cell labels the code in the same place of the hierarchy's own rows,
-    which are matched by leaf when the twin keeps the leaf codes, else by row order. None when
+    which are matched by leaf when the twin keeps the leaf codes (then it may lack leaves the
+    hierarchy gained since, such as a value for missing cells), else by row order. None when
     the rows are not such a twin."""
     own = hierarchy_to_arx_rows(hierarchy)
     width = len(own[0])
-    if width < 3 or len(rows) != len(own) or any(len(r) != width for r in rows) or len({r[-1] for r in rows}) != 1:
+    if width < 3 or any(len(r) != width for r in rows) or len({r[-1] for r in rows}) != 1:
         return None
     by_leaf = {r[0]: r for r in own}
     if all(r[0] in by_leaf for r in rows):
         pairs = [(by_leaf[r[0]], r) for r in rows]
-    else:
+    elif len(rows) == len(own):
         pairs = list(zip(own, rows, strict=True))
+    else:
+        return None
     labels: dict[str, str] = {}
     for code_row, label_row in pairs:
         for code, text in zip(code_row, label_row, strict=True):

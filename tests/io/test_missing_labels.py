@@ -309,6 +309,9 @@ def test_labels_from_a_data_dictionary_a_twin_and_csv(acs, tmp_path):
     assert found.source == "data dictionary" and found.labels["4"] == "MFG: Manufacturing" and found.unknown == ("N",)
     twin = pio.read_display_labels(acs.labelled, indp)
     assert twin.source == "labelled twin" and twin.labels == {"0": "AGR", "3": "CON", "4": "MFG", "11": "EDU", "14": "ENT"}
+    # the tree gained a value for missing cells (in a group of its own) since: still its twin, by leaf
+    grown = Hierarchy.from_nested({"*": {**indp.to_nested()["*"], "N (group)": ["N"]}})
+    assert pio.read_display_labels(acs.labelled, grown).labels == twin.labels  # not every leaf named "AGR"
     table = tmp_path / "labels.csv"
     table.write_text("code,label\n170,Crop production\n9999,Not in the tree\n")
     found = pio.read_display_labels(table, indp)
