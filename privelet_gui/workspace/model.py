@@ -82,7 +82,7 @@ DEFAULT_CELLS_PER_ROW = 10
 DEFAULT_MIN_CELLS = 10_000
 #: How S_A was chosen, for people.
 SA_RULE_TEXT = {
-    "recommended": "recommended: the attributes with |A| <= P(A)^2 H(A), which never raises the paper's bound",
+    "recommended": "recommended: the attributes with |A| ≤ P(A)² H(A), which never raise the paper's bound",
     "chosen": "chosen by you",
     "best": "best for the workload: the subset with the smallest expected error of the queries you expect "
             "(it follows the schema and the workload)",
@@ -232,8 +232,8 @@ class WorkspaceEvents:
 _PRIVACY_FIELDS = ("epsilon", "sa", "sa_rule", "neighbours", "mechanism", "sampler", "invalid", "workload")
 #: The noise samplers, for people (the choice in the Privacy step).
 SAMPLER_TEXT = {
-    "exact": "exact: discrete Laplace in integer arithmetic from cryptographically secure bits (the default)",
-    "standard": "standard: floating-point inversion of the same law (equal to it to about 1e-16)",
+    "exact": ("Exact (the default)", "discrete Laplace in integer arithmetic from cryptographically secure bits"),
+    "standard": ("Standard", "floating-point inversion of the same law (equal to it to about 1e-16)"),
 }
 
 

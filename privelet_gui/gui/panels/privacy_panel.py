@@ -64,10 +64,11 @@ from ...engine import (
 from ...engine.noise import SAMPLERS, Sampler
 from ...engine.spec import Mechanism
 from ...engine.workloads import PAPER_QUERIES, level_nodes
+from ...formatting import table_is_scientific
 from ...io.project import WorkloadChoice
 from ...qt import icons
 from ...qt.plots import AttributeFactorPlot, ErrorByCoveragePlot
-from ...qt.widgets import Banner, StepHeader, fmt_count, fmt_number
+from ...qt.widgets import Banner, StepHeader, fmt_count, fmt_number, hint_label
 from ...workspace.model import SAMPLER_TEXT
 from ...workspace.workload import REFERENCE_NAMES, BestSa, SearchKey, find_best_sa
 from ..document import Document
@@ -562,11 +563,12 @@ class PrivacyPanel(QWidget):
         self.sampler_group = QButtonGroup(self)
         self.sampler_buttons: dict[Sampler, QRadioButton] = {}
         for sampler in SAMPLERS:
-            text = SAMPLER_TEXT[sampler]
-            button = QRadioButton(text[:1].upper() + text[1:])
+            title, description = SAMPLER_TEXT[sampler]
+            button = QRadioButton(title)
             self.sampler_group.addButton(button)
             self.sampler_buttons[sampler] = button
             sampler_layout.addWidget(button)
+            sampler_layout.addWidget(hint_label(description))
         self.sampler_buttons["exact"].setToolTip(
             "No floating-point step decides a sample: the privacy guarantee holds exactly as stated"
         )
@@ -577,8 +579,7 @@ class PrivacyPanel(QWidget):
         sa_box = QGroupBox("S_A: attributes released without a transform")
         sa_layout = QVBoxLayout(sa_box)
         sa_hint = QLabel(
-            "Small domains are often better left untransformed. Recommended attributes (marked ✓, in bold) "
-            "never make the paper's bound worse: |A| ≤ P(A)² H(A)."
+            "Small domains are often better left untransformed. Recommended attributes are marked ✓ and in bold."
         )
         sa_hint.setWordWrap(True)
         sa_layout.addWidget(sa_hint)
@@ -773,7 +774,7 @@ class PrivacyPanel(QWidget):
             self._pending = schema
             self.runner.run(lambda _progress, _cancel: model.prepare(), "variance factors",
                             on_success=lambda _model: self.refresh_bounds(), on_failure=self._factors_failed)
-        for row, (key, title, _tip) in enumerate(MECHANISMS):
+        for key, _title, _tip in MECHANISMS:
             spec = specs[key]
             assert spec is not None
             entry: dict[str, Any] = {"sa": spec.effective_sa, "paper": spec.paper_bound()}
@@ -781,11 +782,18 @@ class PrivacyPanel(QWidget):
                 entry["exact"] = spec.worst_case_variance()
                 entry["margin"] = spec.margin95(entry["exact"])
             self.bounds[key] = entry
+        # One style per column: all grouped digits, or all powers of ten.
+        styles = {column: table_is_scientific(entry.get(column) for entry in self.bounds.values())
+                  for column in ("paper", "exact", "margin")}
+        for row, (key, title, _tip) in enumerate(MECHANISMS):
+            spec = specs[key]
+            assert spec is not None
+            entry = self.bounds[key]
             cells = [
                 title,
-                fmt_number(entry["paper"]),
-                fmt_number(entry["exact"]) if ready else "computing...",
-                ("± " + fmt_count(entry["margin"])) if ready else "...",
+                fmt_number(entry["paper"], scientific_form=styles["paper"]),
+                fmt_number(entry["exact"], scientific_form=styles["exact"]) if ready else "computing...",
+                ("± " + fmt_count(entry["margin"], scientific_form=styles["margin"])) if ready else "...",
             ]
             selected = key == self._doc.mechanism
             for col, text in enumerate(cells):
