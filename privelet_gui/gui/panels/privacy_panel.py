@@ -59,6 +59,7 @@ from ...engine import (
     margin95,
     quintile_summary,
     random_workload,
+    variance_for_margin95,
     variance_model,
 )
 from ...engine.noise import SAMPLERS, Sampler
@@ -873,7 +874,7 @@ class PrivacyPanel(QWidget):
             self.target_result.setText("Computing...")
             return
         at_one = spec.replace(epsilon=1.0).worst_case_variance()
-        target_variance = (self.target.value() / Z95) ** 2
+        target_variance = variance_for_margin95(self.target.value())
         epsilon = round_up(epsilon_for_variance(at_one, target_variance))
         self.target_epsilon = epsilon
         name = spec.name
