@@ -83,7 +83,7 @@ DEFAULT_CELLS_PER_ROW = 10
 DEFAULT_MIN_CELLS = 10_000
 #: How S_A was chosen, for people.
 SA_RULE_TEXT = {
-    "recommended": "recommended: the attributes with |A| <= P(A)^2 H(A), which never raises the paper's bound",
+    "recommended": "recommended: the attributes with |A| ≤ P(A)² H(A), which never raise the paper's bound",
     "chosen": "chosen by you",
     "best": "best for the workload: the subset with the smallest expected error of the queries you expect "
             "(it follows the schema and the workload)",
@@ -250,8 +250,8 @@ class WorkspaceEvents:
 _PRIVACY_FIELDS = ("epsilon", "sa", "sa_rule", "neighbours", "mechanism", "sampler", "invalid", "workload")
 #: The noise samplers, for people (the choice in the Privacy step).
 SAMPLER_TEXT = {
-    "exact": "exact: discrete Laplace in integer arithmetic from cryptographically secure bits (the default)",
-    "standard": "standard: floating-point inversion of the same law (equal to it to about 1e-16)",
+    "exact": ("Exact (the default)", "discrete Laplace in integer arithmetic from cryptographically secure bits"),
+    "standard": ("Standard", "floating-point inversion of the same law (equal to it to about 1e-16)"),
 }
 
 
@@ -553,18 +553,7 @@ class Workspace:
             raise PriveletError("fix these first: " + "; ".join(blockers))
         spec = self.release_spec()
         assert spec is not None
-        return ReleaseJob(
-            table_path=self.table_path,
-            options=self.table_options,
-            schema=spec.schema,
-            epsilon=spec.epsilon,
-            sa=spec.sa,
-            neighbours=spec.neighbours,
-            mechanism=spec.mechanism,
-            invalid=self.invalid,
-            measure_error=self.measure_error,
-            sampler=spec.sampler,
-        )
+        return ReleaseJob(self.table_path, self.table_options, spec, measure_error=self.measure_error)
 
     def release_is_stale(self, outcome: ReleaseOutcome | None = None) -> bool:
         """Whether the release (the last one by default) no longer matches the settings."""
@@ -580,6 +569,8 @@ class Workspace:
             or spec.neighbours != released.neighbours
             or spec.effective_sa != tuple(released.sa)
             or spec.sampler != released.sampler
+            or spec.uses_public_total != released.public_total
+            or spec.invalid != outcome.spec.invalid  # the table would be counted otherwise
         )
 
     # -- steps (rules in workspace/steps.py) ------------------------------------------------------
@@ -912,7 +903,7 @@ class Workspace:
     def set_epsilon(self, epsilon: float) -> None:
         self.set_privacy(f"Set epsilon to {epsilon:g}", merge="epsilon", epsilon=float(epsilon))
 
-    def set_sampler(self, sampler: str) -> None:
+    def set_sampler(self, sampler: Sampler) -> None:
         """Choose the noise sampler (undoable; checked when the release spec is made)."""
         self.set_privacy(f"Noise sampler: {sampler}", sampler=sampler)
 

@@ -59,15 +59,17 @@ from ...engine import (
     margin95,
     quintile_summary,
     random_workload,
+    variance_for_margin95,
     variance_model,
 )
-from ...engine.release import SAMPLERS
+from ...engine.noise import SAMPLERS, Sampler
 from ...engine.spec import Mechanism
 from ...engine.workloads import PAPER_QUERIES, level_nodes
+from ...formatting import table_is_scientific
 from ...io.project import WorkloadChoice
 from ...qt import icons
 from ...qt.plots import AttributeFactorPlot, ErrorByCoveragePlot
-from ...qt.widgets import Banner, StepHeader, fmt_count, fmt_number
+from ...qt.widgets import Banner, StepHeader, fmt_count, fmt_number, hint_label
 from ...workspace.model import SAMPLER_TEXT
 from ...workspace.workload import REFERENCE_NAMES, BestSa, SearchKey, find_best_sa
 from ..document import Document
@@ -560,13 +562,14 @@ class PrivacyPanel(QWidget):
         sampler_box = QGroupBox("Noise sampler")
         sampler_layout = QVBoxLayout(sampler_box)
         self.sampler_group = QButtonGroup(self)
-        self.sampler_buttons: dict[str, QRadioButton] = {}
+        self.sampler_buttons: dict[Sampler, QRadioButton] = {}
         for sampler in SAMPLERS:
-            text = SAMPLER_TEXT[sampler]
-            button = QRadioButton(text[:1].upper() + text[1:])
+            title, description = SAMPLER_TEXT[sampler]
+            button = QRadioButton(title)
             self.sampler_group.addButton(button)
             self.sampler_buttons[sampler] = button
             sampler_layout.addWidget(button)
+            sampler_layout.addWidget(hint_label(description))
         self.sampler_buttons["exact"].setToolTip(
             "No floating-point step decides a sample: the privacy guarantee holds exactly as stated"
         )
@@ -577,8 +580,7 @@ class PrivacyPanel(QWidget):
         sa_box = QGroupBox("S_A: attributes released without a transform")
         sa_layout = QVBoxLayout(sa_box)
         sa_hint = QLabel(
-            "Small domains are often better left untransformed. Recommended attributes (marked ✓, in bold) "
-            "never make the paper's bound worse: |A| ≤ P(A)² H(A)."
+            "Small domains are often better left untransformed. Recommended attributes are marked ✓ and in bold."
         )
         sa_hint.setWordWrap(True)
         sa_layout.addWidget(sa_hint)
@@ -773,7 +775,7 @@ class PrivacyPanel(QWidget):
             self._pending = schema
             self.runner.run(lambda _progress, _cancel: model.prepare(), "variance factors",
                             on_success=lambda _model: self.refresh_bounds(), on_failure=self._factors_failed)
-        for row, (key, title, _tip) in enumerate(MECHANISMS):
+        for key, _title, _tip in MECHANISMS:
             spec = specs[key]
             assert spec is not None
             entry: dict[str, Any] = {"sa": spec.effective_sa, "paper": spec.paper_bound()}
@@ -781,11 +783,18 @@ class PrivacyPanel(QWidget):
                 entry["exact"] = spec.worst_case_variance()
                 entry["margin"] = spec.margin95(entry["exact"])
             self.bounds[key] = entry
+        # One style per column: all grouped digits, or all powers of ten.
+        styles = {column: table_is_scientific(entry.get(column) for entry in self.bounds.values())
+                  for column in ("paper", "exact", "margin")}
+        for row, (key, title, _tip) in enumerate(MECHANISMS):
+            spec = specs[key]
+            assert spec is not None
+            entry = self.bounds[key]
             cells = [
                 title,
-                fmt_number(entry["paper"]),
-                fmt_number(entry["exact"]) if ready else "computing...",
-                ("± " + fmt_count(entry["margin"])) if ready else "...",
+                fmt_number(entry["paper"], scientific_form=styles["paper"]),
+                fmt_number(entry["exact"], scientific_form=styles["exact"]) if ready else "computing...",
+                ("± " + fmt_count(entry["margin"], scientific_form=styles["margin"])) if ready else "...",
             ]
             selected = key == self._doc.mechanism
             for col, text in enumerate(cells):
@@ -865,7 +874,7 @@ class PrivacyPanel(QWidget):
             self.target_result.setText("Computing...")
             return
         at_one = spec.replace(epsilon=1.0).worst_case_variance()
-        target_variance = (self.target.value() / Z95) ** 2
+        target_variance = variance_for_margin95(self.target.value())
         epsilon = round_up(epsilon_for_variance(at_one, target_variance))
         self.target_epsilon = epsilon
         name = spec.name
