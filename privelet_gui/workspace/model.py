@@ -148,6 +148,8 @@ class AttributeConfig:
             if self.hierarchy is None:
                 return "no hierarchy"
             text = f"hierarchy of {len(self.hierarchy.leaves()):,} values"
+            if self.missing is not None and not self.drop_missing:
+                text += f", {self.missing!r} for missing cells"
             return text if self.level is None else f"{text}, counted at level {self.level}"
         own = f", then {self.missing!r} for missing cells" if self.missing_at_end else ""
         if self.mode == "range":

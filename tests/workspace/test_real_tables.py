@@ -60,8 +60,10 @@ def test_a_column_of_its_own_and_undo(workspace):
 def test_what_missing_cells_count_as(workspace):
     config = workspace.config("INDP_CAT")
     assert workspace.missing_choice(config) == "own"  # inference added a leaf N for them
+    assert config.domain_text() == "hierarchy of 6 values, 'N' for missing cells"
     workspace.set_missing("INDP_CAT", "drop")
     assert workspace.schema()["INDP_CAT"].drop_missing and workspace.missing_choice(config) == "drop"
+    assert config.domain_text() == "hierarchy of 5 values"  # the leaf N went with them
     assert workspace.schema()["INDP_CAT"].missing is None
     assert config.hierarchy.find("N") is None  # the leaf made for missing cells went with them
     workspace.set_missing("INDP_CAT", "refuse")
