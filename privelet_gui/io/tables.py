@@ -420,7 +420,7 @@ def _has_text(kind: Any) -> bool:
 def _is_string(kind: Any) -> bool:
     import pyarrow as pa
 
-    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind))
+    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind) or _is_view(kind, "is_string_view"))
 
 
 def _is_binary(kind: Any) -> bool:
@@ -428,8 +428,16 @@ def _is_binary(kind: Any) -> bool:
 
     return bool(
         pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind)
-        or pa.types.is_binary_view(kind)
+        or _is_view(kind, "is_binary_view")
     )
+
+
+def _is_view(kind: Any, test: str) -> bool:
+    """pyarrow's view types (string and binary views) came with pyarrow 16; before, no column has them."""
+    import pyarrow as pa
+
+    check = getattr(pa.types, test, None)
+    return bool(check is not None and check(kind))
 
 
 def table_columns(path: str | os.PathLike[str], options: TableOptions | None = None) -> tuple[str, ...]:
