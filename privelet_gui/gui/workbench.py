@@ -230,6 +230,9 @@ class QueryWorkbench(QWidget):
         self.notice.setText(
             "Choose an interval or a hierarchy node per attribute. Answers come from the released "
             "(noisy) matrix only; the interval is exact for this release's noise."
+            + (" The release was shifted so that its total equals the public number of rows: the whole "
+               "table's count is exact, and a query's noise includes its share of that shift."
+               if release.public_total else "")
         )
         for attribute in release.schema:
             if isinstance(attribute, NominalAttribute):

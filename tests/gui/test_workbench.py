@@ -190,3 +190,17 @@ def test_the_kept_list_writes_its_numbers_in_one_style(qtbot, release):
     assert all(" × 10" in text for text in texts), texts
     assert bench.table.item(1, 1).text() == "3.200 × 10¹³"
     assert bench.table.item(0, 0).text() == bench.answers[0].query
+
+
+@pytest.mark.parametrize("public_total", [True, False])
+def test_the_notice_says_when_the_total_is_the_public_number_of_rows(qtbot, public_total):
+    matrix = np.random.default_rng(0).integers(0, 30, SCHEMA.shape).astype(float)
+    release = privelet_plus(matrix, SCHEMA, 0.7, ["occupation"], np.random.default_rng(1), public_total=public_total)
+    bench = QueryWorkbench()
+    qtbot.addWidget(bench)
+    bench.set_release(release)
+    assert ("total equals the public number of rows" in bench.notice.text()) is public_total
+    whole = RangeQuery.build(SCHEMA, {})
+    if public_total:  # what the notice says: the whole table's count is exact
+        assert release.variance(whole) == pytest.approx(0.0, abs=1e-6)
+        assert release.noisy.sum() == pytest.approx(matrix.sum())
