@@ -518,8 +518,8 @@ class MainWindow(QMainWindow):
             return True
         choice = self.dialogs.choose(
             "drop-release", "The release is not saved",
-            f"The last release has not been exported. {what[:1].upper()}{what[1:]} discards it, and the privacy "
-            "budget it spent cannot be spent again on this table without a new account. Export it first?",
+            f"The last release has not been exported. {what[:1].upper()}{what[1:]} discards it; the privacy "
+            "budget it spent stays spent (the ledger counts it). Export it first?",
             [("export", "Export it..."), ("discard", "Discard the release"), ("cancel", "Cancel")],
         )
         if choice == "export":

@@ -27,7 +27,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,7 +35,6 @@ import numpy as np
 from .. import __version__
 from .. import io as pio
 from ..engine import (
-    SAMPLER,
     Cancelled,
     CountReport,
     ErrorPreview,
@@ -44,13 +42,10 @@ from ..engine import (
     Progress,
     Release,
     ReleaseSpec,
-    Schema,
     margin95,
     measure_release,
 )
 from ..engine._memory import available_memory, byte_size
-from ..engine.noise import Neighbours, Sampler
-from ..engine.spec import Mechanism
 from ..io.ledger import BudgetCheck, Ledger, Spending, ask_before_spending, check_budget
 from ..io.zarr_releases import is_zarr_release
 
@@ -86,40 +81,25 @@ CancelFunction = Callable[[], bool]
 class ReleaseJob:
     """Everything a release needs; frozen so the worker sees a consistent snapshot.
 
-    The release itself is :attr:`spec` (validated when the job is made).
+    The release itself is :attr:`spec`, already validated by the caller.
     """
 
     table_path: Path
     options: Any  # io.TableOptions
-    schema: Schema
-    epsilon: float
-    sa: tuple[str, ...]
-    neighbours: Neighbours = "replace"
-    mechanism: Mechanism = "privelet+"
-    invalid: Literal["error", "drop"] = "error"
+    spec: ReleaseSpec
     measure_error: bool = True  # measure the release's error on the true data (custodian only)
-    sampler: Sampler = SAMPLER
-
-    def __post_init__(self) -> None:
-        _ = self.spec  # validate now, in the caller's thread, not in the worker
-
-    @cached_property
-    def spec(self) -> ReleaseSpec:
-        return ReleaseSpec(
-            self.schema, self.epsilon, self.mechanism, self.sa, self.neighbours, invalid=self.invalid,
-            sampler=self.sampler,
-        )
 
     @property
     def measures_error(self) -> bool:
         """Measuring keeps three more matrices of M's size: only for matrices up to MEASURE_MAX_CELLS."""
-        return self.measure_error and self.schema.size <= MEASURE_MAX_CELLS
+        return self.measure_error and self.spec.schema.size <= MEASURE_MAX_CELLS
 
 
 @dataclass(frozen=True)
 class ReleaseOutcome:
     """A finished release and what the custodian should see about it (no true counts)."""
 
+    spec: ReleaseSpec  # what was asked for (the release records all of it but the counting policy)
     release: Release
     report: CountReport  # rows read / counted / dropped: shown to the custodian, never exported
     table_name: str
@@ -227,14 +207,14 @@ def run_release(
     started = time.perf_counter()
     steps = Progress(progress, should_cancel)
     spec = job.spec
-    share = _counting_share(Path(job.table_path), job.schema.size)
+    share = _counting_share(Path(job.table_path), spec.schema.size)
     counting = steps.slice(0.0, share)
     counting.report(0.0, "counting rows")
     matrix, report = pio.count_table(
         job.table_path,
-        job.schema,
+        spec.schema,
         job.options,
-        invalid=job.invalid,
+        invalid=spec.invalid,
         progress=lambda f, stage: counting.report(f, _stage("counting", stage)),
         should_cancel=should_cancel,
     )
@@ -277,6 +257,7 @@ def run_release(
     finally:
         del matrix  # the true counts never leave this function (only error statistics and marginals)
     outcome = ReleaseOutcome(
+        spec=spec,
         release=release,
         report=report,
         table_name=Path(job.table_path).name,

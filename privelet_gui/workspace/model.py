@@ -499,18 +499,7 @@ class Workspace:
             raise PriveletError("fix these first: " + "; ".join(blockers))
         spec = self.release_spec()
         assert spec is not None
-        return ReleaseJob(
-            table_path=self.table_path,
-            options=self.table_options,
-            schema=spec.schema,
-            epsilon=spec.epsilon,
-            sa=spec.sa,
-            neighbours=spec.neighbours,
-            mechanism=spec.mechanism,
-            invalid=self.invalid,
-            measure_error=self.measure_error,
-            sampler=spec.sampler,
-        )
+        return ReleaseJob(self.table_path, self.table_options, spec, measure_error=self.measure_error)
 
     def release_is_stale(self, outcome: ReleaseOutcome | None = None) -> bool:
         """Whether the release (the last one by default) no longer matches the settings."""
@@ -526,6 +515,8 @@ class Workspace:
             or spec.neighbours != released.neighbours
             or spec.effective_sa != tuple(released.sa)
             or spec.sampler != released.sampler
+            or spec.uses_public_total != released.public_total
+            or spec.invalid != outcome.spec.invalid  # the table would be counted otherwise
         )
 
     # -- steps (rules in workspace/steps.py) ------------------------------------------------------
@@ -763,7 +754,7 @@ class Workspace:
     def set_epsilon(self, epsilon: float) -> None:
         self.set_privacy(f"Set epsilon to {epsilon:g}", merge="epsilon", epsilon=float(epsilon))
 
-    def set_sampler(self, sampler: str) -> None:
+    def set_sampler(self, sampler: Sampler) -> None:
         """Choose the noise sampler (undoable; checked when the release spec is made)."""
         self.set_privacy(f"Noise sampler: {sampler}", sampler=sampler)
 

@@ -10,6 +10,7 @@ from PySide6.QtCore import QTimer
 
 from privelet_gui import io as pio
 from privelet_gui.bench import brazil_schema, brazil_table
+from privelet_gui.engine import ReleaseSpec
 from privelet_gui.io.ledger import Ledger
 from privelet_gui.workspace.jobs import ReleaseJob, run_release
 from tests.gui.conftest import open_sample
@@ -97,7 +98,7 @@ def test_cancel_mid_run_stops_promptly_and_leaves_nothing(window, qtbot, brazil_
 def test_release_job_runs_without_qt_and_keeps_no_counts():
     schema = pio.load_schema(pio.sample_schema_path())
     table = pio.sample_table_path()
-    job = ReleaseJob(table, pio.sniff_table(table), schema, 1.0, ("sex", "race"))
+    job = ReleaseJob(table, pio.sniff_table(table), ReleaseSpec(schema, 1.0, sa=("sex", "race")))
     seen: list[tuple[float, str]] = []
     outcome = run_release(job, lambda f, s: seen.append((f, s)), lambda: False, ask=lambda check: False)
     assert outcome.release.noisy.shape == schema.shape

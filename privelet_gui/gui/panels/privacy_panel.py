@@ -61,7 +61,7 @@ from ...engine import (
     random_workload,
     variance_model,
 )
-from ...engine.release import SAMPLERS
+from ...engine.noise import SAMPLERS, Sampler
 from ...engine.spec import Mechanism
 from ...engine.workloads import PAPER_QUERIES, level_nodes
 from ...io.project import WorkloadChoice
@@ -560,7 +560,7 @@ class PrivacyPanel(QWidget):
         sampler_box = QGroupBox("Noise sampler")
         sampler_layout = QVBoxLayout(sampler_box)
         self.sampler_group = QButtonGroup(self)
-        self.sampler_buttons: dict[str, QRadioButton] = {}
+        self.sampler_buttons: dict[Sampler, QRadioButton] = {}
         for sampler in SAMPLERS:
             text = SAMPLER_TEXT[sampler]
             button = QRadioButton(text[:1].upper() + text[1:])
