@@ -31,6 +31,12 @@ USERS_LEDGER = ledger_path()
 _SESSION_LEDGER = Path(tempfile.mkdtemp(prefix="privelet-test-ledger-")) / "ledger.sqlite3"
 os.environ["PRIVELET_LEDGER"] = str(_SESSION_LEDGER)
 
+# The log of unexpected errors (privelet_gui.error_log): never the user's either; the tests that
+# read it point PRIVELET_ERROR_LOG at a file of their own.
+_ERROR_LOG = Path(tempfile.mkdtemp(prefix="privelet-test-errors-"))
+os.environ["PRIVELET_ERROR_LOG"] = str(_ERROR_LOG / "errors.log")
+atexit.register(shutil.rmtree, _ERROR_LOG, True)
+
 # Property tests draw their examples from a fixed seed so that CI runs are reproducible.
 settings.register_profile(
     "project", derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]

@@ -51,7 +51,7 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
         help="the paper's error evaluation on your own table (uses the TRUE data: not for publication)",
         description="Reproduce the paper's experiment (Figures 8/9) on TABLE: draw a random workload of range-count "
                     "queries, release the table with Basic and with Privelet+ at every epsilon, and write the "
-                    "average square and relative errors (sanity bound 0.1%% of n) per query-coverage quintile to "
+                    "average square and relative errors (sanity bound 0.1% of n) per query-coverage quintile to "
                     "DIR/summary.csv, plus two PNG figures per epsilon: figure_epsilon_E.png (average square "
                     "error, as Figures 8/9) and figure_relative_error_epsilon_E.png. The errors are measured "
                     "against the TRUE data: the outputs are for the custodian's machine only, never for publication.",

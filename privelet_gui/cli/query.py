@@ -9,18 +9,26 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
+from typing import TYPE_CHECKING
 
-from ._common import fmt, loud
+from ._common import UsageError, fmt, loud, note
 
-__all__ = ["register"]
+if TYPE_CHECKING:
+    from ..engine import Release
+
+__all__ = ["STDOUT", "register"]
+
+#: ``--out -`` names standard output.
+STDOUT = "-"
 
 
 def register(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """Add this module's commands to the ``privelet`` parser."""
     p = commands.add_parser(
         "query", parents=[common], help="answer a range-count query on a release",
-        description="Sum the noisy counts in a box and give the exact noise variance and a 95%% interval.",
+        description="Sum the noisy counts in a box and give the exact noise variance and a 95% interval.",
     )
     p.add_argument("release", metavar="RELEASE.npz|.zarr", help="a .npz release file or a .zarr release folder (read in chunks)")
     p.add_argument("--where", action="append", default=[], metavar="NAME=VALUE",
@@ -35,7 +43,9 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
     )
     p.add_argument("release", metavar="RELEASE.npz|.zarr", help="a .npz release file or a .zarr release folder (read in chunks)")
     p.add_argument("--format", choices=("csv", "parquet"), help="default: from the --out extension")
-    p.add_argument("--out", required=True, metavar="FILE", help="file to write (.csv, .csv.gz or .parquet)")
+    p.add_argument("--out", required=True, metavar="FILE",
+                   help="file to write (.csv, .csv.gz or .parquet), or - for standard output (CSV unless --format "
+                        "parquet, which is refused when standard output is a terminal)")
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     p.add_argument("--counts", choices=("noisy", "nonnegative", "integer", "nonnegative-integer"), default="noisy",
                    help="noisy (default: the release's own unbiased counts), or for users who cannot use negative or "
@@ -69,12 +79,44 @@ def _cmd_export(args: argparse.Namespace) -> int:
     from ..io import check_writable, export_release, load_release
     from ..io.releases import SEEDED_WARNING
 
-    out = check_writable(args.out, force=args.force)
+    to_stdout = args.out == STDOUT
+    if to_stdout:
+        if args.format == "parquet" and sys.stdout.isatty():
+            raise UsageError(
+                "Parquet is binary and would garble the terminal: redirect standard output to a file or a program "
+                "(privelet export RELEASE --format parquet --out - > cells.parquet), or give --out FILE"
+            )
+    else:
+        out = check_writable(args.out, force=args.force)
     release = load_release(args.release)
     if release.seeded and args.allow_seeded:
         print(loud(SEEDED_WARNING), file=sys.stderr)  # even with --quiet: a privacy warning
+    what = "" if args.counts == "noisy" else f", {args.counts} counts (post-processed for convenience: biased for big sums)"
+    seeded = ", marked as a seeded test release" if release.seeded else ""
+    if to_stdout:
+        rows = _export_to_stdout(release, args)
+        if rows is None:
+            return 1
+        note(args, f"wrote {rows:,} rows to standard output (one per cell{what}){seeded}")  # stdout holds the cells
+        return 0
     rows = export_release(release, out, format=args.format, force=args.force, counts=args.counts,
                           allow_seeded=args.allow_seeded)
-    what = "" if args.counts == "noisy" else f", {args.counts} counts (post-processed for convenience: biased for big sums)"
-    print(f"wrote {out} ({rows:,} rows, one per cell{what})" + (", marked as a seeded test release" if release.seeded else ""))
+    print(f"wrote {out} ({rows:,} rows, one per cell{what})" + seeded)
     return 0
+
+
+def _export_to_stdout(release: Release, args: argparse.Namespace) -> int | None:
+    """``--out -``: the export on standard output; its rows, or None if the reader closed the pipe early."""
+    from ..io import write_export
+
+    sys.stdout.flush()  # anything printed before goes first
+    try:
+        rows = write_export(release, sys.stdout.buffer, format=args.format or "csv", counts=args.counts,
+                            allow_seeded=args.allow_seeded)
+        sys.stdout.buffer.flush()
+    except BrokenPipeError:
+        # The reader stopped early (``| head``): no error message for that. Standard output
+        # now points at nothing, so that Python's own flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return None
+    return rows

@@ -14,7 +14,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
@@ -895,7 +895,23 @@ def _as_numbers(column: pd.Series) -> np.ndarray:
     if pd.api.types.is_numeric_dtype(column.dtype) and not pd.api.types.is_bool_dtype(column.dtype):
         return column.to_numpy(dtype=np.float64, na_value=np.nan)
     text = column.astype("string").str.strip()
-    return pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    numbers = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    if not pandas_reads_text_exactly(pd.__version__):
+        # Before pandas 3.1, to_numeric misreads numbers of 17 digits by an ulp ("0.04999999999999999"
+        # became 0.0499999999999999), which moves a number on a bin edge into the next bin: the cells it
+        # did read as numbers are read again by Python's float, which rounds correctly.
+        parsed = ~np.isnan(numbers)
+        numbers[parsed] = text.to_numpy(dtype=object)[parsed].astype(np.float64)
+    return numbers
+
+
+@cache
+def pandas_reads_text_exactly(version: str) -> bool:
+    """Whether pandas ``version`` reads text as it is: from 3.1, numbers correctly rounded (fast_float)
+    and CSV values past a NUL byte. 2.1.4 to 3.0 misread numbers of 17 digits by an ulp and end a
+    value at a NUL byte: the readers then work around it (:func:`_as_numbers`, io.tables)."""
+    major, minor = (int(part) for part in re.findall(r"\d+", version)[:2])
+    return (major, minor) >= (3, 1)
 
 
 def cell_text(column: pd.Series) -> pd.Series:

@@ -3,15 +3,23 @@
 ``privelet-gui --demo`` opens the bundled sample; ``--screenshots DIR`` walks every
 step on it (one release included), saves one PNG per step into DIR and exits with 0.
 It works headless with ``QT_QPA_PLATFORM=offscreen``.
+
+While the app runs, an error that nothing handled (in a slot, an event handler or a thread)
+goes to the log of unexpected errors (:mod:`privelet_gui.error_log`: never the user's data),
+then to Python's own hook (a traceback on stderr), and the window says where the log is
+(Help > Report a problem).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import tempfile
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from types import TracebackType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -20,7 +28,10 @@ if TYPE_CHECKING:
     from .main_window import MainWindow
     from .settings import Settings
 
-__all__ = ["create_application", "main", "open_main_window", "parse_args"]
+__all__ = ["DESKTOP_ID", "create_application", "error_hook", "main", "open_main_window", "parse_args"]
+
+#: The desktop entry's name (packaging/DESKTOP_ID.desktop) and the AppStream component id.
+DESKTOP_ID = "org.priveletstudio.studio"
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -73,7 +84,7 @@ def create_application(argv: Sequence[str] | None = None) -> QApplication:
     app.setOrganizationDomain("privelet.example")
     app.setApplicationVersion(__version__)
     app.setApplicationDisplayName("Privelet Studio")
-    app.setDesktopFileName("privelet-studio")
+    app.setDesktopFileName(DESKTOP_ID)  # Wayland matches the window to its desktop entry
     app.setWindowIcon(icons.app_icon())
     return app
 
@@ -81,15 +92,63 @@ def create_application(argv: Sequence[str] | None = None) -> QApplication:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     app = create_application()
-    if args.screenshots is not None:
-        from .settings import Settings
+    windows: list[MainWindow] = []
 
-        # A scripted tour reads and writes no user settings (recent files, geometry): its
-        # own, in a folder that is gone when it ends; the same screenshots on every machine.
-        with tempfile.TemporaryDirectory(prefix="privelet-tour-") as folder:
-            return _tour(args, Settings.in_folder(folder))
-    _window = open_main_window(args)  # kept (referenced) until the event loop ends
-    return int(app.exec())
+    def tell_window(path: Path | None) -> None:
+        for window in windows:
+            window.unexpected_error_logged(path)
+
+    with error_hook(tell_window):
+        if args.screenshots is not None:
+            from .settings import Settings
+
+            # A scripted tour reads and writes no user settings (recent files, geometry): its
+            # own, in a folder that is gone when it ends; the same screenshots on every machine.
+            with tempfile.TemporaryDirectory(prefix="privelet-tour-") as folder:
+                return _tour(args, Settings.in_folder(folder))
+        windows.append(open_main_window(args))  # kept (referenced) until the event loop ends
+        return int(app.exec())
+
+
+@contextlib.contextmanager
+def error_hook(notify: Callable[[Path | None], None] | None = None) -> Iterator[None]:
+    """While the block runs, log every error nothing handled, then pass it to the hooks before.
+
+    ``sys.excepthook`` (PySide6 calls it for an exception in a slot or an event handler) and
+    ``threading.excepthook`` write the record (:func:`~privelet_gui.error_log.log_unexpected_error`)
+    and call ``notify`` with the log's path (None if it could not be written) before the previous
+    hook runs (the default prints the traceback). Both hooks are restored when the block ends.
+    """
+    from ..error_log import log_unexpected_error
+
+    previous_hook = sys.excepthook
+    previous_thread_hook = threading.excepthook
+
+    def logged(error: BaseException, where: str) -> None:
+        path = log_unexpected_error(error, where=where)
+        if notify is not None:
+            try:
+                notify(path)
+            except Exception as exc:  # the hook itself must not fail: the original error still gets reported
+                log_unexpected_error(exc, where="the unexpected-error hook")
+
+    def hook(kind: type[BaseException], error: BaseException, trace: TracebackType | None) -> None:
+        if not issubclass(kind, KeyboardInterrupt):
+            logged(error.with_traceback(trace), "the app")
+        previous_hook(kind, error, trace)
+
+    def thread_hook(event: threading.ExceptHookArgs) -> None:
+        if event.exc_value is not None and not issubclass(event.exc_type, SystemExit):
+            logged(event.exc_value, "a thread")
+        previous_thread_hook(event)
+
+    sys.excepthook = hook
+    threading.excepthook = thread_hook
+    try:
+        yield
+    finally:
+        sys.excepthook = previous_hook
+        threading.excepthook = previous_thread_hook
 
 
 def open_main_window(args: argparse.Namespace) -> MainWindow:

@@ -8,7 +8,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 from PySide6.QtCore import QSize, Qt, QUrl, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QGuiApplication, QKeySequence, QPalette
+from PySide6.QtGui import (
+    QAction,
+    QCloseEvent,
+    QDesktopServices,
+    QDragEnterEvent,
+    QDropEvent,
+    QGuiApplication,
+    QKeySequence,
+    QPalette,
+)
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -32,6 +41,7 @@ from PySide6.QtWidgets import (
 from .. import __version__
 from .. import io as pio
 from ..engine import PriveletError, Release, mechanism_name
+from ..error_log import error_log_path, is_unexpected, log_unexpected_error
 from ..io import TableSummary, summarize_table
 from ..io.ledger import BudgetCheck
 from ..io.project import PROJECT_SUFFIX, load_project, save_project
@@ -293,6 +303,8 @@ class MainWindow(QMainWindow):
 
         help_menu = bar.addMenu("&Help")
         self._action(help_menu, "&User guide", self.show_guide, QKeySequence.StandardKey.HelpContents)
+        self.act_report = self._action(help_menu, "&Report a problem...", self.report_problem,
+                                       tip="Where the log of unexpected errors is, and what it holds (never your data)")
         self.act_about = self._action(help_menu, "&About Privelet Studio", self.show_about)
         self.act_about.setMenuRole(QAction.MenuRole.AboutRole)
 
@@ -402,6 +414,13 @@ class MainWindow(QMainWindow):
 
             return call
 
+        def failed(error: BaseException) -> None:
+            if is_unexpected(error):
+                # The task's code name, not its title: a title may name the user's file.
+                code = getattr(fn, "func", fn)
+                log_unexpected_error(error, where=f"the background task {getattr(code, '__qualname__', 'unknown')}")
+            ended(failure)(error)
+
         def on_progress(fraction: float, stage: str) -> None:
             self.task_progress.setValue(int(fraction * 1000))
             self.task_label.setText(stage[:1].upper() + stage[1:])
@@ -415,7 +434,7 @@ class MainWindow(QMainWindow):
 
         self._cancelling = cancelling
         handle = self.runner.run(
-            fn, name, on_success=ended(success), on_failure=ended(failure), on_cancel=ended(on_cancel),
+            fn, name, on_success=ended(success), on_failure=failed, on_cancel=ended(on_cancel),
             on_progress=on_progress,
         )
         self.task_label.setText(name)
@@ -884,6 +903,47 @@ class MainWindow(QMainWindow):
     def show_about(self) -> None:
         QMessageBox.about(self, f"About Privelet Studio {__version__}", about_html())
 
+    def report_problem(self) -> QMessageBox:
+        """Help > Report a problem: where the log of unexpected errors is and what it holds.
+
+        Not modal (the window stays usable while the user finds the file); "Open the folder"
+        shows the log's folder in the file manager. Returns the box (tests read and press it).
+        """
+        path = error_log_path()
+        logged = path.is_file() and path.stat().st_size > 0
+        box = QMessageBox(QMessageBox.Icon.Information, "Report a problem", "Report a problem",
+                          QMessageBox.StandardButton.NoButton, self)
+        tracker = _issue_tracker()
+        where = f'at <a href="{tracker}">{_escape(tracker)}</a>' if tracker else "to the people who gave you the app"
+        state = (f"Attach the log of unexpected errors:<br><code>{_escape(str(path))}</code>" if logged
+                 else f"No unexpected error has been logged on this computer (the log would be "
+                      f"<code>{_escape(str(path))}</code>).")
+        box.setTextFormat(Qt.TextFormat.RichText)
+        box.setInformativeText(
+            f"Describe what you did and what happened, {where}. {state}<br><br>"
+            "For each unexpected error the log holds its time, the kind of error, the lines of the program "
+            "it went through and the versions of Privelet Studio, Python, Qt and the system. It never holds "
+            "your data: no values, labels, counts or file names (read it before you send it)."
+        )
+        opener = box.addButton("Open the folder", QMessageBox.ButtonRole.ActionRole)
+        box.addButton(QMessageBox.StandardButton.Close)
+        opener.clicked.connect(lambda: self._open_log_folder(path))
+        box.setWindowModality(Qt.WindowModality.NonModal)  # a message box over a window is modal by default
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.show()
+        self._report_box = box
+        return box
+
+    def _open_log_folder(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)  # before the first error, the folder may not exist
+        if not QDesktopServices.openUrl(QUrl.fromLocalFile(str(path.parent))):
+            self.statusBar().showMessage(f"Could not open a file manager; the log is {path}", 10000)
+
+    def unexpected_error_logged(self, path: Path | None) -> None:
+        """Say that something went wrong and was logged (the app's error hook calls this)."""
+        where = "logged; Help > Report a problem says how to report it" if path else "not logged (the log cannot be written)"
+        self.statusBar().showMessage(f"An unexpected error occurred and was {where}.", 15000)
+
     # -- drag and drop ------------------------------------------------------------------------------------
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
         urls = event.mimeData().urls() if event.mimeData().hasUrls() else []
@@ -921,6 +981,21 @@ class MainWindow(QMainWindow):
         self.settings.set_window_state(self.saveState())
         self.settings.sync()
         event.accept()
+
+
+def _issue_tracker() -> str | None:
+    """The project's issue tracker, from the package metadata (pyproject's project.urls: Issues)."""
+    from importlib.metadata import PackageNotFoundError, metadata
+
+    try:
+        urls = metadata("privelet-gui").get_all("Project-URL") or []
+    except PackageNotFoundError:
+        return None
+    for entry in urls:
+        label, _, url = entry.partition(",")
+        if label.strip().lower() == "issues":
+            return url.strip()
+    return None
 
 
 def _escape(text: str) -> str:

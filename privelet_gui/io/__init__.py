@@ -39,6 +39,7 @@ from .releases import (
     release_frame,
     release_metadata,
     save_release,
+    write_export,
 )
 from .samples import sample_hierarchy_paths, sample_schema_path, sample_table_path
 from .schema import (
@@ -121,6 +122,7 @@ __all__ = [
     "workload_from_description",
     "workloads_from_descriptions",
     "write_arx_hierarchy",
+    "write_export",
     "write_hierarchy",
     "write_json_hierarchy",
 ]

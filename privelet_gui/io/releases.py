@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -76,6 +76,7 @@ __all__ = [
     "release_frame",
     "release_metadata",
     "save_release",
+    "write_export",
 ]
 
 RELEASE_FORMAT = "privelet-release"
@@ -614,14 +615,10 @@ def export_release(
     named so: better for small counts and relative errors, worse for big sums. A seeded
     release is refused unless ``allow_seeded``; its export then begins with the line
     ``# `` + :data:`SEEDED_WARNING` (CSV) or carries it as key-value metadata (Parquet:
-    ``privelet.seeded``, ``privelet.warning``).
+    ``privelet.seeded``, ``privelet.warning``). :func:`write_export` writes the same to
+    an open stream (standard output).
     """
-    if release.seeded and not allow_seeded:
-        raise PriveletError(
-            "this release was made with a fixed seed (for tests only) and is NOT private: anyone who knows "
-            "the seed can remove its noise. Make the release again without a seed, or export it for testing "
-            "only with allow_seeded=True (privelet export --allow-seeded); the file will say it is seeded"
-        )
+    _refuse_seeded(release, allow_seeded)
     if not isinstance(release.noisy, np.ndarray):  # a lazily opened Zarr release: never read whole
         from .zarr_releases import export_release_chunked
 
@@ -632,13 +629,55 @@ def export_release(
     check_writable(p, force=force)
     frame = release_frame(release, counts=counts)
     with atomic_write(p, force=force) as f:
-        if fmt == "csv" and release.seeded:
-            _write_marked_csv(frame, f, gz)
-        elif fmt == "csv":
-            frame.to_csv(f, index=False, compression="gzip" if gz else None, chunksize=1 << 18, lineterminator="\n")
-        else:
-            _write_parquet(frame, f, seeded=release.seeded)
+        _write_frame(frame, f, fmt, gz=gz, seeded=release.seeded)
     return len(frame)
+
+
+def write_export(
+    release: Release,
+    stream: IO[bytes],
+    *,
+    format: ExportFormat = "csv",
+    counts: str = "noisy",
+    allow_seeded: bool = False,
+) -> int:
+    """:func:`export_release` into an open binary ``stream`` (standard output, a pipe).
+
+    The same rows, count kinds and seeded marks as the file export, uncompressed; returns
+    the rows. A stream cannot be written atomically: a reader sees the rows as they come,
+    and a failure part-way leaves the rows written so far (the command line then exits
+    with an error). ``stream`` stays open.
+    """
+    _refuse_seeded(release, allow_seeded)
+    if format not in ("csv", "parquet"):
+        raise PriveletError(f"export format must be 'csv' or 'parquet', got {format!r}")
+    if not isinstance(release.noisy, np.ndarray):
+        from .zarr_releases import write_export_chunked
+
+        return write_export_chunked(release, stream, format=format, counts=counts)
+    count_column(counts)
+    frame = release_frame(release, counts=counts)
+    _write_frame(frame, stream, format, gz=False, seeded=release.seeded)
+    return len(frame)
+
+
+def _refuse_seeded(release: Release, allow_seeded: bool) -> None:
+    if release.seeded and not allow_seeded:
+        raise PriveletError(
+            "this release was made with a fixed seed (for tests only) and is NOT private: anyone who knows "
+            "the seed can remove its noise. Make the release again without a seed, or export it for testing "
+            "only with allow_seeded=True (privelet export --allow-seeded); the file will say it is seeded"
+        )
+
+
+def _write_frame(frame: pd.DataFrame, handle: IO[bytes], fmt: ExportFormat, *, gz: bool, seeded: bool) -> None:
+    """The long-format ``frame`` into the binary ``handle`` as CSV (gzip-compressed if ``gz``) or Parquet."""
+    if fmt == "csv" and seeded:
+        _write_marked_csv(frame, handle, gz)
+    elif fmt == "csv":
+        frame.to_csv(handle, index=False, compression="gzip" if gz else None, chunksize=1 << 18, lineterminator="\n")
+    else:
+        _write_parquet(frame, handle, seeded=seeded)
 
 
 def _write_marked_csv(frame: pd.DataFrame, handle: Any, gz: bool) -> None:

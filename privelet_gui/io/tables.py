@@ -33,7 +33,7 @@ import pandas as pd
 
 from ..engine import CountReport, FrequencyCounter, Schema, SchemaError
 from ..engine.progress import CancelCallback, Progress, ProgressCallback
-from ..engine.schema import cell_text, check_missing_values
+from ..engine.schema import cell_text, check_missing_values, pandas_reads_text_exactly
 from .errors import TableError
 
 __all__ = [
@@ -443,7 +443,7 @@ def _has_text(kind: Any) -> bool:
 def _is_string(kind: Any) -> bool:
     import pyarrow as pa
 
-    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind))
+    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind) or _is_view(kind, "is_string_view"))
 
 
 def _is_binary(kind: Any) -> bool:
@@ -451,8 +451,16 @@ def _is_binary(kind: Any) -> bool:
 
     return bool(
         pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind)
-        or pa.types.is_binary_view(kind)
+        or _is_view(kind, "is_binary_view")
     )
+
+
+def _is_view(kind: Any, test: str) -> bool:
+    """pyarrow's view types (string and binary views) came with pyarrow 16; before, no column has them."""
+    import pyarrow as pa
+
+    check = getattr(pa.types, test, None)
+    return bool(check is not None and check(kind))
 
 
 def table_columns(path: str | os.PathLike[str], options: TableOptions | None = None) -> tuple[str, ...]:
@@ -594,6 +602,42 @@ class _FieldCheck(io.RawIOBase):
         return read
 
 
+class _NulByte(Exception):
+    """Line ``line`` (1-based, of the bytes checked) holds a NUL byte."""
+
+    def __init__(self, line: int):
+        super().__init__(line)
+        self.line = line
+
+
+class _NulCheck(io.RawIOBase):
+    """The bytes of a stream on their way to a parser that ends a value at a NUL byte (pandas
+    before 3.1 reads "7\\0x" as "7"): a NUL raises :class:`_NulByte` rather than be miscounted.
+    Only for encodings in which the byte 0 is the character U+0000 and b"\\n" ends a line."""
+
+    def __init__(self, stream: io.BufferedIOBase):
+        self._stream = stream
+        self._lines = 0  # line breaks read so far
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        read = self._stream.readinto(buffer)
+        data = np.frombuffer(memoryview(buffer)[:read], dtype=np.uint8)
+        nul = np.flatnonzero(data == 0)
+        if len(nul):
+            raise _NulByte(self._lines + int(np.count_nonzero(data[: nul[0]] == ord("\n"))) + 1)
+        self._lines += int(np.count_nonzero(data == ord("\n")))
+        return read
+
+
+def _checks_nul(source: _Source) -> bool:
+    """Whether the parser needs :class:`_NulCheck` to keep it from cutting values at a NUL byte."""
+    encoding = codecs.lookup(source.options.encoding).name
+    return not pandas_reads_text_exactly(pd.__version__) and encoding in _NEWLINE_SAFE_ENCODINGS
+
+
 def _field_check(source: _Source) -> tuple[int, int] | None:
     """(delimiter byte, line-break byte) when :class:`_FieldCheck` can count the file's fields:
     the delimiter is one byte and the byte b"\n" (b"\r" in a file with no b"\n") always ends
@@ -638,6 +682,8 @@ def _iter_csv(
             stream = io.BufferedReader(_ByteRange(raw, byte_range[1]))
         if check is not None:
             stream = io.BufferedReader(_FieldCheck(stream, len(source.columns), *check))
+        if _checks_nul(source):
+            stream = io.BufferedReader(_NulCheck(stream))
         try:
             reader = pd.read_csv(stream, chunksize=chunksize, nrows=nrows, **kwargs)
             with reader:
@@ -651,6 +697,12 @@ def _iter_csv(
                     del chunk  # not alive while the next chunk is parsed
         except _ExtraFields as exc:
             raise _extra_fields_error(source, start, exc.line, exc.fields) from None
+        except _NulByte as exc:
+            raise TableError(
+                f"{source.path}: line {_file_line(source, start, exc.line):,} holds a NUL byte (\\0), which this "
+                f"version of pandas ({pd.__version__}) cannot read correctly; remove the NUL bytes, or upgrade "
+                "pandas to 3.1 or later (pip install 'pandas>=3.1')"
+            ) from None
         except UnicodeError as exc:
             raise _decode_error(source.path, source.options.encoding, exc) from None
         except zlib.error as exc:
@@ -683,13 +735,19 @@ def _check_text_categories(chunk: pd.DataFrame) -> None:
 def _extra_fields_error(source: _Source, start: int, line: int, fields: int) -> TableError:
     """A row with more fields than the header: ``line`` counts from byte ``start``, where a
     byte range begins (only in files where b"\n" ends every line)."""
+    return TableError(
+        f"{source.path}: line {_file_line(source, start, line):,} has {fields} fields but the header has "
+        f"{len(source.columns)}; check the delimiter ({_show_delimiter(source.options.delimiter or ',')}) "
+        "and the quoting of values that contain it"
+    )
+
+
+def _file_line(source: _Source, start: int, line: int) -> int:
+    """The line of the file that is line ``line`` of the bytes from ``start`` (where a byte range begins)."""
     if start:
         with open(source.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
             line += data[:start].count(b"\n")
-    return TableError(
-        f"{source.path}: line {line:,} has {fields} fields but the header has {len(source.columns)}; check the "
-        f"delimiter ({_show_delimiter(source.options.delimiter or ',')}) and the quoting of values that contain it"
-    )
+    return line
 
 
 class _QuoteInRange(Exception):

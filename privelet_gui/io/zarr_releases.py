@@ -32,7 +32,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import ModuleType, TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -68,6 +68,7 @@ __all__ = [
     "regular_chunks",
     "save_zarr_release",
     "shift_zarr_chunk",
+    "write_export_chunked",
     "write_zarr_chunk",
 ]
 
@@ -337,50 +338,65 @@ def export_release_chunked(
     has allowed it). Only the noisy counts themselves: non-negative or whole counts keep the
     total of the whole matrix, which a slab does not see.
     """
+    _check_chunked_counts(counts)
+    p = Path(path)
+    fmt, gz = _export_format(p, format)
+    check_writable(p, force=force)
+    with atomic_write(p, force=force) as f:
+        return _write_slabs(release, f, fmt, gz=gz)
+
+
+def write_export_chunked(release: Release, stream: IO[bytes], *, format: ExportFormat = "csv", counts: str = "noisy") -> int:
+    """:func:`export_release_chunked` into an open binary ``stream`` (see :func:`~privelet_gui.io.write_export`)."""
+    _check_chunked_counts(counts)
+    return _write_slabs(release, stream, format, gz=False)
+
+
+def _check_chunked_counts(counts: str) -> None:
     if counts != "noisy":
         raise PriveletError(
             f"{counts} counts keep the total of the whole matrix, so a chunked (Zarr) release exports its noisy "
             "counts only; post-process the exported counts, or release to a .npz file for --counts"
         )
-    p = Path(path)
-    fmt, gz = _export_format(p, format)
-    check_writable(p, force=force)
+
+
+def _write_slabs(release: Release, f: IO[bytes], fmt: ExportFormat, *, gz: bool) -> int:
+    """The long format of ``release`` into the binary ``f``, one slab of cells at a time; returns the rows."""
     noisy = release.noisy
     shape = tuple(int(n) for n in noisy.shape)
     axes = export_axes(release, shape)
     rows = 0
-    with atomic_write(p, force=force) as f:
-        if fmt == "csv":
-            binary: Any = gzip.GzipFile(fileobj=f, mode="wb") if gz else f
-            text = io.TextIOWrapper(binary, encoding="utf-8", newline="")
-            try:
-                if release.seeded:
-                    text.write(f"# {SEEDED_WARNING}\n")
-                for index in _slabs(shape, _CHUNK_CELLS):
-                    frame = _slab_frame(noisy, index, shape, axes)
-                    frame.to_csv(text, index=False, header=rows == 0, lineterminator="\n")
-                    rows += len(frame)
-                text.flush()
-            finally:
-                text.detach()  # the caller's file stays open: atomic_write syncs and renames it
-                if gz:
-                    binary.close()  # writes the gzip trailer (the file itself stays open)
-        else:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
+    if fmt == "csv":
+        binary: Any = gzip.GzipFile(fileobj=f, mode="wb") if gz else f
+        text = io.TextIOWrapper(binary, encoding="utf-8", newline="")
+        try:
+            if release.seeded:
+                text.write(f"# {SEEDED_WARNING}\n")
+            for index in _slabs(shape, _CHUNK_CELLS):
+                frame = _slab_frame(noisy, index, shape, axes)
+                frame.to_csv(text, index=False, header=rows == 0, lineterminator="\n")
+                rows += len(frame)
+            text.flush()
+        finally:
+            text.detach()  # the caller's file stays open: atomic_write syncs and renames it
+            if gz:
+                binary.close()  # writes the gzip trailer (the file itself stays open)
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
 
-            writer: Any = None
-            try:
-                for index in _slabs(shape, _CHUNK_CELLS):
-                    table = pa.Table.from_pandas(_slab_frame(noisy, index, shape, axes), preserve_index=False)
-                    table = table.replace_schema_metadata({**(table.schema.metadata or {}), **seeded_marks(release.seeded)})
-                    if writer is None:
-                        writer = pq.ParquetWriter(f, table.schema)
-                    writer.write_table(table)
-                    rows += table.num_rows
-            finally:
-                if writer is not None:
-                    writer.close()
+        writer: Any = None
+        try:
+            for index in _slabs(shape, _CHUNK_CELLS):
+                table = pa.Table.from_pandas(_slab_frame(noisy, index, shape, axes), preserve_index=False)
+                table = table.replace_schema_metadata({**(table.schema.metadata or {}), **seeded_marks(release.seeded)})
+                if writer is None:
+                    writer = pq.ParquetWriter(f, table.schema)
+                writer.write_table(table)
+                rows += table.num_rows
+        finally:
+            if writer is not None:
+                writer.close()
     return rows
 
 

@@ -128,6 +128,13 @@ def test_integer_counts_keep_the_rounded_total(values):
     assert (np.abs(x - y) < 1).all()
 
 
+def test_integer_counts_round_the_total_not_the_missing_fraction():
+    # Found at the minimum versions (hypothesis 6.100 drew [1.5]): 1.5 - floor = 0.5 rounds to 0 (half to even).
+    assert integer_counts(np.array([1.5])).tolist() == [2.0]
+    assert integer_counts(np.array([0.5, 1.0])).tolist() == [1.0, 1.0]  # total 1.5 rounds to 2
+    assert integer_counts(np.array([0.25, 1.25, 1.0])).tolist() == [0.0, 1.0, 1.0]  # total 2.5 rounds to 2
+
+
 def test_post_processed_counts_kinds():
     y = np.array([2.6, -0.4, 1.8])
     assert post_processed_counts(y, "noisy") is not None and post_processed_counts(y, "noisy").tolist() == y.tolist()

@@ -126,6 +126,31 @@ def test_every_number_falls_in_the_bin_whose_label_edges_hold_it(start, width, b
             assert position < 0 or position >= spec.count
 
 
+@pytest.mark.parametrize("reread", [False, True], ids=["as this pandas reads", "read again as before pandas 3.1"])
+def test_numbers_as_text_of_17_digits_fall_in_their_own_bin(monkeypatch: pytest.MonkeyPatch, reread: bool):
+    # The edges in float64 are -0.25, 0.04999999999999999, 0.35, 0.6499999999999999, 0.95. pandas 2.1.4
+    # reads "0.04999999999999999" as 0.0499999999999999 (below the edge) and "-0.15000000000000002" as
+    # -0.15. `reread` forces the re-reading older pandas gets, so that it is tested at every version.
+    from privelet_gui.engine import schema
+
+    if reread:
+        monkeypatch.setattr(schema, "pandas_reads_text_exactly", lambda version: False)
+    wage = OrdinalAttribute("w", bins=NumericBins(-0.25, 1.25, 0.3))
+    text = ["0.04999999999999999", "0.05", "-0.15000000000000002", "0.6499999999999999", "0.65", " 1e-1 ", "x", ""]
+    codes = wage.encode(pd.Series(text, dtype="string")).codes
+    expected = [int(wage.bins.positions(np.array([float(t)]))[0]) for t in text[:6]]
+    assert expected == [1, 1, 0, 3, 3, 1]
+    assert codes[:6].tolist() == expected and codes[6:].tolist() == [-1, -1]
+
+
+def test_text_is_read_again_only_with_pandas_before_3_1():
+    from privelet_gui.engine.schema import pandas_reads_text_exactly
+
+    assert not pandas_reads_text_exactly("2.1.4") and not pandas_reads_text_exactly("3.0.2")
+    assert pandas_reads_text_exactly("3.1.1") and pandas_reads_text_exactly("3.2.0.dev0+12.gabc")
+    assert pandas_reads_text_exactly("10.0.0")
+
+
 # -- exact integers ------------------------------------------------------------------------------------
 
 BIG = OrdinalAttribute.integer_range("n", 2**53, 2**53 + 2)

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import gzip
 import re
 import tempfile
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from privelet_gui.engine import DomainError
+from privelet_gui.engine.schema import pandas_reads_text_exactly
 from privelet_gui.io import TableError, TableOptions, count_table, read_table
 
 from .support import fuzz, outcome
@@ -32,6 +35,11 @@ def test_counts_agree_with_the_oracle_or_the_table_is_refused(fmt, data):
         if fmt != "parquet" and not case.header and not case.rows:  # no line at all: no columns either
             assert isinstance(error, TableError) and "is empty" in str(error), error
             return
+        if fmt != "parquet" and not pandas_reads_text_exactly(pd.__version__):
+            data = path.read_bytes()
+            if b"\0" in (gzip.decompress(data) if fmt == "csv.gz" else data):  # pandas < 3.1 cuts values there
+                assert isinstance(error, TableError), error  # refused: for the NUL, or a row's extra fields
+                return
         if bad_line is not None:
             assert isinstance(error, TableError), (bad_line, error)
             fields = len(case.columns) + 2

@@ -136,7 +136,9 @@ def test_menus_use_standard_shortcuts(window):
     assert QKeySequence("Ctrl+Shift+Z") in window.act_redo.shortcuts()
     titles = [a.text().replace("&", "") for a in window.menuBar().actions()]
     assert titles == ["File", "Edit", "Go", "Release", "Help"]
-    file_menu = window.menuBar().actions()[0].menu()
+    # PySide6 6.6 invalidates the menu QAction.menu() returns once that action's wrapper is gone: keep it
+    file_action = window.menuBar().actions()[0]
+    file_menu = file_action.menu()
     texts = [a.text().replace("&", "") for a in file_menu.actions()]
     for expected in ("Open table...", "Open project...", "Recent files", "Save project", "Save project as...",
                      "Export release", "Quit"):

@@ -32,6 +32,7 @@ from privelet_gui.io import (
     sniff_table,
     table_columns,
 )
+from privelet_gui.io import tables as tables_module
 from privelet_gui.io.tables import read_ahead
 
 ROWS = [
@@ -106,6 +107,27 @@ def test_bom_crlf_and_gzip_are_handled(tmp_path):
 def test_gzip_is_detected_by_content_not_name(tmp_path):
     path = write(tmp_path / "t.csv", gz=True)
     np.testing.assert_array_equal(count_table(path, SCHEMA)[0], expected_matrix())
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_nul_byte_is_read_as_text_or_refused_naming_its_line(tmp_path, monkeypatch: pytest.MonkeyPatch, gz):
+    rows = [*ROWS[:3], ("30", "F", "Sales\0Tech-support", "0"), ROWS[4]]
+    path = write(tmp_path / ("t.csv.gz" if gz else "t.csv"), rows, gz=gz)
+    if tables_module.pandas_reads_text_exactly(pd.__version__):  # pandas 3.1 keeps the value whole
+        assert read_table(path)["job"].tolist()[2] == "Sales\0Tech-support"
+        with pytest.raises(DomainError, match="Sales"):
+            count_table(path, SCHEMA)
+    # pandas before 3.1 reads "Sales\0Tech-support" as "Sales": the file is refused rather than miscounted
+    monkeypatch.setattr(tables_module, "pandas_reads_text_exactly", lambda version: False)
+    for read in (lambda: count_table(path, SCHEMA), lambda: read_table(path)):
+        with pytest.raises(TableError, match=r"line 4 holds a NUL byte .*remove the NUL bytes, or upgrade pandas to 3\.1"):
+            read()
+    # a NUL in the second half of a file read by two threads: the line counts from the file's start
+    monkeypatch.setattr(tables_module, "_PARALLEL_MIN_BYTES", 1 << 16)
+    long = write(tmp_path / "long.csv", [*ROWS, *([ROWS[1]] * 40_000), ("30", "F", "Sales\0", "0")])
+    assert len(tables_module._byte_ranges(tables_module._resolve(long, None))) == 2
+    with pytest.raises(TableError, match=f"line {len(ROWS) + 40_001:,} holds a NUL byte"):
+        count_table(long, SCHEMA)
 
 
 def test_other_encodings(tmp_path):
