@@ -315,16 +315,17 @@ def test_threads_do_not_change_the_result_and_cancel_stops_them():
 
 
 def test_a_big_single_block_runs_in_slabs_and_tiles_on_threads(monkeypatch):
-    # S_A empty: one block; made "big" here by tiny slab and tile sizes
+    # S_A empty: one block, in three passes; small pencil tiles make many of them
     from privelet_gui.engine import pipeline as mechanisms
+    from privelet_gui.engine.hn import TransformPlan
 
-    monkeypatch.setattr(mechanisms, "_SLAB_CELLS", 200)
-    monkeypatch.setattr(mechanisms, "_TILE_CELLS", 64)
+    monkeypatch.setattr(mechanisms, "_PENCIL_CELLS", 200)
     schema = Schema(
         [OrdinalAttribute.integer_range("a", 0, 9), NominalAttribute("job", JOBS), OrdinalAttribute.integer_range("o", 0, 30)]
     )
     m = np.random.default_rng(2).integers(0, 9, schema.shape).astype(float)
-    assert len(list(mechanisms._slabs(schema.shape, 2))) > 5
+    big = mechanisms._BigBlock(TransformPlan(schema), schema.shape)
+    assert big.rows > 5 and len(big.pencils) > 5
     # slabs and tiles put the transform back together
     np.testing.assert_allclose(privelet(m, schema, 1e7, np.random.default_rng(1)).noisy, m, atol=1e-3)
     one = privelet(m, schema, 1.0, np.random.default_rng(5), workers=1)
