@@ -22,7 +22,12 @@ os.environ["PRIVELET_STUDIO_SETTINGS"] = _SETTINGS
 atexit.register(shutil.rmtree, _SETTINGS, True)
 
 # The privacy ledger: never the user's. The whole session (subprocesses too) points at a
-# temporary file, and each test gets a fresh one of its own (see ``private_ledger``).
+# temporary file, and each test gets a fresh one of its own (see ``private_ledger``); the
+# user's own ledger (where it is before this run points elsewhere) must be left as it was
+# (``users_ledger_untouched``).
+from privelet_gui.io.ledger import ledger_path  # noqa: E402  (after QT_QPA_PLATFORM, before PRIVELET_LEDGER)
+
+USERS_LEDGER = ledger_path()
 _SESSION_LEDGER = Path(tempfile.mkdtemp(prefix="privelet-test-ledger-")) / "ledger.sqlite3"
 os.environ["PRIVELET_LEDGER"] = str(_SESSION_LEDGER)
 
@@ -34,6 +39,28 @@ settings.load_profile("project")
 
 #: Real third-party data shared beside the checkout (CI has it; a fresh clone does not).
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def _state(path: Path) -> tuple[int, int] | None:
+    """A file's size and modification time (None: there is no such file)."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_size, info.st_mtime_ns
+
+
+@pytest.fixture(scope="session", autouse=True)
+def users_ledger_untouched() -> object:
+    """Fail the run if the user's own ledger was created or changed while the tests ran."""
+    before = _state(USERS_LEDGER)
+    yield
+    after = _state(USERS_LEDGER)
+    if after != before:
+        pytest.fail(
+            f"the user's privacy ledger {USERS_LEDGER} was {'created' if before is None else 'changed'} by the "
+            "test run (every test must use a temporary ledger: PRIVELET_LEDGER)", pytrace=False
+        )
 
 
 @pytest.fixture(autouse=True)

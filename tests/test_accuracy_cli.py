@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -34,6 +35,9 @@ def test_bounds_with_a_workload_gives_each_mechanisms_expected_error(capsys):
     assert result["workload"]["public_total"] is True
     code, out, _ = call(capsys, "bounds", "--schema", SCHEMA, "--epsilon", "1", "--workload", "marginals:2", "--raw")
     assert code == 0 and "release raw" in out and "in 95% of releases" in out
+    # each column of the table keeps one number style (2-way errors run from 10^5 to 10^7: all scientific)
+    errors = [line.split("(+/-")[0].split()[-1] for line in out.splitlines() if "in 95% of releases" in line]
+    assert len(errors) == 4 and all(re.fullmatch(r"\d\.\d{4}e\+\d\d", e) for e in errors), errors
 
 
 def test_release_with_the_best_sa_is_shifted_to_the_public_total(capsys, tmp_path):

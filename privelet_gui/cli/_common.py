@@ -12,7 +12,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
@@ -290,9 +290,18 @@ def progress_bar(args: argparse.Namespace) -> ProgressBar:
     return ProgressBar(sys.stderr, enabled=not args.quiet)
 
 
-def fmt(x: float) -> str:
-    """A variance or bound for a terminal: grouped digits, or scientific when large."""
-    return f"{x:,.6g}" if abs(x) < 1e6 else f"{x:.4e}"
+def fmt(x: float, *, scientific: bool | None = None) -> str:
+    """A variance or bound for a terminal: grouped digits, or scientific when large (or as
+    ``scientific`` says, so that a column keeps one style: :func:`fmt_column`)."""
+    if scientific is None:
+        scientific = abs(x) >= 1e6
+    return f"{x:.4e}" if scientific else f"{x:,.6g}"
+
+
+def fmt_column(values: Sequence[float]) -> list[str]:
+    """The numbers of one table column in one style: all scientific when any is large."""
+    scientific = any(abs(x) >= 1e6 for x in values)
+    return [fmt(x, scientific=scientific) for x in values]
 
 
 def loud(message: str) -> str:

@@ -7,6 +7,9 @@ import json
 
 __all__ = ["register"]
 
+#: The listing's columns of numbers, aligned right (id, epsilon).
+_RIGHT = (0, 3)
+
 
 def register(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """Add this module's commands to the ``privelet`` parser."""
@@ -23,27 +26,23 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
 
 
 def _cmd_ledger(args: argparse.Namespace) -> int:
-    from ..io.ledger import Ledger, spending_summary
+    from ..io.ledger import RELEASE_COLUMNS, SHORT_FINGERPRINT, ledger_report, spending_summary
 
-    ledger = Ledger()
-    entries, totals = ledger.entries(), ledger.totals()
+    report = ledger_report()
+    entries, totals = report.releases, report.tables
     if args.json:
-        print(json.dumps({
-            "ledger": str(ledger.path),
-            "releases": [entry.to_json() for entry in entries],
-            "tables": [spending.to_json() for spending in totals],
-        }, indent=2))
+        print(json.dumps(report.to_json(), indent=2))
         return 0
-    print(f"privacy ledger {ledger.path}: {len(entries):,} release{'s' * (len(entries) != 1)}")
+    print(f"privacy ledger {report.path}: {len(entries):,} release{'s' * (len(entries) != 1)}")
     if not entries:
         return 0
-    print(f"{'id':>4} {'time (UTC)':<20} {'table':<12} {'epsilon':>9} {'neighbours':<10} {'mechanism':<9} "
-          f"{'sampler':<8} {'seeded':<6} S_A / output")
-    for entry in entries:
-        print(f"{entry.id:>4} {entry.created:<20} {entry.fingerprint[:12]:<12} {entry.epsilon:>9g} "
-              f"{entry.neighbours:<10} {entry.mechanism:<9} {entry.sampler:<8} {'yes' if entry.seeded else 'no':<6} "
-              f"{{{', '.join(entry.sa)}}} -> {entry.output or '(not written)'}")
+    # every column as wide as its longest cell (the last, the output file, as it comes)
+    rows = [RELEASE_COLUMNS, *(entry.cells() for entry in entries)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(RELEASE_COLUMNS) - 1)]
+    for row in rows:
+        print(" ".join(cell.rjust(w) if i in _RIGHT else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+              + f" {row[-1]}")
     print("epsilon spent per table (sequential composition):")
     for spending in totals:
-        print(f"  {spending.fingerprint[:12]}: {spending_summary(spending)}")
+        print(f"  {spending.fingerprint[:SHORT_FINGERPRINT]}: {spending_summary(spending)}")
     return 0

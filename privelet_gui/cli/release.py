@@ -17,6 +17,7 @@ from ._common import (
     UsageError,
     epsilon_type,
     fmt,
+    fmt_column,
     note,
     parse_sa,
     progress_bar,
@@ -164,26 +165,17 @@ def _sampler(args: argparse.Namespace) -> Any:
     return getattr(args, "sampler", SAMPLER)
 
 
-def _check_budget(args: argparse.Namespace, ledger: Any, fingerprint: str, spec: Any) -> None:
-    """Say what the table has spent; if anything, ask before spending more (``--yes``: don't ask)."""
-    from ..engine import Cancelled
-    from ..io.ledger import spending_summary
-
-    spending = ledger.spent(fingerprint)
-    adds = f"this release spends epsilon {spec.epsilon:g} more ({spec.neighbours})"
-    if not spending.any:
-        note(args, f"privacy ledger: this table has spent nothing yet; {adds}")
-        return
-    said = f"this table has already spent {spending_summary(spending)} (privacy ledger {ledger.path}); {adds}"
+def _ask_to_spend(args: argparse.Namespace, check: Any) -> bool:
+    """Whether to spend more of a table's budget (the ledger's :func:`~privelet_gui.io.ledger.ask_before_spending`
+    asks only when the table has spent some): ``--yes``, or a terminal's answer; no terminal: a usage error."""
+    said = check.summary()
     if args.yes:
-        note(args, f"privacy ledger: {said}")
-        return
+        return True
     if not sys.stdin.isatty():
         raise UsageError(f"{said}. Run again with --yes to spend it without being asked")
-    print(f"privacy ledger: {said}.", file=sys.stderr)
-    answer = input(f"Spend epsilon {spec.epsilon:g} more on this table? [y/N] ")
-    if answer.strip().lower() not in ("y", "yes"):
-        raise Cancelled("nothing released")
+    print(f"privacy ledger: {said}; afterwards it will have spent {check.total_after_text()}.", file=sys.stderr)
+    answer = input(f"Spend epsilon {check.epsilon:g} more on this table? [y/N] ")
+    return answer.strip().lower() in ("y", "yes")
 
 
 def _cmd_release(args: argparse.Namespace) -> int:
@@ -198,7 +190,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
         sample_table_path,
         save_release,
     )
-    from ..io.ledger import Ledger
+    from ..io.ledger import BudgetCheck, Ledger, ask_before_spending
     from ..io.zarr_releases import check_zarr_target, save_zarr_release
 
     if args.demo:
@@ -234,18 +226,18 @@ def _cmd_release(args: argparse.Namespace) -> int:
     extra: dict[str, Any] = {"source": "demo" if args.demo else None}
     rng = np.random.default_rng(args.seed) if args.seed is not None else None
     ledger = Ledger()
-    fingerprint = ""
+    checked: list[BudgetCheck] = []
 
     def before_noise() -> None:  # counting spends nothing; drawing the noise does: ask the ledger first
-        # fingerprinted after counting, so a table that cannot be read is reported by its reader
-        nonlocal fingerprint
-        fingerprint = ledger.fingerprint_files(_table_files(args, table))
-        _check_budget(args, ledger, fingerprint, spec)
+        check = ask_before_spending(ledger, _table_files(args, table), spec.epsilon, spec.neighbours,
+                                    lambda check: _ask_to_spend(args, check))
+        if not check.must_ask or args.yes:
+            note(args, f"privacy ledger: {check.summary()}")
+        checked.append(check)
 
     def drawn(release: Any) -> None:
-        # Recorded as soon as the noise is drawn, before the file is written: if writing fails,
-        # the ledger errs on the side of counting a release that nobody saw.
-        ledger.record(fingerprint, release, output=out.resolve())
+        # Recorded as soon as the noise is drawn, before the file is written (BudgetCheck.record).
+        checked[-1].record(release, output=out.resolve())
 
     if args.dask is not None:
         release, meta, report = _release_on_dask(args, table, spec, out, options, rng, extra, before_noise, drawn)
@@ -384,18 +376,19 @@ def _cmd_bounds(args: argparse.Namespace) -> int:
         return 0
     print(f"epsilon {eps:g}, neighbours {nb}, matrix {' x '.join(map(str, schema.shape))} = {schema.size:,} cells")
     print(f"{'mechanism':<12} {'paper bound':>14} {'exact worst case':>18}")
-    for key, spec in specs.items():
-        label = "best S_A" if key == "best" else MECHANISM_NAMES[spec.mechanism]
-        print(f"{label:<12} {fmt(result[key]['paper_bound']):>14} {fmt(result[key]['exact_worst_case']):>18}")
+    labels = ["best S_A" if key == "best" else MECHANISM_NAMES[spec.mechanism] for key, spec in specs.items()]
+    paper = fmt_column([result[key]["paper_bound"] for key in specs])
+    exact = fmt_column([result[key]["exact_worst_case"] for key in specs])
+    for label, paper_text, exact_text in zip(labels, paper, exact, strict=True):
+        print(f"{label:<12} {paper_text:>14} {exact_text:>18}")
     print(f"S_A used for Privelet+: {{{', '.join(sa)}}}")
     print(f"recommended S_A:        {{{', '.join(result['recommended_sa'])}}}")
     if workload is not None:
         what = "average square error" if args.objective == "mean" else "worst query's square error"
         shifted = "shifted to the public total" if specs["basic"].uses_public_total else "raw"
         print(f"workload {workload.name} ({len(workload):,} queries), {what}, release {shifted}:")
-        for key, spec in specs.items():
-            label = "best S_A" if key == "best" else MECHANISM_NAMES[spec.mechanism]
-            print(f"  {label:<10} {fmt(result[key]['workload_error']):>14}  "
-                  f"(+/- {result[key]['workload_margin95']:,.0f} in 95% of releases)")
+        errors = fmt_column([result[key]["workload_error"] for key in specs])
+        for label, key, error_text in zip(labels, specs, errors, strict=True):
+            print(f"  {label:<10} {error_text:>14}  (+/- {result[key]['workload_margin95']:,.0f} in 95% of releases)")
         print(f"best S_A for this workload: {{{', '.join(result['best']['sa'])}}}")
     return 0

@@ -23,6 +23,7 @@ from .bounds import (
     paper_factors,
     query_variance,
     recommend_sa,
+    variance_for_margin95,
     variance_model,
     worst_case_variance,
 )
@@ -156,6 +157,7 @@ __all__ = [
     "relative_error",
     "sanity_bound",
     "square_error",
+    "variance_for_margin95",
     "variance_model",
     "workload_variances",
     "worst_case_variance",

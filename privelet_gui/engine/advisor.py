@@ -19,7 +19,7 @@ so they cost no privacy and can run live while the custodian edits the schema.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -27,6 +27,7 @@ import numpy as np
 
 from .bounds import margin95, recommend_sa
 from .errors import SchemaError
+from .progress import CancelCallback, Progress
 from .queries import QueryBatch
 from .schema import Attribute, NominalAttribute, NumericBins, OrdinalAttribute, Schema
 from .spec import ReleaseSpec
@@ -91,15 +92,19 @@ def _half_products(columns: tuple[np.ndarray, np.ndarray], axes: range) -> np.nd
 
 
 def _all_subsets(factors_columns: list[tuple[np.ndarray, np.ndarray]], signs: list[float], d: int,
-                 weights: np.ndarray | None) -> np.ndarray:
+                 weights: np.ndarray | None, check: Callable[[], None]) -> np.ndarray:
     """The objective of every subset, indexed by its bit mask: the weighted mean over rows
-    (``weights``) or, with ``weights=None``, the maximum over rows."""
+    (``weights``) or, with ``weights=None``, the maximum over rows. ``check()`` is called
+    between blocks of work (it raises to cancel)."""
     low, high = range(d // 2), range(d // 2, d)
     lows = [_half_products(c, low) for c in factors_columns]
     highs = [_half_products(c, high) for c in factors_columns]
     if weights is not None:
-        total = sum(sign * (a * weights) @ b.T for sign, a, b in zip(signs, lows, highs, strict=False))
-        result = np.asarray(total) / weights.sum()
+        total = np.zeros((lows[0].shape[0], highs[0].shape[0]))
+        for sign, a, b in zip(signs, lows, highs, strict=False):
+            check()
+            total += sign * (a * weights) @ b.T
+        result = total / weights.sum()
     else:
         result = np.empty((lows[0].shape[0], highs[0].shape[0]))
         rows = highs[0].shape[1]
@@ -107,6 +112,7 @@ def _all_subsets(factors_columns: list[tuple[np.ndarray, np.ndarray]], signs: li
         for i in range(lows[0].shape[0]):
             best = np.full(highs[0].shape[0], -np.inf)
             for start in range(0, rows, step):
+                check()
                 part = slice(start, start + step)
                 value = sum(sign * a[i, part] * b[:, part] for sign, a, b in zip(signs, lows, highs, strict=False))
                 best = np.maximum(best, np.asarray(value).max(axis=1))
@@ -116,10 +122,16 @@ def _all_subsets(factors_columns: list[tuple[np.ndarray, np.ndarray]], signs: li
 
 
 def best_sa(
-    spec: ReleaseSpec, workload: Workload, *, objective: Objective = "mean", exhaustive_up_to: int = EXHAUSTIVE_UP_TO
+    spec: ReleaseSpec,
+    workload: Workload,
+    *,
+    objective: Objective = "mean",
+    exhaustive_up_to: int = EXHAUSTIVE_UP_TO,
+    should_cancel: CancelCallback | None = None,
 ) -> SaChoice:
     """The S_A minimising ``workload``'s expected error under ``spec``'s epsilon, neighbours
-    and public total (its mechanism and S_A are ignored).
+    and public total (its mechanism and S_A are ignored). ``should_cancel()`` is asked
+    between steps of the search (:class:`~privelet_gui.engine.Cancelled` when it says so).
 
     Examples
     --------
@@ -134,6 +146,7 @@ def best_sa(
     if workload.schema != schema:
         raise SchemaError(f"the workload {workload.name!r} is on another schema than the release")
     objective = check_objective(objective)
+    check = Progress(None, should_cancel).check
     d = len(schema)
     factors = workload_factors(workload, spec.model, average=objective == "mean")
     public = spec.uses_public_total
@@ -165,7 +178,7 @@ def best_sa(
     reference_errors = {key: (names(mask), error_of(mask)) for key, mask in references.items()}
     exhaustive = d <= exhaustive_up_to
     if exhaustive:
-        errors = _all_subsets(columns, signs, d, weights)
+        errors = _all_subsets(columns, signs, d, weights, check)
         index = int(np.argmin(errors))
         mask = np.array([(index >> a) & 1 for a in range(d)], dtype=bool)
     else:
@@ -174,6 +187,7 @@ def best_sa(
         while True:  # flip the one attribute that helps most, while one does
             trials = []
             for axis in range(d):
+                check()
                 trial = mask.copy()
                 trial[axis] = not trial[axis]
                 trials.append((error_of(trial), axis))
@@ -398,8 +412,10 @@ def advise(
     *,
     objective: Objective = "mean",
     choose_sa: bool = True,
+    should_cancel: CancelCallback | None = None,
 ) -> Advice:
-    """Per-attribute multipliers and domain suggestions for ``workload`` under ``spec``.
+    """Per-attribute multipliers and domain suggestions for ``workload`` under ``spec``
+    (``should_cancel`` as for :func:`best_sa`).
 
     With ``choose_sa`` each changed schema gets its :func:`best_sa` (and so does the
     current one, for a fair comparison: ``before`` is then the best current error);
@@ -407,13 +423,19 @@ def advise(
     lossless ones first (every query answered exactly), then by predicted error.
     """
     objective = check_objective(objective)
+    check = Progress(None, should_cancel).check
     schema = spec.schema
-    base = spec.replace(mechanism="privelet+", sa=best_sa(spec, workload, objective=objective).sa) if choose_sa else spec
+
+    def best(of: ReleaseSpec, queries: Workload) -> tuple[str, ...]:
+        return best_sa(of, queries, objective=objective, should_cancel=should_cancel).sa
+
+    base = spec.replace(mechanism="privelet+", sa=best(spec, workload)) if choose_sa else spec
     before = expected_error(base, workload, objective=objective)
     multipliers = []
     constrained = workload.constrained_axes()
     suggestions = []
     for kind, axis, text, new_attribute, mapper in _candidates(schema, workload):
+        check()
         attributes = list(schema)
         if new_attribute is None:
             del attributes[axis]
@@ -424,12 +446,13 @@ def advise(
         kept_sa = tuple(n for n in base.effective_sa if n in new_schema.names)
         new_spec = spec.replace(schema=new_schema, mechanism="privelet+", sa=kept_sa)
         if choose_sa:
-            new_spec = new_spec.replace(sa=best_sa(new_spec, new_workload, objective=objective).sa)
+            new_spec = new_spec.replace(sa=best(new_spec, new_workload))
         error = expected_error(new_spec, new_workload, objective=objective)
         suggestions.append(Suggestion(kind, schema[axis].name, text, new_schema, new_workload, new_spec.effective_sa,
                                       error, before, exact))
     if len(schema) > 1:
         for axis, attribute in enumerate(schema):
+            check()
             rest = Schema([a for i, a in enumerate(schema) if i != axis])
             reduced, _ = _map_parts(workload, rest, axis, None)
             kept_sa = tuple(n for n in base.effective_sa if n != attribute.name)

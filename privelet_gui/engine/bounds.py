@@ -43,6 +43,7 @@ __all__ = [
     "paper_factors",
     "query_variance",
     "recommend_sa",
+    "variance_for_margin95",
     "variance_model",
     "worst_case_variance",
 ]
@@ -57,6 +58,15 @@ def margin95(variance: float) -> float:
     """The half-width ``Z95 * sqrt(variance)`` of a 95% interval for noise of this variance:
     a count is off by at most this much in 95% of releases."""
     return Z95 * math.sqrt(variance)
+
+
+def variance_for_margin95(margin: float) -> float:
+    """The noise variance whose 95% interval is ``count +/- margin`` (the inverse of :func:`margin95`).
+
+    >>> round(margin95(variance_for_margin95(6000.0)), 6)
+    6000.0
+    """
+    return (margin / Z95) ** 2
 
 
 def paper_factors(attribute: Attribute) -> tuple[int, float]:

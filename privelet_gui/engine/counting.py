@@ -19,9 +19,11 @@ from .schema import Attribute, Schema
 if TYPE_CHECKING:  # pandas is imported when a table is counted, not with the engine
     import pandas as pd
 
-__all__ = ["CountReport", "DroppedRowsWarning", "FrequencyCounter", "frequency_matrix"]
+__all__ = ["INVALID_POLICIES", "CountReport", "DroppedRowsWarning", "FrequencyCounter", "InvalidPolicy", "frequency_matrix"]
 
 InvalidPolicy = Literal["error", "drop"]
+#: What counting may do with a row outside the domains: stop with an error, or drop it.
+INVALID_POLICIES: tuple[InvalidPolicy, ...] = ("error", "drop")
 
 # Below this many rows per cell, scattering a chunk with np.add.at beats a full-size bincount
 # (plus adding it to the counts so far).

@@ -215,8 +215,8 @@ def measure_release(
 ) -> ErrorPreview:
     """The errors of ``release`` on the true ``matrix`` (paper's workload, Figure 8 style).
 
-    Also releases M with Basic at the same epsilon, for comparison only (that matrix is
-    discarded). Reads the true data: run it on the custodian's machine only.
+    Also releases M with Basic at the same epsilon, neighbours and public-total choice, for
+    comparison only (that matrix is discarded). Reads the true data: run it on the custodian's machine only.
     """
     schema = release.schema
     if schema is None:
@@ -230,6 +230,7 @@ def measure_release(
         steps.report(0.4, "measuring the error: Basic for comparison")
         comparison = basic(
             matrix, release.epsilon, generator, schema=schema, neighbours=release.neighbours,
+            public_total=release.public_total,  # compared like for like: shifted only when the release is
             progress=steps.slice(0.4, 0.8).report if progress is not None else None, should_cancel=should_cancel,
         )
         quintiles = {"basic": truth.quintiles(comparison.noisy), **quintiles}

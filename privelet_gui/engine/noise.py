@@ -80,7 +80,7 @@ __all__ = [
 ]
 
 Neighbours = Literal["replace", "add-remove"]
-NEIGHBOURS: tuple[str, ...] = ("replace", "add-remove")
+NEIGHBOURS: tuple[Neighbours, ...] = ("replace", "add-remove")
 #: How each neighbouring notion is written for people.
 NEIGHBOUR_NAMES: dict[str, str] = {"replace": "replace one record", "add-remove": "add or remove one record"}
 
@@ -110,7 +110,7 @@ def check_neighbours(neighbours: object) -> Neighbours:
     """``neighbours`` if it names a neighbouring notion; a PriveletError otherwise."""
     if neighbours not in NEIGHBOURS:
         raise PriveletError(f"neighbours must be 'replace' or 'add-remove', got {neighbours!r}")
-    return neighbours  # type: ignore[return-value]
+    return neighbours
 
 
 def check_sampler(sampler: object) -> Sampler:

@@ -2,22 +2,27 @@
 
 The main window calls ``window.dialogs.<method>``; tests install a fake with the same
 methods (pyqtgraph's habit: a dialog only when the caller gave no answer), so no test
-ever blocks on a modal dialog.
+ever blocks on a modal dialog. :class:`WorkerQuestion` lets a task on a worker thread ask
+one (the release asks before spending more of a table's budget, once the table is counted).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
+from PySide6.QtCore import QObject, Qt, Signal, Slot
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
 
-from ..engine import PriveletError
+from ..engine import Cancelled, PriveletError
+from ..io.ledger import COMPOSITION_TEXT, BudgetCheck, spending_summary
+from ..io.releases import SEEDED_WARNING
 from .settings import Settings
 from .tasks import format_exception
 
-__all__ = ["FILTERS", "Dialogs", "SaveChoice"]
+__all__ = ["FILTERS", "Dialogs", "SaveChoice", "WorkerQuestion"]
 
 SaveChoice = Literal["save", "discard", "cancel"]
 
@@ -25,13 +30,15 @@ FILTERS = {
     "table": "Tables (*.csv *.tsv *.txt *.csv.gz *.tsv.gz *.gz *.parquet *.pq);;All files (*)",
     "project": "Privelet Studio projects (*.privelet);;All files (*)",
     "hierarchy": "Hierarchies (*.csv *.json);;ARX hierarchy CSV (*.csv);;JSON hierarchy (*.json);;All files (*)",
-    "release": "Release file (*.npz)",
+    "release": "Releases: .npz files, the zarr.json of a .zarr folder (*.npz zarr.json);;All files (*)",
+    "schema": "Schema files (*.json);;All files (*)",
+    "workload": "Workload files (*.csv *.tsv *.txt *.json);;All files (*)",
     "csv": "CSV, long format (*.csv)",
     "parquet": "Parquet, long format (*.parquet)",
     "any": "Projects, releases, tables and hierarchies (*.privelet *.npz *.csv *.tsv *.gz *.parquet *.json);;All files (*)",
 }
 
-SUFFIX = {"project": ".privelet", "release": ".npz", "csv": ".csv", "parquet": ".parquet", "hierarchy": ".csv"}
+SUFFIX = {"project": ".privelet", "release": ".npz", "csv": ".csv", "parquet": ".parquet", "hierarchy": ".csv", "schema": ".json"}
 
 
 class Dialogs:
@@ -112,6 +119,38 @@ class Dialogs:
         value, ok = QInputDialog.getText(self.parent, title, label, text=text)
         return value if ok and value.strip() else None
 
+    def ask_spend_budget(self, check: BudgetCheck) -> bool:
+        """Before a release's noise is drawn, when its table has spent some budget already:
+        what was spent, what this release adds and the new total; True to spend it."""
+        box = QMessageBox(QMessageBox.Icon.Warning, "Spend more of this table's privacy budget?",
+                          f"This table has already spent {spending_summary(check.spent)}.",
+                          QMessageBox.StandardButton.NoButton, self.parent)
+        box.setInformativeText(
+            f"This release spends epsilon {check.epsilon:g} more ({check.neighbours}). Afterwards the table will "
+            f"have spent {check.total_after_text()}.\n\n{COMPOSITION_TEXT}"
+        )
+        box.setDetailedText(f"Privacy ledger: {check.ledger.path}\nTable fingerprint: {check.fingerprint}")
+        spend = box.addButton(f"Spend epsilon {check.epsilon:g} more", QMessageBox.ButtonRole.AcceptRole)
+        cancel = box.addButton("Cancel", QMessageBox.ButtonRole.RejectRole)
+        box.setDefaultButton(cancel)  # as the command line: spending more is never the default
+        box.setEscapeButton(cancel)
+        box.exec()
+        return box.clickedButton() is spend
+
+    def ask_export_seeded(self, name: str) -> bool:
+        """Before exporting a seeded (test) release read from ``name``: True to export it anyway,
+        marked in the file as not private."""
+        box = QMessageBox(QMessageBox.Icon.Warning, "Export a seeded test release?",
+                          f"{name} is a seeded test release: it is NOT private.",
+                          QMessageBox.StandardButton.NoButton, self.parent)
+        box.setInformativeText(f"{SEEDED_WARNING}\n\nThe exported file will say so in the file itself.")
+        export = box.addButton("Export it for testing", QMessageBox.ButtonRole.AcceptRole)
+        cancel = box.addButton("Cancel", QMessageBox.ButtonRole.RejectRole)
+        box.setDefaultButton(cancel)
+        box.setEscapeButton(cancel)
+        box.exec()
+        return box.clickedButton() is export
+
     def import_options(self, path: Path, current: object = None) -> object | None:
         """The import dialog: preview and reading options; None if cancelled."""
         from .panels.import_dialog import ImportDialog
@@ -146,6 +185,58 @@ class Dialogs:
             target = target.with_name(target.name + suffix)
         self.settings.set_last_folder(kind, target)
         return target
+
+
+class _Pending:
+    """One question from a worker: asked on the GUI thread, answered through ``done``."""
+
+    def __init__(self, question: Callable[[], Any]):
+        self.question = question
+        self.answer: Any = None
+        self.error: BaseException | None = None
+        self.abandoned = False  # the worker stopped waiting (cancelled): do not ask any more
+        self.done = threading.Event()
+
+
+class WorkerQuestion(QObject):
+    """Ask the user from a worker thread: the question runs on the GUI thread (which owns
+    every dialog) while the worker waits for its answer, or for a cancel.
+
+    Lives in the GUI thread; :meth:`ask` is called from the worker.
+    """
+
+    _asked = Signal(object)  # a _Pending, queued to the GUI thread
+
+    #: How often a waiting worker checks for a cancel (seconds).
+    POLL = 0.05
+
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(parent)
+        self._asked.connect(self._ask, Qt.ConnectionType.QueuedConnection)
+
+    def ask(self, question: Callable[[], Any], should_cancel: Callable[[], bool]) -> Any:
+        """``question()``'s answer, asked on the GUI thread; Cancelled if the task is
+        cancelled first (closing the window cancels and waits: a worker never waits forever)."""
+        pending = _Pending(question)
+        self._asked.emit(pending)
+        while not pending.done.wait(self.POLL):
+            if should_cancel():
+                pending.abandoned = True
+                raise Cancelled("cancelled by the user")
+        if pending.error is not None:
+            raise pending.error
+        return pending.answer
+
+    @Slot(object)
+    def _ask(self, pending: _Pending) -> None:
+        if pending.abandoned:
+            return
+        try:
+            pending.answer = pending.question()
+        except BaseException as exc:  # handed to the worker, which raises it as the task's failure
+            pending.error = exc
+        finally:
+            pending.done.set()
 
 
 def _sample_folder() -> Path:
@@ -185,6 +276,12 @@ class HeadlessDialogs:
 
     def get_text(self, title: str, label: str, text: str = "") -> str | None:
         return text or None
+
+    def ask_spend_budget(self, check: BudgetCheck) -> bool:
+        return True  # a scripted tour releases the sample into its own temporary ledger
+
+    def ask_export_seeded(self, name: str) -> bool:
+        return False  # a seeded release is exported only when someone said so
 
     def import_options(self, path: Path, current: object = None) -> object | None:
         from .. import io as pio

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from PySide6.QtCore import QSize, Qt, QUrl, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QGuiApplication, QKeySequence, QPalette
@@ -33,10 +33,22 @@ from .. import __version__
 from .. import io as pio
 from ..engine import PriveletError, Release, mechanism_name
 from ..io import TableSummary, summarize_table
+from ..io.ledger import BudgetCheck
 from ..io.project import PROJECT_SUFFIX, load_project, save_project
+from ..io.zarr_releases import is_zarr_release
 from ..qt import icons
-from ..workspace.jobs import ExportFormat, ReleaseOutcome, classify_file, export_release_file, run_release
-from .dialogs import Dialogs
+from ..workspace.jobs import (
+    ExportFormat,
+    ReleaseControl,
+    ReleaseOutcome,
+    classify_file,
+    export_opened_release,
+    export_release_file,
+    open_release_file,
+    release_location,
+    run_release,
+)
+from .dialogs import Dialogs, WorkerQuestion
 from .document import STEPS, Document
 from .guide import GUIDE_HTML, about_html
 from .panels.attributes_panel import AttributesPanel
@@ -79,6 +91,8 @@ class MainWindow(QMainWindow):
         self.tasks = TaskService(self)
         self.runner = self.tasks.lane("work")  # tables, releases, exports: one at a time
         self._cancelling: Callable[[], None] | None = None
+        self._release_control: ReleaseControl | None = None  # the release being made
+        self._questions = WorkerQuestion(self)  # the release's question, asked from its worker
 
         self.setWindowTitle("Privelet Studio[*]")
         self.setWindowIcon(icons.app_icon())
@@ -200,6 +214,7 @@ class MainWindow(QMainWindow):
         self.release_panel.runRequested.connect(self.run_release)
         self.release_panel.cancelRequested.connect(self.cancel_task)
         self.release_panel.exportRequested.connect(lambda kind: self.export_release(kind))
+        self.release_panel.exportOpenedRequested.connect(lambda kind: self.export_opened_release(kind))
 
         self.undo_dock = QDockWidget("Undo history", self)
         self.undo_dock.setObjectName("undo-history")
@@ -272,6 +287,9 @@ class MainWindow(QMainWindow):
         self.act_run = self._action(release_menu, "&Run release", self.run_release, "Ctrl+R")
         self.act_cancel = self._action(release_menu, "&Cancel", self.cancel_task, "Ctrl+.")
         self.act_cancel.setEnabled(False)
+        release_menu.addSeparator()
+        self.act_ledger = self._action(release_menu, "Privacy &ledger...", self.show_ledger,
+                                       tip="What each table has spent, and every release made on this computer")
 
         help_menu = bar.addMenu("&Help")
         self._action(help_menu, "&User guide", self.show_guide, QKeySequence.StandardKey.HelpContents)
@@ -420,8 +438,15 @@ class MainWindow(QMainWindow):
         self._refresh_steps()
 
     def cancel_task(self) -> None:
-        """Stop the running task (cooperatively: the engine stops at its next check)."""
+        """Stop the running task (cooperatively: the engine stops at its next check). A
+        release whose noise is drawn is kept: the cancel only skips measuring its error."""
         if self.runner.busy:
+            control = self._release_control
+            if control is not None and not control.cancel():
+                self.statusBar().showMessage(
+                    "The noise is drawn and recorded in the privacy ledger: the release is kept "
+                    "(measuring its error is skipped).", 8000)
+                return
             self.runner.cancel()
             self.statusBar().showMessage("Cancelling...")
             if self._cancelling is not None:
@@ -437,7 +462,7 @@ class MainWindow(QMainWindow):
     def open_path(self, path: str | Path) -> None:
         """Open a dropped or command-line file: project, table or hierarchy (by its content)."""
         path = Path(path)
-        if not path.is_file():
+        if not path.is_file() and not is_zarr_release(path):
             self.dialogs.error(f"Cannot open {path.name}", f"no such file: {path}")
             return
         kind = classify_file(path)
@@ -474,8 +499,8 @@ class MainWindow(QMainWindow):
             return True
         choice = self.dialogs.choose(
             "drop-release", "The release is not saved",
-            f"The last release has not been exported. {what[:1].upper()}{what[1:]} discards it, and the privacy "
-            "budget it spent cannot be spent again on this table without a new account. Export it first?",
+            f"The last release has not been exported. {what[:1].upper()}{what[1:]} discards it; the privacy "
+            "budget it spent stays spent (the ledger counts it). Export it first?",
             [("export", "Export it..."), ("discard", "Discard the release"), ("cancel", "Cancel")],
         )
         if choice == "export":
@@ -639,7 +664,10 @@ class MainWindow(QMainWindow):
 
     # -- release ----------------------------------------------------------------------------------------
     def run_release(self) -> bool:
-        """Start counting and Privelet in the worker (one task, one progress bar)."""
+        """Count and release the table in the worker (one task, one progress bar), as
+        ``privelet release`` does: once counted, the privacy ledger says what the table has
+        spent and, if anything, the custodian is asked before its noise is drawn; the release
+        is recorded as soon as it is drawn."""
         if self._refuse_if_busy() or not self._confirm_drop_release("running a new release"):
             return False
         try:
@@ -649,6 +677,15 @@ class MainWindow(QMainWindow):
             return False
         self.go_to("release")
         self.releaseStarted.emit()
+        control = self._release_control = ReleaseControl()
+
+        def ask(check: BudgetCheck) -> bool:  # on the GUI thread, while the worker waits
+            self.document.set_table_budget(job.table_path, check)
+            return bool(self.dialogs.ask_spend_budget(check))
+
+        def release(progress: Callable[[float, str], None], should_cancel: Callable[[], bool]) -> ReleaseOutcome:
+            return run_release(job, progress, should_cancel, control=control,
+                               ask=lambda check: self._questions.ask(partial(ask, check), should_cancel))
 
         def success(outcome: ReleaseOutcome) -> None:
             self.document.set_release_outcome(outcome)
@@ -662,19 +699,30 @@ class MainWindow(QMainWindow):
             self.releaseFailed.emit(error)
 
         def cancelled() -> None:
-            self.release_panel.set_finished("Cancelled: nothing was released", False)
+            self.release_panel.set_finished("Cancelled: no noise was drawn, nothing was recorded", False)
             self.releaseCancelled.emit()
 
-        def finished() -> None:
-            self.release_panel.set_running(False)
-            self.data_panel.setEnabled(True)
-
-        self._start(partial(run_release, job), "Releasing", success=success, failure=failure, cancelled=cancelled,
-                    progress=self.release_panel.set_progress, finished=finished,
+        self._start(release, "Releasing", success=success, failure=failure, cancelled=cancelled,
+                    progress=self.release_panel.set_progress, finished=self._release_ended,
                     cancelling=lambda: self.release_panel.set_finished("Cancelling...", False))
         self.release_panel.set_running(True)
         self.data_panel.setEnabled(False)
         return True
+
+    def _release_ended(self) -> None:
+        self._release_control = None
+        self.release_panel.set_running(False)
+        self.data_panel.setEnabled(True)
+
+    def show_ledger(self) -> None:
+        """The privacy ledger: what each table has spent and every release (as ``privelet ledger``)."""
+        from .ledger_dialog import LedgerDialog
+
+        check = self.document.budget_check()
+        dialog = LedgerDialog(check.fingerprint if check is not None else None, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.show()
+        self.ledger_dialog = dialog
 
     def open_release(self, path: str | Path | None = None) -> bool:
         """Load a release file in the worker and show it in the error preview and the workbench."""
@@ -684,18 +732,18 @@ class MainWindow(QMainWindow):
             path = self.dialogs.open_path("release", "Open release file")
             if path is None:
                 return False
-        path = Path(path)
+        path = release_location(path)
 
         def success(release: Release) -> None:
             self.go_to("release")
-            self.release_panel.show_release(release, None, path.name)
+            self.release_panel.show_opened_release(path, release)
             self.release_panel.tabs.setCurrentWidget(self.release_panel.workbench)
             self.statusBar().showMessage(f"Opened the release {path.name}: noisy counts only.", 8000)
 
         def failure(error: BaseException) -> None:
             self.dialogs.error(f"Cannot open the release {path.name}", error)
 
-        self._start(lambda _progress, _cancel: pio.load_release(path), f"Opening {path.name}",
+        self._start(lambda progress, cancel: open_release_file(path, progress, cancel), f"Opening {path.name}",
                     success=success, failure=failure)
         return True
 
@@ -721,7 +769,7 @@ class MainWindow(QMainWindow):
 
         def success(written: Path) -> None:
             if self.document.outcome is outcome:
-                self.document.mark_release_saved()
+                self.document.mark_release_saved(target)
             self.settings.set_last_folder("export", target)
             self.statusBar().showMessage(f"Wrote {target.name}.", 8000)
             self.exportFinished.emit(target)
@@ -734,6 +782,43 @@ class MainWindow(QMainWindow):
         if counts is None:
             counts = "noisy" if fmt == "release" else self.release_panel.counts_kind()
         self._start(partial(export_release_file, outcome, target, fmt, force=force, counts=counts),
+                    f"Writing {target.name}", success=success, failure=failure)
+        return True
+
+    def export_opened_release(
+        self, kind: str = "csv", path: str | Path | None = None, *, force: bool = False, counts: str | None = None
+    ) -> bool:
+        """Export the release file opened from disk as CSV or Parquet; a seeded (test) release
+        only once the custodian confirms it (the export then says in the file that it is not private)."""
+        opened = self.release_panel.opened
+        if opened is None:
+            self.dialogs.error("Nothing to export", "open a release file first (File > Open release file)")
+            return False
+        if self._refuse_if_busy():
+            return False
+        source, release = opened
+        if release.seeded and not self.dialogs.ask_export_seeded(source.name):
+            self.statusBar().showMessage(f"Not exported: {source.name} is a seeded test release.", 8000)
+            return False
+        if path is None:
+            path = self.dialogs.save_path(kind, "Export the release file", f"{source.stem}-{kind}")
+            if path is None:
+                return False
+            force = True  # the file dialog asked before overwriting
+        target = Path(path)
+
+        def success(written: Path) -> None:
+            self.settings.set_last_folder("export", target)
+            self.statusBar().showMessage(f"Wrote {target.name}.", 8000)
+            self.exportFinished.emit(target)
+
+        def failure(error: BaseException) -> None:
+            self.dialogs.error(f"Cannot write {target.name}", error)
+            self.exportFailed.emit(error)
+
+        fmt: Literal["csv", "parquet"] = "parquet" if kind == "parquet" else "csv"
+        self._start(partial(export_opened_release, release, target, fmt, force=force,
+                            counts=counts or self.release_panel.counts_kind(), allow_seeded=release.seeded),
                     f"Writing {target.name}", success=success, failure=failure)
         return True
 
@@ -815,7 +900,10 @@ class MainWindow(QMainWindow):
         event.acceptProposedAction()
         # Projects first, then tables, then hierarchies (which need the table's attributes).
         order = {"project": 0, "table": 1, "hierarchy": 2}
-        for path in sorted(paths, key=lambda p: order.get(classify_file(p) if p.is_file() else "table", 1))[:1]:
+        def kind(p: Path) -> str:
+            return classify_file(p) if p.is_file() or is_zarr_release(p) else "table"
+
+        for path in sorted(paths, key=lambda p: order.get(kind(p), 1))[:1]:
             self.open_path(path)
 
     @staticmethod

@@ -1,13 +1,18 @@
 """A scripted walk through every step on the sample, saving one screenshot per step.
 
 Used by ``privelet-gui --demo --screenshots DIR`` for documentation and as a smoke test.
+Its release goes to a temporary privacy ledger (:func:`temporary_ledger`), never the user's.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,7 +22,26 @@ from PySide6.QtWidgets import QApplication, QWidget
 if TYPE_CHECKING:
     from .main_window import MainWindow
 
-__all__ = ["run_tour", "wait_until"]
+__all__ = ["run_tour", "temporary_ledger", "wait_until"]
+
+
+@contextmanager
+def temporary_ledger() -> Iterator[Path]:
+    """Point ``PRIVELET_LEDGER`` at a temporary file, unless the user's environment names a
+    ledger already (then that one); the temporary file is removed afterwards."""
+    from ..io.ledger import LEDGER_ENVIRONMENT
+
+    chosen = os.environ.get(LEDGER_ENVIRONMENT)
+    if chosen:
+        yield Path(chosen)
+        return
+    folder = tempfile.mkdtemp(prefix="privelet-tour-ledger-")
+    os.environ[LEDGER_ENVIRONMENT] = path = os.path.join(folder, "ledger.sqlite3")
+    try:
+        yield Path(path)
+    finally:
+        os.environ.pop(LEDGER_ENVIRONMENT, None)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 60.0) -> bool:
@@ -37,7 +61,17 @@ def _settle() -> None:
 
 
 def run_tour(window: MainWindow, folder: Path, timeout: float = 120.0) -> int:
-    """Walk Data -> Attributes -> Hierarchies -> Privacy -> Release; 0 on success."""
+    """Walk Data -> Attributes -> Hierarchies -> Privacy -> Release; 0 on success.
+
+    Every ledger look-up and the release go to a :func:`temporary_ledger`: the ledger is
+    opened by the worker that needs it, and the first (what the sample has spent) starts
+    once the sample is read, when the event loop runs here, after the variable is set.
+    """
+    with temporary_ledger():
+        return _walk(window, folder, timeout)
+
+
+def _walk(window: MainWindow, folder: Path, timeout: float) -> int:
     from .panels.import_dialog import ImportDialog
 
     folder = Path(folder)

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, Qt, Signal
-from PySide6.QtGui import QMouseEvent, QStandardItem, QStandardItemModel
+from PySide6.QtGui import QMouseEvent, QStandardItem, QStandardItemModel, QValidator
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -22,6 +21,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QPushButton,
+    QSpinBox,
     QTableWidget,
     QTableWidgetItem,
     QTreeView,
@@ -29,15 +29,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine import Hierarchy, NominalAttribute, PrefixSums, RangeQuery, Release
+from ..engine import Hierarchy, NominalAttribute, OrdinalAttribute, PrefixSums, RangeQuery, Release
 from ..formatting import fmt_number, fmt_numbers, table_is_scientific
 from ..io import QueryAnswer, answer_query, atomic_write
 
-__all__ = ["INSTANT_PREFIX_CELLS", "IntervalPicker", "NodePicker", "QueryWorkbench"]
+__all__ = ["INSTANT_PREFIX_CELLS", "MAX_LISTED_VALUES", "IntervalPicker", "NodePicker", "QueryWorkbench"]
 
 #: Releases up to this many cells get their prefix sums at once; bigger ones from the caller
 #: (computed in a task: a cumulative sum over every cell).
 INSTANT_PREFIX_CELLS = 4_000_000
+#: An ordinal axis with more values than this is picked with spin boxes rather than lists.
+MAX_LISTED_VALUES = 1000
 
 
 class _ExpandArrows(QObject):
@@ -126,42 +128,86 @@ class NodePicker(QComboBox):
             stack.extend(model.index(r, 0, index) for r in range(model.rowCount(index)))
 
 
+class _ValueBox(QSpinBox):
+    """A position on a long ordinal axis, shown and typed as its value's label: a list of a
+    million labels would take seconds to build on the GUI thread, a spin box takes nothing."""
+
+    def __init__(self, attribute: OrdinalAttribute, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._attribute = attribute
+        self._labels = attribute.labels  # computed when asked for (ranges, bins): nothing is built
+        self.setRange(0, len(self._labels) - 1)
+        self.setAccelerated(True)
+        self.setToolTip(f"Type a value of {attribute.name} or step with the arrows ({len(self._labels):,} values)")
+
+    def textFromValue(self, value: int) -> str:
+        return self._labels[value]
+
+    def valueFromText(self, text: str) -> int:
+        position = self._attribute.position_of(text.strip())
+        return position if position is not None else self.value()
+
+    def validate(self, text: str, pos: int) -> tuple[QValidator.State, str, int]:
+        if self._attribute.position_of(text.strip()) is not None:
+            return QValidator.State.Acceptable, text, pos
+        return QValidator.State.Intermediate, text, pos
+
+
 class IntervalPicker(QWidget):
-    """Choose an inclusive interval of an ordinal attribute's values."""
+    """Choose an inclusive interval of an ordinal attribute's values: from two lists, or from
+    two spin boxes when the axis has more than :data:`MAX_LISTED_VALUES` values."""
 
     changed = Signal()
 
-    def __init__(self, labels: Sequence[str], parent: QWidget | None = None):
+    def __init__(self, attribute: OrdinalAttribute, parent: QWidget | None = None):
         super().__init__(parent)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        self.first = QComboBox()
-        self.last = QComboBox()
-        for box in (self.first, self.last):
-            box.addItems(list(labels))
-            box.setMaxVisibleItems(20)
-            box.currentIndexChanged.connect(self._changed)
-        self.last.setCurrentIndex(len(labels) - 1)
+        size = attribute.size
+        self.first: QComboBox | _ValueBox
+        self.last: QComboBox | _ValueBox
+        if size <= MAX_LISTED_VALUES:
+            self.first, self.last = QComboBox(), QComboBox()
+            for box in (self.first, self.last):
+                box.addItems(list(attribute.labels))
+                box.setMaxVisibleItems(20)
+                box.currentIndexChanged.connect(self._changed)
+        else:
+            self.first, self.last = _ValueBox(attribute), _ValueBox(attribute)
+            for spin in (self.first, self.last):
+                spin.valueChanged.connect(self._changed)
+        self.set_interval(0, size - 1)
         layout.addWidget(QLabel("from"))
         layout.addWidget(self.first, 1)
         layout.addWidget(QLabel("to"))
         layout.addWidget(self.last, 1)
 
+    @staticmethod
+    def _position(box: QComboBox | _ValueBox) -> int:
+        return box.currentIndex() if isinstance(box, QComboBox) else box.value()
+
+    @staticmethod
+    def _move(box: QComboBox | _ValueBox, position: int) -> None:
+        if isinstance(box, QComboBox):
+            box.setCurrentIndex(position)
+        else:
+            box.setValue(position)
+
     def _changed(self) -> None:
         # Keep the interval non-empty: moving one end past the other drags it along.
-        if self.last.currentIndex() < self.first.currentIndex():
+        if self._position(self.last) < self._position(self.first):
             moved, other = (self.first, self.last) if self.sender() is self.first else (self.last, self.first)
             other.blockSignals(True)
-            other.setCurrentIndex(moved.currentIndex())
+            self._move(other, self._position(moved))
             other.blockSignals(False)
         self.changed.emit()
 
     def interval(self) -> tuple[int, int]:
-        return self.first.currentIndex(), self.last.currentIndex()
+        return self._position(self.first), self._position(self.last)
 
     def set_interval(self, first: int, last: int) -> None:
-        self.first.setCurrentIndex(first)
-        self.last.setCurrentIndex(last)
+        self._move(self.first, first)
+        self._move(self.last, last)
 
 
 class QueryWorkbench(QWidget):
@@ -230,12 +276,15 @@ class QueryWorkbench(QWidget):
         self.notice.setText(
             "Choose an interval or a hierarchy node per attribute. Answers come from the released "
             "(noisy) matrix only; the interval is exact for this release's noise."
+            + (" The release was shifted so that its total equals the public number of rows: the whole "
+               "table's count is exact, and a query's noise includes its share of that shift."
+               if release.public_total else "")
         )
         for attribute in release.schema:
             if isinstance(attribute, NominalAttribute):
                 picker: NodePicker | IntervalPicker = NodePicker(attribute.hierarchy)
             else:
-                picker = IntervalPicker(attribute.labels)
+                picker = IntervalPicker(attribute)
             picker.changed.connect(self.update_answer)
             self._pickers[attribute.name] = picker
             self.form.addRow(attribute.name, picker)

@@ -30,32 +30,45 @@ No Qt here: the command line and the desktop app both use it.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import json
 import os
 import secrets
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..engine import PriveletError, Release
+from ..engine import Cancelled, PriveletError, Release
 
 __all__ = [
+    "COMPOSITION_TEXT",
     "LEDGER_ENVIRONMENT",
+    "RELEASE_COLUMNS",
+    "SHORT_FINGERPRINT",
+    "BudgetCheck",
     "Ledger",
     "LedgerEntry",
+    "LedgerReport",
     "Spending",
+    "ask_before_spending",
+    "check_budget",
     "ledger_path",
+    "ledger_report",
     "spending_summary",
 ]
 
 #: The environment variable naming another ledger file (tests, screenshots).
 LEDGER_ENVIRONMENT = "PRIVELET_LEDGER"
 _SCHEMA_VERSION = 1
+#: The columns of a listing of the ledger's releases (``privelet ledger`` and the app's ledger view).
+RELEASE_COLUMNS = ("id", "time (UTC)", "table", "epsilon", "neighbours", "mechanism", "sampler", "seeded", "S_A", "output")
+#: How many characters of a fingerprint a listing shows (the table's short name).
+SHORT_FINGERPRINT = 12
 _CHUNK = 1 << 20
 
 
@@ -83,6 +96,14 @@ class LedgerEntry:
     sampler: str
     seeded: bool
     output: str | None
+
+    def cells(self) -> tuple[str, ...]:
+        """The entry as text, one per :data:`RELEASE_COLUMNS`."""
+        return (
+            str(self.id), self.created, self.fingerprint[:SHORT_FINGERPRINT], f"{self.epsilon:g}", self.neighbours,
+            self.mechanism, self.sampler, "yes (not private)" if self.seeded else "no",
+            "{" + ", ".join(self.sa) + "}", self.output or "(not written)",
+        )
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -117,15 +138,147 @@ class Spending:
 
 
 def spending_summary(spending: Spending) -> str:
-    """How much a table has spent, for people: ``"epsilon 1.5 in 2 releases (replace)"``."""
+    """How much a table has spent, for people: ``"epsilon 1.5 (replace) in 2 releases"``."""
     if not spending.any:
         return "nothing yet"
-    parts = [f"epsilon {total:g} ({notion})" for notion, total in sorted(spending.epsilon.items())]
+    parts = _epsilon_parts(spending.epsilon)
     text = (" and ".join(parts) + f" in {spending.releases} release{'s' * (spending.releases != 1)}") if parts else ""
     if spending.seeded:
         seeded = f"{spending.seeded} seeded test release{'s' * (spending.seeded != 1)} (not private)"
         text = f"{text}, and {seeded}" if text else seeded
     return text
+
+
+def _epsilon_parts(totals: dict[str, float]) -> list[str]:
+    return [f"epsilon {total:g} ({notion})" for notion, total in sorted(totals.items())]
+
+
+#: Sequential composition, for people: said wherever a table's total is shown.
+COMPOSITION_TEXT = (
+    "Under sequential composition the epsilons of a table's releases add up (per neighbouring notion: "
+    "replace-one and add/remove budgets are kept apart): the total is what an attacker who has every one "
+    "of these releases can learn about anyone in the table."
+)
+
+
+@dataclass(frozen=True)
+class BudgetCheck:
+    """What a table has spent and what one more release of it adds: the question asked before
+    its noise is drawn (the command line and the app both ask it, and record through it).
+
+    Made by :func:`check_budget`. ``spent`` is the table's spending before this release;
+    :attr:`must_ask` says whether to ask (a table with no release yet spends without a question).
+    """
+
+    ledger: Ledger
+    fingerprint: str
+    spent: Spending
+    epsilon: float
+    neighbours: str
+
+    @property
+    def must_ask(self) -> bool:
+        """Whether the table has spent something already (then the custodian is asked first)."""
+        return self.spent.any
+
+    def totals_after(self) -> dict[str, float]:
+        """The table's epsilon per neighbouring notion once this release is made."""
+        totals = dict(self.spent.epsilon)
+        totals[self.neighbours] = totals.get(self.neighbours, 0.0) + self.epsilon
+        return totals
+
+    def after(self, release: Release) -> Spending:
+        """What the table has spent once ``release`` (made under this check) is recorded."""
+        if release.seeded:  # counted apart, as the ledger's totals count it
+            return dataclasses.replace(self.spent, seeded=self.spent.seeded + 1)
+        totals = dict(self.spent.epsilon)
+        totals[release.neighbours] = totals.get(release.neighbours, 0.0) + float(release.epsilon)
+        return dataclasses.replace(self.spent, epsilon=totals, releases=self.spent.releases + 1)
+
+    def spends_text(self) -> str:
+        """``"this release spends epsilon 0.5 more (replace)"``."""
+        return f"this release spends epsilon {self.epsilon:g} more ({self.neighbours})"
+
+    def total_after_text(self) -> str:
+        """``"epsilon 1.5 (replace)"``: the table's total once this release is made."""
+        return " and ".join(_epsilon_parts(self.totals_after()))
+
+    def summary(self) -> str:
+        """One line: what the table has spent and what this release adds (the command line's note)."""
+        if not self.must_ask:
+            return f"this table has spent nothing yet; {self.spends_text()}"
+        return (
+            f"this table has already spent {spending_summary(self.spent)} (privacy ledger {self.ledger.path}); "
+            f"{self.spends_text()}"
+        )
+
+    def question(self) -> str:
+        """The whole question: what was spent, what this release adds, the new total and what it means."""
+        said = self.summary()
+        return (
+            f"{said[:1].upper()}{said[1:]}. Afterwards this table will have spent {self.total_after_text()}. "
+            f"{COMPOSITION_TEXT}"
+        )
+
+    def record(self, release: Release, *, output: str | os.PathLike[str] | None = None) -> int:
+        """Record ``release`` (made from this table) in the ledger; returns its entry id.
+
+        Call it as soon as the noise is drawn, before the release is written or shown:
+        if anything fails afterwards, the ledger errs on the side of counting a release
+        that nobody saw.
+        """
+        return self.ledger.record(self.fingerprint, release, output=output)
+
+
+def check_budget(
+    ledger: Ledger, files: Sequence[str | os.PathLike[str]], epsilon: float, neighbours: str
+) -> BudgetCheck:
+    """Fingerprint the table's file(s) and look up what the table has spent, for a release of
+    ``epsilon`` under ``neighbours``."""
+    fingerprint = ledger.fingerprint_files(files)
+    return BudgetCheck(ledger, fingerprint, ledger.spent(fingerprint), float(epsilon), neighbours)
+
+
+def ask_before_spending(
+    ledger: Ledger,
+    files: Sequence[str | os.PathLike[str]],
+    epsilon: float,
+    neighbours: str,
+    ask: Callable[[BudgetCheck], bool],
+) -> BudgetCheck:
+    """The rule before a release's noise is drawn (``privelet release`` and the app): look up
+    what the table has spent and, if it has spent anything, ``ask(check)`` whether to spend
+    more; returns the check to record the release through, or raises Cancelled.
+
+    Call it once the table is counted (counting spends nothing; drawing the noise does), so
+    that a table that cannot be read is reported by its reader.
+    """
+    check = check_budget(ledger, files, epsilon, neighbours)
+    if check.must_ask and not ask(check):
+        raise Cancelled("nothing released: the table's privacy budget was not spent")
+    return check
+
+
+@dataclass(frozen=True)
+class LedgerReport:
+    """Everything the ledger holds, for ``privelet ledger`` and the app's ledger view."""
+
+    path: Path
+    releases: list[LedgerEntry]
+    tables: list[Spending]  # per table, in the order of their first release
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "ledger": str(self.path),
+            "releases": [entry.to_json() for entry in self.releases],
+            "tables": [spending.to_json() for spending in self.tables],
+        }
+
+
+def ledger_report(ledger: Ledger | None = None) -> LedgerReport:
+    """Every release in ``ledger`` (default: :func:`ledger_path`'s) and what each table spent."""
+    ledger = ledger if ledger is not None else Ledger()
+    return LedgerReport(ledger.path, ledger.entries(), ledger.totals())
 
 
 class Ledger:

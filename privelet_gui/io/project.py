@@ -2,8 +2,8 @@
 
 A project holds the table's path and reading options, the schema (attributes with
 their domains and hierarchies, written with :func:`schema_to_json`), the privacy
-settings (epsilon, S_A and how it was chosen, neighbouring notion, mechanism), the
-counting policy and the workload the custodian expects users to ask
+settings (epsilon, S_A and how it was chosen, neighbouring notion, mechanism, noise
+sampler), the counting policy and the workload the custodian expects users to ask
 (:class:`WorkloadChoice`: it chooses S_A under the ``"best"`` rule and guides the
 advisor). It never holds data or counts. Hierarchies that are being edited and are not valid
 yet (an empty group, a duplicate label) are kept as *drafts* so that nothing the
@@ -34,11 +34,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from ..engine.counting import INVALID_POLICIES, InvalidPolicy
 from ..engine.errors import PriveletError
-from ..engine.noise import check_epsilon
+from ..engine.noise import NEIGHBOURS, SAMPLERS, Neighbours, Sampler, check_epsilon
+from ..engine.release import SAMPLER
 from ..engine.schema import Schema
+from ..engine.spec import MECHANISMS, Mechanism
 from ..engine.workloads import OBJECTIVES, PAPER_QUERIES
 from ._json import is_finite_number, loads, shown
 from .atomic import atomic_write
@@ -59,12 +62,9 @@ __all__ = [
 ]
 
 PROJECT_FORMAT = "privelet-studio-project"
-PROJECT_VERSION = 2
+PROJECT_VERSION = 3
 PROJECT_SUFFIX = ".privelet"
 
-_NEIGHBOURS = ("replace", "add-remove")
-_MECHANISMS = ("privelet+", "privelet", "basic")
-_INVALID = ("error", "drop")
 #: How S_A was chosen: by the custodian, by the recommendation rule, or as the best subset for
 #: the project's workload (with either rule it follows the schema).
 SA_RULES = ("chosen", "recommended", "best")
@@ -154,6 +154,7 @@ class Project:
     "tree": {...}}``: a nominal attribute whose hierarchy is not valid yet; the tree is
     ``{"label": ..., "children": [...]}`` with groups marked by ``children``).
     ``table_options`` is an :class:`~privelet_gui.io.TableOptions` (or None: sniff).
+    ``sampler`` is the noise sampler (:data:`~privelet_gui.engine.SAMPLERS`, exact by default).
     ``sa_rule`` says how S_A was chosen (:data:`SA_RULES`); with ``"recommended"`` the app
     keeps it equal to the recommended S_A of the current schema, with ``"best"`` equal to the
     best subset for ``workload`` (``sa`` then records the S_A at saving time).
@@ -165,9 +166,10 @@ class Project:
     epsilon: float = 1.0
     sa: tuple[str, ...] = ()
     sa_rule: str = "chosen"
-    neighbours: str = "replace"
-    mechanism: str = "privelet+"
-    invalid: str = "error"
+    neighbours: Neighbours = "replace"
+    mechanism: Mechanism = "privelet+"
+    sampler: Sampler = SAMPLER
+    invalid: InvalidPolicy = "error"
     attribute_order: tuple[str, ...] = ()
     drafts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     workload: WorkloadChoice = field(default_factory=WorkloadChoice)
@@ -183,14 +185,16 @@ class Project:
             check_epsilon(self.epsilon)
         except PriveletError as exc:
             raise ProjectError(str(exc)) from None
-        if self.neighbours not in _NEIGHBOURS:
-            raise ProjectError(f"neighbours must be one of {_NEIGHBOURS}, got {self.neighbours!r}")
-        if self.mechanism not in _MECHANISMS:
-            raise ProjectError(f"mechanism must be one of {_MECHANISMS}, got {self.mechanism!r}")
+        if self.neighbours not in NEIGHBOURS:
+            raise ProjectError(f"neighbours must be one of {NEIGHBOURS}, got {self.neighbours!r}")
+        if self.mechanism not in MECHANISMS:
+            raise ProjectError(f"mechanism must be one of {MECHANISMS}, got {self.mechanism!r}")
+        if self.sampler not in SAMPLERS:
+            raise ProjectError(f"sampler must be one of {SAMPLERS}, got {self.sampler!r}")
         if self.sa_rule not in SA_RULES:
             raise ProjectError(f"sa_rule must be one of {SA_RULES}, got {self.sa_rule!r}")
-        if self.invalid not in _INVALID:
-            raise ProjectError(f"invalid must be one of {_INVALID}, got {self.invalid!r}")
+        if self.invalid not in INVALID_POLICIES:
+            raise ProjectError(f"invalid must be one of {INVALID_POLICIES}, got {self.invalid!r}")
         if not isinstance(self.workload, WorkloadChoice):
             raise ProjectError(f"the workload must be a WorkloadChoice, got {type(self.workload).__name__}")
         known = set(self.attribute_order)
@@ -278,6 +282,7 @@ def project_to_json(project: Project, base_dir: str | os.PathLike[str] | None = 
             "sa_rule": project.sa_rule,
             "neighbours": project.neighbours,
             "mechanism": project.mechanism,
+            "sampler": project.sampler,
         },
         "counting": {"invalid": project.invalid},
         "workload": _workload_to_json(project.workload, base),
@@ -340,7 +345,13 @@ def migrate_project(obj: Any) -> dict[str, Any]:
         # Version 2 added the workload (S_A rule "best" and the advisor); version 1 projects
         # expected the paper's random workload, the default.
         migrated["workload"] = _workload_to_json(WorkloadChoice(), None)
-        migrated["version"] = 2
+        migrated["version"] = version = 2
+    if version == 2:
+        # Version 3 added the noise sampler; projects saved before used the default (exact) one.
+        privacy = migrated.get("privacy")
+        if isinstance(privacy, Mapping):  # anything else is refused by project_from_json
+            migrated["privacy"] = {**privacy, "sampler": SAMPLER}
+        migrated["version"] = 3
     return migrated
 
 
@@ -381,9 +392,10 @@ def project_from_json(obj: Any, base_dir: str | os.PathLike[str] | None = None) 
         epsilon=float(epsilon),
         sa=tuple(sa),
         sa_rule=_choice(privacy, "sa_rule", "chosen", SA_RULES, "privacy"),
-        neighbours=_choice(privacy, "neighbours", "replace", _NEIGHBOURS, "privacy"),
-        mechanism=_choice(privacy, "mechanism", "privelet+", _MECHANISMS, "privacy"),
-        invalid=_choice(counting, "invalid", "error", _INVALID, "counting"),
+        neighbours=_choice(privacy, "neighbours", "replace", NEIGHBOURS, "privacy"),
+        mechanism=_choice(privacy, "mechanism", "privelet+", MECHANISMS, "privacy"),
+        sampler=_choice(privacy, "sampler", SAMPLER, SAMPLERS, "privacy"),
+        invalid=_choice(counting, "invalid", "error", INVALID_POLICIES, "counting"),
         attribute_order=tuple(order),
         drafts=drafts,
         workload=_workload_from_json(obj.get("workload", {}), base),
@@ -403,11 +415,15 @@ def _section(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     return value
 
 
-def _choice(section: Mapping[str, Any], key: str, default: str, allowed: tuple[str, ...], where: str) -> str:
+T = TypeVar("T", bound=str)
+
+
+def _choice(section: Mapping[str, Any], key: str, default: str, allowed: tuple[T, ...], where: str) -> T:
     value = section.get(key, default)
-    if value not in allowed:
-        raise ProjectError(f'"{where}.{key}" must be one of {", ".join(allowed)}, got {shown(value)}')
-    return str(value)
+    for choice in allowed:
+        if value == choice:
+            return choice
+    raise ProjectError(f'"{where}.{key}" must be one of {", ".join(allowed)}, got {shown(value)}')
 
 
 def _names(value: Any, where: str, *, unique: bool) -> None:

@@ -40,7 +40,6 @@ import pandas as pd
 
 from .. import __version__
 from ..engine import (
-    Z95,
     NoiseCalibration,
     NominalAttribute,
     PrefixSums,
@@ -50,6 +49,7 @@ from ..engine import (
     Schema,
     SchemaError,
     _memory,
+    margin95,
     paper_bound,
 )
 from ..engine.bits import BIT_SOURCE
@@ -719,6 +719,6 @@ def answer_query(release: Release, query: RangeQuery, prefix: PrefixSums | None 
         box = tuple(slice(lo, hi + 1) for lo, hi in zip(query.lo, query.hi, strict=False))
         noisy = float(release.noisy[box].sum())
     variance = float(release.variance(query))
-    half = Z95 * math.sqrt(variance)
+    half = margin95(variance)
     return QueryAnswer(query.describe(), noisy, variance, (noisy - half, noisy + half))
 

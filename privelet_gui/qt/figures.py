@@ -20,7 +20,6 @@ True
 from __future__ import annotations
 
 import html
-import math
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -167,29 +166,9 @@ def error_figure(
     return view
 
 
-def _log_ticks(low: float, high: float) -> list[tuple[float, str]]:
-    """Ticks at 1, 2, 5 x 10^k between ``low`` and ``high`` (only powers of ten if that makes too many).
-
-    Values are log10 positions, as pyqtgraph's log mode expects.
-
-    >>> [label for _, label in _log_ticks(0.003, 0.04)]
-    ['0.005', '0.01', '0.02']
-    >>> [label for _, label in _log_ticks(50, 2e8)]
-    ['100', '1e+03', '1e+04', '1e+05', '1e+06', '1e+07', '1e+08']
-    """
-    first, last = math.floor(math.log10(low)), math.ceil(math.log10(high))
-    for steps in ((1, 2, 5), (1,)):
-        values = [m * 10.0**k for k in range(first, last + 1) for m in steps]
-        values = [v for v in values if low <= v * (1 + 1e-9) and v <= high * (1 + 1e-9)]
-        if len(values) <= 9 or steps == (1,):
-            break
-    if not values:  # a range inside one decade step: its ends
-        values = [low, high]
-    return [(math.log10(v), f"{v:.3g}") for v in values]
-
-
 def _fit_log_axes(plot, rows: Mapping[str, Sequence[QuintileRow]], error: str) -> None:  # type: ignore[no-untyped-def]
-    """Readable log ticks, and head-room above the data for the legend (top left)."""
+    """The data with a margin on every side (the legend has its own row under the plot; the
+    axes label themselves: :class:`~privelet_gui.qt.plots.LogAwareAxis`)."""
     xs = np.array([r.coverage for quintiles in rows.values() for r in quintiles], dtype=float)
     ys = np.array([getattr(r, error) for quintiles in rows.values() for r in quintiles], dtype=float)
     good = np.isfinite(xs) & np.isfinite(ys) & (xs > 0) & (ys > 0)
@@ -198,13 +177,9 @@ def _fit_log_axes(plot, rows: Mapping[str, Sequence[QuintileRow]], error: str) -
     x_lo, x_hi = np.log10(xs[good].min()), np.log10(xs[good].max())
     y_lo, y_hi = np.log10(ys[good].min()), np.log10(ys[good].max())
     x_pad = max(x_hi - x_lo, 0.2) * 0.06
-    y_span = max(y_hi - y_lo, 0.2)
-    view_x = (x_lo - x_pad, x_hi + x_pad)
-    view_y = (y_lo - 0.06 * y_span, y_hi + 0.3 * y_span)  # the legend sits in the top 30%
-    plot.setXRange(*view_x, padding=0)
-    plot.setYRange(*view_y, padding=0)
-    plot.getAxis("bottom").setTicks([_log_ticks(10 ** view_x[0], 10 ** view_x[1]), []])
-    plot.getAxis("left").setTicks([_log_ticks(10 ** view_y[0], 10 ** view_y[1]), []])
+    y_pad = max(y_hi - y_lo, 0.2) * 0.06
+    plot.setXRange(x_lo - x_pad, x_hi + x_pad, padding=0)
+    plot.setYRange(y_lo - y_pad, y_hi + y_pad, padding=0)
 
 
 def _dispose(view) -> None:  # type: ignore[no-untyped-def]

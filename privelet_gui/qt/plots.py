@@ -15,6 +15,7 @@ import io
 import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
@@ -65,8 +66,8 @@ class ChartWidget(pg.PlotWidget):
     must never zoom (to 10^200 on a log axis) every chart that passes under the pointer.
     """
 
-    def __init__(self, parent: QWidget | None = None):
-        super().__init__(parent)
+    def __init__(self, parent: QWidget | None = None, **kwargs: Any):
+        super().__init__(parent, **kwargs)
         # Click focus only: a chart that took the focus by Tab or as the first widget of a
         # page would zoom without the user having asked for it.
         self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
@@ -79,6 +80,56 @@ class ChartWidget(pg.PlotWidget):
             super().wheelEvent(event)
         else:
             event.ignore()  # Qt hands an ignored wheel event on to the parent: the page scrolls
+
+
+class LogAwareAxis(pg.AxisItem):
+    """An axis whose log-mode labels never crowd and share one style: every decade is
+    labelled, 2 and 5 between them only where a decade has room (pyqtgraph labels all nine
+    minor ticks, which overlap as "0.00030.00040.0005..."); plain numbers when the whole axis
+    lies from 0.0001 to 99,999, else powers of ten ("10⁴", not "10000" beside "10⁵")."""
+
+    #: Pixels a decade needs before its 2 and 5 are labelled too.
+    ROOM_FOR_MINOR_LABELS = 160
+    PLAIN_RANGE = (1e-4, 1e5)
+
+    def __init__(self, orientation: str, **kwargs: Any):
+        super().__init__(orientation, **kwargs)
+        self._pixels_per_decade = 0.0
+        self._plain = True
+
+    def logTickValues(self, minVal: float, maxVal: float, size: float, stdTicks: list) -> list:
+        if maxVal > minVal:
+            self._pixels_per_decade = size / (maxVal - minVal)
+            low, high = self.PLAIN_RANGE
+            self._plain = 10.0**minVal >= low * (1 - 1e-9) and 10.0**maxVal < high
+        return super().logTickValues(minVal, maxVal, size, stdTicks)
+
+    def logTickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:
+        labelled = (1, 2, 5) if self._pixels_per_decade >= self.ROOM_FOR_MINOR_LABELS else (1,)
+        strings = []
+        for exponent in values:
+            value = 10.0 ** float(exponent) * scale
+            power = math.floor(math.log10(value) + 1e-9) if value > 0 else 0
+            mantissa = round(value / 10.0**power) if value > 0 else 0
+            strings.append(log_tick_label(value, plain=self._plain) if mantissa in labelled else "")
+        return strings
+
+
+def log_tick_label(value: float, *, plain: bool) -> str:
+    """A log axis's tick label: a plain number ("0.002", "5000"), or a power of ten ("10⁻⁵", "2·10⁶").
+
+    >>> log_tick_label(0.002, plain=True), log_tick_label(2e6, plain=False), log_tick_label(1e-5, plain=False)
+    ('0.002', '2·10⁶', '10⁻⁵')
+    """
+    if plain:
+        return f"{value:.10g}"
+    exponent = math.floor(math.log10(value) + 1e-9)
+    mantissa = round(value / 10.0**exponent)
+    power = "10" + str(exponent).translate(_SUPERSCRIPTS)
+    return power if mantissa == 1 else f"{mantissa}·{power}"
+
+
+_SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
 class PlotView(QWidget):
@@ -101,7 +152,7 @@ class PlotView(QWidget):
         self.banner = Banner("warning", TRUE_DATA_WARNING)
         self.banner.setVisible(uses_true_data)
         layout.addWidget(self.banner)
-        self.plot_widget = ChartWidget()
+        self.plot_widget = ChartWidget(axisItems={"bottom": LogAwareAxis("bottom"), "left": LogAwareAxis("left")})
         self.plot_widget.setBackground(None)
         self.plot_item: pg.PlotItem = self.plot_widget.getPlotItem()
         self.plot_item.setTitle(title)

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 from ..formatting import fmt_bytes, fmt_count, fmt_number
 from . import icons
 
-__all__ = ["Banner", "StepHeader", "fmt_bytes", "fmt_count", "fmt_number", "section_label"]
+__all__ = ["Banner", "StepHeader", "fmt_bytes", "fmt_count", "fmt_number", "hint_label", "section_label"]
 
 
 def section_label(text: str) -> QLabel:
@@ -28,6 +28,15 @@ def section_label(text: str) -> QLabel:
     font = label.font()
     font.setBold(True)
     label.setFont(font)
+    return label
+
+
+def hint_label(text: str) -> QLabel:
+    """A wrapped sentence in the muted colour, saying more about the control above it."""
+    label = QLabel(text)
+    label.setWordWrap(True)
+    label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+    label.setIndent(label.fontMetrics().horizontalAdvance("M") * 2)
     return label
 
 

@@ -5,45 +5,64 @@ plain data. The desktop app hands them to its task service
 (:mod:`privelet_gui.gui.tasks`); tests call them directly. They call the engine and io
 functions and re-implement nothing: the release itself is
 :meth:`~privelet_gui.engine.ReleaseSpec.run`.
+
+A release spends privacy budget, so :func:`run_release` goes as ``privelet release``
+does: once the table is counted it asks the ledger what the table has spent and, if it
+has spent anything, asks the custodian (the ledger's
+:func:`~privelet_gui.io.ledger.ask_before_spending`); it records the release as soon as its
+noise is drawn, before anything else can fail. A :class:`ReleaseControl` gives the release
+a point of no return: a cancel before the noise is drawn leaves nothing drawn and nothing
+recorded; a cancel after it only skips measuring the error, so that a release that spent
+epsilon is never dropped by a cancel.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
+import math
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
+
+import numpy as np
 
 from .. import __version__
 from .. import io as pio
 from ..engine import (
+    Cancelled,
     CountReport,
     ErrorPreview,
     PriveletError,
     Progress,
     Release,
     ReleaseSpec,
-    Schema,
     margin95,
     measure_release,
 )
-from ..engine.noise import Neighbours
-from ..engine.spec import Mechanism
+from ..engine._memory import available_memory, byte_size
+from ..io.ledger import BudgetCheck, Ledger, Spending, ask_before_spending, check_budget
+from ..io.zarr_releases import is_zarr_release
 
 __all__ = [
     "MEASURE_MAX_CELLS",
     "PROJECT_SUFFIX",
+    "ReleaseControl",
     "ReleaseJob",
     "ReleaseOutcome",
+    "check_table_budget",
     "classify_file",
+    "export_opened_release",
     "export_release_file",
     "extra_metadata",
     "natural_sorted",
+    "open_release_file",
+    "release_location",
     "run_release",
 ]
 
@@ -62,36 +81,25 @@ CancelFunction = Callable[[], bool]
 class ReleaseJob:
     """Everything a release needs; frozen so the worker sees a consistent snapshot.
 
-    The release itself is :attr:`spec` (validated when the job is made).
+    The release itself is :attr:`spec`, already validated by the caller.
     """
 
     table_path: Path
     options: Any  # io.TableOptions
-    schema: Schema
-    epsilon: float
-    sa: tuple[str, ...]
-    neighbours: Neighbours = "replace"
-    mechanism: Mechanism = "privelet+"
-    invalid: Literal["error", "drop"] = "error"
+    spec: ReleaseSpec
     measure_error: bool = True  # measure the release's error on the true data (custodian only)
-
-    def __post_init__(self) -> None:
-        _ = self.spec  # validate now, in the caller's thread, not in the worker
-
-    @cached_property
-    def spec(self) -> ReleaseSpec:
-        return ReleaseSpec(self.schema, self.epsilon, self.mechanism, self.sa, self.neighbours, invalid=self.invalid)
 
     @property
     def measures_error(self) -> bool:
         """Measuring keeps three more matrices of M's size: only for matrices up to MEASURE_MAX_CELLS."""
-        return self.measure_error and self.schema.size <= MEASURE_MAX_CELLS
+        return self.measure_error and self.spec.schema.size <= MEASURE_MAX_CELLS
 
 
 @dataclass(frozen=True)
 class ReleaseOutcome:
     """A finished release and what the custodian should see about it (no true counts)."""
 
+    spec: ReleaseSpec  # what was asked for (the release records all of it but the counting policy)
     release: Release
     report: CountReport  # rows read / counted / dropped: shown to the custodian, never exported
     table_name: str
@@ -101,6 +109,9 @@ class ReleaseOutcome:
     counting_seconds: float
     preview: ErrorPreview | None = None  # errors on the true data: shown here only, never exported
     finished_at: str = field(default_factory=lambda: _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"))
+    budget: BudgetCheck | None = None  # the ledger's check this release was made under
+    ledger_entry: int | None = None  # its entry in the ledger (the file it is saved to is noted there)
+    spent_after: Spending | None = None  # what the table has spent with this release
 
     @property
     def margin95(self) -> float:
@@ -118,47 +129,148 @@ def _counting_share(path: Path, cells: int) -> float:
     return min(max(share, 0.05), 0.9)
 
 
-def run_release(job: ReleaseJob, progress: ProgressFunction | None = None, should_cancel: CancelFunction | None = None) -> ReleaseOutcome:
-    """Count the table into M, then release it as the job's spec says; M is dropped at once."""
+def check_table_budget(
+    path: str | os.PathLike[str],
+    epsilon: float,
+    neighbours: str,
+    progress: ProgressFunction | None = None,
+    should_cancel: CancelFunction | None = None,
+    *,
+    ledger: Ledger | None = None,
+) -> BudgetCheck:
+    """What the table at ``path`` has spent so far, and what a release of ``epsilon`` under
+    ``neighbours`` adds (the ledger's :func:`~privelet_gui.io.ledger.check_budget`; ``ledger``
+    defaults to the user's, or ``PRIVELET_LEDGER``). Reads the whole file to fingerprint it:
+    a job for a worker."""
+    steps = Progress(progress, should_cancel)
+    steps.report(0.0, "looking up what this table has spent")
+    check = check_budget(ledger if ledger is not None else Ledger(), [path], epsilon, neighbours)
+    steps.report(1.0, "looked up what this table has spent")
+    return check
+
+
+class ReleaseControl:
+    """The cancel of one release and its point of no return (thread-safe).
+
+    Until the noise is drawn, :meth:`cancel` stops the release: nothing drawn is kept and
+    nothing is recorded. :func:`run_release` calls :meth:`commit` the moment the noise is
+    drawn, before it records the release; from then on a cancel only skips what is left
+    (measuring the error), and the release is delivered.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._committed = False
+
+    def cancel(self) -> bool:
+        """Ask the release to stop; True if it will (its noise is not drawn yet)."""
+        with self._lock:
+            self._cancelled = True
+            return not self._committed
+
+    def commit(self) -> bool:
+        """The noise is drawn: True if the release goes on (no cancel came first)."""
+        with self._lock:
+            if not self._cancelled:
+                self._committed = True
+            return self._committed
+
+    @property
+    def committed(self) -> bool:
+        """Whether the noise was drawn and the release can no longer be cancelled."""
+        return self._committed
+
+    def cancelled(self) -> bool:
+        """Whether a cancel was asked (after :meth:`commit`: skip what is left)."""
+        return self._cancelled
+
+
+def run_release(
+    job: ReleaseJob,
+    progress: ProgressFunction | None = None,
+    should_cancel: CancelFunction | None = None,
+    *,
+    ask: Callable[[BudgetCheck], bool],
+    control: ReleaseControl | None = None,
+    ledger: Ledger | None = None,
+) -> ReleaseOutcome:
+    """Count the table into M, then release it as the job's spec says; M is dropped at once.
+
+    Between the two, what the table has spent is looked up in ``ledger`` (default: the
+    user's, or ``PRIVELET_LEDGER``) and, if it has spent anything, ``ask(check)`` says
+    whether to spend more (it may block: the app asks the custodian on its GUI thread);
+    no: Cancelled, nothing drawn. The release is recorded as soon as its noise is drawn.
+    With ``control``, a cancel that comes after that skips measuring the error instead of
+    dropping the release (see :class:`ReleaseControl`).
+    """
     started = time.perf_counter()
     steps = Progress(progress, should_cancel)
     spec = job.spec
-    share = _counting_share(Path(job.table_path), job.schema.size)
+    share = _counting_share(Path(job.table_path), spec.schema.size)
     counting = steps.slice(0.0, share)
     counting.report(0.0, "counting rows")
     matrix, report = pio.count_table(
         job.table_path,
-        job.schema,
+        spec.schema,
         job.options,
-        invalid=job.invalid,
+        invalid=spec.invalid,
         progress=lambda f, stage: counting.report(f, _stage("counting", stage)),
         should_cancel=should_cancel,
     )
     counted = time.perf_counter()
+    waited = 0.0  # seconds spent waiting for the custodian's answer: not the release's time
+
+    def timed_ask(check: BudgetCheck) -> bool:
+        nonlocal waited
+        releasing.report(0.0, "waiting for your answer: spend more of this table's budget?")
+        asked = time.perf_counter()
+        try:
+            return ask(check)
+        finally:
+            waited = time.perf_counter() - asked
+
     # Measuring the error releases Basic for comparison and answers queries: about as long again.
     end = share + (1.0 - share) * (0.5 if job.measures_error else 1.0)
     releasing = steps.slice(share, end)
     try:
-        release = spec.run(matrix, progress=releasing.report, should_cancel=should_cancel)
-        measuring = steps.slice(end, 1.0)
-        preview = (
-            measure_release(matrix, release, progress=measuring.report, should_cancel=should_cancel)
-            if job.measures_error
-            else None
+        releasing.report(0.0, "looking up what this table has spent")
+        budget = ask_before_spending(
+            ledger if ledger is not None else Ledger(), [job.table_path], spec.epsilon, spec.neighbours, timed_ask
         )
+        release = spec.run(matrix, progress=releasing.report, should_cancel=should_cancel)
+        if control is not None and not control.commit():
+            raise Cancelled("cancelled by the user")  # before anything is recorded: nobody saw this noise
+        # Recorded before anything else can fail: the ledger errs on the side of counting a
+        # release that nobody saw.
+        entry = budget.record(release)
+        # From here on progress is only reported: a cancel no longer stops the release.
+        reporting = Progress(progress)
+        preview = None
+        if job.measures_error:
+            measuring = reporting.slice(end, 1.0)
+            skip = control.cancelled if control is not None else should_cancel
+            try:
+                preview = measure_release(matrix, release, progress=measuring.report, should_cancel=skip)
+            except Cancelled:
+                preview = None  # the release is made: a late cancel only skips measuring its error
     finally:
         del matrix  # the true counts never leave this function (only error statistics and marginals)
     outcome = ReleaseOutcome(
+        spec=spec,
         release=release,
         report=report,
         table_name=Path(job.table_path).name,
         paper_bound=spec.paper_bound(),
         worst_case_variance=spec.worst_case_variance(),
-        seconds=time.perf_counter() - started,
+        seconds=time.perf_counter() - started - waited,
         counting_seconds=counted - started,
         preview=preview,
+        budget=budget,
+        ledger_entry=entry,
+        spent_after=budget.after(release),
     )
-    steps.report(1.0, "done")
+    reporting.report(1.0, "done")
     return outcome
 
 
@@ -204,7 +316,8 @@ def export_release_file(
 
     The io writers are atomic (a temporary file renamed into place). Only noisy counts
     are written: a release file always the release's own, a CSV or Parquet export the kind
-    ``counts`` asks for (:data:`~privelet_gui.engine.postprocess.COUNT_KINDS`).
+    ``counts`` asks for (:data:`~privelet_gui.engine.postprocess.COUNT_KINDS`). Once written,
+    the file is noted as the release's output in the privacy ledger (the last file written).
     """
     steps = Progress(progress, should_cancel)
     fmt = fmt or export_format(path)
@@ -217,6 +330,32 @@ def export_release_file(
         pio.save_release(outcome.release, path, force=force, metadata=extra_metadata(outcome))
     else:
         pio.export_release(outcome.release, path, format=fmt, force=force, counts=counts)
+    if outcome.budget is not None and outcome.ledger_entry is not None:
+        try:
+            outcome.budget.ledger.set_output(outcome.ledger_entry, Path(path).resolve())
+        except PriveletError as exc:
+            raise PriveletError(f"wrote {Path(path).name}, but could not note it in the privacy ledger: {exc}") from None
+    steps.report(1.0, f"wrote {Path(path).name}")
+    return Path(path)
+
+
+def export_opened_release(
+    release: Release,
+    path: str | os.PathLike[str],
+    fmt: Literal["csv", "parquet"],
+    progress: ProgressFunction | None = None,
+    should_cancel: CancelFunction | None = None,
+    *,
+    force: bool = False,
+    counts: str = "noisy",
+    allow_seeded: bool = False,
+) -> Path:
+    """Export a release read from a file as long-format CSV or Parquet
+    (:func:`~privelet_gui.io.export_release`). A seeded release needs ``allow_seeded``
+    (the custodian was asked), and its export then says in the file that it is not private."""
+    steps = Progress(progress, should_cancel)
+    steps.report(0.0, f"writing {Path(path).name}")
+    pio.export_release(release, path, format=fmt, force=force, counts=counts, allow_seeded=allow_seeded)
     steps.report(1.0, f"wrote {Path(path).name}")
     return Path(path)
 
@@ -224,6 +363,49 @@ def export_release_file(
 # -- dropped files -----------------------------------------------------------------------------
 
 FileKind = Literal["project", "schema", "table", "hierarchy", "release"]
+
+#: The app reads a Zarr release into memory when it takes at most this share of the memory
+#: available (the workbench adds its prefix sums, one more matrix).
+APP_RELEASE_MEMORY_SHARE = 0.25
+
+
+def release_location(path: str | os.PathLike[str]) -> Path:
+    """The release a path names: the ``zarr.json`` of a Zarr release (what a file dialog can
+    choose) names its folder; anything else names itself."""
+    p = Path(path)
+    if p.name == "zarr.json" and is_zarr_release(p.parent):
+        return p.parent
+    return p
+
+
+def open_release_file(
+    path: str | os.PathLike[str], progress: ProgressFunction | None = None, should_cancel: CancelFunction | None = None
+) -> Release:
+    """A release file, or a Zarr release folder read into memory for the app's views.
+
+    A Zarr release bigger than :data:`APP_RELEASE_MEMORY_SHARE` of the available memory is
+    refused, naming the commands that read it chunk by chunk.
+    """
+    location = release_location(path)
+    release = pio.load_release(location)
+    if isinstance(release.noisy, np.ndarray):
+        return release
+    shape = tuple(release.noisy.shape)
+    needed, available = 8 * math.prod(shape), available_memory()
+    if available is not None and needed > APP_RELEASE_MEMORY_SHARE * available:
+        raise PriveletError(
+            f"{location.name} holds {math.prod(shape):,} cells ({byte_size(needed)}), more than the app can hold "
+            f"with the {byte_size(available)} of memory available; query and export it with "
+            f"'privelet query {location.name} --where ...' and 'privelet export', which read only the chunks they need"
+        )
+    steps = Progress(progress, should_cancel)
+    noisy = np.empty(shape)
+    rows = max(1, shape[0] * (1 << 20) // max(math.prod(shape), 1))  # about 8 MiB a read
+    for start in range(0, shape[0], rows):
+        steps.report(start / shape[0], f"reading {location.name}")
+        noisy[start:start + rows] = release.noisy[start:start + rows]
+    steps.report(1.0, f"read {location.name}")
+    return dataclasses.replace(release, noisy=noisy)
 
 
 def classify_file(path: str | os.PathLike[str]) -> FileKind:
@@ -239,7 +421,7 @@ def classify_file(path: str | os.PathLike[str]) -> FileKind:
     name = p.name.lower()
     if name.endswith(PROJECT_SUFFIX):
         return "project"
-    if name.endswith(".npz"):
+    if name.endswith((".npz", ".zarr")) or is_zarr_release(release_location(p)):
         return "release"
     if name.endswith(".json"):
         try:

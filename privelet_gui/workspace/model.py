@@ -20,12 +20,14 @@ edit is an undoable :class:`~privelet_gui.workspace.history.Change` on
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..engine import (
+    SAMPLER,
     Attribute,
     HierarchyError,
     NominalAttribute,
@@ -37,9 +39,13 @@ from ..engine import (
     SchemaError,
     recommend_sa,
 )
+from ..engine.counting import InvalidPolicy
+from ..engine.noise import Neighbours, Sampler
 from ..engine.schema import OutOfRange
+from ..engine.spec import Mechanism
 from ..io import ColumnSummary, TableSummary, infer_attribute
 from ..io.inference import free_root_label
+from ..io.ledger import BudgetCheck, spending_summary
 from ..io.project import Project, WorkloadChoice
 from .events import Event
 from .history import FieldChange, History, UndoHistory
@@ -76,7 +82,7 @@ DEFAULT_CELLS_PER_ROW = 10
 DEFAULT_MIN_CELLS = 10_000
 #: How S_A was chosen, for people.
 SA_RULE_TEXT = {
-    "recommended": "recommended: the attributes with |A| <= P(A)^2 H(A), which never raises the paper's bound",
+    "recommended": "recommended: the attributes with |A| ≤ P(A)² H(A), which never raise the paper's bound",
     "chosen": "chosen by you",
     "best": "best for the workload: the subset with the smallest expected error of the queries you expect "
             "(it follows the schema and the workload)",
@@ -223,7 +229,12 @@ class WorkspaceEvents:
         self.project_path_changed = Event()
 
 
-_PRIVACY_FIELDS = ("epsilon", "sa", "sa_rule", "neighbours", "mechanism", "invalid", "workload")
+_PRIVACY_FIELDS = ("epsilon", "sa", "sa_rule", "neighbours", "mechanism", "sampler", "invalid", "workload")
+#: The noise samplers, for people (the choice in the Privacy step).
+SAMPLER_TEXT = {
+    "exact": ("Exact (the default)", "discrete Laplace in integer arithmetic from cryptographically secure bits"),
+    "standard": ("Standard", "floating-point inversion of the same law (equal to it to about 1e-16)"),
+}
 
 
 def default_cell_budget(rows: int) -> int:
@@ -275,9 +286,10 @@ class Workspace:
         self.epsilon = 1.0
         self._sa: tuple[str, ...] = ()
         self.sa_rule = "recommended"
-        self.neighbours = "replace"
-        self.mechanism = "privelet+"
-        self.invalid = "error"
+        self.neighbours: Neighbours = "replace"
+        self.mechanism: Mechanism = "privelet+"
+        self.sampler: Sampler = SAMPLER
+        self.invalid: InvalidPolicy = "error"
         self.workload = WorkloadChoice()  # the queries the custodian expects (S_A rule "best", the advisor)
         # Searches of the best S_A by key (a result, or why there is none). Searches estimated
         # to take longer than best_sa_inline_seconds are left to the app's worker
@@ -288,6 +300,10 @@ class Workspace:
         self.measure_error = True  # a preference of this session, not part of the project
         self.outcome: ReleaseOutcome | None = None
         self.outcome_saved = False  # the last release was written to a file (release, CSV or Parquet)
+        self.outcome_output: Path | None = None  # the file it was written to last
+        # What the open table has spent, as the privacy ledger said (the app looks it up on a
+        # worker: fingerprinting reads the whole file), or why it could not be looked up.
+        self._budget: BudgetCheck | str | None = None
         self.project_path: Path | None = None
         self._dirty = False
         self._modified = False
@@ -331,7 +347,7 @@ class Workspace:
         if schema is None:
             return None
         try:
-            spec = ReleaseSpec(schema, 1.0, "privelet+", (), self.neighbours, invalid=self.invalid)  # type: ignore[arg-type]
+            spec = ReleaseSpec(schema, 1.0, "privelet+", (), self.neighbours, invalid=self.invalid)
         except PriveletError:
             return None
         return SearchKey.of(spec, self.workload)
@@ -448,7 +464,7 @@ class Workspace:
                     self._schema_cache = (None, str(exc))
         return self._schema_cache
 
-    def release_spec(self, *, mechanism: str | None = None) -> ReleaseSpec | None:
+    def release_spec(self, *, mechanism: Mechanism | None = None) -> ReleaseSpec | None:
         """The release the settings describe (or, with ``mechanism``, another mechanism at the
         same settings), or None while the schema or epsilon is not valid."""
         schema = self.schema()
@@ -457,7 +473,8 @@ class Workspace:
         sa = tuple(n for n in schema.names if n in set(self.sa))  # S_A keeps excluded names: skip them
         try:
             return ReleaseSpec(
-                schema, self.epsilon, mechanism or self.mechanism, sa, self.neighbours, invalid=self.invalid  # type: ignore[arg-type]
+                schema, self.epsilon, mechanism or self.mechanism, sa, self.neighbours, invalid=self.invalid,
+                sampler=self.sampler,
             )
         except PriveletError:
             return None
@@ -482,17 +499,7 @@ class Workspace:
             raise PriveletError("fix these first: " + "; ".join(blockers))
         spec = self.release_spec()
         assert spec is not None
-        return ReleaseJob(
-            table_path=self.table_path,
-            options=self.table_options,
-            schema=spec.schema,
-            epsilon=spec.epsilon,
-            sa=spec.sa,
-            neighbours=spec.neighbours,
-            mechanism=spec.mechanism,
-            invalid=self.invalid,  # type: ignore[arg-type]
-            measure_error=self.measure_error,
-        )
+        return ReleaseJob(self.table_path, self.table_options, spec, measure_error=self.measure_error)
 
     def release_is_stale(self, outcome: ReleaseOutcome | None = None) -> bool:
         """Whether the release (the last one by default) no longer matches the settings."""
@@ -507,6 +514,9 @@ class Workspace:
             or abs(spec.epsilon - released.epsilon) > 1e-12
             or spec.neighbours != released.neighbours
             or spec.effective_sa != tuple(released.sa)
+            or spec.sampler != released.sampler
+            or spec.uses_public_total != released.public_total
+            or spec.invalid != outcome.spec.invalid  # the table would be counted otherwise
         )
 
     # -- steps (rules in workspace/steps.py) ------------------------------------------------------
@@ -543,6 +553,8 @@ class Workspace:
         self.table_error = None
         self.configs = []
         self.epsilon, self.neighbours, self.mechanism, self.invalid = 1.0, "replace", "privelet+", "error"
+        self.sampler = SAMPLER
+        self._budget = None
         self._sa, self.sa_rule, self.workload = (), "recommended", WorkloadChoice()
         self._last_best_sa = None
         self.outcome, self.outcome_saved = None, False
@@ -566,6 +578,7 @@ class Workspace:
         self.table_options = summary.options
         self.table_error = None
         self.outcome, self.outcome_saved = None, False
+        self._budget = None
         self._last_best_sa = None  # a stand-in from another table's schema would mislead
         if project is not None:
             self._apply_project(project)
@@ -591,6 +604,7 @@ class Workspace:
         self.table_path = path
         self.table_error = message
         self.summary = None
+        self._budget = None
         self._changed_all()
 
     def apply_project(self, project: Project, path: Path | None, summary: TableSummary | None) -> None:
@@ -600,6 +614,7 @@ class Workspace:
         self.table_path = project.table_path
         self.table_options = project.table_options if summary is None else summary.options
         self.outcome, self.outcome_saved = None, False
+        self._budget = None
         self._last_best_sa = None
         self._apply_project(project)
         self.project_path = path
@@ -614,6 +629,7 @@ class Workspace:
         self.sa_rule = project.sa_rule
         self.neighbours = project.neighbours
         self.mechanism = project.mechanism
+        self.sampler = project.sampler
         self.invalid = project.invalid
         self.workload = project.workload
         self._dirty = False
@@ -681,6 +697,7 @@ class Workspace:
             sa_rule=self.sa_rule,
             neighbours=self.neighbours,
             mechanism=self.mechanism,
+            sampler=self.sampler,
             invalid=self.invalid,
             attribute_order=tuple(order),
             drafts=drafts,
@@ -736,6 +753,10 @@ class Workspace:
 
     def set_epsilon(self, epsilon: float) -> None:
         self.set_privacy(f"Set epsilon to {epsilon:g}", merge="epsilon", epsilon=float(epsilon))
+
+    def set_sampler(self, sampler: Sampler) -> None:
+        """Choose the noise sampler (undoable; checked when the release spec is made)."""
+        self.set_privacy(f"Noise sampler: {sampler}", sampler=sampler)
 
     def set_sa(self, names: Iterable[str]) -> None:
         """Choose S_A (it then stays as chosen whatever the schema)."""
@@ -795,13 +816,63 @@ class Workspace:
         self.history.push(FieldChange(text, self._set_field, before, {"configs": configs}, done=self._attributes_changed))
 
     def set_release_outcome(self, outcome: ReleaseOutcome | None) -> None:
-        self.outcome, self.outcome_saved = outcome, False
+        self.outcome, self.outcome_saved, self.outcome_output = outcome, False, None
+        if outcome is not None and outcome.budget is not None and outcome.spent_after is not None:
+            self._budget = dataclasses.replace(outcome.budget, spent=outcome.spent_after)
         self.events.release_changed.emit()
         self.events.state_changed.emit()
 
-    def mark_release_saved(self) -> None:
-        """The last release was written to a file: dropping it loses nothing."""
+    # -- the privacy ledger --------------------------------------------------------------------------
+    def release_ledger_text(self) -> str:
+        """What the privacy ledger holds of the last release, for the custodian (empty without one)."""
+        outcome = self.outcome
+        if outcome is None or outcome.ledger_entry is None or outcome.spent_after is None:
+            return ""
+        saved = (f"saved to {self.outcome_output}" if self.outcome_output is not None
+                 else "not saved yet: the ledger notes the file once you save it")
+        return (f"Recorded in the privacy ledger (release {outcome.ledger_entry}) as its noise was drawn; this table "
+                f"has now spent {spending_summary(outcome.spent_after)}. The release is {saved}.")
+
+    def set_table_budget(self, path: Path, check: BudgetCheck | str) -> None:
+        """What the table at ``path`` has spent (a lookup finished), or why it could not be
+        looked up; kept only while ``path`` is the open table."""
+        if path != self.table_path:
+            return
+        self._budget = check
+        self.events.state_changed.emit()
+
+    def needs_budget_lookup(self) -> bool:
+        """Whether the open table's spending is still to be looked up."""
+        return self.summary is not None and self._budget is None
+
+    def budget_check(self) -> BudgetCheck | None:
+        """What the open table has spent and what a release at the current settings adds
+        (None until looked up)."""
+        if not isinstance(self._budget, BudgetCheck):
+            return None
+        return dataclasses.replace(self._budget, epsilon=float(self.epsilon), neighbours=self.neighbours)
+
+    def spending_text(self) -> str:
+        """What the privacy ledger says of the open table before a release at the current
+        settings (empty without a table)."""
+        if self.summary is None:
+            return ""
+        if isinstance(self._budget, str):
+            return f"cannot look up what this table has spent ({self._budget})."
+        check = self.budget_check()
+        if check is None:
+            return "looking up what this table has spent..."
+        if not check.must_ask:
+            return f"first release of this table: afterwards it will have spent {check.total_after_text()}."
+        return (f"this table has already spent {spending_summary(check.spent)}; a release at these settings "
+                f"brings it to {check.total_after_text()} (you are asked before its noise is drawn).")
+
+    def mark_release_saved(self, path: Path | None = None) -> None:
+        """The last release was written to a file (``path``): dropping it loses nothing."""
         self.outcome_saved = True
+        if path is not None:
+            self.outcome_output = path
+        self.events.release_changed.emit()
 
     def release_at_risk(self) -> bool:
         """Whether a release is held that no file holds yet (dropping it would lose it)."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from ..engine import OrdinalAttribute, PriveletError
+from ..formatting import fmt_bytes, fmt_count
 from ..io import ColumnSummary
 
 if TYPE_CHECKING:
@@ -163,10 +164,10 @@ def _attributes(workspace: Workspace) -> StepStatus:
     if schema is not None and schema.size > MAX_CELLS:
         issues.append(StepIssue(
             "attributes", "too-many-cells",
-            f"the frequency matrix would have {schema.size:,} cells ({schema.size * 8 / 2**30:.1f} GB); "
+            f"the frequency matrix would have {fmt_count(schema.size)} cells ({fmt_bytes(schema.size * 8)}); "
             "exclude attributes or use coarser domains",
         ))
-    return _summed(issues, f"{len(included)} attribute(s), {schema.size:,} cells" if schema else "ready")
+    return _summed(issues, f"{len(included)} attribute(s), {fmt_count(schema.size)} cells" if schema else "ready")
 
 
 def _hierarchies(workspace: Workspace) -> StepStatus:

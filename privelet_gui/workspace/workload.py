@@ -37,6 +37,9 @@ from ..engine import (
     recommend_sa,
 )
 from ..engine.advisor import EXHAUSTIVE_UP_TO
+from ..engine.noise import Neighbours
+from ..engine.progress import CancelCallback
+from ..engine.spec import Mechanism
 from ..engine.workloads import check_objective
 from ..io import read_workload
 from ..io.project import WorkloadChoice
@@ -121,16 +124,16 @@ class SearchKey:
 
     schema: Schema
     choice: WorkloadChoice
-    neighbours: str
+    neighbours: Neighbours
     public_total: bool
 
     @classmethod
     def of(cls, spec: ReleaseSpec, choice: WorkloadChoice) -> SearchKey:
         return cls(spec.schema, choice, spec.neighbours, spec.uses_public_total)
 
-    def spec(self, mechanism: str = "privelet+", sa: tuple[str, ...] = ()) -> ReleaseSpec:
+    def spec(self, mechanism: Mechanism = "privelet+", sa: tuple[str, ...] = ()) -> ReleaseSpec:
         """The release this key describes, at epsilon 1."""
-        return ReleaseSpec(self.schema, 1.0, mechanism, sa, self.neighbours, public_total=self.public_total)  # type: ignore[arg-type]
+        return ReleaseSpec(self.schema, 1.0, mechanism, sa, self.neighbours, public_total=self.public_total)
 
 
 # Measured costs of find_best_sa (2-core machine, numpy 2): factors of one product part along
@@ -188,10 +191,12 @@ class BestSa:
         return self.errors[which][1] / best if best > 0 else 1.0
 
 
-def find_best_sa(key: SearchKey) -> BestSa:
-    """Build the workload and search the S_A minimising its expected error (a plain job)."""
+def find_best_sa(key: SearchKey, should_cancel: CancelCallback | None = None) -> BestSa:
+    """Build the workload and search the S_A minimising its expected error (a plain job;
+    ``should_cancel()`` is asked between steps of the search)."""
     workload = build_workload(key.choice, key.schema)
-    choice = best_sa(key.spec(), workload, objective=check_objective(key.choice.objective))
+    choice = best_sa(key.spec(), workload, objective=check_objective(key.choice.objective),
+                     should_cancel=should_cancel)
     errors = {"best": (choice.sa, choice.error), **choice.references}
     return BestSa(choice.sa, choice.objective, choice.exhaustive, workload.name, len(workload), errors)
 
@@ -203,11 +208,11 @@ class AdviceKey:
 
     search: SearchKey
     rule: str
-    mechanism: str
+    mechanism: Mechanism
     sa: tuple[str, ...] = ()
 
 
-def find_advice(key: AdviceKey) -> Advice:
+def find_advice(key: AdviceKey, should_cancel: CancelCallback | None = None) -> Advice:
     """The advisor's multipliers and suggestions at epsilon 1, each suggestion's error with the
     S_A that the rule gives the changed schema: its best S_A (``"best"``), its recommended S_A
     (``"recommended"``) or the chosen S_A less a dropped attribute (``"chosen"``)."""
@@ -222,13 +227,14 @@ def find_advice(key: AdviceKey) -> Advice:
     else:
         sa = ()
     spec = search.spec(key.mechanism, sa)
-    advice = advise(spec, workload, objective=objective, choose_sa=key.rule == "best" and plus)
+    advice = advise(spec, workload, objective=objective, choose_sa=key.rule == "best" and plus,
+                    should_cancel=should_cancel)
     if key.rule != "recommended" or not plus:
         return advice
     suggestions = []
     for suggestion in advice.suggestions:
         follows = recommend_sa(suggestion.schema)
-        changed = ReleaseSpec(suggestion.schema, 1.0, "privelet+", follows, search.neighbours, public_total=search.public_total)  # type: ignore[arg-type]
+        changed = ReleaseSpec(suggestion.schema, 1.0, "privelet+", follows, search.neighbours, public_total=search.public_total)
         error = expected_error(changed, suggestion.workload, objective=objective)
         suggestions.append(dataclasses.replace(suggestion, sa=changed.effective_sa, error=error))
     suggestions.sort(key=lambda s: (s.exact_share < 1.0, s.error))

@@ -140,3 +140,23 @@ def test_measure_release_compares_with_basic_on_the_same_workload():
     np.testing.assert_array_equal(marginal(matrix, [2, 0]), matrix.sum(axis=(1, 3)).T)
     only_basic = measure_release(matrix, basic(matrix, 1.0, rng, schema=SCHEMA), queries=100, rng=rng)
     assert set(only_basic.quintiles) == {"basic"}
+
+
+@pytest.mark.parametrize("public_total", [True, False])
+def test_measure_release_compares_with_basic_made_like_the_release(public_total):
+    """Basic's line is a Basic release with the release's own public-total choice: brute
+    force on the same workload, with the generator where the workload left it."""
+    from privelet_gui.engine import measure_release
+
+    matrix = np.random.default_rng(5).integers(0, 6, SCHEMA.shape).astype(float)
+    release = privelet_plus(matrix, SCHEMA, 1.0, ["age", "sex"], np.random.default_rng(2), public_total=public_total)
+    preview = measure_release(matrix, release, queries=300, rng=np.random.default_rng(4))
+    replay = np.random.default_rng(4)
+    workload = random_workload(SCHEMA, 300, replay)
+    comparison = basic(matrix, 1.0, replay, schema=SCHEMA, public_total=public_total)
+    assert comparison.public_total is public_total
+    boxes = [tuple(slice(a, b + 1) for a, b in zip(lo, hi)) for lo, hi in zip(workload.lo, workload.hi)]
+    errors = np.array([(comparison.noisy[b].sum() - matrix[b].sum()) ** 2 for b in boxes])
+    expected = quintile_summary(workload.coverage(SCHEMA.shape), errors)
+    for got, want in zip(preview.quintiles["basic"], expected):
+        assert got.square_error == pytest.approx(want.square_error, rel=1e-9)

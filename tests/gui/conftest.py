@@ -138,6 +138,10 @@ class FakeDialogs:
         self.asked: list[str] = []
         # answers to choose(kind, ...): the key per kind of question (default: the last choice, Cancel)
         self.choices: dict[str, str] = {"reuse-settings": "fresh", "drop-release": "discard"}
+        self.spend_answer = True  # spend more of a table's budget (a fresh ledger per test: asked on a second release)
+        self.budget_checks: list[Any] = []  # the BudgetCheck of each such question
+        self.seeded_answer = False  # export a seeded release
+        self.seeded_asked: list[str] = []  # the release files asked about
 
     def error(self, title: str, error: BaseException | str) -> None:
         self.errors.append((title, str(error)))
@@ -156,6 +160,16 @@ class FakeDialogs:
 
     def get_text(self, title: str, label: str, text: str = "") -> str | None:
         return self.text_answer
+
+    def ask_spend_budget(self, check: Any) -> bool:
+        self.asked.append("spend-budget")
+        self.budget_checks.append(check)
+        return self.spend_answer
+
+    def ask_export_seeded(self, name: str) -> bool:
+        self.asked.append("export-seeded")
+        self.seeded_asked.append(name)
+        return self.seeded_answer
 
     def import_options(self, path: Path, current: object = None) -> object | None:
         return current if current is not None else pio.sniff_table(path)

@@ -4,6 +4,7 @@ advisor's suggestions applied and undone, the post-processed release and export 
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pandas as pd
@@ -77,14 +78,15 @@ def test_long_searches_run_on_the_panels_lane_and_the_release_waits(sample_windo
     doc.best_sa_inline_seconds = 0.0  # every search is "long"
     gate = threading.Event()
     threads: list[threading.Thread] = []
-    released: list[bool] = []  # whether the first search had ended when each one started
+    cancelled: list[bool] = []  # whether each search was asked to stop while it waited
     search = privacy_panel.find_best_sa
 
-    def slow_search(key):
+    def slow_search(key, should_cancel):
         threads.append(threading.current_thread())
-        released.append(gate.is_set())
-        gate.wait(10)
-        return search(key)
+        while not gate.is_set() and not should_cancel():
+            time.sleep(0.01)
+        cancelled.append(should_cancel())
+        return search(key, should_cancel)
 
     monkeypatch.setattr(privacy_panel, "find_best_sa", slow_search)
     doc.use_best_sa()
@@ -92,12 +94,14 @@ def test_long_searches_run_on_the_panels_lane_and_the_release_waits(sample_windo
     assert box.summary.text() == "Searching the best S_A for this workload..."
     assert "still being computed" in sample_window.release_panel.blockers.text()
     assert not sample_window.release_panel.run_button.isEnabled()
-    doc.set_workload(WorkloadChoice(paper=None, ways=(1, 2)))  # asked for while the first runs: waits
+    doc.set_workload(WorkloadChoice(paper=None, ways=(1, 2)))  # asked for while the first runs: it is cancelled
+    qtbot.waitUntil(lambda: len(cancelled) == 1, timeout=10_000)
+    assert cancelled == [True] and not sample_window.release_panel.run_button.isEnabled()
     gate.set()
     qtbot.waitUntil(lambda: box.result is not None and box.result.queries == len(marginals(doc.schema(), (1, 2))),
                     timeout=20_000)
     assert len(threads) == 2 and all(t is not threading.main_thread() for t in threads)
-    assert released == [False, True]  # one search at a time: the second started after the first
+    assert cancelled == [True, False]  # the first stopped at once; the second ran to its end
     assert doc.sa == box.result.sa and sample_window.release_panel.run_button.isEnabled()
 
 

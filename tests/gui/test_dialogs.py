@@ -94,3 +94,19 @@ def test_the_main_windows_dialogs_start_where_its_table_is(sample_window, qtbot,
     dialogs = Dialogs(sample_window, sample_window.settings)
     assert dialogs.start_folder("project") == copy.parent
     assert dialogs.start_folder("hierarchy") == copy.parent
+
+
+def test_every_kind_of_file_the_app_asks_for_has_its_own_filter():
+    """A kind without an entry would fall back to the catch-all filter, which hides schema
+    and workload files among tables and releases."""
+    import re
+    from pathlib import Path
+
+    import privelet_gui.gui as gui
+    from privelet_gui.gui.dialogs import FILTERS
+
+    asked = set()
+    for source in Path(gui.__file__).parent.rglob("*.py"):
+        asked |= set(re.findall(r'(?:open_path|save_path)\(\s*"([a-z-]+)"', source.read_text(encoding="utf-8")))
+    assert {"table", "project", "hierarchy", "schema", "workload"} <= asked  # the scan finds the calls
+    assert sorted(asked - set(FILTERS)) == []

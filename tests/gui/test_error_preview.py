@@ -129,3 +129,22 @@ def test_the_preview_names_the_mechanism_as_people_write_it(qtbot):
     qtbot.addWidget(panel)
     panel.set_release(release, None, "census-release.npz")
     assert panel.notice.text().startswith("census-release.npz: Privelet at ε = 1;")
+
+
+def test_a_zarr_release_folder_opens_in_the_workbench(window, qtbot, tmp_path):
+    """Dropped (or chosen by its zarr.json): read into memory in the background, then queried."""
+    pytest.importorskip("zarr")
+    from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, Schema
+    from privelet_gui.io.zarr_releases import save_zarr_release
+
+    schema = Schema([OrdinalAttribute.integer_range("age", 0, 49), NominalAttribute("sex", Hierarchy.flat(["F", "M"]))])
+    release = ReleaseSpec(schema, 1.0, sa=("sex",)).run(np.random.default_rng(3).poisson(5.0, schema.shape).astype(float))
+    folder = tmp_path / "census.zarr"
+    save_zarr_release(release, folder, chunks=(10, 2))
+    with qtbot.waitSignal(window.runner.succeeded, timeout=20_000):
+        window.open_path(folder / "zarr.json")
+    bench = window.release_panel.workbench
+    assert isinstance(bench.release.noisy, np.ndarray)
+    np.testing.assert_array_equal(bench.release.noisy, release.noisy)
+    qtbot.waitUntil(lambda: bench.last_answer is not None, timeout=20_000)
+    assert bench.last_answer.noisy_count == pytest.approx(release.noisy.sum())

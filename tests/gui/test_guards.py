@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from privelet_gui.gui.settings import SETTINGS_ENV
+from privelet_gui.io.ledger import LEDGER_ENVIRONMENT
 
 HERE = Path(__file__).parent
 
@@ -43,15 +44,17 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 
 
 def test_screenshots_walk_every_step_and_exit_0_without_touching_the_users_settings(tmp_path):
-    # A user's home with settings of their own (a recent file), and no test settings folder:
-    # the tour must use a temporary location of its own, and leave the home as it was.
+    # A user's home with settings of their own (a recent file), and no test settings folder
+    # and no PRIVELET_LEDGER: the tour must use temporary settings and a temporary privacy
+    # ledger of its own, and leave the home (where the user's ledger lives) as it was.
     home, config = tmp_path / "home", tmp_path / "home" / ".config"
     users = config / "Privelet" / "Privelet Studio.conf"
     users.parent.mkdir(parents=True)
     users.write_text("[files]\nrecent=/somewhere/census.csv\n", encoding="utf-8")
     before = snapshot(home)
-    env = {k: v for k, v in os.environ.items() if k != SETTINGS_ENV}
-    env.update(QT_QPA_PLATFORM="offscreen", HOME=str(home), XDG_CONFIG_HOME=str(config))
+    env = {k: v for k, v in os.environ.items() if k not in (SETTINGS_ENV, LEDGER_ENVIRONMENT)}
+    data = home / ".local" / "share"
+    env.update(QT_QPA_PLATFORM="offscreen", HOME=str(home), XDG_CONFIG_HOME=str(config), XDG_DATA_HOME=str(data))
     folder = tmp_path / "shots"
     result = subprocess.run(
         [sys.executable, "-m", "privelet_gui", "--demo", "--screenshots", str(folder)],

@@ -130,3 +130,20 @@ def test_first_factors_of_a_new_schema_are_computed_off_the_gui_thread(sample_wi
     gate.set()
     qtbot.waitUntil(lambda: "exact" in panel.bounds["privelet"], timeout=10_000)
     assert panel.bounds["privelet"]["exact"] == variance_model(schema).worst_case(doc.epsilon, ())
+
+
+def test_the_page_fits_a_modest_window_and_each_column_has_one_number_style(sample_window, qtbot):
+    from PySide6.QtWidgets import QScrollArea
+
+    window = sample_window
+    window.resize(1200, 800)
+    window.show()
+    window.go_to("privacy")
+    panel = window.privacy_panel
+    qtbot.waitUntil(lambda: "exact" in panel.bounds.get("privelet", {}), timeout=10_000)
+    scroll = panel.findChild(QScrollArea)
+    # Horizontal scrolling is off: a page wider than its viewport would be cut off on the right.
+    assert scroll.widget().minimumSizeHint().width() <= scroll.viewport().width()
+    for column in (1, 2, 3):
+        texts = [panel.table.item(row, column).text() for row in range(panel.table.rowCount())]
+        assert len({"×" in text for text in texts}) == 1, texts

@@ -10,6 +10,8 @@ from PySide6.QtCore import QTimer
 
 from privelet_gui import io as pio
 from privelet_gui.bench import brazil_schema, brazil_table
+from privelet_gui.engine import ReleaseSpec
+from privelet_gui.io.ledger import Ledger
 from privelet_gui.workspace.jobs import ReleaseJob, run_release
 from tests.gui.conftest import open_sample
 
@@ -70,7 +72,9 @@ def test_cancel_mid_run_stops_promptly_and_leaves_nothing(window, qtbot, brazil_
     open_brazil(window, qtbot, brazil_csv)
     noise_started: list[float] = []
     # Fractions reported once counting is over, i.e. by the engine's release stages.
-    window.runner.progressed.connect(lambda g, f, s: noise_started.append(f) if not s.startswith("counting") else None)
+    window.runner.progressed.connect(
+        lambda g, f, s: noise_started.append(f) if not s.startswith(("counting", "looking up")) else None
+    )
     with qtbot.waitSignal(window.releaseCancelled, timeout=60_000):
         assert window.run_release()
         qtbot.waitUntil(lambda: len(noise_started) >= 3, timeout=60_000)
@@ -80,6 +84,7 @@ def test_cancel_mid_run_stops_promptly_and_leaves_nothing(window, qtbot, brazil_
     assert time.perf_counter() - cancelled_at < 1.0
     assert noise_started[-1] < 1.0  # it really was mid-run
     assert window.document.outcome is None  # nothing released, nothing kept
+    assert Ledger().entries() == []  # and nothing recorded: the noise was never delivered
     assert not window.runner.busy
     assert "Cancelled" in window.release_panel.progress.format()
     assert dialogs.errors == []
@@ -93,10 +98,11 @@ def test_cancel_mid_run_stops_promptly_and_leaves_nothing(window, qtbot, brazil_
 def test_release_job_runs_without_qt_and_keeps_no_counts():
     schema = pio.load_schema(pio.sample_schema_path())
     table = pio.sample_table_path()
-    job = ReleaseJob(table, pio.sniff_table(table), schema, 1.0, ("sex", "race"))
+    job = ReleaseJob(table, pio.sniff_table(table), ReleaseSpec(schema, 1.0, sa=("sex", "race")))
     seen: list[tuple[float, str]] = []
-    outcome = run_release(job, lambda f, s: seen.append((f, s)), lambda: False)
+    outcome = run_release(job, lambda f, s: seen.append((f, s)), lambda: False, ask=lambda check: False)
     assert outcome.release.noisy.shape == schema.shape
+    assert [entry.id for entry in Ledger().entries()] == [outcome.ledger_entry]
     assert outcome.report.rows_counted == 30162
     fractions = [f for f, _ in seen]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
@@ -108,7 +114,8 @@ def test_closing_during_a_release_cancels_and_waits(window, qtbot, brazil_csv, d
     stages: list[str] = []
     window.runner.progressed.connect(lambda g, f, s: stages.append(s))
     assert window.run_release()
-    qtbot.waitUntil(lambda: any(not s.startswith("counting") for s in stages), timeout=60_000)  # the engine's stages
+    qtbot.waitUntil(lambda: any(not s.startswith(("counting", "looking up")) for s in stages),
+                    timeout=60_000)  # the engine's stages
     started = time.perf_counter()
     assert window.close()  # close = cancel + wait (unsaved changes answered "discard")
     assert time.perf_counter() - started < 2.0

@@ -9,6 +9,8 @@ import math
 import numpy as np
 import pytest
 from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QValidator
+from PySide6.QtWidgets import QComboBox
 
 from privelet_gui.engine import (
     Z95,
@@ -16,6 +18,7 @@ from privelet_gui.engine import (
     NominalAttribute,
     OrdinalAttribute,
     RangeQuery,
+    ReleaseSpec,
     Schema,
     privelet_plus,
     query_variance,
@@ -190,3 +193,41 @@ def test_the_kept_list_writes_its_numbers_in_one_style(qtbot, release):
     assert all(" × 10" in text for text in texts), texts
     assert bench.table.item(1, 1).text() == "3.200 × 10¹³"
     assert bench.table.item(0, 0).text() == bench.answers[0].query
+
+
+@pytest.mark.parametrize("public_total", [True, False])
+def test_the_notice_says_when_the_total_is_the_public_number_of_rows(qtbot, public_total):
+    matrix = np.random.default_rng(0).integers(0, 30, SCHEMA.shape).astype(float)
+    release = privelet_plus(matrix, SCHEMA, 0.7, ["occupation"], np.random.default_rng(1), public_total=public_total)
+    bench = QueryWorkbench()
+    qtbot.addWidget(bench)
+    bench.set_release(release)
+    assert ("total equals the public number of rows" in bench.notice.text()) is public_total
+    whole = RangeQuery.build(SCHEMA, {})
+    if public_total:  # what the notice says: the whole table's count is exact
+        assert release.variance(whole) == pytest.approx(0.0, abs=1e-6)
+        assert release.noisy.sum() == pytest.approx(matrix.sum())
+
+
+def test_a_long_ordinal_axis_is_picked_with_spin_boxes_showing_its_values(qtbot):
+    from privelet_gui.gui.workbench import MAX_LISTED_VALUES
+
+    schema = Schema([OrdinalAttribute.integer_range("income", 1000, 1000 + 2_000_000 - 1)])
+    assert schema.size > MAX_LISTED_VALUES
+    release = ReleaseSpec(schema, 1.0, "basic").run(np.zeros(schema.shape), rng=np.random.default_rng(2))
+    bench = QueryWorkbench()
+    qtbot.addWidget(bench)
+    bench.set_release(release)
+    picker = bench.picker("income")
+    assert isinstance(picker, IntervalPicker)
+    assert not isinstance(picker.first, QComboBox)  # no list of two million labels
+    assert (picker.first.text(), picker.last.text()) == ("1000", "2000999")
+    picker.last.lineEdit().selectAll()
+    qtbot.keyClicks(picker.last.lineEdit(), "1500")
+    picker.last.interpretText()
+    assert picker.interval() == (0, 500)
+    assert bench.last_answer.noisy_count == pytest.approx(release.noisy[0:501].sum(), rel=1e-12, abs=1e-6)
+    picker.first.setValue(900)  # past the other end: it is dragged along
+    assert picker.interval() == (900, 900) and picker.last.text() == "1900"
+    # A text that is no value of the axis is not taken.
+    assert picker.first.validate("12x", 0)[0] != QValidator.State.Acceptable

@@ -10,8 +10,17 @@ import sys
 import numpy as np
 import pytest
 
-from privelet_gui.engine import OrdinalAttribute, PriveletError, Schema, privelet_plus
-from privelet_gui.io.ledger import LEDGER_ENVIRONMENT, Ledger, ledger_path, spending_summary
+from privelet_gui.engine import Cancelled, OrdinalAttribute, PriveletError, Schema, privelet_plus
+from privelet_gui.io.ledger import (
+    LEDGER_ENVIRONMENT,
+    RELEASE_COLUMNS,
+    Ledger,
+    ask_before_spending,
+    ledger_path,
+    ledger_report,
+    spending_summary,
+)
+from tests.conftest import USERS_LEDGER
 
 SCHEMA = Schema([OrdinalAttribute.integer_range("age", 0, 7)])
 MATRIX = np.arange(8, dtype=float)
@@ -20,6 +29,7 @@ MATRIX = np.arange(8, dtype=float)
 def test_tests_never_use_the_users_ledger(private_ledger, tmp_path_factory):
     assert ledger_path() == private_ledger
     assert str(tmp_path_factory.getbasetemp()) in os.environ[LEDGER_ENVIRONMENT]
+    assert ledger_path() != USERS_LEDGER  # which users_ledger_untouched checks over the whole run
 
 
 def test_the_default_place_is_the_users_data_folder(monkeypatch, tmp_path):
@@ -95,3 +105,53 @@ def test_a_damaged_or_unreachable_ledger_is_a_clear_error(tmp_path):
         Ledger(blocked / "ledger.sqlite3").entries()
     with pytest.raises(PriveletError, match="cannot read"):
         Ledger(tmp_path / "ok.sqlite3").fingerprint_file(tmp_path / "missing.csv")
+
+
+def test_the_rule_before_the_noise_asks_only_a_table_that_has_spent(tmp_path):
+    ledger = Ledger(tmp_path / "ledger.sqlite3")
+    table = tmp_path / "t.csv"
+    table.write_text("age\n1\n2\n")
+    asked: list[object] = []
+
+    def ask(check: object) -> bool:
+        asked.append(check)
+        return answer
+
+    answer = False
+    first = ask_before_spending(ledger, [table], 0.5, "replace", ask)
+    assert asked == [] and not first.must_ask  # nothing spent: no question
+    assert first.summary() == "this table has spent nothing yet; this release spends epsilon 0.5 more (replace)"
+    release = privelet_plus(MATRIX, SCHEMA, 0.5)
+    first.record(release, output=tmp_path / "a.npz")
+    assert first.after(release) == ledger.spent(first.fingerprint)  # what the app shows is what the ledger holds
+    with pytest.raises(Cancelled, match="not spent"):
+        ask_before_spending(ledger, [table], 0.25, "add-remove", ask)
+    check = asked[0]
+    assert check.spent.epsilon == {"replace": 0.5} and check.totals_after() == {"replace": 0.5, "add-remove": 0.25}
+    assert check.total_after_text() == "epsilon 0.25 (add-remove) and epsilon 0.5 (replace)"
+    assert "already spent epsilon 0.5 (replace) in 1 release" in check.question()
+    assert "attacker" in check.question()
+    assert len(ledger.entries()) == 1  # refused: nothing recorded
+    answer = True
+    again = ask_before_spending(ledger, [table], 0.25, "add-remove", ask)
+    seeded = privelet_plus(MATRIX, SCHEMA, 0.25, neighbours="add-remove", rng=np.random.default_rng(3))
+    again.record(seeded)
+    assert again.after(seeded) == ledger.spent(again.fingerprint)  # a seeded release is counted apart
+    unseeded = privelet_plus(MATRIX, SCHEMA, 0.25, neighbours="add-remove")
+    again.record(unseeded)
+    after = again.after(unseeded)
+    assert after.epsilon == {"replace": 0.5, "add-remove": 0.25} and after.releases == 2 and after.seeded == 0
+
+
+def test_the_listing_is_one_report_for_the_command_line_and_the_app(tmp_path, private_ledger):
+    ledger = Ledger()
+    mark = ledger.fingerprint_file(__file__)
+    ledger.record(mark, privelet_plus(MATRIX, SCHEMA, 0.5), output="r.npz")
+    ledger.record(mark, privelet_plus(MATRIX, SCHEMA, 1.0, rng=np.random.default_rng(1)))
+    report = ledger_report()
+    assert report.path == private_ledger and [e.id for e in report.releases] == [1, 2]
+    assert report.to_json()["tables"] == [{"fingerprint": mark, "epsilon": {"replace": 0.5}, "releases": 1, "seeded": 1}]
+    cells = [entry.cells() for entry in report.releases]
+    assert all(len(row) == len(RELEASE_COLUMNS) for row in cells)
+    assert cells[0][2:] == (mark[:12], "0.5", "replace", "privelet", "exact", "no", "{}", "r.npz")
+    assert cells[1][7:] == ("yes (not private)", "{}", "(not written)")

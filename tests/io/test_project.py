@@ -65,7 +65,8 @@ def test_file_is_versioned_json_with_a_relative_table_path(tmp_path):
     obj = json.loads(path.read_text())
     assert obj["format"] == PROJECT_FORMAT and obj["version"] == PROJECT_VERSION
     assert obj["table"]["path"] == "t.csv"  # the project folder can move as a whole
-    assert obj["privacy"] == {"epsilon": 1.0, "sa": [], "sa_rule": "chosen", "neighbours": "replace", "mechanism": "privelet+"}
+    assert obj["privacy"] == {"epsilon": 1.0, "sa": [], "sa_rule": "chosen", "neighbours": "replace",
+                              "mechanism": "privelet+", "sampler": "exact"}
     assert [a["name"] for a in obj["schema"]["attributes"]] == ["age", "occupation", "income", "grade"]
     moved = tmp_path / "moved"
     moved.mkdir()
@@ -107,6 +108,8 @@ def test_drafts_keep_hierarchies_that_are_not_valid_yet(tmp_path):
         ({"format": PROJECT_FORMAT, "version": 1, "privacy": {"epsilon": -1}}, "epsilon must be a positive"),
         ({"format": PROJECT_FORMAT, "version": 1, "privacy": {"neighbours": "swap"}}, "neighbours"),
         ({"format": PROJECT_FORMAT, "version": 1, "privacy": {"sa": ["ghost"]}}, "S_A names 'ghost'"),
+        ({"format": PROJECT_FORMAT, "version": 3, "privacy": {"sampler": "fast"}}, "privacy.sampler"),
+        ({"format": PROJECT_FORMAT, "version": 2, "privacy": []}, '"privacy" must be a JSON object'),
         ({"format": PROJECT_FORMAT, "version": 1, "schema": {"attributes": "no"}}, "schema is invalid"),
         ({"format": PROJECT_FORMAT, "version": 1, "table": {"path": 3}}, "table.path"),
         ({"format": PROJECT_FORMAT, "version": 1, "table": {"options": {"delimiter": "::"}}}, "delimiter"),
@@ -130,6 +133,25 @@ def test_migration_accepts_the_current_version_unchanged():
     obj = project_to_json(Project())
     assert migrate_project(obj) == obj
     assert project_from_json(obj) == Project()
+
+
+@pytest.mark.parametrize("sampler", ["exact", "standard"])
+def test_the_sampler_round_trips(tmp_path, sampler):
+    save_project(Project(sampler=sampler), tmp_path / "p.privelet")
+    assert json.loads((tmp_path / "p.privelet").read_text())["privacy"]["sampler"] == sampler
+    assert load_project(tmp_path / "p.privelet").sampler == sampler
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_projects_saved_before_the_sampler_get_the_exact_one(version):
+    old = project_to_json(Project(epsilon=0.5, sampler="standard"))
+    old["version"] = version
+    del old["privacy"]["sampler"]
+    if version == 1:
+        del old["workload"]
+    migrated = migrate_project(old)
+    assert migrated["version"] == PROJECT_VERSION == 3 and migrated["privacy"]["sampler"] == "exact"
+    assert project_from_json(old) == Project(epsilon=0.5, sampler="exact")
 
 
 def test_saving_is_atomic_and_overwrites_its_own_file(tmp_path):

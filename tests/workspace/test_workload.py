@@ -23,7 +23,14 @@ from privelet_gui.engine import (
     paper_workload,
     recommend_sa,
 )
-from privelet_gui.io.project import PROJECT_FORMAT, ProjectError, WorkloadChoice, load_project, save_project
+from privelet_gui.io.project import (
+    PROJECT_FORMAT,
+    PROJECT_VERSION,
+    ProjectError,
+    WorkloadChoice,
+    load_project,
+    save_project,
+)
 from privelet_gui.workspace import Workspace, release_blockers
 from privelet_gui.workspace.workload import (
     SearchKey,
@@ -225,7 +232,7 @@ def test_the_workload_and_the_rule_persist_in_a_project(workspace, sample_summar
     path = tmp_path / "study.privelet"
     save_project(workspace.to_project(), path)
     stored = json.loads(path.read_text())
-    assert stored["version"] == 2 and stored["privacy"]["sa_rule"] == "best"
+    assert stored["version"] == PROJECT_VERSION and stored["privacy"]["sa_rule"] == "best"
     assert stored["workload"] == {
         "paper": 500, "marginals": [1, 2], "attributes": ["age", "sex", "native-country"],
         "grains": {"age": 5, "native-country": 2}, "files": ["queries.csv"], "objective": "worst",

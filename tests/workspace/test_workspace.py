@@ -122,6 +122,9 @@ def test_steps_are_records_and_blockers_name_them(sample_summary):
         ws.set_attribute(config.column, include=True)
     attributes = ws.step_status("attributes")
     assert (None, "too-many-cells", "error") in {(i.attribute, i.code, i.severity) for i in attributes.issues}
+    too_many = next(i.message for i in attributes.issues if i.code == "too-many-cells")
+    # said with grouped digits and binary units (not "(4.96 GB)" from a raw float)
+    assert "would have 666,023,680 cells (5.0 GiB);" in too_many, too_many
     assert attributes.state == "error" and release_blockers(ws)[0] == attributes.message
     assert ws.step_status("hierarchies").state == "todo"  # its inputs, the attributes, are not ready
     assert ws.step_status("privacy").state == "todo"
@@ -172,7 +175,7 @@ def test_sa_follows_the_recommendation_until_chosen(workspace):
 
 def test_a_release_goes_stale_when_its_settings_change(workspace):
     workspace.set_sa(["sex"])
-    outcome = run_release(workspace.release_job())
+    outcome = run_release(workspace.release_job(), ask=lambda check: False)  # a fresh ledger: nothing to ask
     assert isinstance(outcome, ReleaseOutcome)
     workspace.set_release_outcome(outcome)
     assert not workspace.release_is_stale()
@@ -182,6 +185,14 @@ def test_a_release_goes_stale_when_its_settings_change(workspace):
     workspace.history.undo()
     assert not workspace.release_is_stale()
     workspace.set_privacy(mechanism="basic")
+    assert workspace.release_is_stale()
+    workspace.history.undo()
+    assert not workspace.release_is_stale()
+    # Dropping rows outside a domain counts the table otherwise, and makes its total private:
+    # the release was shifted to the public total, the one asked for now is not.
+    assert outcome.release.public_total
+    workspace.set_privacy(invalid="drop")
+    assert not workspace.release_spec().uses_public_total
     assert workspace.release_is_stale()
 
 

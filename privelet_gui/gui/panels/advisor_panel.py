@@ -4,7 +4,7 @@ workload's error, and concrete coarser domains with their predicted error, one c
 The advice is the engine's (:func:`~privelet_gui.engine.advise`, through
 :func:`~privelet_gui.workspace.workload.find_advice`): data-independent, so looking costs no
 privacy. It takes from a tenth of a second to seconds, so it runs on the panel's own lane of
-the task service, one search at a time (:class:`KeyedLane`), and only while the Privacy step
+the task service, one search at a time (:class:`KeyedLane`: a newer one cancels it), and only while the Privacy step
 is shown. Results are kept by key and computed at epsilon 1: moving the epsilon slider only
 rescales them.
 """
@@ -15,7 +15,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QShowEvent
+from PySide6.QtGui import QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QGroupBox,
@@ -34,7 +34,7 @@ from ...engine import Advice, PriveletError, Suggestion, margin95, mechanism_nam
 from ...qt.widgets import Banner, fmt_count, fmt_number
 from ...workspace.workload import AdviceKey, ResultCache, find_advice, scaled_advice
 from ..document import Document
-from ..tasks import TaskRunner, TaskService
+from ..tasks import CancelFunction, TaskRunner, TaskService
 
 __all__ = ["SHOWN_SUGGESTIONS", "AdvisorBox", "KeyedLane"]
 
@@ -49,9 +49,8 @@ _RULE_WORDS = {
 
 
 class KeyedLane:
-    """One search at a time on a lane, by key: a key asked for while another runs waits until
-    it ends, and only the latest key asked for is started then. The engine's searches cannot
-    be interrupted, so starting one per edit would pile up threads that all run to the end.
+    """One search at a time on a lane, by key: asking for another key cancels the running
+    search (the engine's searches check for it between steps) and starts the new one.
 
     ``done(key, result)`` receives the job's result, or the exception it raised.
     """
@@ -60,46 +59,49 @@ class KeyedLane:
         self.lane = lane
         self._done = done
         self._running: Hashable | None = None
-        self._wanted: tuple[Hashable, Callable[[], Any], str] | None = None
 
     @property
     def running(self) -> Hashable | None:
         """The key being searched (None: idle)."""
         return self._running
 
-    def request(self, key: Hashable, job: Callable[[], Any], name: str) -> None:
-        """Search ``key`` with ``job`` now, or after the running search."""
+    def request(self, key: Hashable, job: Callable[[CancelFunction], Any], name: str) -> None:
+        """Search ``key`` with ``job(should_cancel)`` now (unless it is the one running)."""
         if key == self._running:
-            self._wanted = None
-            return
-        if self._running is not None:
-            self._wanted = (key, job, name)
             return
         self._running = key
         self.lane.run(
-            lambda _progress, _cancel: job(), name,
+            lambda _progress, should_cancel: job(should_cancel), name,
             on_success=lambda result: self._finished(key, result),
             on_failure=lambda error: self._finished(key, error),
         )
 
     def _finished(self, key: Hashable, result: Any) -> None:
         self._running = None
-        wanted, self._wanted = self._wanted, None
         self._done(key, result)
-        if wanted is not None:
-            self.request(*wanted)
 
 
-def _advice_job(key: AdviceKey) -> Advice | str:
+def _advice_job(key: AdviceKey, should_cancel: CancelFunction) -> Advice | str:
     try:
-        return find_advice(key)
+        return find_advice(key, should_cancel)
     except PriveletError as exc:  # the workload cannot be made: say why, in the box
         return str(exc)
 
 
+class _RowsTable(QTableWidget):
+    """A table that stays as tall as its rows when a new width rewraps them (it never
+    scrolls inside, so the mouse wheel scrolls the page)."""
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():
+            self.resizeRowsToContents()
+            _fit(self)
+
+
 def _table(columns: list[str]) -> QTableWidget:
     """A read-only table sized to its rows; the last column stretches and wraps."""
-    table = QTableWidget(0, len(columns))
+    table = _RowsTable(0, len(columns))
     table.setHorizontalHeaderLabels(columns)
     table.verticalHeader().hide()
     table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
@@ -125,17 +127,25 @@ def _item(text: str, *, number: bool = False, tip: str = "") -> QTableWidgetItem
     return item
 
 
-def _fit(table: QTableWidget) -> None:
-    height = table.horizontalHeader().sizeHint().height() + 2 * table.frameWidth()
+def _fit(table: QTableWidget, *, whole_width: bool = False) -> None:
+    """The table as tall as its rows (and, with ``whole_width``, at least as wide as all its
+    columns: a short table whose last column would otherwise be cut)."""
+    header = table.horizontalHeader()
+    table.resizeRowsToContents()
+    height = header.sizeHint().height() + 2 * table.frameWidth()
     height += sum(table.rowHeight(r) for r in range(table.rowCount()))
     table.setFixedHeight(height)
+    if whole_width:
+        columns = range(table.columnCount())
+        table.setMinimumWidth(sum(max(table.sizeHintForColumn(c), header.sectionSizeHint(c)) for c in columns)
+                              + 2 * table.frameWidth())
 
 
 def exact_text(suggestion: Suggestion) -> str:
     """How many of the workload's queries the changed domain answers exactly, for people."""
     if suggestion.exact_share >= 1.0:
         return "every query"
-    return f"{suggestion.exact_share:.0%} (the rest rounded out)"
+    return f"{suggestion.exact_share:.0%}"
 
 
 class AdvisorBox(QGroupBox):
@@ -175,7 +185,7 @@ class AdvisorBox(QGroupBox):
         columns.addLayout(left, 1)
         right = QVBoxLayout()
         right.addWidget(QLabel("Suggestions, best first (one click applies one; Edit > Undo takes it back):"))
-        self.table = _table(["", "Smaller by", "Error at 95%", "Answered exactly", "Change"])
+        self.table = _table(["", "Smaller by", "Error at 95%", "Exact answers", "Change"])
         right.addWidget(self.table)
         self.caveat = QLabel()
         self.caveat.setWordWrap(True)
@@ -202,7 +212,7 @@ class AdvisorBox(QGroupBox):
         found = self._results.get(key)
         if found is None:
             if self.isVisible():
-                self._jobs.request(key, lambda: _advice_job(key), "advisor")
+                self._jobs.request(key, lambda cancel: _advice_job(key, cancel), "advisor")
             self._clear("Computing suggestions for this workload...", keep=True)
             return
         if isinstance(found, str):
@@ -259,7 +269,7 @@ class AdvisorBox(QGroupBox):
             ]
             for column, item in enumerate(cells):
                 self.multipliers.setItem(row, column, item)
-        _fit(self.multipliers)
+        _fit(self.multipliers, whole_width=True)
         self.suggestions = advice.suggestions[:SHOWN_SUGGESTIONS]
         self.table.setRowCount(len(self.suggestions))
         self.apply_buttons = []
@@ -268,7 +278,8 @@ class AdvisorBox(QGroupBox):
                 _item(f"{s.factor:,.2f}×", number=True),
                 _item(f"± {fmt_count(margin95(s.error))}", number=True,
                       tip=f"expected square error {fmt_number(s.error)} (now {fmt_number(s.before)})"),
-                _item(exact_text(s)),
+                _item(exact_text(s), number=True,
+                      tip="" if s.exact_share >= 1.0 else "the other queries are rounded out to whole bins or groups"),
                 _item(s.description, tip=f"S_A after the change: {{{', '.join(s.sa)}}}"),
             ]
             for column, item in enumerate(cells, start=1):

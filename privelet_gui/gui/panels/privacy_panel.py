@@ -59,16 +59,21 @@ from ...engine import (
     margin95,
     quintile_summary,
     random_workload,
+    variance_for_margin95,
     variance_model,
 )
+from ...engine.noise import SAMPLERS, Sampler
+from ...engine.spec import Mechanism
 from ...engine.workloads import PAPER_QUERIES, level_nodes
+from ...formatting import table_is_scientific
 from ...io.project import WorkloadChoice
 from ...qt import icons
 from ...qt.plots import AttributeFactorPlot, ErrorByCoveragePlot
-from ...qt.widgets import Banner, StepHeader, fmt_count, fmt_number
+from ...qt.widgets import Banner, StepHeader, fmt_count, fmt_number, hint_label
+from ...workspace.model import SAMPLER_TEXT
 from ...workspace.workload import REFERENCE_NAMES, BestSa, SearchKey, find_best_sa
 from ..document import Document
-from ..tasks import TaskService
+from ..tasks import CancelFunction, TaskService
 from .advisor_panel import AdvisorBox, KeyedLane
 
 __all__ = [
@@ -90,14 +95,12 @@ SLIDER_STEPS = 1000
 #: Best-S_A searches estimated to take longer than this run on a worker, not on the GUI thread.
 INLINE_SEARCH_SECONDS = 0.03
 
-MECHANISMS = tuple(
-    (key, MECHANISM_NAMES[key], tip)
-    for key, tip in (
-        ("privelet+", "transform every attribute except those in S_A"),
-        ("privelet", "transform every attribute (S_A empty)"),
-        ("basic", "noise on every cell, no transform (S_A = all)"),
-    )
+_MECHANISM_TIPS: tuple[tuple[Mechanism, str], ...] = (
+    ("privelet+", "transform every attribute except those in S_A"),
+    ("privelet", "transform every attribute (S_A empty)"),
+    ("basic", "noise on every cell, no transform (S_A = all)"),
 )
+MECHANISMS = tuple((key, MECHANISM_NAMES[key], tip) for key, tip in _MECHANISM_TIPS)
 
 
 def slider_to_epsilon(position: int) -> float:
@@ -130,9 +133,9 @@ def public_total_text(spec: ReleaseSpec | None) -> str:
             "and nothing is shifted.")
 
 
-def _best_job(key: SearchKey) -> BestSa | str:
+def _best_job(key: SearchKey, should_cancel: CancelFunction) -> BestSa | str:
     try:
-        return find_best_sa(key)
+        return find_best_sa(key, should_cancel)
     except PriveletError as exc:  # the workload cannot be made on this schema: say why
         return str(exc)
 
@@ -218,7 +221,8 @@ class WorkloadBox(QGroupBox):
         show.addWidget(self.problem)
         self.table = QTableWidget(len(REFERENCE_NAMES), 3)
         self.table.setHorizontalHeaderLabels(["S_A", "Error at 95%", "× the best"])
-        self.table.setVerticalHeaderLabels(list(REFERENCE_NAMES.values()))
+        # the choice and its set share the wide column: a row header would leave the set no room
+        self.table.verticalHeader().hide()
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
         self.table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
@@ -343,7 +347,7 @@ class WorkloadBox(QGroupBox):
             return  # nothing needs the search while the step is hidden (showEvent refreshes)
         result = doc.best_sa_result()
         if result is None:
-            self._jobs.request(key, lambda: _best_job(key), "best S_A")
+            self._jobs.request(key, lambda cancel: _best_job(key, cancel), "best S_A")
             self.summary.setText("Searching the best S_A for this workload...")
             self.table.setEnabled(False)
             self.use_best.setEnabled(False)
@@ -379,12 +383,13 @@ class WorkloadBox(QGroupBox):
         current = self._doc.effective_sa() if self._doc.mechanism == "privelet+" else None
         for row, which in enumerate(REFERENCE_NAMES):
             if result is None:
-                cells = ["—", "—", "—"]
+                cells = [REFERENCE_NAMES[which], "—", "—"]
                 mark = False
             else:
                 sa, _error = result.errors[which]
                 margin = margin95(result.error(which, self._doc.epsilon))
-                cells = ["{" + ", ".join(sa) + "}", f"± {fmt_count(margin)}", f"{result.ratio(which):,.2f}×"]
+                cells = [f"{REFERENCE_NAMES[which]}: {{{', '.join(sa)}}}", f"± {fmt_count(margin)}",
+                         f"{result.ratio(which):,.2f}×"]
                 mark = current is not None and tuple(sa) == tuple(current)
             for column, text in enumerate(cells):
                 item = QTableWidgetItem(text)
@@ -532,6 +537,10 @@ class PrivacyPanel(QWidget):
         hint = QLabel("A smaller epsilon means stronger privacy and more noise. Every release spends its epsilon.")
         hint.setWordWrap(True)
         eps_layout.addWidget(hint, 2, 0, 1, 4)
+        self.spending = QLabel()  # what the privacy ledger says this table has spent
+        self.spending.setWordWrap(True)
+        self.spending.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        eps_layout.addWidget(self.spending, 3, 0, 1, 4)
         eps_layout.setColumnStretch(1, 1)
         left.addWidget(eps_box)
 
@@ -549,12 +558,29 @@ class PrivacyPanel(QWidget):
         nb_layout.addWidget(self.add_remove)
         left.addWidget(nb_box)
 
+        # -- noise sampler
+        sampler_box = QGroupBox("Noise sampler")
+        sampler_layout = QVBoxLayout(sampler_box)
+        self.sampler_group = QButtonGroup(self)
+        self.sampler_buttons: dict[Sampler, QRadioButton] = {}
+        for sampler in SAMPLERS:
+            title, description = SAMPLER_TEXT[sampler]
+            button = QRadioButton(title)
+            self.sampler_group.addButton(button)
+            self.sampler_buttons[sampler] = button
+            sampler_layout.addWidget(button)
+            sampler_layout.addWidget(hint_label(description))
+        self.sampler_buttons["exact"].setToolTip(
+            "No floating-point step decides a sample: the privacy guarantee holds exactly as stated"
+        )
+        self.sampler_buttons["standard"].setToolTip("Faster on some machines; the same distribution to about 1e-16")
+        left.addWidget(sampler_box)
+
         # -- S_A
         sa_box = QGroupBox("S_A: attributes released without a transform")
         sa_layout = QVBoxLayout(sa_box)
         sa_hint = QLabel(
-            "Small domains are often better left untransformed. Recommended attributes (marked ✓, in bold) "
-            "never make the paper's bound worse: |A| ≤ P(A)² H(A)."
+            "Small domains are often better left untransformed. Recommended attributes are marked ✓ and in bold."
         )
         sa_hint.setWordWrap(True)
         sa_layout.addWidget(sa_hint)
@@ -666,23 +692,29 @@ class PrivacyPanel(QWidget):
         self.spin.valueChanged.connect(self._spin_changed)
         self.replace.toggled.connect(self._neighbours_changed)
         self.mech_group.buttonToggled.connect(self._mechanism_changed)
+        self.sampler_group.buttonToggled.connect(self._sampler_changed)
         self.target.valueChanged.connect(self._target_edited)
         document.attributesChanged.connect(self.refresh)
         document.privacyChanged.connect(self.refresh)
         document.tableChanged.connect(self.refresh)
+        document.stateChanged.connect(self._refresh_spending)  # the ledger's answer comes on its own
         self.refresh()
 
     # -- from the document ---------------------------------------------------------------------
     def refresh(self) -> None:
         doc = self._doc
-        blockers = [QSignalBlocker(w) for w in (self.slider, self.spin, self.replace, self.add_remove, self.mech_group)]
+        blockers = [QSignalBlocker(w) for w in (self.slider, self.spin, self.replace, self.add_remove, self.mech_group,
+                                                self.sampler_group)]
         self.spin.setValue(doc.epsilon)
         self.slider.setValue(epsilon_to_slider(doc.epsilon))
         self.replace.setChecked(doc.neighbours == "replace")
         self.add_remove.setChecked(doc.neighbours == "add-remove")
         for key, button in self.mech_buttons.items():
             button.setChecked(doc.mechanism == key)
+        for key, button in self.sampler_buttons.items():
+            button.setChecked(doc.sampler == key)
         del blockers
+        self._refresh_spending()
         self._refresh_sa()
         self.refresh_bounds()
         self.workload_box.refresh()
@@ -743,7 +775,7 @@ class PrivacyPanel(QWidget):
             self._pending = schema
             self.runner.run(lambda _progress, _cancel: model.prepare(), "variance factors",
                             on_success=lambda _model: self.refresh_bounds(), on_failure=self._factors_failed)
-        for row, (key, title, _tip) in enumerate(MECHANISMS):
+        for key, _title, _tip in MECHANISMS:
             spec = specs[key]
             assert spec is not None
             entry: dict[str, Any] = {"sa": spec.effective_sa, "paper": spec.paper_bound()}
@@ -751,11 +783,18 @@ class PrivacyPanel(QWidget):
                 entry["exact"] = spec.worst_case_variance()
                 entry["margin"] = spec.margin95(entry["exact"])
             self.bounds[key] = entry
+        # One style per column: all grouped digits, or all powers of ten.
+        styles = {column: table_is_scientific(entry.get(column) for entry in self.bounds.values())
+                  for column in ("paper", "exact", "margin")}
+        for row, (key, title, _tip) in enumerate(MECHANISMS):
+            spec = specs[key]
+            assert spec is not None
+            entry = self.bounds[key]
             cells = [
                 title,
-                fmt_number(entry["paper"]),
-                fmt_number(entry["exact"]) if ready else "computing...",
-                ("± " + fmt_count(entry["margin"])) if ready else "...",
+                fmt_number(entry["paper"], scientific_form=styles["paper"]),
+                fmt_number(entry["exact"], scientific_form=styles["exact"]) if ready else "computing...",
+                ("± " + fmt_count(entry["margin"], scientific_form=styles["margin"])) if ready else "...",
             ]
             selected = key == self._doc.mechanism
             for col, text in enumerate(cells):
@@ -816,7 +855,7 @@ class PrivacyPanel(QWidget):
         self._pending = None
         self.bounds_note.setText(f"Cannot compute the exact variances: {error}")
 
-    def displayed(self, mechanism: str, column: int) -> str:
+    def displayed(self, mechanism: Mechanism, column: int) -> str:
         """The text shown in the table (tests compare it with the engine)."""
         row = [m[0] for m in MECHANISMS].index(mechanism)
         item = self.table.item(row, column)
@@ -835,7 +874,7 @@ class PrivacyPanel(QWidget):
             self.target_result.setText("Computing...")
             return
         at_one = spec.replace(epsilon=1.0).worst_case_variance()
-        target_variance = (self.target.value() / Z95) ** 2
+        target_variance = variance_for_margin95(self.target.value())
         epsilon = round_up(epsilon_for_variance(at_one, target_variance))
         self.target_epsilon = epsilon
         name = spec.name
@@ -877,6 +916,18 @@ class PrivacyPanel(QWidget):
         for key, candidate in self.mech_buttons.items():
             if candidate is button:
                 self._doc.set_privacy(f"Mechanism: {key}", mechanism=key)
+
+    def _sampler_changed(self, button: QRadioButton, checked: bool) -> None:
+        if not checked:
+            return
+        for key, candidate in self.sampler_buttons.items():
+            if candidate is button:
+                self._doc.set_sampler(key)
+
+    def _refresh_spending(self) -> None:
+        text = self._doc.spending_text()
+        self.spending.setText(f"Privacy ledger: {text}")
+        self.spending.setVisible(bool(text))
 
     def _sa_toggled(self) -> None:
         self._doc.set_sa([name for name, box in self.sa_boxes.items() if box.isChecked()])

@@ -2,7 +2,15 @@
 
 Tabs: "Run and export"; "Error preview" (the release's error on the true data, custodian
 only, and its noisy marginals); "Query workbench" (range queries on the noisy release).
-A release file opened from disk shows in the last two.
+A release file opened from disk shows in the last two, with a bar to export it (a seeded
+one only after the custodian confirms it; the main window asks).
+
+Before a release, the privacy ledger's line says what the table has spent (looked up on
+this panel's "ledger" lane when a table is read: fingerprinting reads the whole file);
+after it, that the release was recorded and what the table has spent now. What counting
+dropped or clamped is shown for the custodian's eyes only, in the neighbouring notion's
+terms (:meth:`~privelet_gui.engine.CountReport.custodian_summary`: no row numbers under
+add/remove), and never exported.
 
 Everything shown describes the release as published: under replace-one-tuple neighbours
 (every row counted) it is shifted so that its total is the public number of rows; bounds
@@ -12,6 +20,9 @@ biased, in a column named after them); a release file always keeps the release's
 """
 
 from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -34,7 +45,7 @@ from ...engine import Z95, ErrorPreview, PrefixSums, PriveletError, Release, Rel
 from ...engine.noise import NEIGHBOUR_NAMES
 from ...io.releases import count_column
 from ...qt.widgets import Banner, StepHeader, fmt_count, fmt_number
-from ...workspace.jobs import MEASURE_MAX_CELLS, ReleaseOutcome
+from ...workspace.jobs import MEASURE_MAX_CELLS, ReleaseOutcome, check_table_budget
 from ..document import Document
 from ..tasks import TaskService
 from ..workbench import INSTANT_PREFIX_CELLS, QueryWorkbench
@@ -72,6 +83,7 @@ class ReleasePanel(QWidget):
     runRequested = Signal()
     cancelRequested = Signal()
     exportRequested = Signal(str)  # "release", "csv" or "parquet"
+    exportOpenedRequested = Signal(str)  # "csv" or "parquet": the release file opened from disk
 
     def __init__(self, document: Document, tasks: TaskService, parent: QWidget | None = None):
         super().__init__(parent)
@@ -87,6 +99,20 @@ class ReleasePanel(QWidget):
                 "exported; the true counts are discarded as soon as the noise is added.",
             )
         )
+        self.opened_bar = QWidget()
+        opened = QHBoxLayout(self.opened_bar)
+        opened.setContentsMargins(0, 0, 0, 0)
+        self.opened_label = QLabel()
+        self.opened_label.setWordWrap(True)
+        opened.addWidget(self.opened_label, 1)
+        self.export_opened_csv = QPushButton("Export CSV...")
+        self.export_opened_parquet = QPushButton("Export Parquet...")
+        self.export_opened_csv.clicked.connect(lambda: self.exportOpenedRequested.emit("csv"))
+        self.export_opened_parquet.clicked.connect(lambda: self.exportOpenedRequested.emit("parquet"))
+        opened.addWidget(self.export_opened_csv)
+        opened.addWidget(self.export_opened_parquet)
+        self.opened_bar.hide()
+        layout.addWidget(self.opened_bar)
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
         layout.addWidget(self.tabs, 1)
@@ -105,7 +131,8 @@ class ReleasePanel(QWidget):
         self.setup_form.setLabelAlignment(Qt.AlignmentFlag.AlignRight)
         self.setup_labels: dict[str, QLabel] = {}
         for key, title in (("table", "Table"), ("attributes", "Attributes"), ("mechanism", "Mechanism"),
-                           ("epsilon", "Epsilon"), ("bound", "Worst-case error"), ("post", "Post-processing")):
+                           ("epsilon", "Epsilon"), ("ledger", "Privacy ledger"), ("bound", "Worst-case error"),
+                           ("post", "Post-processing")):
             label = QLabel()
             label.setWordWrap(True)
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -163,6 +190,7 @@ class ReleasePanel(QWidget):
             ("epsilon", "Epsilon"),
             ("sa", "S_A"),
             ("neighbours", "Neighbours"),
+            ("sampler", "Noise sampler"),
             ("rho", "Generalized sensitivity ρ"),
             ("lambda", "Noise scale λ"),
             ("total", "Total"),
@@ -170,6 +198,7 @@ class ReleasePanel(QWidget):
             ("exact", "Exact worst-case variance"),
             ("margin", "Worst query, 95%"),
             ("rows", "Rows"),
+            ("ledger", "Privacy ledger"),
             ("time", "Time taken"),
             ("shape", "Released table"),
         ):
@@ -220,16 +249,33 @@ class ReleasePanel(QWidget):
         self.workbench = QueryWorkbench()
         self.add_tab(self.workbench, "Query workbench")
         self.prefix_runner = tasks.lane("prefix sums")  # prefix sums of big releases, for the workbench
+        self.ledger_runner = tasks.lane("ledger")  # what the open table has spent
         self._shown: Release | None = None
+        self._outcome_shown: ReleaseOutcome | None = None
+        self.opened: tuple[Path, Release] | None = None  # a release file opened from disk, as shown
 
         self.invalid.currentIndexChanged.connect(self._invalid_changed)
         document.stateChanged.connect(self.refresh)
         document.releaseChanged.connect(self.refresh)
+        document.tableChanged.connect(self.look_up_budget)
         self.refresh()
 
     def add_tab(self, widget: QWidget, title: str) -> int:
         """Add a view of the release (e.g. the error preview of a later issue)."""
         return self.tabs.addTab(widget, title)
+
+    # -- the privacy ledger -------------------------------------------------------------------------
+    def look_up_budget(self) -> None:
+        """Look up what the open table has spent (on the "ledger" lane), unless known."""
+        doc = self._doc
+        if not doc.needs_budget_lookup() or doc.table_path is None:
+            return
+        path = doc.table_path
+        self.ledger_runner.run(
+            partial(check_table_budget, path, doc.epsilon, doc.neighbours), "privacy ledger",
+            on_success=lambda check: doc.set_table_budget(path, check),
+            on_failure=lambda error: doc.set_table_budget(path, str(error)),
+        )
 
     # -- state ------------------------------------------------------------------------------------
     def refresh(self) -> None:
@@ -240,10 +286,12 @@ class ReleasePanel(QWidget):
         self.invalid.blockSignals(False)
         schema = doc.schema()
         labels = self.setup_labels
-        labels["table"].setText(
-            f"{doc.summary.path.name} ({doc.summary.rows:,} rows)" if doc.summary is not None else
-            (str(doc.table_path.name) if doc.table_path else "none")
-        )
+        if doc.summary is not None:
+            # under add/remove neighbours the number of rows is private: not shown beside a release
+            rows = f" ({doc.summary.rows:,} rows)" if doc.neighbours == "replace" else ""
+            labels["table"].setText(f"{doc.summary.path.name}{rows}")
+        else:
+            labels["table"].setText(str(doc.table_path.name) if doc.table_path else "none")
         if schema is not None:
             labels["attributes"].setText(
                 ", ".join(f"{a.name} ({a.size:,})" for a in schema) + f" = {schema.size:,} cells"
@@ -256,12 +304,13 @@ class ReleasePanel(QWidget):
                 same = " (S_A empty: this is Privelet)"
             labels["mechanism"].setText(
                 f"{mechanism_name(doc.mechanism)}, S_A = {{{', '.join(sa)}}}{same}; "
-                f"neighbours: {NEIGHBOUR_NAMES[doc.neighbours]}"
+                f"neighbours: {NEIGHBOUR_NAMES[doc.neighbours]}; {doc.sampler} noise sampler"
             )
         else:
             labels["attributes"].setText("—")
             labels["mechanism"].setText(mechanism_name(doc.mechanism))
         labels["epsilon"].setText(f"{doc.epsilon:g}")
+        labels["ledger"].setText(doc.spending_text() or "—")
         labels["bound"].setText(self._bound_text())
         spec = doc.release_spec()
         labels["post"].setText(post_processing_text(spec) if spec is not None else "—")
@@ -285,10 +334,29 @@ class ReleasePanel(QWidget):
         raw = " (of the raw release, before the shift to the public total)" if spec.uses_public_total else ""
         return f"variance {fmt_number(variance)}, about ± {fmt_count(spec.margin95(variance))} at 95%{raw}"
 
+    def show_opened_release(self, path: Path, release: Release) -> None:
+        """Show a release file opened from disk, with the bar that exports it."""
+        self.opened = (path, release)
+        seeded = ": a SEEDED TEST RELEASE, not private (exporting it asks first)" if release.seeded else ""
+        self.opened_label.setText(
+            f"Showing the release file {path.name}{seeded}: {mechanism_name(release.mechanism)}, epsilon "
+            f"{release.epsilon:g}, {NEIGHBOUR_NAMES.get(release.neighbours, release.neighbours)}."
+        )
+        self.opened_bar.show()
+        self.show_release(release, None, path.name)
+        self._refresh_opened()
+
+    def _refresh_opened(self) -> None:
+        for button in (self.export_opened_csv, self.export_opened_parquet):
+            button.setEnabled(not self._running)
+
     def show_release(self, release: Release | None, preview: ErrorPreview | None = None, source: str = "") -> None:
         """Show a release in the error preview and the query workbench (a fresh one, or a file)."""
         if release is self._shown:
             return
+        if self.opened is not None and release is not self.opened[1]:
+            self.opened = None
+            self.opened_bar.hide()
         self._shown = release
         self.preview.set_release(release, preview, source)
         if release is not None and release.noisy.size > INSTANT_PREFIX_CELLS:
@@ -301,15 +369,19 @@ class ReleasePanel(QWidget):
 
     def _show_outcome(self, outcome: ReleaseOutcome | None) -> None:
         self.result_box.setVisible(outcome is not None)
+        self._refresh_opened()
         if outcome is None:
             return
-        self.show_release(outcome.release, outcome.preview, "This release")
+        if outcome is not self._outcome_shown:  # a release file opened since stays shown until the next release
+            self._outcome_shown = outcome
+            self.show_release(outcome.release, outcome.preview, "This release")
         r = outcome.release
         labels = self.result_labels
         labels["mechanism"].setText(mechanism_name(r.mechanism) + ("  (seeded: for tests only)" if r.seeded else ""))
         labels["epsilon"].setText(f"{r.epsilon:g}")
         labels["sa"].setText("{" + ", ".join(r.sa) + "}")
         labels["neighbours"].setText(NEIGHBOUR_NAMES.get(r.neighbours, r.neighbours))
+        labels["sampler"].setText(r.sampler)
         labels["rho"].setText(f"{r.rho:g}")
         labels["lambda"].setText(f"{r.nominal_scale:.6g} (effective scale on the exact grid: {r.scale:.9g})")
         raw = " (raw release, before the shift)" if r.public_total else ""
@@ -318,7 +390,8 @@ class ReleasePanel(QWidget):
         labels["paper"].setText(fmt_number(outcome.paper_bound) + raw)
         labels["exact"].setText(fmt_number(outcome.worst_case_variance) + raw)
         labels["margin"].setText(f"± {fmt_count(outcome.margin95)} ({Z95:.2f} standard deviations){raw}")
-        labels["rows"].setText(outcome.report.custodian_summary() + "; never exported")
+        labels["rows"].setText(outcome.report.custodian_summary(r.neighbours) + "; for you only, never exported")
+        labels["ledger"].setText(self._doc.release_ledger_text())
         labels["time"].setText(
             f"{outcome.seconds:.2f} s (counting {outcome.counting_seconds:.2f} s, noise {r.seconds:.2f} s), "
             f"finished {outcome.finished_at}"

@@ -1,0 +1,318 @@
+"""The privacy ledger and the samplers in the app: asked before spending more (with the right
+totals), nothing drawn or recorded when declined or cancelled, recorded before it is saved and
+the file noted after, the ledger view, seeded release files, the sampler through a project, and
+what counting dropped shown to the custodian only."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from PySide6.QtWidgets import QMessageBox, QWidget
+
+from privelet_gui import io as pio
+from privelet_gui.cli import main
+from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, ReleaseSpec, Schema
+from privelet_gui.gui.dialogs import Dialogs
+from privelet_gui.gui.settings import Settings
+from privelet_gui.io.ledger import COMPOSITION_TEXT, BudgetCheck, Ledger, Spending, ledger_report
+from privelet_gui.io.releases import SEEDED_WARNING
+from tests.gui.conftest import open_sample
+
+
+def release_now(window, qtbot):
+    with qtbot.waitSignal(window.releaseFinished, timeout=120_000) as finished:
+        assert window.run_release()
+    return finished.args[0]
+
+
+def spent_before(window, qtbot) -> str:
+    """The privacy ledger's line of the Release step once the open table's spending is looked up."""
+    qtbot.waitUntil(lambda: window.document.budget_check() is not None, timeout=20_000)
+    return window.release_panel.setup_labels["ledger"].text()
+
+
+def test_a_first_release_asks_nothing_is_recorded_before_it_is_saved_and_notes_the_file(
+    sample_window, qtbot, dialogs, tmp_path
+):
+    window = sample_window
+    assert "first release of this table" in spent_before(window, qtbot)
+    assert window.privacy_panel.spending.text() == (
+        "Privacy ledger: first release of this table: afterwards it will have spent epsilon 1 (replace)."
+    )
+    outcome = release_now(window, qtbot)
+    assert "spend-budget" not in dialogs.asked  # nothing spent yet: no question
+    entries = Ledger().entries()
+    assert [(e.id, e.epsilon, e.neighbours, e.sampler, e.seeded, e.output) for e in entries] == [
+        (outcome.ledger_entry, 1.0, "replace", "exact", False, None)
+    ]  # recorded as the noise was drawn, before any file
+    assert entries[0].fingerprint == Ledger().fingerprint_file(pio.sample_table_path())
+    shown = window.release_panel.result_labels["ledger"].text()
+    assert "has now spent epsilon 1 (replace) in 1 release" in shown and "not saved yet" in shown
+    target = tmp_path / "adult-release.npz"
+    with qtbot.waitSignal(window.exportFinished, timeout=30_000):
+        assert window.export_release("release", target)
+    assert [e.output for e in Ledger().entries()] == [str(target.resolve())]
+    assert f"saved to {target}" in window.release_panel.result_labels["ledger"].text()
+    # the next release's line counts this one
+    assert "already spent epsilon 1 (replace) in 1 release" in window.release_panel.setup_labels["ledger"].text()
+
+
+def test_a_second_release_asks_with_what_was_spent_and_the_new_total(sample_window, qtbot, dialogs):
+    window = sample_window
+    doc = window.document
+    first = release_now(window, qtbot)
+    doc.set_epsilon(0.5)
+    line = window.privacy_panel.spending.text()
+    assert "already spent epsilon 1 (replace) in 1 release" in line and "brings it to epsilon 1.5 (replace)" in line
+    second = release_now(window, qtbot)
+    assert dialogs.asked.count("spend-budget") == 1
+    check = dialogs.budget_checks[0]
+    assert isinstance(check, BudgetCheck)
+    assert check.spent == Spending(check.fingerprint, {"replace": 1.0}, releases=1, seeded=0)
+    assert (check.epsilon, check.neighbours, check.totals_after()) == (0.5, "replace", {"replace": 1.5})
+    question = check.question()
+    assert "already spent epsilon 1 (replace) in 1 release" in question
+    assert "spends epsilon 0.5 more (replace)" in question and "will have spent epsilon 1.5 (replace)" in question
+    assert "attacker who has every one of these releases" in question
+    assert [e.id for e in Ledger().entries()] == [first.ledger_entry, second.ledger_entry]
+    # a third under the other neighbouring notion: its epsilon adds up apart
+    doc.set_privacy(neighbours="add-remove")
+    release_now(window, qtbot)
+    third = dialogs.budget_checks[1]
+    assert third.spent.epsilon == {"replace": 1.5}
+    assert third.totals_after() == {"replace": 1.5, "add-remove": 0.5}
+    assert ledger_report().tables[0].epsilon == {"replace": 1.5, "add-remove": 0.5}
+
+
+def test_declining_draws_no_noise_and_records_nothing(sample_window, qtbot, dialogs, monkeypatch):
+    window = sample_window
+    ledger = Ledger()
+    earlier = ReleaseSpec(window.document.schema(), 0.25).run(np.zeros(window.document.schema().shape))
+    ledger.record(ledger.fingerprint_file(pio.sample_table_path()), earlier)  # a release made before
+    drawn: list[object] = []
+    run = ReleaseSpec.run
+    monkeypatch.setattr(ReleaseSpec, "run", lambda self, *a, **k: drawn.append(self) or run(self, *a, **k))
+    dialogs.spend_answer = False
+    with qtbot.waitSignal(window.releaseCancelled, timeout=60_000):
+        assert window.run_release()
+    assert dialogs.budget_checks[0].spent.epsilon == {"replace": 0.25}
+    assert drawn == []  # counted, then asked: no noise was drawn
+    assert len(Ledger().entries()) == 1 and window.document.outcome is None
+    assert "nothing was recorded" in window.release_panel.progress.format()
+    assert dialogs.errors == []
+    dialogs.spend_answer = True  # the custodian changes their mind: it releases
+    outcome = release_now(window, qtbot)
+    assert drawn and len(Ledger().entries()) == 2 and outcome.spent_after.epsilon == {"replace": 1.25}
+
+
+def test_a_cancel_after_the_noise_is_drawn_keeps_the_recorded_release(sample_window, qtbot, dialogs):
+    window = sample_window
+    said: list[str] = []
+    window.statusBar().messageChanged.connect(said.append)
+
+    def cancel_when_measuring(_generation: int, _fraction: float, stage: str) -> None:
+        if stage.startswith("measuring the error") and not said:
+            window.cancel_task()  # the noise is drawn and recorded by now
+
+    window.runner.progressed.connect(cancel_when_measuring)
+    outcome = release_now(window, qtbot)
+    assert any("the release is kept" in text for text in said)
+    assert window.document.outcome is outcome
+    assert [e.id for e in Ledger().entries()] == [outcome.ledger_entry]
+    assert window.document.release_at_risk()  # held, and not dropped without asking
+
+
+def test_the_ledger_view_shows_what_privelet_ledger_lists(sample_window, qtbot, capsys):
+    window = sample_window
+    release_now(window, qtbot)
+    window.document.set_epsilon(0.5)
+    release_now(window, qtbot)
+    window.act_ledger.trigger()
+    dialog = window.ledger_dialog
+    assert main(["ledger", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert dialog.report.to_json() == listed  # the same data as the command line, from one function
+    entries = Ledger().entries()
+    assert [[dialog.releases.item(r, c).text() for c in range(dialog.releases.columnCount())]
+            for r in range(dialog.releases.rowCount())] == [list(e.cells()) for e in entries]
+    assert dialog.tables.rowCount() == 1
+    assert dialog.tables.item(0, 0).text().endswith("(the open table)")
+    assert dialog.tables.item(0, 1).text() == "epsilon 1.5 (replace) in 2 releases"
+    dialog.close()
+
+
+SMALL = Schema([OrdinalAttribute.integer_range("age", 0, 9), NominalAttribute("sex", Hierarchy.flat(["F", "M"]))])
+
+
+@pytest.fixture
+def seeded_file(tmp_path):
+    """A seeded (test) release file, and an unseeded one."""
+    schema = SMALL
+    spec = ReleaseSpec(schema, 1.0)
+    seeded = tmp_path / "seeded.npz"
+    pio.save_release(spec.run(np.zeros(schema.shape), rng=np.random.default_rng(7)), seeded, seed=7)
+    plain = tmp_path / "plain.npz"
+    pio.save_release(spec.run(np.zeros(schema.shape)), plain)
+    return seeded, plain
+
+
+def open_release_file(window, qtbot, path):
+    assert window.open_release(path)
+    qtbot.waitUntil(lambda: window.release_panel.opened is not None and window.release_panel.opened[0] == path,
+                    timeout=20_000)
+
+
+def test_exporting_a_seeded_release_file_asks_and_marks_the_file(window, qtbot, dialogs, seeded_file, tmp_path):
+    seeded, plain = seeded_file
+    open_release_file(window, qtbot, seeded)
+    panel = window.release_panel
+    assert panel.opened_bar.isVisible() and "SEEDED TEST RELEASE" in panel.opened_label.text()
+    refused = tmp_path / "refused.csv"
+    dialogs.seeded_answer = False
+    assert not window.export_opened_release("csv", refused)
+    assert dialogs.seeded_asked == ["seeded.npz"] and not refused.exists()
+    dialogs.seeded_answer = True
+    target = tmp_path / "seeded.csv"
+    with qtbot.waitSignal(window.exportFinished, timeout=30_000):
+        assert window.export_opened_release("csv", target)
+    assert target.read_text().splitlines()[0] == f"# {SEEDED_WARNING}"
+    # an unseeded file exports without a question, and without the mark
+    open_release_file(window, qtbot, plain)
+    dialogs.asked.clear()
+    with qtbot.waitSignal(window.exportFinished, timeout=30_000):
+        assert window.export_opened_release("parquet", tmp_path / "plain.parquet")
+    assert "export-seeded" not in dialogs.asked
+    frame = pd.read_parquet(tmp_path / "plain.parquet")
+    assert len(frame) == pio.load_release(plain).noisy.size
+    assert Ledger().entries() == []  # opening and exporting a file spends nothing
+
+
+def test_the_sampler_is_chosen_undone_saved_in_the_project_and_used(sample_window, qtbot, dialogs, tmp_path):
+    window = sample_window
+    doc = window.document
+    panel = window.privacy_panel
+    assert doc.sampler == "exact" and panel.sampler_buttons["exact"].isChecked()
+    panel.sampler_buttons["standard"].click()
+    assert doc.sampler == "standard" and doc.release_spec().sampler == "standard"
+    window.act_undo.trigger()
+    assert doc.sampler == "exact" and panel.sampler_buttons["exact"].isChecked()
+    window.act_redo.trigger()
+    assert panel.sampler_buttons["standard"].isChecked()
+    project = tmp_path / "study.privelet"
+    assert window.save_project(project)
+    assert json.loads(project.read_text())["privacy"]["sampler"] == "standard"
+    doc.reset()
+    assert doc.sampler == "exact"
+    with qtbot.waitSignal(window.projectOpened, timeout=30_000):
+        assert window.open_project(project)
+    qtbot.waitUntil(lambda: doc.summary is not None, timeout=30_000)
+    assert doc.sampler == "standard" and panel.sampler_buttons["standard"].isChecked()
+    outcome = release_now(window, qtbot)
+    assert outcome.release.sampler == "standard" and Ledger().entries()[0].sampler == "standard"
+    assert window.release_panel.result_labels["sampler"].text() == "standard"
+    panel.sampler_buttons["exact"].click()
+    assert doc.release_is_stale()
+    window.act_undo.trigger()
+    assert not doc.release_is_stale()
+
+
+@pytest.fixture
+def dropping_table(tmp_path):
+    """200 rows in the domain and one outside it (age 99)."""
+    schema = SMALL
+    rows = [(a % 10, "FM"[a % 2]) for a in range(200)] + [(99, "F")]
+    path = tmp_path / "people.csv"
+    pd.DataFrame(rows, columns=["age", "sex"]).to_csv(path, index=False)
+    return path, schema
+
+
+@pytest.mark.parametrize("neighbours", ["replace", "add-remove"])
+def test_what_counting_dropped_is_shown_to_the_custodian_in_the_notions_terms(
+    window, qtbot, dropping_table, tmp_path, neighbours
+):
+    path, schema = dropping_table
+    with qtbot.waitSignal(window.tableLoaded, timeout=20_000):
+        window.open_table(path, pio.sniff_table(path), schema=schema)
+    doc = window.document
+    doc.set_privacy(neighbours=neighbours, invalid="drop")
+    outcome = release_now(window, qtbot)
+    panel = window.release_panel
+    shown = panel.result_labels["rows"].text()
+    assert shown.startswith(outcome.report.custodian_summary(neighbours))
+    assert "never exported" in shown
+    if neighbours == "add-remove":  # n is private: no row number anywhere beside the release
+        assert "rows dropped for 'age'" in shown
+        texts = [label.text() for label in (*panel.result_labels.values(), *panel.setup_labels.values())]
+        assert not any(number in text for text in texts for number in ("200", "201"))
+    else:
+        assert "200 of 201 rows counted; 1 dropped for 'age'" in shown
+    target = tmp_path / "r.npz"
+    with qtbot.waitSignal(window.exportFinished, timeout=30_000):
+        assert window.export_release("release", target)
+    metadata = json.dumps(pio.load_release_metadata(target))
+    assert "dropped" not in metadata and "201" not in metadata  # never in the release file
+
+
+# -- the real dialogs ------------------------------------------------------------------------------------
+
+
+class Answering:
+    """Stands in for QMessageBox.exec: records the box, clicks the button whose text starts with ``answer``."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, answer: str):
+        self.answer = answer
+        self.boxes: list[dict[str, object]] = []
+        monkeypatch.setattr(QMessageBox, "exec", lambda box: self._exec(box))
+
+    def _exec(self, box: QMessageBox) -> int:
+        self.boxes.append({
+            "text": box.text(), "informative": box.informativeText(), "default": box.defaultButton().text(),
+            "escape": box.escapeButton().text(), "buttons": [b.text() for b in box.buttons()],
+        })
+        next(b for b in box.buttons() if b.text().startswith(self.answer)).click()
+        return 0
+
+
+def test_the_spending_question_shows_the_totals_and_defaults_to_cancel(qtbot, monkeypatch, tmp_path):
+    parent = QWidget()
+    qtbot.addWidget(parent)
+    dialogs = Dialogs(parent, Settings())
+    check = BudgetCheck(Ledger(tmp_path / "l.sqlite3"), "ab" * 32, Spending("ab" * 32, {"replace": 1.0}, 2, 1),
+                        0.5, "replace")
+    answering = Answering(monkeypatch, "Cancel")
+    assert not dialogs.ask_spend_budget(check)
+    box = answering.boxes[0]
+    assert box["text"] == "This table has already spent epsilon 1 (replace) in 2 releases, and 1 seeded test release (not private)."
+    assert "spends epsilon 0.5 more (replace)" in box["informative"]
+    assert "will have spent epsilon 1.5 (replace)" in box["informative"] and COMPOSITION_TEXT in box["informative"]
+    assert box["default"] == box["escape"] == "Cancel"  # as the command line's [y/N]
+    answering.answer = "Spend epsilon 0.5 more"
+    assert dialogs.ask_spend_budget(check)
+
+
+def test_the_seeded_export_question_quotes_the_warning(qtbot, monkeypatch):
+    parent = QWidget()
+    qtbot.addWidget(parent)
+    dialogs = Dialogs(parent, Settings())
+    answering = Answering(monkeypatch, "Cancel")
+    assert not dialogs.ask_export_seeded("seeded.npz")
+    assert SEEDED_WARNING in answering.boxes[0]["informative"]
+    assert answering.boxes[0]["default"] == "Cancel"
+    answering.answer = "Export it"
+    assert dialogs.ask_export_seeded("seeded.npz")
+
+
+def test_a_release_after_the_table_was_opened_again_asks_for_the_same_data(window, qtbot, dialogs, tmp_path):
+    # a copy of the sample under another name is the same people: the same budget
+    copy = tmp_path / "renamed.csv.gz"
+    copy.write_bytes(pio.sample_table_path().read_bytes())
+    open_sample(window, qtbot)
+    release_now(window, qtbot)
+    with qtbot.waitSignal(window.tableLoaded, timeout=30_000):
+        window.open_table(copy, pio.sniff_table(copy), schema=pio.load_schema(pio.sample_schema_path()))
+    assert "already spent epsilon 1 (replace) in 1 release" in spent_before(window, qtbot)
+    release_now(window, qtbot)
+    assert dialogs.asked.count("spend-budget") == 1
