@@ -74,7 +74,7 @@ class HaarTransform(AxisTransform):
         sums, filled = _fine_levels_forward(sums, self.size, ov, self.levels, coarse)
         # The coarse levels hold few nodes: one small exact matrix product does them all
         # (integer entries and sums below 2^53, so any summation order is exact).
-        head = _coarse_forward(coarse)[:, :filled] @ sums[:filled].reshape(filled, -1)
+        head = _product(_coarse_forward(coarse)[:, :filled], sums[:filled].reshape(filled, -1))
         ov[: 1 << coarse] = head.reshape((1 << coarse, *sums.shape[1:]))
         return back(ov, axis)
 
@@ -128,7 +128,7 @@ class HaarTransform(AxisTransform):
             np.subtract(left, right, out=detail)
             np.add(left, right, out=parents)
             sums, width = parents, half
-        np.matmul(sums, _coarse_forward(coarse).T, out=out[: count * width].reshape(count, width))
+        np.einsum("ij,kj->ik", sums, _coarse_forward(coarse), out=out[: count * width].reshape(count, width), optimize=False)
         return out
 
     def rows_inverse(self, coefficients: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -191,7 +191,7 @@ class HaarTransform(AxisTransform):
                 detail[pairs] = parents[pairs] = sums[filled - 1]
             sums, filled = parents, kept
         head_rows = self.kept[self.kept < 1 << coarse]
-        head = _coarse_forward(coarse)[head_rows, :filled] @ sums[:filled].reshape(filled, -1)
+        head = _product(_coarse_forward(coarse)[head_rows, :filled], sums[:filled].reshape(filled, -1))
         out[: head_rows.size] = head.reshape((head_rows.size, *sums.shape[1:]))
         return back(out, axis)
 
@@ -394,10 +394,11 @@ def _coarse_forward(levels: int) -> np.ndarray:
 
 
 def _product(matrix: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """``matrix @ values`` for the inverse's noisy floats, the same to the last bit however many
-    threads BLAS has: BLAS splits a big product across its threads and its sums then depend on
-    their number (a worker process of Dask has one), numpy's own loop does not. (The forward
-    products are of integers below 2**53: exact in any order.)"""
+    """``matrix @ values`` in numpy's own loop, not BLAS's. BLAS splits a big product across its
+    threads, and the inverse's sums of noisy floats then depend on their number (a Dask worker
+    process has one): numpy's loop gives the same bits everywhere. BLAS's threads also spin
+    for work, which costs several times the product itself on a busy machine (and the
+    pipeline's own threads already use every core)."""
     return np.einsum("ij,jk->ik", matrix, values, optimize=False)
 
 

@@ -80,8 +80,9 @@ _SLAB_CELLS = 1 << 22
 # Coefficients per pencil tile of a big block (a pencil holds every B index).
 _PENCIL_CELLS = 1 << 18
 # The pencil axes' kept coefficients may not pass this many (a pencil tile then holds at
-# least a few A positions).
-_PENCIL_AXES_CELLS = 1 << 15
+# least 256 A positions: narrower tiles gather a few values per row and run numpy on
+# lines of a few cells).
+_PENCIL_AXES_CELLS = 1 << 10
 # Cells checked at once: the check's temporaries stay in the L2 cache.
 _CHECK_CELLS = 1 << 16
 # What one call of a sampler's ``add`` holds besides its input, per thread: the exact
