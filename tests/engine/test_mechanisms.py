@@ -383,3 +383,30 @@ def test_a_release_that_would_not_fit_in_memory_is_refused_up_front(monkeypatch)
         privelet_plus(TRUTH, SCHEMA, 1.0, ())
     monkeypatch.setattr(_memory, "available_memory", lambda: None)  # unknown: no check
     assert privelet_plus(TRUTH, SCHEMA, 1.0, ()).noisy.shape == TRUTH.shape
+
+
+def test_a_seeded_release_has_the_same_bits_whatever_blas_threads(tmp_path):
+    # A Dask worker process runs BLAS on one thread; the one-machine release must not depend
+    # on that (BLAS's threaded products of noisy floats round differently).
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, numpy as np\n"
+        "from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, ReleaseSpec, Schema\n"
+        "schema = Schema([OrdinalAttribute.integer_range('a', 0, 99), NominalAttribute('b', Hierarchy.flat(['x', 'y', 'z'])),\n"
+        "                 OrdinalAttribute.integer_range('c', 0, 14_999)])\n"
+        "matrix = np.random.default_rng(0).poisson(0.05, schema.shape).astype(np.float64)\n"
+        "for mechanism, sa in (('privelet', ()), ('privelet+', ('b',))):\n"
+        "    noisy = ReleaseSpec(schema, 0.5, mechanism, sa).run(matrix, rng=np.random.default_rng(7), workers=2).noisy\n"
+        "    np.save(sys.argv[1] + mechanism + '.npy', noisy)\n"
+    )
+    results = {}
+    for threads in ("1", "2"):
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": threads, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
+        prefix = str(tmp_path / threads)
+        subprocess.run([sys.executable, "-c", script, prefix], check=True, env=env)
+        results[threads] = [np.load(prefix + name + ".npy") for name in ("privelet", "privelet+")]
+    for one, two in zip(results["1"], results["2"], strict=True):
+        assert np.array_equal(one, two)
