@@ -38,7 +38,8 @@ settings.register_profile(
 settings.load_profile("project")
 
 #: Real third-party data shared beside the checkout (CI has it; a fresh clone does not).
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+#: ``PRIVELET_SHARED_DATA`` points elsewhere (a git worktree that is not beside it).
+SHARED_DATA = Path(os.environ.get("PRIVELET_SHARED_DATA") or Path(__file__).resolve().parents[1].parent / "shared" / "data")
 
 
 def _state(path: Path) -> tuple[int, int] | None:

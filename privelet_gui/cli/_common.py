@@ -190,6 +190,10 @@ def table_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--encoding", default="utf-8", type=encoding_type,
                        help="text encoding (default: utf-8; a BOM is skipped)")
     group.add_argument("--no-header", action="store_true", help="the first row is data (columns are column_1, column_2, ...)")
+    group.add_argument("--missing", metavar="TEXTS", action="append", type=missing_type, default=[],
+                       help="texts that mean a missing value in every column, comma-separated (e.g. N or N,NA; "
+                            "repeatable); empty cells are always missing. A schema attribute's own "
+                            "\"missing_values\" replace them for its column")
 
 
 def delimiter_type(text: str) -> str:
@@ -216,6 +220,17 @@ def encoding_type(text: str) -> str:
     except PriveletError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return text
+
+
+def missing_type(text: str) -> tuple[str, ...]:
+    """``--missing``: comma-separated texts meaning missing (checked as the reading options check them)."""
+    from ..engine import PriveletError
+    from ..io import parse_missing_values
+
+    try:
+        return parse_missing_values(text)
+    except PriveletError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("reading options: ")) from None
 
 
 def epsilon_type(text: str) -> float:
@@ -269,7 +284,9 @@ def read_options(args: argparse.Namespace) -> TableOptions:
     """How to read the table, from the reading options (see :func:`table_options`)."""
     from ..io import TableOptions
 
-    return TableOptions(delimiter=args.delimiter, encoding=args.encoding, header=not args.no_header)
+    markers = tuple(dict.fromkeys(text for group in args.missing for text in group))  # each once, in order
+    return TableOptions(delimiter=args.delimiter, encoding=args.encoding, header=not args.no_header,
+                        missing_values=markers)
 
 
 def parse_sa(text: str | None, schema: Schema) -> tuple[str, ...]:

@@ -57,8 +57,9 @@ def _cmd_schema_infer(args: argparse.Namespace) -> int:
     from ..io import INFERRED_DOMAIN_WARNING, dumps_schema, infer_schema, read_table, save_schema
 
     columns = None if args.columns is None else [c.strip() for c in args.columns.split(",") if c.strip()]
-    table = read_table(args.table, read_options(args), columns=columns)
-    schema = infer_schema(table)
+    options = read_options(args)
+    table = read_table(args.table, options, columns=columns)
+    schema = infer_schema(table, options.missing_values)
     # Loud on purpose, and even with --quiet: this is a privacy warning, not a progress note.
     print(loud("WARNING: " + INFERRED_DOMAIN_WARNING), file=sys.stderr)
     if args.out:

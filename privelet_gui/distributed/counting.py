@@ -149,14 +149,17 @@ def count_dataset(
         raise TableError(f"the chunks cover {tuple(sum(s) for s in chunks)}, the schema's matrix is {schema.shape}")
     steps = Progress(progress, should_cancel)
     steps.report(0.0, "counting partitions")
+    if options is not None:  # the table's texts meaning missing, for attributes that name none of their own
+        schema = schema.with_default_missing_values(options.missing_values)
     partitions = _submit_partitions(client, dataset, schema, chunks, options, invalid)
     summaries = wait_for(client, client.map(_summary, partitions, pure=False), steps, "counting partitions")
-    report = CountReport(dropped={a.name: 0 for a in schema}, clamped={a.name: 0 for a in schema})
+    report = CountReport(dropped={a.name: 0 for a in schema}, clamped={a.name: 0 for a in schema},
+                         missing_dropped={a.name: 0 for a in schema})
     for part_report, error in summaries:
         if error is not None:
             message, attribute, examples, count = error
             raise DomainError(message, attribute=attribute, examples=examples, count=count)
-        _add_report(report, part_report)
+        report.add(part_report)
     matrix = _matrix(partitions, chunks)
     steps.report(1.0, "counting done")
     return DistributedCounts(matrix, report, partitions)
@@ -191,13 +194,6 @@ def _summary(outcome: _Outcome) -> tuple[CountReport, tuple[str, str, tuple[obje
     return outcome.report, outcome.error
 
 
-def _add_report(total: CountReport, part: CountReport) -> None:
-    total.rows_read += part.rows_read
-    total.rows_counted += part.rows_counted
-    for name, n in part.dropped.items():
-        total.dropped[name] = total.dropped.get(name, 0) + n
-    for name, n in part.clamped.items():
-        total.clamped[name] = total.clamped.get(name, 0) + n
 
 
 # -- on the workers: one partition -----------------------------------------------------------------

@@ -36,16 +36,31 @@ class DroppedRowsWarning(UserWarning):
 
 @dataclass
 class CountReport:
-    """What happened to the rows of a table while counting it."""
+    """What happened to the rows of a table while counting it.
+
+    A dropped row is reported once, for the first attribute (in schema order) that rejected
+    it: in ``missing_dropped`` when its cell was missing and the attribute drops such rows
+    (``drop_missing``, or ``invalid="drop"``), else in ``dropped`` (a value outside the domain).
+    """
 
     rows_read: int = 0
     rows_counted: int = 0
     dropped: dict[str, int] = field(default_factory=dict)  # per attribute that rejected the row
     clamped: dict[str, int] = field(default_factory=dict)
+    missing_dropped: dict[str, int] = field(default_factory=dict)  # rows dropped for a missing cell
 
     @property
     def rows_dropped(self) -> int:
         return self.rows_read - self.rows_counted
+
+    def add(self, other: CountReport) -> None:
+        """Add the rows of another part of the same table (e.g. one counted on a cluster)."""
+        self.rows_read += other.rows_read
+        self.rows_counted += other.rows_counted
+        for mine, theirs in ((self.dropped, other.dropped), (self.clamped, other.clamped),
+                             (self.missing_dropped, other.missing_dropped)):
+            for name, n in theirs.items():
+                mine[name] = mine.get(name, 0) + n
 
     def custodian_summary(self, neighbours: str = "replace") -> str:
         """What to tell the custodian beside a release: row numbers only when rows were
@@ -57,10 +72,13 @@ class CountReport:
         if not self.rows_dropped and not any(self.clamped.values()):
             return "every row was counted"
         if neighbours == "add-remove":
+            missing = [name for name, n in self.missing_dropped.items() if n]
             dropped = [name for name, n in self.dropped.items() if n]
             clamped = [name for name, n in self.clamped.items() if n]
-            parts = ([f"rows dropped for {', '.join(map(repr, dropped))}"] if dropped else []) + (
-                [f"values clamped in {', '.join(map(repr, clamped))}"] if clamped else []
+            parts = (
+                ([f"rows with a missing value dropped for {', '.join(map(repr, missing))}"] if missing else [])
+                + ([f"rows dropped for {', '.join(map(repr, dropped))}"] if dropped else [])
+                + ([f"values clamped in {', '.join(map(repr, clamped))}"] if clamped else [])
             )
             return (
                 "; ".join(parts or ["rows were dropped"])
@@ -70,6 +88,7 @@ class CountReport:
 
     def summary(self) -> str:
         parts = [f"{self.rows_counted:,} of {self.rows_read:,} rows counted"]
+        parts += [f"{n:,} dropped as missing in {name!r}" for name, n in self.missing_dropped.items() if n]
         parts += [f"{n:,} dropped for {name!r}" for name, n in self.dropped.items() if n]
         parts += [f"{n:,} clamped in {name!r}" for name, n in self.clamped.items() if n]
         return "; ".join(parts)
@@ -106,7 +125,8 @@ class FrequencyCounter:
         self.invalid = invalid
         self.chunked = chunked
         self.report = CountReport(
-            dropped={a.name: 0 for a in schema}, clamped={a.name: 0 for a in schema}
+            dropped={a.name: 0 for a in schema}, clamped={a.name: 0 for a in schema},
+            missing_dropped={a.name: 0 for a in schema},
         )
         self._counts: np.ndarray | None = None
         self._categories_memos: dict[str, dict[str, object]] = {a.name: {} for a in schema}
@@ -158,11 +178,18 @@ class FrequencyCounter:
                 rejected = codes < 0
                 if keep is not None:
                     rejected &= keep
-                droppable = self._droppable(attribute, rejected, encoded.outside)
+                missing_cells = encoded.missing_rows
+                if missing_cells is not None:
+                    missing_cells = missing_cells & rejected
+                droppable = self._droppable(attribute, rejected, encoded.outside, missing_cells)
                 errors = rejected & ~droppable
                 if errors.any():
-                    raise _domain_error(attribute, column, errors)
-                self.report.dropped[attribute.name] += int(rejected.sum())
+                    if missing_cells is not None and not (errors & ~missing_cells).any():
+                        raise _missing_error(attribute, column, errors)
+                    raise _domain_error(attribute, column, errors if missing_cells is None else errors & ~missing_cells)
+                dropped_missing = 0 if missing_cells is None else int(missing_cells.sum())
+                self.report.missing_dropped[attribute.name] += dropped_missing
+                self.report.dropped[attribute.name] += int(rejected.sum()) - dropped_missing
                 keep = ~rejected if keep is None else keep & ~rejected
             codes_per_axis.append(codes)
         flat = cell_indices(codes_per_axis, self.schema.shape)
@@ -172,12 +199,17 @@ class FrequencyCounter:
         self.report.rows_counted += len(flat)
         return flat
 
-    def _droppable(self, attribute: Attribute, rejected: np.ndarray, outside: np.ndarray | None) -> np.ndarray:
+    def _droppable(
+        self, attribute: Attribute, rejected: np.ndarray, outside: np.ndarray | None, missing: np.ndarray | None
+    ) -> np.ndarray:
         if self.invalid == "drop":
             return rejected
+        droppable = np.zeros_like(rejected)
         if attribute.out_of_range == "drop" and outside is not None:
-            return outside
-        return np.zeros_like(rejected)
+            droppable |= outside
+        if attribute.drop_missing and missing is not None:
+            droppable |= missing
+        return droppable
 
     def matrix(self) -> np.ndarray:
         """The float64 frequency matrix, shape ``schema.shape`` (true counts: never publish
@@ -251,6 +283,25 @@ def frequency_matrix(
     return matrix
 
 
+def _missing_error(attribute: Attribute, column: pd.Series, rows: np.ndarray) -> DomainError:
+    """Rows whose cell is missing (empty or a text meaning missing) and that no setting counts."""
+    import pandas as pd
+
+    count = int(rows.sum())
+    examples = tuple(pd.unique(column[rows].astype(object))[:5])
+    shown = ", ".join(_show_value(v) for v in examples)
+    where = attribute.name if attribute.source_column == attribute.name else f"{attribute.name} (column {attribute.source_column!r})"
+    own = "a leaf of its hierarchy" if attribute.kind == "nominal" else "a value of its own at the end of the domain"
+    return DomainError(
+        f"attribute {where}: {count:,} row(s) have a missing value ({shown}). Choose what missing means for it: "
+        f"count it as {own}, or drop those rows (the attribute's Missing setting; in a schema file, \"missing\" "
+        "or \"drop_missing\": true)",
+        attribute=attribute.name,
+        examples=examples,
+        count=count,
+    )
+
+
 def _domain_error(attribute: Attribute, column: pd.Series, rows: np.ndarray) -> DomainError:
     import pandas as pd
 
@@ -265,6 +316,8 @@ def _domain_error(attribute: Attribute, column: pd.Series, rows: np.ndarray) -> 
         else ""
     )
     fix = "widen the domain, clean the data, " + hint
+    if any(isinstance(v, str) and v.strip() and not _NUMBER_TEXT.fullmatch(v.strip()) for v in examples):
+        fix += "name texts that mean a missing value (such as 'N') among the values meaning missing, "
     if attribute.kind == "ordinal" and attribute.is_numeric:
         fix += "set out_of_range to 'clamp' or 'drop', "
     elif attribute.kind == "nominal":

@@ -5,6 +5,13 @@ left-to-right order of the leaves is the attribute's axis order in the
 frequency matrix, so every node covers a contiguous range of leaf indices.
 Labels are unique across the whole tree, which lets a query name a node by
 its label.
+
+A node's label is its *code*: what the data holds (leaves) and what queries and counting
+match. A hierarchy may also carry *display labels*, text shown for a code where people read
+it (the app's tree and drop-downs, a ``<attribute>_label`` column in exports): an ACS
+industry category ``"4"`` displayed as ``"MFG: Manufacturing"``. Display labels are
+presentation only: they never change what is counted, and hierarchies that differ only in
+them are equal.
 """
 
 from __future__ import annotations
@@ -12,12 +19,16 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from types import MappingProxyType
 
 import numpy as np
 
 from .errors import HierarchyError
 
-__all__ = ["MAX_HEIGHT", "Hierarchy", "HierarchyNode", "NodeInfo"]
+__all__ = ["MAX_DISPLAY_LABEL", "MAX_HEIGHT", "Hierarchy", "HierarchyNode", "NodeInfo"]
+
+#: The longest display label, in characters (official titles run to a few hundred).
+MAX_DISPLAY_LABEL = 1000
 
 #: The most levels a hierarchy may have (the root is level 1). Real ones have a handful; the
 #: limit keeps every walk of a tree far from Python's recursion limit, so that a damaged file
@@ -105,11 +116,20 @@ class Hierarchy:
 
     >>> Hierarchy.from_nested({"*": {"Europe": ["FR", "DE"], "Asia": {"East": ["CN", "JP"]}}}).rho
     3
+
+    Display labels (code -> text shown) change nothing but what people read:
+
+    >>> sex = Hierarchy.flat(["1", "2"]).with_display_labels({"1": "Male", "2": "Female"})
+    >>> sex.leaves, sex.display_label("2"), sex == Hierarchy.flat(["1", "2"])
+    (('1', '2'), 'Female', True)
     """
 
-    def __init__(self, root: HierarchyNode):
+    def __init__(self, root: HierarchyNode, display_labels: Mapping[str, str] | None = None):
         _validate(root)
         self._root = root
+        self._display: Mapping[str, str] = MappingProxyType(
+            _checked_display_labels(display_labels, self._index) if display_labels else {}
+        )
 
     # -- construction -----------------------------------------------------------------
     @classmethod
@@ -137,8 +157,32 @@ class Hierarchy:
         return cls(HierarchyNode(root, tuple(HierarchyNode(_label(v, root)) for v in labels)))
 
     def to_nested(self) -> dict[str, object]:
-        """The inverse of :meth:`from_nested` (lists for leaf-only groups)."""
+        """The inverse of :meth:`from_nested` (lists for leaf-only groups; display labels are
+        not part of it: see :attr:`display_labels`)."""
         return {self._root.label: _to_nested(self._root)}
+
+    # -- display labels -----------------------------------------------------------------
+    @property
+    def display_labels(self) -> Mapping[str, str]:
+        """Code -> display label, for the nodes that have one (read-only)."""
+        return self._display
+
+    def display_label(self, code: str) -> str:
+        """The text shown for the node ``code``: its display label, else the code itself."""
+        return self._display.get(code, code)
+
+    def with_display_labels(self, labels: Mapping[str, str]) -> Hierarchy:
+        """The same tree with ``labels`` (code -> text) as its display labels, replacing any it
+        had. Every code must be a node of the tree; a label equal to its code is dropped."""
+        return Hierarchy(self._root, labels)
+
+    @property
+    def leaf_display_labels(self) -> tuple[str, ...] | None:
+        """The display label of each leaf in axis order (its code where it has none), or None
+        when no leaf has one."""
+        if not any(leaf in self._display for leaf in self.leaves):
+            return None
+        return tuple(self._display.get(leaf, leaf) for leaf in self.leaves)
 
     # -- basic facts ------------------------------------------------------------------
     @property
@@ -282,9 +326,13 @@ class Hierarchy:
                 return HierarchyNode(node.label)
             return HierarchyNode(node.label, tuple(prune(child, depth + 1) for child in node.children))
 
-        return Hierarchy(prune(self._root, 1))
+        pruned = prune(self._root, 1)
+        kept = {node.label for node in _walk(pruned)}
+        return Hierarchy(pruned, {code: text for code, text in self._display.items() if code in kept})
 
     def __eq__(self, other: object) -> bool:
+        # Display labels are presentation: relabelling a hierarchy changes no count, no query and
+        # no release made with it (a release is not stale because a label was reworded).
         return isinstance(other, Hierarchy) and other._root == self._root
 
     def __hash__(self) -> int:
@@ -296,6 +344,41 @@ class Hierarchy:
 
     def __repr__(self) -> str:
         return f"Hierarchy(root={self._root.label!r}, leaves={self.size}, height={self.height})"
+
+
+def _walk(root: HierarchyNode) -> Iterator[HierarchyNode]:
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(node.children)
+
+
+def _checked_display_labels(labels: object, codes: Mapping[str, int]) -> dict[str, str]:
+    """Display labels as stored: text for codes of the tree, one line each, not too long;
+    labels equal to their code are left out (they say nothing)."""
+    if not isinstance(labels, Mapping):
+        raise HierarchyError(f"display labels must map codes to text, got {type(labels).__name__}")
+    out: dict[str, str] = {}
+    for code, text in labels.items():
+        if not isinstance(code, str) or code not in codes:
+            shown = code if isinstance(code, str) and len(code) <= 60 else f"{str(code)[:57]}..."
+            raise HierarchyError(
+                f"a display label is given for {shown!r}, which is not a value or group of the hierarchy; "
+                "give labels for its codes only"
+            )
+        if not isinstance(text, str) or not text.strip():
+            raise HierarchyError(f"the display label of {code!r} must be non-empty text, got {text!r}")
+        if len(text) > MAX_DISPLAY_LABEL:
+            raise HierarchyError(
+                f"the display label of {code!r} has {len(text):,} characters, more than {MAX_DISPLAY_LABEL:,}; "
+                "shorten it"
+            )
+        if "\n" in text or "\r" in text:
+            raise HierarchyError(f"the display label of {code!r} holds a line break; a label is one line of text")
+        if text != code:
+            out[code] = text
+    return out
 
 
 def _label(value: object, where: str) -> str:

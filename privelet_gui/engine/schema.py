@@ -13,7 +13,7 @@ import operator
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, overload
 
@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # pandas is imported where tables are encoded, not with the e
 
 __all__ = [
     "MAX_AXIS_VALUES",
+    "MAX_MISSING_VALUES",
     "RANGE_BOUNDS",
     "Attribute",
     "EncodedColumn",
@@ -35,6 +36,7 @@ __all__ = [
     "OrdinalAttribute",
     "OutOfRange",
     "Schema",
+    "check_missing_values",
 ]
 
 OutOfRange = Literal["error", "clamp", "drop"]
@@ -56,6 +58,9 @@ _FLOAT_INTEGERS = 2.0**53
 _PLAIN_INTEGER = re.compile(r"[+-]?[0-9]{1,18}")
 _DECIMAL_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 _INFINITY = {"inf": 1, "+inf": 1, "infinity": 1, "+infinity": 1, "-inf": -1, "-infinity": -1}
+#: The most texts meaning "missing" one table or column may name (real tables use one or two).
+MAX_MISSING_VALUES = 100
+_MAX_MISSING_TEXT = 200
 # Room for any exponent, so that comparing a written number with a bound never rounds.
 _EXACT = decimal.Context(prec=64, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN, traps=[decimal.InvalidOperation])
 
@@ -280,6 +285,49 @@ class _BinLabels(_ComputedLabels):
         return None
 
 
+class _AppendedLabels(_ComputedLabels):
+    """The labels of a computed domain (a range, bins) and one more after them: the value of
+    its own that missing cells count as (``missing_at_end``)."""
+
+    def __init__(self, base: _ComputedLabels, last: str):
+        self._base = base
+        self._last = last
+
+    def __len__(self) -> int:
+        return len(self._base) + 1
+
+    def label(self, i: int) -> str:
+        return self._last if i == len(self._base) else self._base.label(i)
+
+    def position(self, label: str) -> int | None:
+        return len(self._base) if label == self._last else self._base.position(label)
+
+
+def check_missing_values(values: object, where: str) -> tuple[str, ...]:
+    """Texts meaning "missing" (``["N", "NA"]``), checked: a list of distinct, non-blank, one-line
+    texts, at most :data:`MAX_MISSING_VALUES` of them. Empty cells are always missing, so they
+    need no text. ``where`` names the setting in messages (``"attribute 'AGEP'"``)."""
+    if isinstance(values, str) or not isinstance(values, Iterable):
+        raise SchemaError(
+            f"{where}: the values meaning missing are a list of texts, e.g. [\"N\", \"NA\"], got {_short_repr(values)}"
+        )
+    items = tuple(values)
+    if len(items) > MAX_MISSING_VALUES:
+        raise SchemaError(f"{where}: {len(items):,} values meaning missing, more than {MAX_MISSING_VALUES}; name fewer")
+    seen: set[str] = set()
+    for item in items:
+        if not isinstance(item, str):
+            raise SchemaError(f"{where}: a value meaning missing must be text (as the table holds it), got {_short_repr(item)}")
+        if not item.strip():
+            raise SchemaError(f"{where}: empty cells are always missing; list only texts such as \"N\" or \"NA\"")
+        if len(item) > _MAX_MISSING_TEXT or "\n" in item or "\r" in item:
+            raise SchemaError(f"{where}: {_short_repr(item)} is not a cell's text (one line of at most {_MAX_MISSING_TEXT} characters)")
+        if item in seen:
+            raise SchemaError(f"{where}: {item!r} is listed twice among the values meaning missing")
+        seen.add(item)
+    return items
+
+
 @dataclass(frozen=True)
 class EncodedColumn:
     """Axis indices of one column's values; ``-1`` marks rows to drop or report."""
@@ -288,6 +336,7 @@ class EncodedColumn:
     outside: np.ndarray | None = None  # rows whose number lies outside the range or bins (None: none)
     clamped_rows: np.ndarray | None = None  # rows moved to the first/last value by the clamp policy
     all_valid: bool = False  # known without looking: every code is a valid axis index
+    missing_rows: np.ndarray | None = None  # rows with a missing cell that no value counts (code -1; None: none)
 
     @property
     def clamped(self) -> int:
@@ -298,6 +347,8 @@ class _AttributeBase(ABC):
     name: str
     column: str | None
     missing: str | None
+    missing_values: tuple[str, ...] | None
+    drop_missing: bool
 
     @property
     def source_column(self) -> str:
@@ -307,6 +358,43 @@ class _AttributeBase(ABC):
     @property
     def size(self) -> int:
         return len(self.labels)
+
+    @property
+    def display_labels(self) -> tuple[str, ...] | None:
+        """The text shown for each value in axis order (see :mod:`privelet_gui.engine.hierarchy`),
+        or None when the attribute has no display labels (its values are shown as they are)."""
+        return None
+
+    def _check_missing_options(self) -> None:
+        """The missing-value settings common to both kinds (called at the end of ``__init__``)."""
+        if self.missing_values is not None:
+            object.__setattr__(
+                self, "missing_values", check_missing_values(self.missing_values, f"attribute {self.name!r}")
+            )
+        if self.drop_missing and self.missing is not None:
+            raise SchemaError(
+                f"attribute {self.name!r}: missing cells either count as {self.missing!r} or are dropped, not both; "
+                "remove one of the two settings"
+            )
+
+    def _missing_rows(self, column: pd.Series) -> np.ndarray:
+        """Rows whose cell is missing: empty (NA, blank text) or one of ``missing_values``."""
+        missing = _missing_mask(column)
+        if self.missing_values:
+            missing = missing | cell_text(column).isin(self.missing_values).to_numpy(dtype=bool, na_value=False)
+        return missing
+
+    def _resolved(self, codes: np.ndarray, missing: np.ndarray | None, **report: Any) -> EncodedColumn:
+        """Codes with the missing rows counted as the ``missing`` value, or left at -1 and
+        reported (``missing_rows``) for the counter to drop or refuse."""
+        if missing is None or not missing.any():
+            return EncodedColumn(codes, **report)
+        codes = codes.astype(np.int64)  # a copy: codes may share memory with the table
+        if self.missing is not None:
+            codes[missing] = self.index_of(self.missing)
+            return EncodedColumn(codes, **report)
+        codes[missing] = -1
+        return EncodedColumn(codes, missing_rows=missing, **report)
 
     @property
     @abstractmethod
@@ -372,33 +460,29 @@ class _AttributeBase(ABC):
         if complete and valid and values.clamped_rows is None and np.array_equal(values.codes, np.arange(len(values.codes))):
             return EncodedColumn(raw, all_valid=True)  # the categories are the labels, in order
 
-        def gathered(per_value: np.ndarray | None) -> np.ndarray | None:
-            return None if per_value is None else np.append(per_value, False)[raw]
+        def gathered(per_value: np.ndarray | None, empty_cell: bool = False) -> np.ndarray | None:
+            return None if per_value is None else np.append(per_value, empty_cell)[raw]
 
         # code -1 picks the appended entry; the smallest integer type keeps a chunk's codes small
         lookup = np.append(values.codes, missing_code).astype(np.min_scalar_type(-max(self.size, 2)))
+        missing_rows = None
+        if missing_code < 0 and (not complete or values.missing_rows is not None):
+            # empty cells (code -1) and categories meaning missing, which no value counts
+            per_value = values.missing_rows if values.missing_rows is not None else np.zeros(len(categories), bool)
+            missing_rows = gathered(per_value, empty_cell=True)
         return EncodedColumn(
             lookup[raw],
             gathered(values.outside),
             gathered(values.clamped_rows),
             all_valid=valid and (complete or missing_code >= 0),
+            missing_rows=missing_rows,
         )
 
-    def _encode_text(self, column: pd.Series) -> tuple[np.ndarray, np.ndarray | None]:
-        """Codes of a column matched against the labels as text; also its missing mask
-        (None when no value is missing)."""
-        missing = _missing_mask(column)
+    def _encode_text(self, column: pd.Series) -> EncodedColumn:
+        """Codes of a column matched against the labels as text, missing cells resolved."""
+        missing = self._missing_rows(column)
         codes = self._label_index.get_indexer(pd_index(cell_text(column)))
-        if missing.any():
-            codes[missing] = -1
-            return codes, missing
-        return codes, None
-
-    def _apply_missing(self, codes: np.ndarray, missing: np.ndarray | None) -> np.ndarray:
-        if self.missing is not None and missing is not None and missing.any():
-            codes = codes.astype(np.int64)  # a copy: codes may share memory with the table
-            codes[missing] = self.index_of(self.missing)
-        return codes
+        return self._resolved(codes, missing if missing.any() else None)
 
 
 def pd_index(values: Sequence[str] | pd.Series) -> pd.Index:
@@ -421,7 +505,18 @@ class OrdinalAttribute(_AttributeBase):
     protected (not private: see the module docstring); it changes nothing else.
     ``out_of_range`` says what to do with a number outside an integer range or
     the bins: ``"error"`` (default), ``"clamp"`` to the first/last value, or
-    ``"drop"`` the row. ``missing`` maps empty cells to a declared value.
+    ``"drop"`` the row.
+
+    Missing cells are empty ones and, with ``missing_values``, cells holding one of those
+    texts (``("N",)``; None: only empty cells, or the table's own list when a reader
+    supplies one, see :meth:`Schema.with_default_missing_values`). They count as the value
+    ``missing``, or are dropped (``drop_missing``: each one reported by the counter), or
+    else stop the counting with an error. ``missing`` is one of the values, or with
+    ``missing_at_end`` a value of its own placed after the last one: the domain then has one
+    more value (an integer range of 0..99 becomes 101 values; the Haar transform pads to the
+    next power of two as before, so a domain of exactly 2^k values doubles its padding and
+    adds one level, rho + 1). A range query over the numbers leaves it out unless it reaches
+    the end of the axis; a query over the whole axis includes it.
 
     Examples
     --------
@@ -440,6 +535,9 @@ class OrdinalAttribute(_AttributeBase):
     column: str | None = None
     domain_from_data: bool = False
     kind: Literal["ordinal"] = field(default="ordinal", init=False)
+    missing_values: tuple[str, ...] | None = None
+    drop_missing: bool = False
+    missing_at_end: bool = False
 
     def __init__(
         self,
@@ -451,6 +549,9 @@ class OrdinalAttribute(_AttributeBase):
         missing: str | None = None,
         column: str | None = None,
         domain_from_data: bool = False,
+        missing_values: Iterable[str] | None = None,
+        drop_missing: bool = False,
+        missing_at_end: bool = False,
     ):
         object.__setattr__(self, "name", _check_name(name))
         domain = _domain(name, values)
@@ -461,6 +562,14 @@ class OrdinalAttribute(_AttributeBase):
         object.__setattr__(self, "column", column)
         object.__setattr__(self, "domain_from_data", bool(domain_from_data))
         object.__setattr__(self, "kind", "ordinal")
+        object.__setattr__(self, "missing_values", missing_values)
+        object.__setattr__(self, "drop_missing", drop_missing)
+        object.__setattr__(self, "missing_at_end", missing_at_end)
+        for flag in ("drop_missing", "missing_at_end"):
+            if not isinstance(getattr(self, flag), bool):
+                raise SchemaError(f"attribute {name!r}: {flag} must be true or false, got {getattr(self, flag)!r}")
+        if missing is not None and (not isinstance(missing, str) or not missing):
+            raise SchemaError(f"attribute {name!r}: missing must be a value's text label, got {_short_repr(missing)}")
         if out_of_range not in _OUT_OF_RANGE:
             raise SchemaError(f"attribute {name!r}: out_of_range must be one of {_OUT_OF_RANGE}, got {out_of_range!r}")
         if bins is not None and not isinstance(bins, NumericBins):
@@ -470,11 +579,26 @@ class OrdinalAttribute(_AttributeBase):
         if bins is None and not len(domain):
             raise SchemaError(f"attribute {name!r} has an empty domain: list its values, a range or bins")
         if isinstance(domain, tuple):  # ranges and bins have distinct labels by construction
-            dup = _first_duplicate(self.labels)
+            dup = _first_duplicate(self._value_labels)
             if dup is not None:
                 raise SchemaError(f"attribute {name!r}: value {dup!r} is listed twice; each value must appear once")
-        if missing is not None and self.position_of(str(missing)) is None:
-            raise SchemaError(f"attribute {name!r}: missing={missing!r} is not one of its values; declare it first")
+        if missing_at_end:
+            if missing is None:
+                raise SchemaError(
+                    f"attribute {name!r}: missing_at_end needs the label of that value of its own ('missing', "
+                    "e.g. \"(missing)\")"
+                )
+            if _position(self._value_labels, missing) is not None:
+                raise SchemaError(
+                    f"attribute {name!r}: {missing!r} is already one of its values, so it cannot also be a value of its "
+                    "own after them; choose another label, or count missing cells as that value (no missing_at_end)"
+                )
+        elif missing is not None and self.position_of(str(missing)) is None:
+            raise SchemaError(
+                f"attribute {name!r}: missing={missing!r} is not one of its values; declare it first, or make it a "
+                "value of its own at the end of the domain (missing_at_end)"
+            )
+        self._check_missing_options()
 
     @classmethod
     def integer_range(cls, name: str, lo: int, hi: int, **options: Any) -> OrdinalAttribute:
@@ -489,11 +613,25 @@ class OrdinalAttribute(_AttributeBase):
 
     @cached_property
     def labels(self) -> Sequence[str]:
+        base = self._value_labels
+        if not self.missing_at_end:
+            return base
+        assert self.missing is not None
+        return _AppendedLabels(base, self.missing) if isinstance(base, _ComputedLabels) else (*base, self.missing)
+
+    @cached_property
+    def _value_labels(self) -> Sequence[str]:
+        """The labels of the declared values (the range, the bins or the listed values)."""
         if self.bins is not None:
             return self.bins.labels()
         if isinstance(self.values, range):
             return _RangeLabels(self.values)
         return tuple(str(v) for v in self.values)
+
+    @property
+    def _value_count(self) -> int:
+        """How many declared values the domain has (all but a value of its own for missing cells)."""
+        return self.size - 1 if self.missing_at_end else self.size
 
     @property
     def integer_start(self) -> int | None:
@@ -504,44 +642,55 @@ class OrdinalAttribute(_AttributeBase):
     def is_numeric(self) -> bool:
         return self.bins is not None or self.integer_start is not None
 
+    @cached_property
+    def _number_markers(self) -> bool:
+        """Whether a text meaning missing is written like a number (``-1``, ``999``): then an
+        integer column may hold it."""
+        return any(_DECIMAL_NUMBER.fullmatch(text.strip()) for text in self.missing_values or ())
+
     def _encode_rows(self, column: pd.Series) -> EncodedColumn:
         if not self.is_numeric:
-            codes, missing = self._encode_text(column)
-            return EncodedColumn(self._apply_missing(codes, missing))
-        if self.bins is None and _is_plain_integer(column):
+            return self._encode_text(column)
+        if self.bins is None and _is_plain_integer(column) and not self._number_markers:
             # Fast path for integer columns: no parsing, no missing values possible.
             values = column.to_numpy()
             start = self.integer_start
             assert start is not None
-            if len(values) and start <= int(values.min()) and int(values.max()) < start + self.size:
+            if len(values) and start <= int(values.min()) and int(values.max()) < start + self._value_count:
                 # Positions in int64: small integer types could not hold them, and uint64 does
                 # not mix with the other axes' signed codes.
                 plain = start == 0 and np.can_cast(values.dtype, np.intp)
                 codes = values if plain else values.astype(np.int64) - np.int64(start)
                 return EncodedColumn(codes, all_valid=True)
         if self.bins is not None:
-            missing = _missing_mask(column)
+            missing = self._missing_rows(column)
             numbers = _as_numbers(column)
             unparsable = ~missing & np.isnan(numbers)
-            position = np.where(missing | unparsable, 0, np.clip(self.bins.positions(numbers), -1, self.size))
+            position = np.where(missing | unparsable, 0, np.clip(self.bins.positions(numbers), -1, self._value_count))
             codes = position.astype(np.int64)
         else:
             codes, missing, unparsable = _integer_positions(column, self.values)  # type: ignore[arg-type]
+            if self.missing_values:
+                missing = missing | self._missing_rows(column)
+                unparsable &= ~missing
         encoded = self._limit(codes, missing | unparsable)
         codes = encoded.codes
         codes[unparsable] = -1
         codes[missing] = -1
-        return EncodedColumn(self._apply_missing(codes, missing), encoded.outside, encoded.clamped_rows)
+        return self._resolved(
+            codes, missing if missing.any() else None, outside=encoded.outside, clamped_rows=encoded.clamped_rows
+        )
 
     def _limit(self, codes: np.ndarray, skip: np.ndarray | None) -> EncodedColumn:
         """Apply the out-of-range policy to integer positions (``skip`` rows are left alone)."""
-        outside = (codes < 0) | (codes >= self.size)
+        count = self._value_count  # a value of its own for missing cells is no number's position
+        outside = (codes < 0) | (codes >= count)
         if skip is not None:
             outside &= ~skip
         if not outside.any():
             return EncodedColumn(codes)
         if self.out_of_range == "clamp":
-            np.clip(codes, 0, self.size - 1, out=codes)
+            np.clip(codes, 0, count - 1, out=codes)
             return EncodedColumn(codes, clamped_rows=outside)
         codes[outside] = -1
         return EncodedColumn(codes, outside)
@@ -561,6 +710,10 @@ class NominalAttribute(_AttributeBase):
     level (native-country counted by continent). :attr:`hierarchy` is then the hierarchy
     cut at that level and :attr:`finest` the full one (``finest`` as an argument is for copies:
     with ``level``, it is the hierarchy that is cut).
+
+    Missing cells (empty ones, and those holding one of ``missing_values``: see
+    :class:`OrdinalAttribute`) count as the leaf ``missing``, or are dropped
+    (``drop_missing``), or else stop the counting with an error.
     """
 
     name: str
@@ -571,6 +724,8 @@ class NominalAttribute(_AttributeBase):
     kind: Literal["nominal"] = field(default="nominal", init=False)
     level: int | None = None
     finest: Hierarchy | None = None
+    missing_values: tuple[str, ...] | None = None
+    drop_missing: bool = False
 
     def __init__(
         self,
@@ -582,6 +737,8 @@ class NominalAttribute(_AttributeBase):
         domain_from_data: bool = False,
         level: int | None = None,
         finest: Hierarchy | None = None,
+        missing_values: Iterable[str] | None = None,
+        drop_missing: bool = False,
     ):
         object.__setattr__(self, "name", _check_name(name))
         if not isinstance(hierarchy, Hierarchy):
@@ -602,12 +759,21 @@ class NominalAttribute(_AttributeBase):
         object.__setattr__(self, "column", column)
         object.__setattr__(self, "domain_from_data", bool(domain_from_data))
         object.__setattr__(self, "kind", "nominal")
+        object.__setattr__(self, "missing_values", missing_values)
+        object.__setattr__(self, "drop_missing", drop_missing)
+        if not isinstance(drop_missing, bool):
+            raise SchemaError(f"attribute {name!r}: drop_missing must be true or false, got {drop_missing!r}")
         if missing is not None and missing not in set(hierarchy.leaves):
             raise SchemaError(f"attribute {name!r}: missing={missing!r} is not a leaf of its hierarchy; add it first")
+        self._check_missing_options()
 
     @property
     def labels(self) -> tuple[str, ...]:
         return self.hierarchy.leaves
+
+    @property
+    def display_labels(self) -> tuple[str, ...] | None:
+        return self.hierarchy.leaf_display_labels
 
     @property
     def out_of_range(self) -> OutOfRange:
@@ -617,13 +783,12 @@ class NominalAttribute(_AttributeBase):
         if self.level is not None:
             # The finest values (and the coarse ones themselves) count under their level's node;
             # an unknown value keeps its text (and is reported as outside the domain).
-            empty = _missing_mask(column)
+            empty = self._missing_rows(column)
             text = column.astype(str)
             coarse = text.map(self._coarse_labels)
             column = coarse.where(coarse.notna(), text).astype(object)
             column[empty] = None
-        codes, missing = self._encode_text(column)
-        return EncodedColumn(self._apply_missing(codes, missing))
+        return self._encode_text(column)
 
     @cached_property
     def _coarse_labels(self) -> dict[str, str]:
@@ -669,6 +834,13 @@ def _domain(name: str, values: Iterable[object]) -> range | tuple[object, ...]:
     if hi - lo + 1 > MAX_AXIS_VALUES:
         raise _too_wide(name, f"range [{lo}, {hi}]", hi - lo + 1)
     return domain
+
+
+def _position(labels: Sequence[str], label: str) -> int | None:
+    """The position of ``label`` among ``labels`` (arithmetic for computed ones), or None."""
+    if isinstance(labels, _ComputedLabels):
+        return labels.position(label)
+    return labels.index(label) if label in labels else None
 
 
 def _is_integer(value: object) -> bool:
@@ -907,6 +1079,18 @@ class Schema(Sequence[Attribute]):
         if len(set(axes)) != len(axes):
             raise SchemaError(f"an attribute is named twice in {list(names)!r}")
         return tuple(sorted(axes))
+
+    def with_default_missing_values(self, values: Iterable[str]) -> Schema:
+        """This schema with ``values`` (a table's texts meaning missing, e.g. its reading
+        options') as the ``missing_values`` of every attribute that names none of its own
+        (``missing_values=None``); attributes with their own list keep it."""
+        markers = check_missing_values(values, "the table's reading options")
+        if not markers:
+            return self
+        return Schema(
+            a if a.missing_values is not None else replace(a, missing_values=markers)
+            for a in self._attributes
+        )
 
     def __getitem__(self, key: int | str) -> Attribute:  # type: ignore[override]
         if isinstance(key, str):

@@ -33,6 +33,10 @@ FILTERS = {
     "release": "Releases: .npz files, the zarr.json of a .zarr folder (*.npz zarr.json);;All files (*)",
     "schema": "Schema files (*.json);;All files (*)",
     "workload": "Workload files (*.csv *.tsv *.txt *.json);;All files (*)",
+    "labels": (
+        "Labels: a data dictionary, code,label CSV or labelled hierarchy (*.json *.csv);;Data dictionary or "
+        "code -> label JSON (*.json);;Code,label CSV or labelled ARX hierarchy (*.csv);;All files (*)"
+    ),
     "csv": "CSV, long format (*.csv)",
     "parquet": "Parquet, long format (*.parquet)",
     "any": "Projects, releases, tables and hierarchies (*.privelet *.npz *.csv *.tsv *.gz *.parquet *.json);;All files (*)",

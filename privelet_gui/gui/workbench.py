@@ -65,8 +65,15 @@ class _ExpandArrows(QObject):
         return True  # the press, and the release that would choose and close: both kept from the combo box
 
 
+def _shown(hierarchy: Hierarchy, code: str) -> str:
+    """A node as the drop-down shows it: its display label and its code, or its code alone."""
+    label = hierarchy.display_label(code)
+    return code if label == code else f"{label}  [{code}]"
+
+
 class NodePicker(QComboBox):
-    """Choose one node of a hierarchy in a drop-down tree (the root means "any").
+    """Choose one node of a hierarchy in a drop-down tree (the root means "any"), shown by its
+    display label (and code) when it has one.
 
     A node is chosen by a click on its text or by Enter; a click on a group's arrow only
     opens or closes the group.
@@ -80,8 +87,11 @@ class NodePicker(QComboBox):
         model = QStandardItemModel(self)
         items: dict[int, QStandardItem] = {}
         for node in hierarchy.nodes():
-            text = f"{node.label}  (all {node.hi - node.lo})" if node.index == 0 else node.label
+            text = _shown(hierarchy, node.label)
+            if node.index == 0:
+                text += f"  (all {node.hi - node.lo})"
             item = QStandardItem(text)
+            item.setToolTip(f"Code {node.label!r}" if node.label in hierarchy.display_labels else "")
             item.setData(node.index, Qt.ItemDataRole.UserRole)
             item.setEditable(False)
             items[node.index] = item

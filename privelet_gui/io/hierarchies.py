@@ -31,6 +31,14 @@ while ARX labels only need to be unique within a level):
 
 Errors name the line: ragged rows, empty labels, a label with two parents
 ("X can be generalised to Y or to Z"), duplicate leaves, several roots.
+
+**Display labels.** ARX files hold one text per node, which is its code (what the data
+holds); they have no room for a label beside it. Labels come from another file
+(:func:`read_display_labels`): a data dictionary (JSON: ``{column: {"values": {code: label}}}``,
+as the NIST ACS excerpts ship), a flat JSON object ``{code: label}``, a two-column CSV
+``code,label``, or a *labelled twin* of an ARX hierarchy: the same rows with labels in place
+of the codes (``170;AGR;*`` beside ``170;0;*``), each cell labelling the code in the same
+place. Nested-JSON hierarchies do not hold labels either; schema files do.
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ import json
 import os
 import warnings
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -52,11 +61,14 @@ from .tables import _lines, sniff_delimiter
 
 __all__ = [
     "ARX_DELIMITERS",
+    "DisplayLabels",
     "HierarchyLabelWarning",
     "hierarchy_from_arx_rows",
     "hierarchy_summary",
     "hierarchy_to_arx_rows",
+    "label_dictionary_entries",
     "read_arx_hierarchy",
+    "read_display_labels",
     "read_hierarchy",
     "read_json_hierarchy",
     "write_arx_hierarchy",
@@ -405,6 +417,175 @@ def write_json_hierarchy(hierarchy: Hierarchy, path: str | os.PathLike[str], *, 
     text = json.dumps(hierarchy.to_nested(), indent=2, ensure_ascii=False) + "\n"
     with atomic_write(path, force=force, mode="w", encoding="utf-8", newline="\n") as f:
         f.write(text)
+
+
+# -- display labels -----------------------------------------------------------------------------
+
+#: The most rows a labels file may have (a code list of this size is already far beyond any hierarchy).
+MAX_LABEL_ROWS = 1_000_000
+_CODE_HEADERS = ("code", "value", "id", "key")
+_LABEL_HEADERS = ("label", "title", "name", "description", "text")
+
+
+@dataclass(frozen=True)
+class DisplayLabels:
+    """Display labels read for a hierarchy: code -> label for its nodes, and the codes of the
+    file that are not nodes of it (left out; a dictionary usually lists more codes than a
+    table holds)."""
+
+    labels: dict[str, str]
+    unknown: tuple[str, ...]
+    source: str  # what the file was read as: "data dictionary", "JSON", "CSV" or "labelled twin"
+
+
+def label_dictionary_entries(path: str | os.PathLike[str]) -> tuple[str, ...]:
+    """The entries of a data dictionary (JSON) that hold code labels, in file order (empty for
+    a file that is not a data dictionary)."""
+    obj = _labels_json(Path(path))
+    return tuple(name for name, entry in obj.items() if _entry_labels(entry) is not None) if _is_dictionary(obj) else ()
+
+
+def read_display_labels(
+    path: str | os.PathLike[str], hierarchy: Hierarchy, *, entry: str | None = None
+) -> DisplayLabels:
+    """Display labels for ``hierarchy`` from a labels file (see the module docstring).
+
+    ``entry`` picks a data dictionary's entry (a column name); it is needed when the file is
+    one (:func:`label_dictionary_entries` lists them). Labels are checked as the engine
+    checks them (:meth:`~privelet_gui.engine.Hierarchy.with_display_labels`): a
+    :class:`~privelet_gui.engine.HierarchyError` names the file and what is wrong.
+    """
+    p = Path(path)
+    codes = set(hierarchy.labels)
+    if p.suffix.lower() == ".json" or _starts_with_brace(p):
+        obj = _labels_json(p)
+        if _is_dictionary(obj):
+            entries = [name for name, value in obj.items() if _entry_labels(value) is not None]
+            if entry is None or entry not in obj:
+                listed = ", ".join(map(repr, entries[:20])) + (", ..." if len(entries) > 20 else "")
+                what = "choose one of its entries" if entry is None else f"it has no entry {entry!r}"
+                raise HierarchyError(f"{p} is a data dictionary: {what} (with code labels: {listed or 'none'})")
+            found = _entry_labels(obj[entry])
+            if found is None:
+                raise HierarchyError(
+                    f"{p}: the entry {entry!r} has no code labels (no \"values\" mapping codes to text); choose "
+                    "another entry"
+                )
+            pairs, source = found, "data dictionary"
+        else:
+            pairs = {str(k): v for k, v in obj.items() if isinstance(v, str)}
+            if len(pairs) != len(obj):
+                raise HierarchyError(f'{p}: a labels file maps codes to text, e.g. {{"1": "Male"}}; some values are not text')
+            source = "JSON"
+    else:
+        rows = _label_rows(p)
+        twin = _twin_labels(rows, hierarchy)
+        if twin is not None:
+            pairs, source = twin, "labelled twin"
+        else:
+            pairs, source = _table_labels(rows, codes, p), "CSV"
+    labels = {code: text for code, text in pairs.items() if code in codes}
+    unknown = tuple(code for code in pairs if code not in codes)
+    try:
+        hierarchy.with_display_labels(labels)
+    except HierarchyError as exc:
+        raise HierarchyError(f"{p}: {exc}") from None
+    return DisplayLabels({c: t for c, t in labels.items() if t != c}, unknown, source)
+
+
+def _starts_with_brace(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(64).lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{")
+    except OSError:
+        return False
+
+
+def _labels_json(path: Path) -> dict[str, Any]:
+    obj = loads(_read_text(path, "utf-8"), source=str(path), error=HierarchyError)
+    if not isinstance(obj, dict):
+        raise HierarchyError(f'{path}: a labels file is a JSON object (code -> label, or a data dictionary), got {type(obj).__name__}')
+    return obj
+
+
+def _is_dictionary(obj: dict[str, Any]) -> bool:
+    """A data dictionary: every entry an object (a column's description), not a label."""
+    return bool(obj) and all(isinstance(value, dict) for value in obj.values())
+
+
+def _entry_labels(entry: object) -> dict[str, str] | None:
+    """A data dictionary entry's code labels (its ``values`` texts; ``min``/``max`` numbers
+    describe a range, not codes), or None when it has none."""
+    values = entry.get("values") if isinstance(entry, dict) else None
+    if not isinstance(values, dict):
+        return None
+    labels = {str(code): text for code, text in values.items() if isinstance(text, str)}
+    return labels or None
+
+
+def _label_rows(path: Path) -> list[list[str]]:
+    text = _read_text(path, "utf-8")
+    lines = [line for line in _lines(text) if line.strip()]
+    if not lines:
+        raise HierarchyError(f"{path} is empty: give one code and its label per line")
+    delimiter = sniff_delimiter(lines[:200], ARX_DELIMITERS)
+    rows: list[list[str]] = []
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=False)
+    try:
+        for row in reader:
+            if row and any(cell.strip() for cell in row):
+                rows.append(row)
+                if len(rows) > MAX_LABEL_ROWS:
+                    raise HierarchyError(f"{path} has more than {MAX_LABEL_ROWS:,} rows: not a labels file")
+    except csv.Error as exc:
+        raise HierarchyError(f"{path}: line {reader.line_num}: {exc}") from None
+    return rows
+
+
+def _twin_labels(rows: list[list[str]], hierarchy: Hierarchy) -> dict[str, str] | None:
+    """Labels from an ARX file laid out like ``hierarchy`` (one row per leaf, as wide as the
+    tree, one root): each cell labels the code in the same place of the hierarchy's own rows,
+    which are matched by leaf when the twin keeps the leaf codes (then it may lack leaves the
+    hierarchy gained since, such as a value for missing cells), else by row order. None when
+    the rows are not such a twin."""
+    own = hierarchy_to_arx_rows(hierarchy)
+    width = len(own[0])
+    if width < 3 or any(len(r) != width for r in rows) or len({r[-1] for r in rows}) != 1:
+        return None
+    by_leaf = {r[0]: r for r in own}
+    if all(r[0] in by_leaf for r in rows):
+        pairs = [(by_leaf[r[0]], r) for r in rows]
+    elif len(rows) == len(own):
+        pairs = list(zip(own, rows, strict=True))
+    else:
+        return None
+    labels: dict[str, str] = {}
+    for code_row, label_row in pairs:
+        for code, text in zip(code_row, label_row, strict=True):
+            if labels.setdefault(code, text) != text:
+                return None  # one code, two labels: not a twin of this hierarchy
+    return labels
+
+
+def _table_labels(rows: list[list[str]], codes: set[str], path: Path) -> dict[str, str]:
+    """``code,label`` rows (a header row is skipped; with more columns, the header's code and
+    label columns, else the first two)."""
+    if any(len(r) < 2 for r in rows):
+        line = next(i for i, r in enumerate(rows, start=1) if len(r) < 2)
+        raise HierarchyError(f"{path}: row {line} has one column; a labels file has a code and a label on each row")
+    first = [cell.strip().lower() for cell in rows[0]]
+    code_column, label_column = 0, 1
+    header = rows[0][0] not in codes and any(r[0] in codes for r in rows[1:])
+    if header:
+        code_column = next((i for i, name in enumerate(first) if name in _CODE_HEADERS), 0)
+        label_column = next((i for i, name in enumerate(first) if name in _LABEL_HEADERS and i != code_column),
+                            1 if code_column != 1 else 0)
+        rows = rows[1:]
+    labels: dict[str, str] = {}
+    for row in rows:
+        if max(code_column, label_column) < len(row) and row[label_column].strip():
+            labels.setdefault(row[code_column], row[label_column].strip())
+    return labels
 
 
 # -- either format ------------------------------------------------------------------------------

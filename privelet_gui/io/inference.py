@@ -8,14 +8,22 @@ The rule, per column summary (:class:`~privelet_gui.io.summary.ColumnSummary`):
 
 - numbers: ordinal; an integer range when the integers span at most
   :data:`INFER_MAX_RANGE` values, else :data:`INFER_BINS` equal bins with round edges;
-- text: nominal, a flat hierarchy of the sorted distinct values, plus a
-  ``"(missing)"`` value that empty cells count as when some are empty;
+- text: nominal, a flat hierarchy of the sorted distinct values;
 - an empty column: nominal, the single value ``"(missing)"``.
+
+Missing cells (empty ones, and those holding a text the reading options say means missing:
+a column of numbers and ``N`` is numbers) get a value of their own that they count as: a
+leaf at the end of the hierarchy, or a value after the last of an ordinal domain. It is
+called after the one text meaning missing the column holds when there is exactly one and no
+cell is empty (``N``: so that a data dictionary's label for ``N`` applies to it), else
+``"(missing)"``.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -23,7 +31,15 @@ from ..engine import Hierarchy, NominalAttribute, NumericBins, OrdinalAttribute,
 from ..engine.schema import Attribute
 from .summary import MAX_TRACKED_VALUES, ColumnSummary, summarize_frame
 
-__all__ = ["INFER_BINS", "INFER_MAX_RANGE", "MISSING_LABEL", "free_root_label", "infer_attribute", "infer_schema"]
+__all__ = [
+    "INFER_BINS",
+    "INFER_MAX_RANGE",
+    "MISSING_LABEL",
+    "free_root_label",
+    "infer_attribute",
+    "infer_schema",
+    "missing_code",
+]
 
 #: Integer columns spanning at most this many values become an integer range; wider ones, bins.
 INFER_MAX_RANGE = 1000
@@ -41,10 +57,12 @@ def infer_attribute(column: ColumnSummary) -> Attribute:
     """
     name = column.name
     lo, hi = column.minimum, column.maximum
+    # A value of their own for missing cells, after the numbers (see the module docstring).
+    own: dict[str, Any] = {"missing": missing_code(column), "missing_at_end": True} if column.missing else {}
     # numbers of every size float64 holds exactly (and whose spread it can divide into bins)
     if column.numeric and lo is not None and hi is not None and max(abs(lo), abs(hi)) < 2.0**53:
         if column.integer and hi - lo + 1 <= INFER_MAX_RANGE:
-            return OrdinalAttribute.integer_range(name, int(lo), int(hi), domain_from_data=True)
+            return OrdinalAttribute.integer_range(name, int(lo), int(hi), domain_from_data=True, **own)
         width = _nice_width((hi - lo) / INFER_BINS if hi > lo else 1.0)
         start = math.floor(lo / width) * width
         stop = (math.floor(hi / width) + 1) * width
@@ -53,7 +71,7 @@ def infer_attribute(column: ColumnSummary) -> Attribute:
         except SchemaError:  # edges float64 cannot tell apart: propose the values themselves
             bins = None
         if bins is not None:
-            return OrdinalAttribute(name, bins=bins, domain_from_data=True)
+            return OrdinalAttribute(name, bins=bins, domain_from_data=True, **own)
     if column.values is None:
         raise SchemaError(
             f"column {name!r} has more than {MAX_TRACKED_VALUES:,} distinct values, too many for a domain; "
@@ -62,16 +80,30 @@ def infer_attribute(column: ColumnSummary) -> Attribute:
     labels = list(column.values) or [MISSING_LABEL]
     missing = None
     if column.missing:
-        if MISSING_LABEL not in labels:
-            labels.append(MISSING_LABEL)
-        missing = MISSING_LABEL
+        missing = missing_code(column)
+        if missing not in labels:
+            labels.append(missing)
     return NominalAttribute(
         name, Hierarchy.flat(labels, root=free_root_label(labels)), missing=missing, domain_from_data=True
     )
 
 
-def infer_schema(table: pd.DataFrame) -> Schema:
-    """Propose a schema from a table held in memory. **Not private** (see the module docstring).
+def missing_code(column: ColumnSummary) -> str:
+    """The code of the value of its own that a column's missing cells count as (see the
+    module docstring): its one text meaning missing, or ``"(missing)"``."""
+    occurring = [text for text, _ in column.missing_counts]
+    if len(occurring) == 1 and not column.empty:
+        return occurring[0]
+    taken = set(column.values or ())
+    label, k = MISSING_LABEL, 2
+    while label in taken:
+        label, k = f"{MISSING_LABEL[:-1]} {k})", k + 1
+    return label
+
+
+def infer_schema(table: pd.DataFrame, missing_values: Sequence[str] = ()) -> Schema:
+    """Propose a schema from a table held in memory (``missing_values``: texts meaning
+    missing, besides empty cells). **Not private** (see the module docstring).
 
     Examples
     --------
@@ -82,7 +114,7 @@ def infer_schema(table: pd.DataFrame) -> Schema:
     """
     if table.shape[1] == 0:
         raise SchemaError("the table has no columns to infer a schema from")
-    return Schema([infer_attribute(column) for column in summarize_frame(table)])
+    return Schema([infer_attribute(column) for column in summarize_frame(table, missing_values)])
 
 
 def free_root_label(labels: list[str]) -> str:

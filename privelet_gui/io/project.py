@@ -1,6 +1,6 @@
 """Project files: the whole setup of a release, as versioned JSON (``*.privelet``).
 
-A project holds the table's path and reading options, the schema (attributes with
+A project holds the table's path and reading options (texts meaning missing included), the schema (attributes with
 their domains and hierarchies, written with :func:`schema_to_json`), the privacy
 settings (epsilon, S_A and how it was chosen, neighbouring notion, mechanism, noise
 sampler), the counting policy and the workload the custodian expects users to ask
@@ -347,7 +347,10 @@ def migrate_project(obj: Any) -> dict[str, Any]:
         migrated["workload"] = _workload_to_json(WorkloadChoice(), None)
         migrated["version"] = version = 2
     if version == 2:
-        # Version 3 added the noise sampler; projects saved before used the default (exact) one.
+        # Version 3 added the noise sampler (projects saved before used the default, exact,
+        # one), texts meaning missing in the reading options and display labels in draft trees
+        # (a version 2 project has neither: only empty cells are missing). An older Privelet
+        # Studio must not open a version 3 project, whose missing texts it would count as values.
         privacy = migrated.get("privacy")
         if isinstance(privacy, Mapping):  # anything else is refused by project_from_json
             migrated["privacy"] = {**privacy, "sampler": SAMPLER}
@@ -469,7 +472,7 @@ def _check_tree(tree: Any, where: str) -> None:
     """A draft's tree: groups ``{"label": text, "children": [...]}`` and leaves ``{"label": text}``,
     the root a group, at most :data:`~privelet_gui.engine.hierarchy.MAX_HEIGHT` levels
     (walked without recursion: a file nested thousands deep is refused, not overflowed)."""
-    from ..engine.hierarchy import MAX_HEIGHT
+    from ..engine.hierarchy import MAX_DISPLAY_LABEL, MAX_HEIGHT
 
     if not isinstance(tree, Mapping) or "children" not in tree:
         raise ProjectError(f'{where}.tree must be a group {{"label": ..., "children": [...]}}, got {shown(tree)}')
@@ -478,8 +481,14 @@ def _check_tree(tree: Any, where: str) -> None:
         node, path, depth = stack.pop()
         if not isinstance(node, Mapping) or not isinstance(node.get("label"), str) or not node["label"].strip():
             raise ProjectError(f'{path} must be a node {{"label": "non-empty text", ...}}, got {shown(node)}')
-        if any(key not in ("label", "children") for key in node):
-            raise ProjectError(f'{path} may hold only "label" and "children"')
+        if any(key not in ("label", "display", "children") for key in node):
+            raise ProjectError(f'{path} may hold only "label", "display" and "children"')
+        display = node.get("display")
+        if display is not None and (not isinstance(display, str) or not display.strip() or len(display) > MAX_DISPLAY_LABEL):
+            raise ProjectError(
+                f"{path}.display must be a display label (non-empty text of at most {MAX_DISPLAY_LABEL:,} "
+                f"characters), got {shown(display)}"
+            )
         if "children" in node:
             children = node["children"]
             if not isinstance(children, list):

@@ -501,33 +501,75 @@ def count_column(counts: str = "noisy") -> str:
     return COUNT_COLUMN if counts == "noisy" else f"{COUNT_COLUMN}_{counts.replace('-', '_')}"
 
 
-def release_frame(release: Release, *, counts: str = "noisy") -> pd.DataFrame:
-    """The long format: one row per cell, a label column per attribute, then the counts.
+#: The column beside an attribute's codes that holds their display labels (when it has some).
+LABEL_SUFFIX = "_label"
 
-    Rows follow the matrix in C order (the last attribute varies fastest). Label
-    columns are categorical (each label stored once). ``counts`` (one of
+
+@dataclass(frozen=True)
+class ExportAxis:
+    """One attribute's columns in the long format: its codes, and (when it has display
+    labels) a ``<name>_label`` column beside them; each column categorical, every text once."""
+
+    name: str
+    codes: pd.Index  # the values in axis order (the categories of the code column)
+    label_name: str | None = None  # the label column, or None
+    labels: pd.Index | None = None  # the distinct display labels (two codes may share one)
+    label_of: np.ndarray | None = None  # axis position -> index into ``labels``
+
+    def columns(self, positions: np.ndarray) -> dict[str, pd.Categorical]:
+        """The columns of cells at axis ``positions`` (integers)."""
+        out = {self.name: pd.Categorical.from_codes(positions, categories=self.codes)}
+        if self.label_name is not None:
+            assert self.labels is not None and self.label_of is not None
+            out[self.label_name] = pd.Categorical.from_codes(self.label_of[positions], categories=self.labels)
+        return out
+
+
+def export_axes(release: Release, shape: tuple[int, ...]) -> list[ExportAxis]:
+    """The export's attribute columns (see :class:`ExportAxis`), names checked to be unique."""
+    schema = release.schema
+    axes: list[ExportAxis] = []
+    if schema is None:
+        axes = [ExportAxis(f"axis_{i}", pd.Index([str(j) for j in range(n)], dtype=object)) for i, n in enumerate(shape)]
+    for attribute in schema or ():
+        codes = pd.Index(list(attribute.labels), dtype=object)
+        shown = attribute.display_labels
+        if shown is None:
+            axes.append(ExportAxis(attribute.name, codes))
+            continue
+        labels, label_of = np.unique(np.asarray(shown, dtype=object), return_inverse=True)
+        axes.append(ExportAxis(attribute.name, codes, attribute.name + LABEL_SUFFIX, pd.Index(labels, dtype=object),
+                               label_of.astype(np.min_scalar_type(max(len(labels) - 1, 0)))))
+    taken: dict[str, str] = {}
+    for axis in axes:
+        for column, what in ((axis.name, "an attribute's column"), (axis.label_name, f"the label column of {axis.name!r}")):
+            if column is None:
+                continue
+            if column in taken or column.startswith(COUNT_COLUMN):
+                other = taken.get(column, "the count column")
+                raise SchemaError(f"{what} would be called {column!r} in the export, like {other}: rename it")
+            taken[column] = "an attribute" if column == axis.name else what
+    return axes
+
+
+def release_frame(release: Release, *, counts: str = "noisy") -> pd.DataFrame:
+    """The long format: one row per cell, a code column per attribute (and a ``<name>_label``
+    column beside it when the attribute has display labels), then the counts.
+
+    Rows follow the matrix in C order (the last attribute varies fastest). Code and label
+    columns are categorical (each text stored once). ``counts`` (one of
     :data:`~privelet_gui.engine.postprocess.COUNT_KINDS`) projects the counts onto
     non-negative ones with the same total and/or rounds them to whole counts; the
     column is then named after it (:func:`count_column`).
     """
     noisy = post_processed_counts(release.noisy, counts)
-    schema = release.schema
-    if schema is not None:
-        names = list(schema.names)
-        labels = [list(a.labels) for a in schema]
-    else:
-        names = [f"axis_{i}" for i in range(noisy.ndim)]
-        labels = [[str(j) for j in range(n)] for n in noisy.shape]
-    if COUNT_COLUMN in names:
-        raise SchemaError(f"an attribute is called {COUNT_COLUMN!r}, the name of the count column; rename it")
-    columns: dict[str, Any] = {}
     shape = noisy.shape
-    for axis, (name, cats) in enumerate(zip(names, labels, strict=True)):
+    columns: dict[str, Any] = {}
+    for axis, export in enumerate(export_axes(release, shape)):
         inner = math.prod(shape[axis + 1 :])
         outer = math.prod(shape[:axis])
-        dtype = np.min_scalar_type(max(len(cats) - 1, 0))
-        codes = np.tile(np.repeat(np.arange(len(cats), dtype=dtype), inner), outer)
-        columns[name] = pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
+        dtype = np.min_scalar_type(max(shape[axis] - 1, 0))
+        columns.update(export.columns(np.tile(np.repeat(np.arange(shape[axis], dtype=dtype), inner), outer)))
     values = noisy.reshape(-1)
     columns[count_column(counts)] = values.astype(np.int64) if counts.endswith("integer") else values
     return pd.DataFrame(columns, copy=False)

@@ -1,6 +1,8 @@
 """Schema files (versioned JSON) and schema inference.
 
-Format, version 1::
+Format, version 2 (version 1 is the same without the missing-value keys and display labels:
+a file is written with the lowest version that holds what it says, so files that use none of
+them still open in older versions of Privelet Studio)::
 
     {"version": 1,
      "attributes": [
@@ -9,7 +11,11 @@ Format, version 1::
         "bins": {"start": 0, "stop": 500000, "width": 1000}, "out_of_range": "clamp"},
        {"name": "education", "type": "ordinal", "values": ["Preschool", "1st-4th", "Bachelors"]},
        {"name": "sex", "type": "nominal", "hierarchy": {"*": ["Male", "Female"]}},
-       {"name": "occupation", "type": "nominal", "hierarchy_file": "hierarchy_occupation.csv"}]}
+       {"name": "occupation", "type": "nominal", "hierarchy_file": "hierarchy_occupation.csv"},
+       {"name": "AGEP", "type": "ordinal", "range": [0, 99], "missing_values": ["N"],
+        "missing": "(missing)", "missing_at_end": true},
+       {"name": "INDP_CAT", "type": "nominal", "values": ["0", "1"], "drop_missing": true,
+        "display_labels": {"0": "AGR: Agriculture", "1": "EXT: Mining"}}]}
 
 Every attribute has a ``name`` and a ``type``; ``column`` names the table column when
 it differs from the name. An ordinal attribute has exactly one of ``range``
@@ -18,8 +24,14 @@ it differs from the name. An ordinal attribute has exactly one of ``range``
 ``hierarchy`` (nested JSON), a ``hierarchy_file`` (ARX CSV or JSON, relative to the
 schema file) or plain ``values`` (a flat hierarchy under ``*``). Optional keys:
 ``out_of_range`` (``error``, ``clamp`` or ``drop``; for ``range`` and ``bins``),
-``missing`` (the label empty cells count as) and ``domain_from_data`` (true when the
-domain was learned from the data: not private).
+``domain_from_data`` (true when the domain was learned from the data: not private) and,
+for missing cells (empty ones, and those holding one of ``missing_values``; without that
+key, the texts the table's reading options name):
+``missing`` (the value they count as: a leaf, or an ordinal value; with
+``"missing_at_end": true`` an ordinal value of its own after the last) or
+``"drop_missing": true`` (their rows are dropped, and counted in the report). A nominal
+attribute may have ``display_labels``: code -> the text shown for it (the tree's leaves and
+groups; exports get a ``<name>_label`` column), which changes nothing that is counted.
 """
 
 from __future__ import annotations
@@ -45,7 +57,7 @@ from ..engine import (
     SchemaError,
 )
 from ..engine._memory import byte_size
-from ..engine.schema import MAX_AXIS_VALUES, RANGE_BOUNDS, Attribute
+from ..engine.schema import MAX_AXIS_VALUES, RANGE_BOUNDS, Attribute, check_missing_values
 from ._json import loads, shown
 from .atomic import atomic_write, check_writable
 from .hierarchies import read_hierarchy, write_arx_hierarchy
@@ -60,11 +72,13 @@ __all__ = [
     "schema_to_json",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
-_COMMON_KEYS = ("name", "type", "column", "missing", "domain_from_data")
-_ORDINAL_KEYS = (*_COMMON_KEYS, "range", "bins", "values", "out_of_range")
-_NOMINAL_KEYS = (*_COMMON_KEYS, "hierarchy", "hierarchy_file", "values", "level")
+_COMMON_KEYS = ("name", "type", "column", "missing", "domain_from_data", "missing_values", "drop_missing")
+_ORDINAL_KEYS = (*_COMMON_KEYS, "range", "bins", "values", "out_of_range", "missing_at_end")
+_NOMINAL_KEYS = (*_COMMON_KEYS, "hierarchy", "hierarchy_file", "values", "level", "display_labels")
+#: Keys that version 1 did not have: a file using none of them is written as version 1.
+_VERSION_2_KEYS = ("missing_values", "drop_missing", "missing_at_end", "display_labels")
 _OUT_OF_RANGE = ("error", "clamp", "drop")
 
 #: Printed (loudly) wherever an inferred schema is shown or saved.
@@ -196,20 +210,47 @@ def _attribute(entry: object, path: str, ctx: _Context, base: Path) -> Attribute
         raise ctx.error(f"{path}.domain_from_data", f"must be true or false, got {shown(flag)}",
                         "use true only for domains learned from the data", attribute=name)
     missing = entry.get("missing")
-    if missing is not None and not (isinstance(missing, str) or _is_int(missing)):
+    if (missing is not None and not (isinstance(missing, str) or _is_int(missing))) or missing == "":
         raise ctx.error(f"{path}.missing", f"must be one of the attribute's labels, got {shown(missing)}",
                         'e.g. "missing": "Unknown"', attribute=name)
     missing_label = None if missing is None else str(missing)
+    missing_options = _missing_options(entry, path, ctx, name, missing_label)
     try:
         if kind == "ordinal":
-            return _ordinal(entry, path, ctx, name, column, flag, missing_label)
-        return _nominal(entry, path, ctx, base, name, column, flag, missing_label)
+            return _ordinal(entry, path, ctx, name, column, flag, missing_label, missing_options)
+        return _nominal(entry, path, ctx, base, name, column, flag, missing_label, missing_options)
     except (SchemaError, HierarchyError) as exc:
         if getattr(exc, "_privelet_located", False):
             raise
         error = ctx.error(path, str(exc), "fix the attribute", attribute=name,
                           hierarchy=isinstance(exc, HierarchyError))
         raise error from None
+
+
+def _missing_options(entry: Mapping[str, Any], path: str, ctx: _Context, name: str,
+                     missing: str | None) -> dict[str, Any]:
+    """``missing_values`` and ``drop_missing``, checked (both kinds of attribute have them)."""
+    options: dict[str, Any] = {}
+    if "missing_values" in entry:
+        values = entry["missing_values"]
+        if not isinstance(values, list):
+            raise ctx.error(f"{path}.missing_values", f"must be a list of texts, got {shown(values)}",
+                            'e.g. "missing_values": ["N", "NA"] (empty cells are always missing)', attribute=name)
+        try:
+            options["missing_values"] = check_missing_values(values, f"attribute {name!r}")
+        except SchemaError as exc:
+            raise ctx.error(f"{path}.missing_values", str(exc).split(": ", 1)[-1],
+                            'e.g. "missing_values": ["N", "NA"]', attribute=name) from None
+    drop = entry.get("drop_missing", False)
+    if not isinstance(drop, bool):
+        raise ctx.error(f"{path}.drop_missing", f"must be true or false, got {shown(drop)}",
+                        "true drops the rows whose cell is missing", attribute=name)
+    if drop and missing is not None:
+        raise ctx.error(f"{path}.drop_missing", f"missing cells cannot both count as {missing!r} and be dropped",
+                        'remove "missing" or "drop_missing"', attribute=name)
+    if drop:
+        options["drop_missing"] = True
+    return options
 
 
 def _located(error: PriveletError) -> PriveletError:
@@ -230,7 +271,7 @@ def _one_of(entry: Mapping[str, Any], keys: tuple[str, ...], kind: str, path: st
 
 
 def _ordinal(entry: Mapping[str, Any], path: str, ctx: _Context, name: str, column: str | None,
-             flag: bool, missing: str | None) -> OrdinalAttribute:
+             flag: bool, missing: str | None, missing_options: dict[str, Any]) -> OrdinalAttribute:
     key = _one_of(entry, ("range", "bins", "values"), "an ordinal", path, ctx, name,
                   'e.g. "range": [0, 100] or "bins": {"start": 0, "stop": 500000, "width": 1000}')
     out = entry.get("out_of_range", "error")
@@ -280,14 +321,29 @@ def _ordinal(entry: Mapping[str, Any], path: str, ctx: _Context, name: str, colu
     if out != "error" and not attribute.is_numeric:
         raise _located(ctx.error(f"{path}.out_of_range", "applies only to numeric domains (range or bins)",
                                  "remove it: a text value outside \"values\" is always an error", attribute=name))
+    at_end = entry.get("missing_at_end", False)
+    if not isinstance(at_end, bool):
+        raise _located(ctx.error(f"{path}.missing_at_end", f"must be true or false, got {shown(at_end)}",
+                                 "true makes \"missing\" a value of its own after the last", attribute=name))
+    if at_end and missing is None:
+        raise _located(ctx.error(f"{path}.missing_at_end", "needs the label of that value of its own",
+                                 'add e.g. "missing": "(missing)"', attribute=name))
     if missing is not None:
-        if missing not in set(attribute.labels):
+        known = attribute.position_of(missing) is not None
+        if at_end and known:
+            raise _located(ctx.error(f"{path}.missing", f"{shown(missing)} is already one of the attribute's values",
+                                     "give the value of its own another label, or remove \"missing_at_end\" to count "
+                                     "missing cells as that value", attribute=name))
+        if not at_end and not known:
             raise _located(ctx.error(f"{path}.missing", f"{shown(missing)} is not one of the attribute's values",
-                                     "use one of its labels, e.g. " + repr(attribute.labels[0]), attribute=name))
+                                     "use one of its labels, e.g. " + repr(attribute.labels[0])
+                                     + ', or add "missing_at_end": true to make it a value of its own', attribute=name))
+    if missing is not None or missing_options:
+        extra: dict[str, Any] = {"missing": missing, "missing_at_end": at_end, **missing_options, **options}
         if key == "bins":
-            attribute = OrdinalAttribute(name, bins=attribute.bins, missing=missing, **options)
+            attribute = OrdinalAttribute(name, bins=attribute.bins, **extra)
         else:
-            attribute = OrdinalAttribute(name, attribute.values, missing=missing, **options)
+            attribute = OrdinalAttribute(name, attribute.values, **extra)
     return attribute
 
 
@@ -320,7 +376,7 @@ def _bins(spec: object, path: str, ctx: _Context, name: str) -> NumericBins:
 
 
 def _nominal(entry: Mapping[str, Any], path: str, ctx: _Context, base: Path, name: str, column: str | None,
-             flag: bool, missing: str | None) -> NominalAttribute:
+             flag: bool, missing: str | None, missing_options: dict[str, Any]) -> NominalAttribute:
     key = _one_of(entry, ("hierarchy", "hierarchy_file", "values"), "a nominal", path, ctx, name,
                   'e.g. "hierarchy": {"*": ["Male", "Female"]} or "hierarchy_file": "hierarchy_sex.csv"')
     try:
@@ -349,6 +405,16 @@ def _nominal(entry: Mapping[str, Any], path: str, ctx: _Context, base: Path, nam
             raise
         raise _located(ctx.error(f"{path}.{key}", str(exc), "fix the hierarchy", attribute=name,
                                  hierarchy=True)) from None
+    if "display_labels" in entry:
+        labels = entry["display_labels"]
+        if not isinstance(labels, Mapping):
+            raise _located(ctx.error(f"{path}.display_labels", f"must map codes to labels, got {shown(labels)}",
+                                     'e.g. "display_labels": {"1": "Male", "2": "Female"}', attribute=name))
+        try:
+            hierarchy = hierarchy.with_display_labels(labels)
+        except HierarchyError as exc:
+            raise _located(ctx.error(f"{path}.display_labels", str(exc), "label the hierarchy's codes only",
+                                     attribute=name, hierarchy=True)) from None
     if missing is not None and missing not in hierarchy.leaves:
         raise _located(ctx.error(f"{path}.missing", f"{shown(missing)} is not a leaf of the hierarchy",
                                  "add it as a leaf, or map empty cells to an existing leaf", attribute=name))
@@ -357,7 +423,8 @@ def _nominal(entry: Mapping[str, Any], path: str, ctx: _Context, base: Path, nam
         raise _located(ctx.error(f"{path}.level", f"must be a hierarchy level from 2 to {hierarchy.height}, got {level!r}",
                                  "count the column at that level of its hierarchy (1 is the root), or remove the key",
                                  attribute=name))
-    return NominalAttribute(name, hierarchy, missing=missing, column=column, domain_from_data=flag, level=level)
+    return NominalAttribute(name, hierarchy, missing=missing, column=column, domain_from_data=flag, level=level,
+                            **missing_options)
 
 
 def _is_file(path: Path) -> bool:
@@ -431,6 +498,8 @@ def schema_to_json(schema: Schema, *, hierarchy_files: bool = False) -> dict[str
     >>> from privelet_gui.engine import OrdinalAttribute, Schema
     >>> schema_to_json(Schema([OrdinalAttribute.integer_range("age", 0, 100, domain_from_data=True)]))
     {'version': 1, 'attributes': [{'name': 'age', 'type': 'ordinal', 'range': [0, 100], 'domain_from_data': True}]}
+    >>> schema_to_json(Schema([OrdinalAttribute.integer_range("age", 0, 99, missing_values=["N"], drop_missing=True)]))
+    {'version': 2, 'attributes': [{'name': 'age', 'type': 'ordinal', 'range': [0, 99], 'missing_values': ['N'], 'drop_missing': True}]}
     """
     files = hierarchy_file_names(schema) if hierarchy_files else {}
     out: list[dict[str, Any]] = []
@@ -440,29 +509,39 @@ def schema_to_json(schema: Schema, *, hierarchy_files: bool = False) -> dict[str
             entry["column"] = attribute.column
         entry["type"] = attribute.kind
         if isinstance(attribute, NominalAttribute):
+            finest = attribute.finest or attribute.hierarchy
             if hierarchy_files:
                 entry["hierarchy_file"] = files[attribute.name]
             else:
-                entry["hierarchy"] = (attribute.finest or attribute.hierarchy).to_nested()
+                entry["hierarchy"] = finest.to_nested()
             if attribute.level is not None:
                 entry["level"] = attribute.level
+            if finest.display_labels:  # in level order (the order of the tree), not as edited
+                entry["display_labels"] = {c: finest.display_labels[c] for c in finest.labels if c in finest.display_labels}
         else:
             if attribute.bins is not None:
                 b = attribute.bins
                 entry["bins"] = {"start": _json_value(b.start), "stop": _json_value(b.stop),
                                  "width": _json_value(b.width)}
             elif attribute.integer_start is not None:
-                entry["range"] = [attribute.integer_start, attribute.integer_start + attribute.size - 1]
+                entry["range"] = [attribute.integer_start, attribute.integer_start + len(attribute.values) - 1]
             else:
                 entry["values"] = [_json_value(v) for v in attribute.values]
             if attribute.out_of_range != "error":
                 entry["out_of_range"] = attribute.out_of_range
+        if attribute.missing_values is not None:
+            entry["missing_values"] = list(attribute.missing_values)
         if attribute.missing is not None:
             entry["missing"] = attribute.missing
+        if isinstance(attribute, OrdinalAttribute) and attribute.missing_at_end:
+            entry["missing_at_end"] = True
+        if attribute.drop_missing:
+            entry["drop_missing"] = True
         if attribute.domain_from_data:
             entry["domain_from_data"] = True
         out.append(entry)
-    return {"version": SCHEMA_VERSION, "attributes": out}
+    version = 2 if any(key in entry for entry in out for key in _VERSION_2_KEYS) else 1
+    return {"version": version, "attributes": out}
 
 
 def dumps_schema(schema: Schema, *, hierarchy_files: bool = False) -> str:

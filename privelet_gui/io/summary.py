@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,7 +22,14 @@ import pandas as pd
 from ..engine.progress import Progress
 from .tables import iter_table_chunks
 
-__all__ = ["MAX_TRACKED_VALUES", "ColumnSummary", "TableSummary", "summarize_frame", "summarize_table"]
+__all__ = [
+    "MAX_TRACKED_VALUES",
+    "ColumnSummary",
+    "TableSummary",
+    "suggest_missing_values",
+    "summarize_frame",
+    "summarize_table",
+]
 
 #: Distinct values of a column are remembered up to this many (for domains and checks).
 MAX_TRACKED_VALUES = 20_000
@@ -32,16 +40,27 @@ CancelFunction = Callable[[], bool]
 
 @dataclass(frozen=True)
 class ColumnSummary:
-    """What a column holds: distinct values, emptiness, whether it is numeric."""
+    """What a column holds: distinct values, missing cells, whether it is numeric.
+
+    Missing cells are the empty ones and those holding one of :attr:`missing_values`; every
+    other field describes the values left (a column of numbers and ``N`` is numeric when
+    ``N`` means missing). :meth:`with_missing_values` gives the summary under another list
+    of texts meaning missing, without reading the table again.
+    """
 
     name: str
-    distinct: int  # distinct non-empty values (a lower bound when ``values`` is None)
+    distinct: int  # distinct non-missing values (a lower bound when ``values`` is None)
     values: tuple[str, ...] | None  # the distinct values in natural order; None when too many
-    missing: int  # empty cells
-    numeric: bool  # every non-empty value is a number
-    integer: bool  # every non-empty value is an integer
+    missing: int  # missing cells: empty ones and those holding a text of ``missing_values``
+    numeric: bool  # every value (missing cells aside) is a number
+    integer: bool  # every value is an integer
     minimum: float | None
     maximum: float | None
+    empty: int = 0  # empty cells (always missing)
+    missing_values: tuple[str, ...] = ()  # the texts meaning missing this summary counts as missing
+    missing_counts: tuple[tuple[str, int], ...] = ()  # (text, cells) for each of them that occurs
+    approximate: bool = False  # see with_missing_values
+    _raw: _RawColumn | None = field(default=None, compare=False, repr=False)
 
     @property
     def type_guess(self) -> Literal["ordinal", "nominal"]:
@@ -62,6 +81,42 @@ class ColumnSummary:
         shown = ", ".join(self.values[:n])
         return shown + (", ..." if len(self.values) > n else "")
 
+    def missing_text(self) -> str:
+        """How many cells are missing, and why: ``"2,703, all 'N'"``, ``"14, all empty"`` or
+        ``"3,714: 'N' 3,700, empty 14"``."""
+        total = f"{self.missing:,}" + (" or more" if self.approximate else "")
+        parts = [f"{text!r} {count:,}" for text, count in self.missing_counts]
+        if self.empty:
+            parts.append(f"empty {self.empty:,}")
+        if not self.missing or not parts:
+            return total
+        if len(parts) == 1:
+            return f"{total}, all " + (repr(self.missing_counts[0][0]) if self.missing_counts else "empty")
+        return f"{total}: {', '.join(parts)}"
+
+    def non_numbers(self, most: int = 3) -> tuple[str, ...] | None:
+        """The few texts (at most ``most``) that keep this column from being numeric, or None
+        when there are none or more: in a column of numbers they usually mean missing."""
+        if self._raw is None or self.numeric:
+            return None
+        texts = self._raw.texts_left(self.missing_values)
+        return tuple(sorted(texts)) if texts is not None and 0 < len(texts) <= most and self._raw.has_numbers else None
+
+    def with_missing_values(self, values: Sequence[str]) -> ColumnSummary:
+        """This column's summary with ``values`` (texts) meaning missing instead.
+
+        Exact for columns whose distinct values are all remembered (up to
+        :data:`MAX_TRACKED_VALUES`); for wider ones it is exact for the texts meaning missing
+        that the table was summarised with and for texts that are not numbers. A number-like
+        text (``-1``) only now said to mean missing in such a column cannot be taken out of
+        what was counted: :attr:`approximate` is then true (the missing count is a lower
+        bound, the range may include it).
+        """
+        values = tuple(values)
+        if values == self.missing_values or self._raw is None:
+            return self
+        return self._raw.summary(values)
+
 
 @dataclass(frozen=True)
 class TableSummary:
@@ -81,62 +136,156 @@ class TableSummary:
         return tuple(c.name for c in self.columns)
 
 
-class _ColumnAccumulator:
-    def __init__(self, name: str):
-        self.name = name
-        self.values: set[str] | None = set()
-        self.distinct_floor = 0
-        self.missing = 0
-        self.numeric = True
-        self.integer = True
-        self.minimum: float | None = None
-        self.maximum: float | None = None
+def _parse_numbers(texts: np.ndarray) -> np.ndarray:
+    """Each text as a float64 (NaN for text that is not a finite number)."""
+    numbers = pd.to_numeric(pd.Series(texts, dtype=object).str.strip(), errors="coerce").to_numpy(
+        dtype=np.float64, na_value=np.nan
+    )
+    return np.where(np.isfinite(numbers), numbers, np.nan)  # "inf" is no number a domain holds
+
+
+@dataclass
+class _RawColumn:
+    """What a column's cells hold before any text is taken to mean missing: the counts of its
+    values while they are few enough, the counts of its texts that are not numbers, and the
+    range of its numbers (the table's texts meaning missing left out)."""
+
+    name: str
+    markers: tuple[str, ...]  # the table's texts meaning missing when it was read
+    empty: int = 0
+    tally: pd.Series | None = None  # the count of every value (None: too many to remember)
+    texts: dict[str, int] | None = None  # values that are not numbers, once the tally is gone (None: too many)
+    marked: dict[str, int] = field(default_factory=dict)  # cells holding each of ``markers``
+    distinct_floor: int = 0
+    minimum: float | None = None  # over the numbers that are not among ``markers``
+    maximum: float | None = None
+    integer: bool = True
+    has_numbers: bool = False
 
     def add(self, column: pd.Series) -> None:
         empty = column.isna().to_numpy()
         text = column[~empty].astype(str)
         blank = (text.str.strip() == "").to_numpy()
-        self.missing += int(empty.sum() + blank.sum())
-        uniques = pd.unique(text[~blank].to_numpy(dtype=object))
-        if self.values is not None:
-            self.values.update(uniques)
-            if len(self.values) > MAX_TRACKED_VALUES:
-                self.distinct_floor = len(self.values)
-                self.values = None
-        else:
-            self.distinct_floor = max(self.distinct_floor, len(uniques))
-        if self.numeric and len(uniques):
-            numbers = pd.to_numeric(pd.Series(uniques, dtype=object).str.strip(), errors="coerce").to_numpy(
-                dtype=np.float64, na_value=np.nan
-            )
-            if np.isnan(numbers).any() or not np.isfinite(numbers).all():
-                self.numeric = self.integer = False
-                return
-            self.integer = self.integer and bool(np.array_equal(numbers, np.floor(numbers)))
-            lo, hi = float(numbers.min()), float(numbers.max())
+        self.empty += int(empty.sum() + blank.sum())
+        tally = text[~blank].value_counts(sort=False)
+        uniques = tally.index.to_numpy(dtype=object)
+        numbers = _parse_numbers(uniques)
+        plain = np.isnan(numbers)
+        marker = np.isin(uniques, np.asarray(self.markers, dtype=object)) if self.markers else np.zeros(len(uniques), bool)
+        for value, n in zip(uniques[marker], tally.to_numpy()[marker], strict=True):
+            self.marked[value] = self.marked.get(value, 0) + int(n)
+        counted = ~plain & ~marker
+        if counted.any():
+            found = numbers[counted]
+            self.integer = self.integer and bool(np.array_equal(found, np.floor(found)))
+            lo, hi = float(found.min()), float(found.max())
             self.minimum = lo if self.minimum is None else min(self.minimum, lo)
             self.maximum = hi if self.maximum is None else max(self.maximum, hi)
+        self.has_numbers = self.has_numbers or not plain.all()
+        if self.distinct_floor == 0 and self.texts is None:  # still remembering every value
+            self.tally = tally if self.tally is None else self.tally.add(tally, fill_value=0).astype(np.int64)
+            if len(self.tally) <= MAX_TRACKED_VALUES:
+                return
+            # Too many values: keep only the texts that are not numbers (few, in a column of numbers).
+            every = self.tally.index.to_numpy(dtype=object)
+            kept = np.isnan(_parse_numbers(every))
+            self.texts = dict(zip(every[kept].tolist(), self.tally.to_numpy()[kept].tolist(), strict=True))
+            self.distinct_floor, self.tally = len(self.tally), None
+        else:
+            self.distinct_floor = max(self.distinct_floor, len(uniques))
+            if self.texts is not None:
+                for value, n in zip(uniques[plain], tally.to_numpy()[plain], strict=True):
+                    self.texts[value] = self.texts.get(value, 0) + int(n)
+        if self.texts is not None and len(self.texts) > MAX_TRACKED_VALUES:
+            self.texts = None
 
-    def result(self) -> ColumnSummary:
-        values: tuple[str, ...] | None = None
-        distinct = self.distinct_floor
-        if self.values is not None:
-            distinct = len(self.values)
-            if self.numeric and self.values:
-                values = tuple(sorted(self.values, key=lambda v: (float(v), v)))
-            else:
-                values = tuple(sorted(self.values))
-        numeric = self.numeric and distinct > 0
+    @cached_property
+    def _counts(self) -> dict[str, int]:
+        """Every value's count (only while the tally is kept), and the numbers among them."""
+        assert self.tally is not None
+        return {str(k): int(v) for k, v in self.tally.items()}
+
+    @cached_property
+    def _numbers(self) -> dict[str, float]:
+        counts = self._counts
+        keys = np.array(list(counts), dtype=object)
+        numbers = _parse_numbers(keys) if len(keys) else np.zeros(0)
+        return {k: float(x) for k, x in zip(keys.tolist(), numbers.tolist(), strict=True) if not np.isnan(x)}
+
+    def texts_left(self, markers: Sequence[str]) -> set[str] | None:
+        """The texts that are not numbers and do not mean missing (None: too many to know)."""
+        if self.tally is not None or self.distinct_floor == 0:
+            texts: set[str] = {v for v in self._counts if v not in self._numbers} if self.tally is not None else set()
+        elif self.texts is None:
+            return None
+        else:
+            texts = set(self.texts)
+        return texts - set(markers)
+
+    def summary(self, markers: tuple[str, ...]) -> ColumnSummary:
+        """The column's summary when ``markers`` mean missing."""
+        if self.distinct_floor == 0:  # every value remembered (or none at all)
+            return self._exact(markers)
+        return self._estimated(markers)
+
+    def _exact(self, markers: tuple[str, ...]) -> ColumnSummary:
+        counts = self._counts if self.tally is not None else {}
+        known = self._numbers if self.tally is not None else {}
+        marked = set(markers)
+        occurring = tuple((m, counts[m]) for m in markers if counts.get(m))
+        left = [v for v in counts if v not in marked]
+        numbers = [known[v] for v in left if v in known]
+        numeric = bool(left) and len(numbers) == len(left)
+        values = tuple(sorted(left, key=lambda v: (known[v], v))) if numeric else tuple(sorted(left))
         return ColumnSummary(
             name=self.name,
-            distinct=distinct,
+            distinct=len(left),
             values=values,
-            missing=self.missing,
+            missing=self.empty + sum(n for _, n in occurring),
             numeric=numeric,
-            integer=numeric and self.integer,
-            minimum=self.minimum if numeric else None,
-            maximum=self.maximum if numeric else None,
+            integer=numeric and all(float(x).is_integer() for x in numbers),
+            minimum=min(numbers) if numeric else None,
+            maximum=max(numbers) if numeric else None,
+            empty=self.empty,
+            missing_values=markers,
+            missing_counts=occurring,
+            _raw=self,
         )
+
+    def _estimated(self, markers: tuple[str, ...]) -> ColumnSummary:
+        """Too many distinct values to remember each: the numbers' range and the non-number texts."""
+        known = {**(self.texts or {}), **self.marked}
+        occurring = tuple((m, known[m]) for m in markers if known.get(m))
+        unknown = [m for m in markers if m not in known and m not in self.markers and _is_number(m)]
+        texts = self.texts_left(markers)
+        numeric = texts is not None and not texts and self.has_numbers
+        lo, hi, integer = self.minimum, self.maximum, self.integer
+        # the table's own number-like texts meaning missing that are values again
+        for text in set(self.marked) - set(markers):
+            number = float(_parse_numbers(np.array([text], dtype=object))[0])
+            if not np.isnan(number):
+                lo = number if lo is None else min(lo, number)
+                hi = number if hi is None else max(hi, number)
+                integer = integer and number.is_integer()
+        return ColumnSummary(
+            name=self.name,
+            distinct=self.distinct_floor,
+            values=None,
+            missing=self.empty + sum(n for _, n in occurring),
+            numeric=numeric and lo is not None,
+            integer=numeric and lo is not None and integer,
+            minimum=lo if numeric else None,
+            maximum=hi if numeric else None,
+            empty=self.empty,
+            missing_values=markers,
+            missing_counts=occurring,
+            approximate=bool(unknown),
+            _raw=self,
+        )
+
+
+def _is_number(text: str) -> bool:
+    return not np.isnan(_parse_numbers(np.array([text], dtype=object))[0])
 
 
 def summarize_table(
@@ -147,13 +296,15 @@ def summarize_table(
 ) -> TableSummary:
     """Read a whole table chunk by chunk and summarise each column (never holds the table).
 
-    ``progress(fraction, stage)`` gets the fraction of the file read; ``should_cancel()``
-    is checked between chunks (:class:`~privelet_gui.engine.Cancelled`).
+    The texts meaning missing of ``options`` (:class:`~privelet_gui.io.TableOptions`) count
+    as missing cells. ``progress(fraction, stage)`` gets the fraction of the file read;
+    ``should_cancel()`` is checked between chunks (:class:`~privelet_gui.engine.Cancelled`).
     """
     started = time.perf_counter()
     steps = Progress(progress, should_cancel)
     steps.report(0.0, "opening the table")
-    accumulators: dict[str, _ColumnAccumulator] | None = None
+    markers = tuple(getattr(options, "missing_values", ()) or ())
+    columns: dict[str, _RawColumn] | None = None
     rows = 0
 
     def position(fraction: float, stage: str) -> None:
@@ -161,26 +312,38 @@ def summarize_table(
 
     for chunk in iter_table_chunks(path, options, progress=position):
         steps.check()
-        if accumulators is None:
-            accumulators = _accumulators(chunk)
-        _add(accumulators, chunk)
+        if columns is None:
+            columns = _columns(chunk, markers)
+        _add(columns, chunk)
         rows += len(chunk)
     steps.report(1.0, f"read {rows:,} rows")
-    columns = tuple(acc.result() for acc in (accumulators or {}).values())
-    return TableSummary(Path(path), options, rows, columns, time.perf_counter() - started)
+    summaries = tuple(column.summary(markers) for column in (columns or {}).values())
+    return TableSummary(Path(path), options, rows, summaries, time.perf_counter() - started)
 
 
-def summarize_frame(frame: pd.DataFrame) -> tuple[ColumnSummary, ...]:
-    """The summary of every column of a table held in memory."""
-    accumulators = _accumulators(frame)
-    _add(accumulators, frame)
-    return tuple(acc.result() for acc in accumulators.values())
+def summarize_frame(frame: pd.DataFrame, missing_values: Sequence[str] = ()) -> tuple[ColumnSummary, ...]:
+    """The summary of every column of a table held in memory (``missing_values``: texts
+    meaning missing, besides empty cells)."""
+    markers = tuple(missing_values)
+    columns = _columns(frame, markers)
+    _add(columns, frame)
+    return tuple(column.summary(markers) for column in columns.values())
 
 
-def _accumulators(frame: pd.DataFrame) -> dict[str, _ColumnAccumulator]:
-    return {str(name): _ColumnAccumulator(str(name)) for name in frame.columns}
+def suggest_missing_values(columns: Sequence[ColumnSummary]) -> dict[str, tuple[str, ...]]:
+    """Texts that probably mean missing: those that alone keep a column of numbers from being
+    numeric (``N`` among ages), each with the columns where it does, the most widespread first."""
+    where: dict[str, list[str]] = {}
+    for column in columns:
+        for text in column.non_numbers() or ():
+            where.setdefault(text, []).append(column.name)
+    return {text: tuple(names) for text, names in sorted(where.items(), key=lambda item: (-len(item[1]), item[0]))}
 
 
-def _add(accumulators: dict[str, _ColumnAccumulator], frame: pd.DataFrame) -> None:
+def _columns(frame: pd.DataFrame, markers: tuple[str, ...]) -> dict[str, _RawColumn]:
+    return {str(name): _RawColumn(str(name), markers) for name in frame.columns}
+
+
+def _add(columns: dict[str, _RawColumn], frame: pd.DataFrame) -> None:
     for name in frame.columns:
-        accumulators[str(name)].add(frame[name])
+        columns[str(name)].add(frame[name])

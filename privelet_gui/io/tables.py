@@ -2,7 +2,9 @@
 
 CSV is read with the pandas C parser. Cells are text unless a schema asks for
 numbers; only empty cells are missing (``NA``, ``None``, ``?`` ... are ordinary
-values, as they are in many census files). Counting streams the file chunk by chunk
+values, as they are in many census files) unless the reading options name texts
+meaning missing (``TableOptions(missing_values=("N",))``: the ACS writes ``N``), which
+every attribute without a list of its own then treats as missing. Counting streams the file chunk by chunk
 into the engine's :class:`~privelet_gui.engine.FrequencyCounter`, so memory depends on
 the chunk size and the matrix, never on the number of rows.
 """
@@ -29,9 +31,9 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from ..engine import CountReport, FrequencyCounter, Schema
+from ..engine import CountReport, FrequencyCounter, Schema, SchemaError
 from ..engine.progress import CancelCallback, Progress, ProgressCallback
-from ..engine.schema import cell_text
+from ..engine.schema import cell_text, check_missing_values
 from .errors import TableError
 
 __all__ = [
@@ -40,6 +42,7 @@ __all__ = [
     "TableOptions",
     "count_table",
     "iter_table_chunks",
+    "parse_missing_values",
     "preview_table",
     "read_ahead",
     "read_table",
@@ -84,6 +87,9 @@ class TableOptions:
     ``header`` says whether the first row names the columns; without one, columns are
     called ``column_1``, ``column_2``, ... ``format`` is ``"csv"`` or ``"parquet"``, or
     ``None`` to decide from the file's content (gzip-compressed CSV is detected too).
+    ``missing_values`` lists texts that mean a missing value in every column (``("N",
+    "NA")``), besides empty cells, which are always missing; a schema's attribute may name
+    its own instead (its ``missing_values``).
 
     Examples
     --------
@@ -99,8 +105,14 @@ class TableOptions:
     encoding: str = "utf-8"
     header: bool = True
     format: TableFormat | None = None
+    missing_values: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        try:
+            markers = check_missing_values(self.missing_values, "reading options")
+        except SchemaError as exc:
+            raise TableError(str(exc)) from None
+        object.__setattr__(self, "missing_values", markers)
         if self.delimiter is not None and (not isinstance(self.delimiter, str) or len(self.delimiter) != 1):
             raise TableError(
                 f"the delimiter must be one character (e.g. ',', ';', '|' or a tab), got {self.delimiter!r}"
@@ -117,6 +129,17 @@ class TableOptions:
             raise TableError(f"format must be 'csv', 'parquet' or None (detect), got {self.format!r}")
         if not isinstance(self.header, bool):
             raise TableError(f"header must be true or false, got {self.header!r}")
+
+
+def parse_missing_values(text: str) -> tuple[str, ...]:
+    """Texts meaning missing as people type them: comma-separated, spaces around each ignored
+    (``"N, NA"``), each once; checked as :class:`TableOptions` checks them (TableError).
+
+    >>> parse_missing_values("N, NA,, N")
+    ('N', 'NA')
+    """
+    values = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    return TableOptions(missing_values=values).missing_values
 
 
 # -- file access ------------------------------------------------------------------------
@@ -1051,6 +1074,8 @@ def count_table(
     steps.report(0.0, "reading table")
     source = _resolve(path, options)
     usecols = _check_columns(source, _schema_columns(schema))
+    # The table's texts meaning missing, for every attribute that names none of its own.
+    schema = schema.with_default_missing_values(source.options.missing_values)
     shown = [0.0]  # progress never moves back, even when counting starts again
     # Counting starts again (at most once for each reason, once per column for the last) when
     # the file turns out to need a slower way: a quote past the sample (no byte ranges, and

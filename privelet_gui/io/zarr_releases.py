@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..engine import PriveletError, Release, SchemaError
+from ..engine import PriveletError, Release
 from .atomic import atomic_write, check_writable
 from .errors import OutputExistsError, ReleaseFileError
 from .releases import (
@@ -44,8 +44,10 @@ from .releases import (
     RELEASE_FORMAT,
     RELEASE_FORMAT_VERSION,
     SEEDED_WARNING,
+    ExportAxis,
     ExportFormat,
     _export_format,
+    export_axes,
     release_from_metadata,
     release_metadata,
     seeded_marks,
@@ -345,7 +347,7 @@ def export_release_chunked(
     check_writable(p, force=force)
     noisy = release.noisy
     shape = tuple(int(n) for n in noisy.shape)
-    names, labels = _axis_labels(release, shape)
+    axes = export_axes(release, shape)
     rows = 0
     with atomic_write(p, force=force) as f:
         if fmt == "csv":
@@ -355,7 +357,7 @@ def export_release_chunked(
                 if release.seeded:
                     text.write(f"# {SEEDED_WARNING}\n")
                 for index in _slabs(shape, _CHUNK_CELLS):
-                    frame = _slab_frame(noisy, index, shape, names, labels)
+                    frame = _slab_frame(noisy, index, shape, axes)
                     frame.to_csv(text, index=False, header=rows == 0, lineterminator="\n")
                     rows += len(frame)
                 text.flush()
@@ -370,7 +372,7 @@ def export_release_chunked(
             writer: Any = None
             try:
                 for index in _slabs(shape, _CHUNK_CELLS):
-                    table = pa.Table.from_pandas(_slab_frame(noisy, index, shape, names, labels), preserve_index=False)
+                    table = pa.Table.from_pandas(_slab_frame(noisy, index, shape, axes), preserve_index=False)
                     table = table.replace_schema_metadata({**(table.schema.metadata or {}), **seeded_marks(release.seeded)})
                     if writer is None:
                         writer = pq.ParquetWriter(f, table.schema)
@@ -382,40 +384,24 @@ def export_release_chunked(
     return rows
 
 
-def _axis_labels(release: Release, shape: tuple[int, ...]) -> tuple[list[str], list[list[str]]]:
-    schema = release.schema
-    if schema is not None:
-        names = list(schema.names)
-        labels = [list(a.labels) for a in schema]
-    else:
-        names = [f"axis_{i}" for i in range(len(shape))]
-        labels = [[str(j) for j in range(n)] for n in shape]
-    if COUNT_COLUMN in names:
-        raise SchemaError(f"an attribute is called {COUNT_COLUMN!r}, the name of the count column; rename it")
-    return names, labels
-
-
 def _slabs(shape: tuple[int, ...], cells: int) -> Iterator[tuple[slice, ...]]:
     """Boxes of at most about ``cells`` cells that cover ``shape`` in C order, one after the other."""
     chunk = regular_chunks(shape, cells)
     return _chunk_grid(shape, chunk)
 
 
-def _slab_frame(
-    noisy: Any, index: tuple[slice, ...], shape: tuple[int, ...], names: list[str], labels: list[list[str]]
-) -> pd.DataFrame:
-    """The long-format rows of one slab, with categorical label columns over all the labels."""
+def _slab_frame(noisy: Any, index: tuple[slice, ...], shape: tuple[int, ...], axes: list[ExportAxis]) -> pd.DataFrame:
+    """The long-format rows of one slab, with categorical code (and label) columns over all the values."""
     import pandas as pd
 
     values = np.asarray(noisy[index], dtype=np.float64)
     extents = values.shape
     columns: dict[str, Any] = {}
-    for axis, (name, cats) in enumerate(zip(names, labels, strict=True)):
+    for axis, export in enumerate(axes):
         start = range(shape[axis])[index[axis]].start
         inner = math.prod(extents[axis + 1 :])
         outer = math.prod(extents[:axis])
-        dtype = np.min_scalar_type(max(len(cats) - 1, 0))
-        codes = np.tile(np.repeat(np.arange(start, start + extents[axis], dtype=dtype), inner), outer)
-        columns[name] = pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
+        dtype = np.min_scalar_type(max(shape[axis] - 1, 0))
+        columns.update(export.columns(np.tile(np.repeat(np.arange(start, start + extents[axis], dtype=dtype), inner), outer)))
     columns[COUNT_COLUMN] = values.reshape(-1)
     return pd.DataFrame(columns, copy=False)

@@ -41,16 +41,16 @@ from ..engine import (
 )
 from ..engine.counting import InvalidPolicy
 from ..engine.noise import Neighbours, Sampler
-from ..engine.schema import OutOfRange
+from ..engine.schema import OutOfRange, check_missing_values
 from ..engine.spec import Mechanism
 from ..io import ColumnSummary, TableSummary, infer_attribute
-from ..io.inference import free_root_label
+from ..io.inference import MISSING_LABEL, free_root_label, missing_code
 from ..io.ledger import BudgetCheck, spending_summary
 from ..io.project import Project, WorkloadChoice
 from .events import Event
 from .history import FieldChange, History, UndoHistory
 from .jobs import ReleaseJob, ReleaseOutcome
-from .tree import HierarchyTree, TreeNode, tree_from_json, tree_to_json
+from .tree import HierarchyTree, Problem, TreeNode, tree_from_json, tree_to_json
 from .workload import AdviceKey, BestSa, ResultCache, SearchKey, find_best_sa, search_seconds
 
 if TYPE_CHECKING:
@@ -68,6 +68,7 @@ __all__ = [
 
 Kind = Literal["ordinal", "nominal"]
 Mode = Literal["range", "values", "bins"]
+MissingChoice = Literal["refuse", "drop", "own", "value"]
 
 #: Columns with more distinct values than this are not included by default.
 MAX_DEFAULT_VALUES = 1000
@@ -103,11 +104,14 @@ class AttributeConfig:
     hi: int = 0
     bins: tuple[float, float, float] = (0.0, 1.0, 1.0)  # start, stop, width
     out_of_range: OutOfRange = "error"
-    missing: str | None = None
+    missing: str | None = None  # the value missing cells count as (None: they are dropped or refused)
     domain_from_data: bool = False
     hierarchy: HierarchyTree | None = None
     level: int | None = None  # a nominal attribute counted at this level of its hierarchy (None: its leaves)
     note: str = ""
+    missing_values: tuple[str, ...] | None = None  # texts meaning missing in this column (None: the table's)
+    drop_missing: bool = False  # rows with a missing cell are dropped (and reported)
+    missing_at_end: bool = False  # ordinal: ``missing`` is a value of its own after the last
 
     def to_attribute(self) -> Attribute:
         """The engine attribute (validated by the engine); raises PriveletError."""
@@ -115,6 +119,8 @@ class AttributeConfig:
             "missing": self.missing,
             "column": None if self.column == self.name else self.column,
             "domain_from_data": self.domain_from_data,
+            "missing_values": self.missing_values,
+            "drop_missing": self.drop_missing,
         }
         if self.kind == "nominal":
             if self.hierarchy is None:
@@ -124,6 +130,7 @@ class AttributeConfig:
             except HierarchyError as exc:
                 raise HierarchyError(f"attribute {self.name!r}: {exc}") from None
             return NominalAttribute(self.name, hierarchy, level=self.level, **common)
+        common["missing_at_end"] = self.missing_at_end
         if self.mode == "range":
             return OrdinalAttribute.integer_range(
                 self.name, int(self.lo), int(self.hi), out_of_range=self.out_of_range, **common
@@ -141,18 +148,26 @@ class AttributeConfig:
             if self.hierarchy is None:
                 return "no hierarchy"
             text = f"hierarchy of {len(self.hierarchy.leaves()):,} values"
+            if self.missing is not None and not self.drop_missing:
+                text += f", {self.missing!r} for missing cells"
             return text if self.level is None else f"{text}, counted at level {self.level}"
+        own = f", then {self.missing!r} for missing cells" if self.missing_at_end else ""
         if self.mode == "range":
-            return f"integers {self.lo} to {self.hi}"
+            return f"integers {self.lo} to {self.hi}{own}"
         if self.mode == "bins":
             start, stop, width = self.bins
-            return f"bins of width {_num(width)} from {_num(start)} to {_num(stop)}"
+            return f"bins of width {_num(width)} from {_num(start)} to {_num(stop)}{own}"
         shown = ", ".join(map(str, self.values[:4])) + (", ..." if len(self.values) > 4 else "")
-        return f"{len(self.values):,} values: {shown}"
+        return f"{len(self.values):,} values: {shown}{own}"
 
 
 def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def _shown_labels(schema: Schema) -> list[dict[str, str]]:
+    """Every nominal attribute's display labels (what equality of schemas leaves out)."""
+    return [dict(a.hierarchy.display_labels) if isinstance(a, NominalAttribute) else {} for a in schema]
 
 
 def _flat_tree(labels: Sequence[str], history: History | None, name: str) -> HierarchyTree:
@@ -169,6 +184,8 @@ def config_from_attribute(attribute: Attribute, history: History | None) -> Attr
         name=attribute.name,
         missing=attribute.missing,
         domain_from_data=attribute.domain_from_data,
+        missing_values=attribute.missing_values,
+        drop_missing=attribute.drop_missing,
     )
     if isinstance(attribute, NominalAttribute):
         # A coarse attribute keeps its whole hierarchy: the table holds the finest values.
@@ -180,6 +197,7 @@ def config_from_attribute(attribute: Attribute, history: History | None) -> Attr
         return config
     config.kind = "ordinal"
     config.out_of_range = attribute.out_of_range
+    config.missing_at_end = attribute.missing_at_end
     config.values = attribute.values or attribute.labels  # a range stays a range (it may be huge)
     if attribute.bins is not None:
         config.mode = "bins"
@@ -187,7 +205,7 @@ def config_from_attribute(attribute: Attribute, history: History | None) -> Attr
     elif attribute.integer_start is not None:
         config.mode = "range"
         config.lo = attribute.integer_start
-        config.hi = attribute.integer_start + attribute.size - 1
+        config.hi = attribute.integer_start + len(attribute.values) - 1
     else:
         config.mode = "values"
     return config  # a switch to nominal builds a flat tree of the values (Workspace.set_attribute)
@@ -206,7 +224,9 @@ def infer_config(column: ColumnSummary, history: History | None = None) -> Attri
     if config.kind == "ordinal":
         # The values a switch to "values" or to nominal starts from are the data's own.
         config.values = tuple(values)
-        config.hierarchy = _flat_tree(values, history, column.name)
+        # ... and a value of their own for missing cells stays one (a leaf) in that tree
+        own = [config.missing] if config.missing_at_end and config.missing is not None else []
+        config.hierarchy = _flat_tree([*values, *own], history, column.name)
     if not values:
         config.include = False
         config.note = "the column is empty"
@@ -438,7 +458,40 @@ class Workspace:
         return summary.values if summary is not None else None
 
     def column_summary(self, column: str) -> ColumnSummary | None:
-        return self.summary.column(column) if self.summary is not None else None
+        """What the column holds, its missing cells counted by the texts meaning missing in it
+        (the attribute's own list, else the table's)."""
+        summary = self.summary.column(column) if self.summary is not None else None
+        config = next((c for c in self.configs if c.column == column), None)
+        if summary is not None and config is not None and config.missing_values is not None:
+            return summary.with_missing_values(config.missing_values)
+        return summary
+
+    def table_missing_values(self) -> tuple[str, ...]:
+        """The texts the table's reading options say mean missing (besides empty cells)."""
+        return tuple(getattr(self.table_options, "missing_values", ()) or ())
+
+    def missing_choice(self, config: AttributeConfig) -> MissingChoice:
+        """What the column's missing cells count as: ``"refuse"`` (the count stops with an
+        error), ``"drop"`` their rows, ``"own"`` (a value of their own: an ordinal one after the
+        last, or a leaf that the data never holds), or ``"value"`` (one of the data's values)."""
+        if config.drop_missing:
+            return "drop"
+        if config.missing is None:
+            return "refuse"
+        if config.kind == "ordinal":
+            return "own" if config.missing_at_end else "value"
+        values = self.data_values(config.column)
+        return "own" if values is not None and config.missing not in set(values) else "value"
+
+    def own_missing_code(self, config: AttributeConfig) -> str:
+        """The code a value of their own for the column's missing cells has, or would have."""
+        return config.missing if config.missing is not None and self.missing_choice(config) == "own" else (
+            self._own_missing_code(config)
+        )
+
+    def missing_values_of(self, config: AttributeConfig) -> tuple[str, ...]:
+        """The texts meaning missing in an attribute's column: its own list, else the table's."""
+        return config.missing_values if config.missing_values is not None else self.table_missing_values()
 
     def trees(self) -> list[HierarchyTree]:
         """Every attribute's editable hierarchy."""
@@ -459,7 +512,10 @@ class Workspace:
                 self._schema_cache = (None, "include at least one attribute")
             else:
                 try:
-                    self._schema_cache = (Schema([c.to_attribute() for c in included]), None)
+                    schema = Schema([c.to_attribute() for c in included])
+                    # The table's texts meaning missing, for attributes that name none of their own:
+                    # the schema is then what counting uses (and what an exported schema says).
+                    self._schema_cache = (schema.with_default_missing_values(self.table_missing_values()), None)
                 except PriveletError as exc:
                     self._schema_cache = (None, str(exc))
         return self._schema_cache
@@ -538,10 +594,32 @@ class Workspace:
 
         return [(issue.severity, issue.message) for issue in attribute_issues(self, config)]
 
-    def hierarchy_problems(self, config: AttributeConfig) -> list[Any]:
+    def hierarchy_problems(self, config: AttributeConfig) -> list[Problem]:
+        """What keeps a nominal attribute's hierarchy from counting its column: the tree's own
+        problems, data values that are no leaf, and the value missing cells count as when it
+        is none (an imported or rebuilt tree need not hold it)."""
         if config.kind != "nominal" or config.hierarchy is None:
             return []
-        return config.hierarchy.problems(self.data_values(config.column))
+        problems = config.hierarchy.problems(self.data_values(config.column))
+        if config.missing is not None and not config.drop_missing and config.hierarchy.missing_values([config.missing]):
+            problems.append(Problem(
+                "missing",
+                f"{config.missing!r}, the value missing cells count as, is not in the hierarchy: add it, or drop "
+                "their rows (Attributes step, \"Missing\")",
+                None, config.missing,
+            ))
+        return problems
+
+    def values_missing_from_hierarchy(self, config: AttributeConfig) -> list[str]:
+        """The values a nominal attribute's hierarchy must hold and does not, in order: the
+        data's, then the value missing cells count as (the one rule behind "add the missing
+        values")."""
+        if config.kind != "nominal" or config.hierarchy is None:
+            return []
+        wanted = list(self.data_values(config.column) or ())
+        if config.missing is not None and not config.drop_missing and config.missing not in wanted:
+            wanted.append(config.missing)
+        return config.hierarchy.missing_values(wanted)
 
     # -- loading ----------------------------------------------------------------------------------
     def reset(self) -> None:
@@ -711,11 +789,18 @@ class Workspace:
         changes = {k: v for k, v in changes.items() if getattr(config, k) != v}
         if not changes:
             return
+        own = (
+            config.missing if "kind" in changes and "missing_at_end" not in changes
+            and self.missing_choice(config) == "own" else None
+        )
+        if "kind" in changes and own is not None:
+            # A value of their own for missing cells stays one: after the last ordinal value, or a leaf.
+            changes["missing_at_end"] = changes["kind"] == "ordinal"
         if changes.get("kind") == "nominal" and config.hierarchy is None and "hierarchy" not in changes:
             values = self.data_values(column) or config.values
             # a tree of millions of leaves is no hierarchy anyone edits: start from the root alone
             labels = [str(v) for v in values] if len(values) <= MAX_TREE_VALUES else []
-            tree = _flat_tree(labels, self.history, config.name)
+            tree = _flat_tree([*labels, *([own] if own is not None and labels else [])], self.history, config.name)
             self._watch(tree)
             changes["hierarchy"] = tree
         domain_keys = {"mode", "values", "lo", "hi", "bins", "hierarchy"}
@@ -730,6 +815,72 @@ class Workspace:
         before = {key: getattr(config, key) for key in changes}
         key = None if merge is None else ("attribute", merge, column)
         self.history.push(FieldChange(label, apply, before, changes, merge_key=key, done=self._attributes_changed))
+
+    def set_missing_values(self, column: str, values: Sequence[str] | None) -> None:
+        """Name the texts meaning missing in one column (None: the table's, from its reading
+        options); checked like the engine checks them (raises PriveletError)."""
+        config = self.config(column)
+        if values is not None:
+            values = check_missing_values(values, f"column {column!r}")
+        what = "the table's" if values is None else ", ".join(map(repr, values)) or "only empty cells"
+        self.set_attribute(column, f"{config.name}: missing values {what}", missing_values=values)
+
+    def set_missing(self, column: str, choice: MissingChoice, value: str | None = None) -> None:
+        """Say what the column's missing cells count as (one undoable change): ``"refuse"``,
+        ``"drop"`` their rows, ``"own"`` value (a value after the last ordinal one, or a leaf of
+        the hierarchy, added at the depth of the other leaves), or ``"value"``: the domain's
+        value ``value``. An own value is called ``value``, or after the column (see
+        :func:`~privelet_gui.io.inference.missing_code`)."""
+        config = self.config(column)
+        changes: dict[str, Any] = {"drop_missing": choice == "drop", "missing_at_end": False, "missing": None}
+        text = f"{config.name}: missing cells "
+        if choice == "drop":
+            text += "dropped"
+        elif choice == "value":
+            if value is None:
+                raise PriveletError("say which value missing cells count as")
+            changes["missing"] = value
+            text += f"count as {value!r}"
+        elif choice == "own":
+            code = value or self._own_missing_code(config)
+            changes["missing"] = code
+            changes["missing_at_end"] = config.kind == "ordinal"
+            text += f"count as a value of their own, {code!r}"
+        elif choice == "refuse":
+            text += "refused"
+        else:
+            raise PriveletError(f"missing cells are refused, dropped, their own value or a value, not {choice!r}")
+        previous = self.missing_choice(config)
+        with self.history.group(text):
+            tree = config.hierarchy if config.kind == "nominal" else None
+            if tree is not None and previous == "own" and config.missing is not None and changes["missing"] != config.missing:
+                # the leaf that was there for missing cells only goes with them
+                own_leaf = tree.find(config.missing)
+                if own_leaf is not None:
+                    tree.remove_branch(own_leaf)
+            if choice == "own" and config.kind == "nominal" and config.hierarchy is not None:
+                tree = config.hierarchy
+                if tree.find(changes["missing"]) is None:
+                    if tree.leaf_depth() > 2:
+                        tree.add_leaves_at_depth([changes["missing"]])
+                    else:
+                        tree.add_leaves([changes["missing"]])
+            self.set_attribute(column, text, **changes)
+
+    def _own_missing_code(self, config: AttributeConfig) -> str:
+        """The code of a value of their own for a column's missing cells (the inference rule),
+        kept clear of the domain's values."""
+        summary = self.column_summary(config.column)
+        code = missing_code(summary) if summary is not None else MISSING_LABEL
+        taken: set[str] = set()
+        if config.kind == "nominal" and config.hierarchy is not None:
+            taken = {n.label for n in config.hierarchy.root.walk()}
+        elif config.mode == "values":
+            taken = {str(v) for v in config.values}
+        base, k = code, 2
+        while code in taken:
+            code, k = f"{base} ({k})", k + 1
+        return code
 
     def set_privacy(self, text: str | None = None, *, merge: str | None = None, **changes: Any) -> None:
         """Change epsilon, S_A, the neighbouring notion, the mechanism or the counting policy."""
@@ -885,8 +1036,22 @@ class Workspace:
 
     def _attributes_changed(self) -> None:
         self._schema_cache = None
+        self._relabel_release()
         self.events.attributes_changed.emit()
         self.events.state_changed.emit()
+
+    def _relabel_release(self) -> None:
+        """Display labels are presentation: a held release that still matches the settings
+        takes the current labels (its exports show them) instead of going stale, so rewording
+        a label never costs another release."""
+        outcome = self.outcome
+        if outcome is None or self.release_is_stale():
+            return
+        spec = self.release_spec()
+        released = outcome.release.schema
+        if spec is None or released is None or _shown_labels(spec.schema) == _shown_labels(released):
+            return
+        self.outcome = dataclasses.replace(outcome, release=dataclasses.replace(outcome.release, schema=spec.schema))
 
     def _changed_all(self) -> None:
         self._schema_cache = None

@@ -76,11 +76,11 @@ def attribute_issues(workspace: Workspace, config: AttributeConfig) -> list[Step
         issues.append(StepIssue("attributes", "no-column", f"{name}: the table has no column {config.column!r}",
                                 attribute=name))
     if column is not None:
-        if column.missing and attribute.missing is None:
+        if column.missing and attribute.missing is None and not attribute.drop_missing:
             issues.append(StepIssue(
-                "attributes", "empty-cells",
-                f"{name}: {column.missing:,} empty cell(s); map them to a value of the domain "
-                "(\"Empty cells\") or drop such rows (Release step)",
+                "attributes", "missing",
+                f"{name}: missing cells ({column.missing_text()}); give them a value of their own or drop their "
+                "rows (\"Missing\")",
                 severity, name,
             ))
         if isinstance(attribute, OrdinalAttribute):
@@ -97,8 +97,14 @@ def _ordinal_issues(
     name = config.name
     if attribute.is_numeric:
         if not column.numeric:
+            texts = column.non_numbers()
+            hint = (
+                f"; if {', '.join(map(repr, texts))} mean{'s' if len(texts) == 1 else ''} missing, name "
+                f"{'it' if len(texts) == 1 else 'them'} among the values meaning missing"
+                if texts else ""
+            )
             return [StepIssue("attributes", "text-in-numeric", f"{name}: the column holds text but the domain is "
-                              "numeric; use explicit values or make the attribute nominal", severity, name)]
+                              f"numeric; use explicit values or make the attribute nominal{hint}", severity, name)]
         lo, hi = (attribute.bins.start, attribute.bins.stop) if attribute.bins else (config.lo, config.hi + 1)
         assert column.minimum is not None and column.maximum is not None
         if column.minimum < lo or column.maximum >= hi:

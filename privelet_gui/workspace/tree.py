@@ -6,9 +6,13 @@ custodian edits it, the tree may be invalid (an empty group, a duplicate label):
 :meth:`HierarchyTree.problems` lists what to fix, and :meth:`HierarchyTree.to_hierarchy`
 raises until it is fixed.
 
+A node's ``label`` is its code (what the data holds, for a leaf); its ``display`` is the
+optional text shown for it (a display label: see :mod:`privelet_gui.engine.hierarchy`).
+Labelling a value never changes the code the data is matched with.
+
 Every edit is one :class:`~privelet_gui.workspace.history.Change` made of primitive
-operations (move, insert, remove, rename, reset), each with its inverse, pushed on the
-tree's history. Views follow the edits through a :class:`TreeObserver`, told before and
+operations (move, insert, remove, rename, relabel, reset), each with its inverse, pushed on
+the tree's history. Views follow the edits through a :class:`TreeObserver`, told before and
 after every primitive operation (the Qt item model turns these into its row signals).
 Leaf order is the attribute's axis order: the tree never reorders leaves except when
 the user moves them.
@@ -28,11 +32,12 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from ..engine import Hierarchy, HierarchyError, HierarchyNode
+from ..engine.hierarchy import MAX_DISPLAY_LABEL
 from .events import Event
 from .history import Change, History, UndoHistory
 
@@ -50,13 +55,17 @@ _uids = itertools.count(1)
 
 
 class TreeNode:
-    """One node of the editable tree. ``is_group`` distinguishes an empty group from a leaf."""
+    """One node of the editable tree. ``is_group`` distinguishes an empty group from a leaf;
+    ``label`` is the node's code, ``display`` its display label (None: none)."""
 
-    __slots__ = ("children", "is_group", "label", "parent", "uid")
+    __slots__ = ("children", "display", "is_group", "label", "parent", "uid")
 
-    def __init__(self, label: str, is_group: bool = False, children: Iterable[TreeNode] = ()):
+    def __init__(
+        self, label: str, is_group: bool = False, children: Iterable[TreeNode] = (), display: str | None = None
+    ):
         self.uid: int = next(_uids)
         self.label = label
+        self.display = display
         self.is_group = is_group
         self.parent: TreeNode | None = None
         self.children: list[TreeNode] = []
@@ -87,6 +96,11 @@ class TreeNode:
             node = node.parent
         return False
 
+    @property
+    def shown(self) -> str:
+        """The text shown for the node: its display label, else its code."""
+        return self.display if self.display is not None else self.label
+
     def path(self) -> tuple[str, ...]:
         labels = []
         node: TreeNode | None = self
@@ -100,26 +114,35 @@ class TreeNode:
 
 
 def tree_from_hierarchy(hierarchy: Hierarchy) -> TreeNode:
-    """A fresh editable tree with the structure of an engine hierarchy."""
+    """A fresh editable tree with the structure (and display labels) of an engine hierarchy."""
+    shown = hierarchy.display_labels
 
     def build(node: HierarchyNode, is_root: bool) -> TreeNode:
-        return TreeNode(node.label, is_group=is_root or not node.is_leaf, children=[build(c, False) for c in node.children])
+        return TreeNode(
+            node.label, is_group=is_root or not node.is_leaf, children=[build(c, False) for c in node.children],
+            display=shown.get(node.label),
+        )
 
     return build(hierarchy.root, True)
 
 
 def tree_to_json(node: TreeNode) -> dict[str, Any]:
     """A JSON-able form that keeps empty groups (used for drafts in project files)."""
+    out: dict[str, Any] = {"label": node.label}
+    if node.display is not None:
+        out["display"] = node.display
     if node.is_group:
-        return {"label": node.label, "children": [tree_to_json(c) for c in node.children]}
-    return {"label": node.label}
+        out["children"] = [tree_to_json(c) for c in node.children]
+    return out
 
 
 def tree_from_json(obj: dict[str, Any]) -> TreeNode:
     """The inverse of :func:`tree_to_json`."""
+    display = obj.get("display")
+    shown = None if display is None else str(display)
     if "children" in obj:
-        return TreeNode(str(obj["label"]), True, [tree_from_json(c) for c in obj["children"]])
-    return TreeNode(str(obj["label"]))
+        return TreeNode(str(obj["label"]), True, [tree_from_json(c) for c in obj["children"]], display=shown)
+    return TreeNode(str(obj["label"]), display=shown)
 
 
 def _to_engine(node: TreeNode) -> HierarchyNode:
@@ -145,14 +168,14 @@ class TreeObserver(Protocol):
     def after_insert(self) -> None: ...
     def before_remove(self, node: TreeNode) -> None: ...
     def after_remove(self) -> None: ...
-    def renamed(self, nodes: list[TreeNode]) -> None: ...
+    def renamed(self, nodes: list[TreeNode]) -> None: ...  # their code or display label changed
     def before_reset(self) -> None: ...
     def after_reset(self) -> None: ...
 
 
 # -- primitive operations ---------------------------------------------------------------
 # ("move", uid, parent_uid, row_after_removal) | ("insert", uid, parent_uid, row) |
-# ("remove", uid) | ("rename", uid, label) | ("reset", root_uid)
+# ("remove", uid) | ("rename", uid, label) | ("relabel", uid, display or None) | ("reset", root_uid)
 Op = tuple[Any, ...]
 
 
@@ -262,7 +285,7 @@ class HierarchyTree:
                 self._cache["hierarchy"] = HierarchyError(structural[0].message)
             else:
                 try:
-                    self._cache["hierarchy"] = Hierarchy(_to_engine(self._root))
+                    self._cache["hierarchy"] = Hierarchy(_to_engine(self._root), self.display_labels())
                 except HierarchyError as exc:
                     self._cache["hierarchy"] = exc
         result = self._cache["hierarchy"]
@@ -306,6 +329,10 @@ class HierarchyTree:
             if len(missing) > limit:
                 problems.append(Problem("missing", f"... and {len(missing) - limit:,} more data values missing from the hierarchy"))
         return problems
+
+    def display_labels(self) -> dict[str, str]:
+        """Code -> display label of every node that has one."""
+        return {n.label: n.display for n in self._root.walk() if n.display is not None}
 
     def missing_values(self, data_values: Collection[str]) -> list[str]:
         leaves = set(self.leaves())
@@ -446,6 +473,16 @@ class HierarchyTree:
         what = repr(labels[0]) if len(labels) == 1 else f"{len(labels)} values"
         return self._push(f"Add {what} in a group of its own", build)
 
+    def remove_branch(self, leaf: TreeNode, text: str | None = None) -> bool:
+        """Remove a value together with the groups above it that hold nothing else (the group
+        of its own :meth:`add_leaves_at_depth` made for it), as one edit."""
+        if leaf.is_group or not self.attached(leaf):
+            return False
+        top = leaf
+        while top.parent is not None and top.parent is not self._root and len(top.parent.children) == 1:
+            top = top.parent
+        return self._push(text or f"Remove {leaf.label!r}", lambda: self._do(("remove", top.uid)))
+
     def delete_group(self, node: TreeNode) -> bool:
         """Remove a group; its children take its place in its parent."""
         if node is self._root or not node.is_group or node.parent is None:
@@ -472,10 +509,35 @@ class HierarchyTree:
         return self._push(f"Delete {self.describe(nodes)}", build)
 
     def rename(self, node: TreeNode, label: str) -> bool:
+        """Change a node's code (for a leaf: the value the data must hold to count there)."""
         label = label.strip()
         if not label or label == node.label:
             return False
         return self._push(f"Rename {node.label!r} to {label!r}", lambda: self._do(("rename", node.uid, label)))
+
+    def set_display_label(self, node: TreeNode, text: str | None) -> bool:
+        """Show ``text`` for the node (empty, None or its code: no display label); its code,
+        and so what it counts, stays."""
+        display = _display_text(node, text)
+        if display == node.display:
+            return False
+        what = f"Label {node.label!r} {display!r}" if display is not None else f"Remove the label of {node.label!r}"
+        return self._push(what, lambda: self._do(("relabel", node.uid, display)))
+
+    def set_display_labels(self, labels: Mapping[str, str], text: str = "Import labels") -> int:
+        """Give every node whose code ``labels`` names that display label, as one edit; the
+        number of nodes whose label changed."""
+        targets = [(node, _display_text(node, labels[node.label])) for node in self._root.walk() if node.label in labels]
+        changes = [(node, display) for node, display in targets if display != node.display]
+        if not changes:
+            return 0
+
+        def build() -> None:
+            for node, display in changes:
+                self._do(("relabel", node.uid, display))
+
+        self._push(text, build)
+        return len(changes)
 
     def move_up(self, nodes: Sequence[TreeNode]) -> bool:
         return self._shift(nodes, -1)
@@ -484,7 +546,12 @@ class HierarchyTree:
         return self._shift(nodes, +1)
 
     def replace(self, tree: Hierarchy | TreeNode, text: str = "Replace hierarchy") -> bool:
-        """Replace the whole tree (import, builders); undoable."""
+        """Replace the whole tree (import, builders); undoable. Codes that stay keep their display
+        labels, unless the new hierarchy labels them itself."""
+        if isinstance(tree, Hierarchy):
+            kept = {code: shown for code, shown in self.display_labels().items() if code in tree}
+            if kept:
+                tree = tree.with_display_labels({**kept, **tree.display_labels})
         root = tree_from_hierarchy(tree) if isinstance(tree, Hierarchy) else tree
         self._register(root)
         return self._push(text, lambda: self._do(("reset", root.uid)))
@@ -596,6 +663,16 @@ class HierarchyTree:
             for observer in self.observers:
                 observer.renamed(touched)
             return ("rename", uid, old)
+        if kind == "relabel":
+            _, uid, display = op
+            node = self._nodes[uid]
+            old_display = node.display
+            if old_display == display:
+                return None
+            node.display = display
+            for observer in self.observers:
+                observer.renamed([node])
+            return ("relabel", uid, old_display)
         if kind == "reset":
             _, uid = op
             old_root = self._root
@@ -606,6 +683,14 @@ class HierarchyTree:
                 observer.after_reset()
             return ("reset", old_root.uid)
         raise ValueError(f"unknown operation {op!r}")  # pragma: no cover
+
+
+def _display_text(node: TreeNode, text: str | None) -> str | None:
+    """A display label as stored: one line (runs of spaces and line breaks made one space),
+    at most :data:`~privelet_gui.engine.hierarchy.MAX_DISPLAY_LABEL` characters; None for
+    none (empty, or the code itself)."""
+    shown = " ".join((text or "").split())[:MAX_DISPLAY_LABEL]
+    return None if not shown or shown == node.label else shown
 
 
 def _ancestors(node: TreeNode) -> Iterator[TreeNode]:

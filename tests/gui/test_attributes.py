@@ -101,16 +101,22 @@ def test_empty_cells_can_be_mapped_to_a_value(window, qtbot, tmp_path):
     # Text: like io.infer_schema, empty cells become the value "(missing)".
     sex = doc.schema()["sex"]
     assert sex.missing == "(missing)" and "(missing)" in sex.hierarchy.leaves
-    # Numbers: the custodian says which value empty cells count as.
+    # Numbers: a value of their own after the last one, until the custodian says otherwise.
+    age = doc.schema()["age"]
     assert doc.column_summary("age").missing == 1
-    assert "empty cell" in doc.step_status("attributes").message
+    assert (age.missing, age.missing_at_end, age.labels[-2:]) == ("(missing)", True, ("52", "(missing)"))
     panel = window.attributes_panel
     panel.select("age")
     editor = panel.editor
-    assert editor.missing.isVisibleTo(editor)
-    editor.missing.setCurrentIndex(editor.missing.findData("30"))
-    assert doc.schema()["age"].missing == "30"
-    assert "empty cell" not in doc.step_status("attributes").message
+    assert editor.missing.isVisibleTo(editor) and editor.missing_label.text() == "Missing (1, all empty):"
+    editor.missing.setCurrentIndex(editor.missing_index("refuse"))
+    editor.missing.activated.emit(editor.missing.currentIndex())
+    assert doc.schema()["age"].missing is None
+    assert "missing cell" in doc.step_status("attributes").message
+    editor.missing.setCurrentIndex(editor.missing_index("value", "30"))
+    editor.missing.activated.emit(editor.missing.currentIndex())
+    assert doc.schema()["age"].missing == "30" and doc.schema()["age"].size == 23  # 30..52, no value of its own
+    assert "missing cell" not in doc.step_status("attributes").message
     with qtbot.waitSignal(window.releaseFinished, timeout=30_000):
         assert window.run_release()
     assert window.release_panel.result_labels["rows"].text().startswith("every row was counted")

@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt
 
 from privelet_gui import io as pio
 from privelet_gui.engine import Z95, NominalAttribute, OrdinalAttribute, paper_bound, recommend_sa, variance_model
+from privelet_gui.formatting import table_is_scientific
 from privelet_gui.gui.models.attributes_model import AttributesModel
 from privelet_gui.qt.widgets import fmt_number
 from tests.gui.conftest import open_sample
@@ -104,7 +105,9 @@ def test_whole_flow_on_the_sample(window, qtbot, tmp_path, dialogs):
     schema = doc.schema()
     expected = paper_bound(schema, 0.5, ("sex", "race"))
     assert pp.bounds["privelet+"]["paper"] == expected
-    assert pp.displayed("privelet+", 1) == fmt_number(expected)
+    # the column is written in one style, scientific when any bound in it needs that
+    papers = [entry["paper"] for entry in pp.bounds.values()]
+    assert pp.displayed("privelet+", 1) == fmt_number(expected, scientific_form=table_is_scientific(papers))
     assert pp.bounds["basic"]["paper"] == paper_bound(schema, 0.5, schema.names)
     assert pp.bounds["privelet"]["paper"] == paper_bound(schema, 0.5, ())
     qtbot.waitUntil(lambda: "exact" in pp.bounds["privelet+"], timeout=10_000)

@@ -1,9 +1,13 @@
 """An editable hierarchy tree as a Qt item model: a view over a workspace tree.
 
 The tree, its edits, their undo and the problems to fix are the Qt-free
-:class:`~privelet_gui.workspace.HierarchyTree`; this model only shows it (one column) and
-turns its primitive operations into Qt's row signals, so views and proxies stay in step.
-Drag and drop and renaming through a view become the tree's own undoable edits.
+:class:`~privelet_gui.workspace.HierarchyTree`; this model only shows it and turns its
+primitive operations into Qt's row signals, so views and proxies stay in step. Drag and drop
+and editing through a view become the tree's own undoable edits.
+
+Two columns: the code (what the data holds, for a value; a group's code is the custodian's to
+choose, a value's is not editable) and the display label (the text shown for it, editable
+for every node: labelling a value never changes what is counted).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ ModelIndex = QModelIndex | QPersistentModelIndex
 
 
 class HierarchyModel(QAbstractItemModel):
-    """A Qt item model (one column) over an editable hierarchy tree.
+    """A Qt item model (code and label columns) over an editable hierarchy tree.
 
     Give it a workspace :class:`~privelet_gui.workspace.HierarchyTree`, or a hierarchy (or
     tree of nodes) and the ``QUndoStack`` its edits go to. The root is shown as the single
@@ -36,6 +40,8 @@ class HierarchyModel(QAbstractItemModel):
     """
 
     changed = Signal()  # after every edit (once per change, undo and redo included)
+
+    CODE, LABEL = 0, 1
 
     def __init__(
         self,
@@ -66,10 +72,10 @@ class HierarchyModel(QAbstractItemModel):
         """The node of a (source) index; the root for an invalid index."""
         return self.tree.node_by_uid(index.internalId()) if index.isValid() else self.tree.root
 
-    def index_of(self, node: TreeNode) -> QModelIndex:
+    def index_of(self, node: TreeNode, column: int = 0) -> QModelIndex:
         if node.parent is None:
-            return self.createIndex(0, 0, node.uid)
-        return self.createIndex(node.row, 0, node.uid)
+            return self.createIndex(0, column, node.uid)
+        return self.createIndex(node.row, column, node.uid)
 
     def node_by_uid(self, uid: int) -> TreeNode:
         return self.tree.node_by_uid(uid)
@@ -119,6 +125,9 @@ class HierarchyModel(QAbstractItemModel):
     def rename(self, node: TreeNode, label: str) -> bool:
         return self.tree.rename(node, label)
 
+    def set_display_label(self, node: TreeNode, text: str | None) -> bool:
+        return self.tree.set_display_label(node, text)
+
     def move_up(self, nodes: Sequence[TreeNode]) -> bool:
         return self.tree.move_up(nodes)
 
@@ -155,8 +164,7 @@ class HierarchyModel(QAbstractItemModel):
 
     def renamed(self, nodes: list[TreeNode]) -> None:
         for node in nodes:
-            index = self.index_of(node)
-            self.dataChanged.emit(index, index)
+            self.dataChanged.emit(self.index_of(node, self.CODE), self.index_of(node, self.LABEL))
 
     def before_reset(self) -> None:
         self.beginResetModel()
@@ -166,14 +174,14 @@ class HierarchyModel(QAbstractItemModel):
 
     # -- Qt model interface ----------------------------------------------------------
     def index(self, row: int, column: int, parent: ModelIndex = QModelIndex()) -> QModelIndex:
-        if column != 0 or row < 0:
+        if column not in (self.CODE, self.LABEL) or row < 0:
             return QModelIndex()
         if not parent.isValid():
-            return self.createIndex(row, 0, self.tree.root.uid) if row == 0 else QModelIndex()
+            return self.createIndex(row, column, self.tree.root.uid) if row == 0 else QModelIndex()
         node = self.tree.node_by_uid(parent.internalId())
         if row >= len(node.children):
             return QModelIndex()
-        return self.createIndex(row, 0, node.children[row].uid)
+        return self.createIndex(row, column, node.children[row].uid)
 
     def parent(self, index: ModelIndex = QModelIndex()) -> QModelIndex:  # type: ignore[override]
         if not index.isValid():
@@ -191,7 +199,7 @@ class HierarchyModel(QAbstractItemModel):
         return len(self.tree.node_by_uid(parent.internalId()).children)
 
     def columnCount(self, parent: ModelIndex = QModelIndex()) -> int:
-        return 1
+        return 2
 
     def hasChildren(self, parent: ModelIndex = QModelIndex()) -> bool:
         return self.rowCount(parent) > 0
@@ -200,30 +208,44 @@ class HierarchyModel(QAbstractItemModel):
         if not index.isValid():
             return None
         node = self.tree.node_by_uid(index.internalId())
+        label_column = index.column() == self.LABEL
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.EditRole):
+            if label_column:
+                return node.display or ""
             return node.label
         if role == Qt.ItemDataRole.ToolTipRole:
             return self._tooltip(node)
-        if role == Qt.ItemDataRole.DecorationRole:
+        if role == Qt.ItemDataRole.DecorationRole and not label_column:
             return self._icon(node)
-        if role == Qt.ItemDataRole.ForegroundRole and node.label in self.tree.duplicates():
+        if role == Qt.ItemDataRole.ForegroundRole and not label_column and node.label in self.tree.duplicates():
             from PySide6.QtGui import QColor
 
             return QColor("#c62828")
         if role == Qt.ItemDataRole.AccessibleTextRole:
-            return ("group " if node.is_group else "value ") + node.label
+            what = ("group " if node.is_group else "value ") + node.label
+            return f"label of {what}: {node.display or 'none'}" if label_column else what
         return None
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole and section == 0:
-            return "Values and groups (leaf order = axis order)"
+        if orientation != Qt.Orientation.Horizontal:
+            return None
+        if role == Qt.ItemDataRole.DisplayRole:
+            return ("Values and groups (leaf order = axis order)", "Label")[section] if section in (0, 1) else None
+        if role == Qt.ItemDataRole.ToolTipRole and section in (0, 1):
+            return (
+                "The codes: a value's code is what the data holds, so it is counted there",
+                "The text shown for a code, in the app and in exports (a <name>_label column); it changes no count",
+            )[section]
         return None
 
     def flags(self, index: ModelIndex) -> Qt.ItemFlag:
         if not index.isValid():
             return Qt.ItemFlag.NoItemFlags
         node = self.tree.node_by_uid(index.internalId())
-        flags = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsEditable
+        flags = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+        # A value's code is what the data holds: it is labelled, never renamed, here.
+        if index.column() == self.LABEL or node.is_group:
+            flags |= Qt.ItemFlag.ItemIsEditable
         if node.is_group:
             flags |= Qt.ItemFlag.ItemIsDropEnabled
         else:
@@ -235,10 +257,13 @@ class HierarchyModel(QAbstractItemModel):
     def setData(self, index: ModelIndex, value: Any, role: int = Qt.ItemDataRole.EditRole) -> bool:
         if not index.isValid() or role != Qt.ItemDataRole.EditRole:
             return False
+        node = self.tree.node_by_uid(index.internalId())
+        if index.column() == self.LABEL:
+            return self.set_display_label(node, str(value))
         label = str(value).strip()
-        if not label:
+        if not label or not node.is_group:
             return False
-        return self.rename(self.tree.node_by_uid(index.internalId()), label)
+        return self.rename(node, label)
 
     # -- drag and drop ------------------------------------------------------------------
     def supportedDropActions(self) -> Qt.DropAction:
@@ -304,11 +329,12 @@ class HierarchyModel(QAbstractItemModel):
 
     def _tooltip(self, node: TreeNode) -> str:
         lo, hi = self.tree.leaf_position(node)
+        shown = f" ({node.display})" if node.display is not None else ""
         if node.is_group:
             if node.children:
-                return f"Group {node.label!r}: {hi - lo} value(s), axis positions {lo}-{hi - 1}"
-            return f"Group {node.label!r} is empty"
-        return f"Value {node.label!r}: axis position {lo}"
+                return f"Group {node.label!r}{shown}: {hi - lo} value(s), axis positions {lo}-{hi - 1}"
+            return f"Group {node.label!r}{shown} is empty"
+        return f"Value {node.label!r}{shown}: axis position {lo}; the data's cells holding {node.label!r} count here"
 
     def _icon(self, node: TreeNode) -> Any:
         from ...qt import icons

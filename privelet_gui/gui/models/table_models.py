@@ -15,15 +15,18 @@ ModelIndex = QModelIndex | QPersistentModelIndex
 
 
 class DataFrameModel(QAbstractTableModel):
-    """The cells of a (small) DataFrame as text; empty cells shown greyed."""
+    """The cells of a (small) DataFrame as text; empty cells, and cells holding a text meaning
+    missing, shown greyed."""
 
     def __init__(self, frame: pd.DataFrame | None = None, parent: Any = None):
         super().__init__(parent)
         self._frame = frame if frame is not None else pd.DataFrame()
+        self._missing: frozenset[str] = frozenset()
 
-    def set_frame(self, frame: pd.DataFrame | None) -> None:
+    def set_frame(self, frame: pd.DataFrame | None, *, missing_values: tuple[str, ...] = ()) -> None:
         self.beginResetModel()
         self._frame = frame if frame is not None else pd.DataFrame()
+        self._missing = frozenset(missing_values)
         self.endResetModel()
 
     @property
@@ -43,7 +46,9 @@ class DataFrameModel(QAbstractTableModel):
         empty = value is None or (isinstance(value, float) and value != value) or value is pd.NA
         if role == Qt.ItemDataRole.DisplayRole:
             return "(empty)" if empty else str(value)
-        if role == Qt.ItemDataRole.ForegroundRole and empty:
+        if role == Qt.ItemDataRole.ToolTipRole and not empty and str(value) in self._missing:
+            return f"{value!s}: means missing"
+        if role == Qt.ItemDataRole.ForegroundRole and (empty or str(value) in self._missing):
             from PySide6.QtGui import QColor
 
             return QColor(128, 128, 128)
@@ -58,9 +63,9 @@ class DataFrameModel(QAbstractTableModel):
 
 
 class ColumnSummaryModel(QAbstractTableModel):
-    """One row per column of the table: type guess, distinct values, empty cells, values."""
+    """One row per column of the table: type guess, distinct values, missing cells, values."""
 
-    HEADERS = ("Column", "Looks like", "Suggested type", "Distinct values", "Empty cells", "Range or values")
+    HEADERS = ("Column", "Looks like", "Suggested type", "Distinct values", "Missing", "Range or values")
 
     def __init__(self, parent: Any = None):
         super().__init__(parent)
@@ -86,13 +91,14 @@ class ColumnSummaryModel(QAbstractTableModel):
             if c == 0:
                 return column.name
             if c == 1:
-                return column.kind_text
+                texts = column.non_numbers()
+                return f"numbers and {', '.join(map(repr, texts))}" if texts else column.kind_text
             if c == 2:
                 return column.type_guess
             if c == 3:
                 return f"{column.distinct:,}" + ("+" if column.values is None else "")
             if c == 4:
-                return f"{column.missing:,}"
+                return column.missing_text()
             if c == 5:
                 if column.numeric and column.minimum is not None:
                     return f"{column.minimum:g} to {column.maximum:g}"
@@ -101,6 +107,10 @@ class ColumnSummaryModel(QAbstractTableModel):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if role == Qt.ItemDataRole.ToolTipRole and c == 5:
             return column.examples(30)
+        if role == Qt.ItemDataRole.ToolTipRole and c == 1 and column.non_numbers():
+            return "If these texts mean a missing value, name them in the reading options (Values meaning missing)"
+        if role == Qt.ItemDataRole.ToolTipRole and c == 4:
+            return "Empty cells, and cells holding a text the reading options say means missing"
         return None
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:

@@ -1,4 +1,8 @@
-"""Step 2, Attributes: which columns to release, their type and their public domain."""
+"""Step 2, Attributes: which columns to release, their type and their public domain.
+
+Each attribute also says what its missing cells count as (empty cells, and cells holding a
+text meaning missing: the table's reading options name them, or the attribute names its
+own): stop with an error, drop their rows, a value of their own, or one of its values."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from PySide6.QtCore import QAbstractItemModel, QModelIndex, QPersistentModelInde
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QButtonGroup,
+    QCheckBox,
     QComboBox,
     QDoubleSpinBox,
     QFormLayout,
@@ -15,6 +20,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QLineEdit,
     QPlainTextEdit,
     QPushButton,
     QRadioButton,
@@ -28,6 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ... import io as pio
 from ...engine import Hierarchy, HierarchyError, NumericBins, PriveletError
 from ...qt.widgets import Banner, StepHeader, SwitchBox, fmt_bytes
 from ...workspace.model import MAX_CELLS
@@ -44,6 +51,8 @@ _OUT_OF_RANGE = [
 ModelIndex = QModelIndex | QPersistentModelIndex
 
 _MODES = [("Integer range", "range"), ("Numeric bins", "bins"), ("Explicit values (in order)", "values")]
+# The Missing drop-down's items: the choice as their data, the value (if any) under this role.
+_VALUE_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
 #: The values box lists at most this many values (a longer domain is a range or bins, not typed).
@@ -182,13 +191,25 @@ class AttributeEditor(QGroupBox):
         self.pages.addWidget(nominal_page)
 
         missing_row = QHBoxLayout()
-        self.missing_label = QLabel("Empty cells:")
+        self.missing_label = QLabel("Missing:")
         self.missing = QComboBox()
-        self.missing.setAccessibleName("Empty cells")
+        self.missing.setAccessibleName("Missing")
+        self.missing.setToolTip("What the column's missing cells (empty, or holding a text meaning missing) count as")
         missing_row.addWidget(self.missing_label)
         missing_row.addWidget(self.missing)
         missing_row.addStretch(1)
         layout.addLayout(missing_row)
+        markers_row = QHBoxLayout()
+        self.own_markers = QCheckBox("Its own texts meaning missing:")
+        self.own_markers.setToolTip(
+            "Name the texts that mean missing in this column, instead of the table's (Data step, Reading options)"
+        )
+        self.markers = QLineEdit()
+        self.markers.setAccessibleName("Texts meaning missing in this column")
+        self.markers.setPlaceholderText("e.g. N, NA (empty cells are always missing)")
+        markers_row.addWidget(self.own_markers)
+        markers_row.addWidget(self.markers, 1)
+        layout.addLayout(markers_row)
 
         self.private_banner = Banner(
             "warning",
@@ -211,7 +232,9 @@ class AttributeEditor(QGroupBox):
         for edge in (self.start, self.stop, self.bin_width):
             edge.valueChanged.connect(self._bins_changed)
         self.out_of_range.currentIndexChanged.connect(self._out_of_range_changed)
-        self.missing.currentIndexChanged.connect(self._missing_changed)
+        self.missing.activated.connect(self._missing_changed)
+        self.own_markers.toggled.connect(self._own_markers_toggled)
+        self.markers.editingFinished.connect(self._markers_edited)
         document.attributesChanged.connect(self.refresh)
         document.privacyChanged.connect(self.refresh)
         self.set_column(None)
@@ -239,7 +262,8 @@ class AttributeEditor(QGroupBox):
             return
         self.setTitle(f"Attribute {config.name!r}" + ("" if config.include else " (not included)"))
         blockers = [QSignalBlocker(w) for w in (self.ordinal, self.nominal, self.mode, self.lo, self.hi, self.start,
-                                                 self.stop, self.bin_width, self.out_of_range, self.missing)]
+                                                 self.stop, self.bin_width, self.out_of_range, self.missing,
+                                                 self.own_markers)]
         self.ordinal.setChecked(config.kind == "ordinal")
         self.nominal.setChecked(config.kind == "nominal")
         self.pages.setCurrentIndex(0 if config.kind == "ordinal" else 1)
@@ -287,23 +311,44 @@ class AttributeEditor(QGroupBox):
 
     def _fill_missing(self, config: AttributeConfig) -> None:
         summary = self._doc.column_summary(config.column)
-        empty = summary.missing if summary is not None else 0
-        show = bool(empty) or config.missing is not None
+        own_list = config.missing_values is not None
+        self.own_markers.setChecked(own_list)
+        if not self.markers.hasFocus():
+            self.markers.setText(", ".join(self._doc.missing_values_of(config)))
+        self.markers.setEnabled(own_list)
+        choice = self._doc.missing_choice(config)
+        missing = summary.missing if summary is not None else 0
+        show = bool(missing) or choice != "refuse"
         self.missing_label.setVisible(show)
         self.missing.setVisible(show)
         if not show:
             return
-        self.missing_label.setText(f"Empty cells ({empty:,}):")
+        counted = summary.missing_text() if summary is not None else "0"
+        self.missing_label.setText(f"Missing ({counted}):")
         self.missing.clear()
-        self.missing.addItem("Not allowed (stop with an error)", None)
+        own = self._doc.own_missing_code(config)
+        where = "after the last value" if config.kind == "ordinal" else "a leaf of its own in the hierarchy"
+        options = [
+            ("Not allowed (stop with an error)", "refuse", None),
+            ("Drop those rows (the count report says how many)", "drop", None),
+            (f"A value of their own: {own!r}, {where}", "own", own),
+        ]
         try:
             labels = config.to_attribute().labels
         except PriveletError:
             labels = ()
-        for label in labels[:2000]:
-            self.missing.addItem(f"Count as {label!r}", label)
-        index = self.missing.findData(config.missing) if config.missing is not None else 0
-        self.missing.setCurrentIndex(max(index, 0))
+        options += [(f"Count as {label!r}", "value", label) for label in labels[:2000] if not (choice == "own" and label == own)]
+        for text, key, value in options:
+            self.missing.addItem(text, key)
+            self.missing.setItemData(self.missing.count() - 1, value, _VALUE_ROLE)
+        self.missing.setCurrentIndex(self.missing_index(choice, config.missing if choice in ("own", "value") else None))
+
+    def missing_index(self, choice: str, value: str | None = None) -> int:
+        """The row of the Missing drop-down that means ``choice`` (with ``value``), or 0."""
+        for i in range(self.missing.count()):
+            if self.missing.itemData(i) == choice and (value is None or self.missing.itemData(i, _VALUE_ROLE) == value):
+                return i
+        return 0
 
     # -- edits ---------------------------------------------------------------------------------
     def _kind_changed(self, ordinal: bool) -> None:
@@ -353,8 +398,27 @@ class AttributeEditor(QGroupBox):
 
     def _missing_changed(self) -> None:
         config = self._config()
-        if config is not None and self.missing.count():
-            self._doc.set_attribute(config.column, f"{config.name}: empty cells", missing=self.missing.currentData())
+        if config is None or not self.missing.count():
+            return
+        index = self.missing.currentIndex()
+        self._doc.set_missing(config.column, self.missing.itemData(index), self.missing.itemData(index, _VALUE_ROLE))
+
+    def _own_markers_toggled(self, own: bool) -> None:
+        config = self._config()
+        if config is not None:
+            # An own list starts from the table's, which the custodian then edits.
+            self._doc.set_missing_values(config.column, self._doc.table_missing_values() if own else None)
+
+    def _markers_edited(self) -> None:
+        config = self._config()
+        if config is None or config.missing_values is None:
+            return
+        try:
+            values = pio.parse_missing_values(self.markers.text())
+        except PriveletError as exc:
+            self.issues.setText(f"<span style='color:#c62828'>&#9679;</span> {_html(str(exc))}")
+            return
+        self._doc.set_missing_values(config.column, values)
 
     def _confirm_public(self) -> None:
         config = self._config()

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ... import io as pio
 from ...qt.widgets import Banner, StepHeader
 from ..document import Document
 from ..models.table_models import ColumnSummaryModel
@@ -90,6 +91,11 @@ class DataPanel(QWidget):
         self.error = Banner("error")
         self.error.hide()
         loaded_layout.addWidget(self.error)
+        # Columns of numbers that hold a few texts besides: those texts usually mean missing.
+        self.missing_hint = Banner("info", "", "Reading options...")
+        self.missing_hint.actionTriggered.connect(self.changeOptionsRequested)
+        self.missing_hint.hide()
+        loaded_layout.addWidget(self.missing_hint)
         self.columns_label = QLabel("Columns")
         loaded_layout.addWidget(self.columns_label)
         self.summary_model = ColumnSummaryModel(self)
@@ -134,6 +140,8 @@ class DataPanel(QWidget):
             name = _DELIMITER_NAMES.get(delimiter, repr(delimiter))
             header = "header row" if getattr(options, "header", True) else "no header row"
             how = f"{name}-separated, {getattr(options, 'encoding', 'utf-8')}, {header}"
+        markers = getattr(options, "missing_values", ()) or ()
+        how += ", missing: " + (", ".join(map(repr, markers)) + " and empty cells" if markers else "empty cells only")
         self.file_label.setText(
             f"<b>{summary.path.name}</b> &nbsp; {summary.rows:,} rows, {len(summary.columns)} columns "
             f"&nbsp;·&nbsp; {how}<br><span style='color:gray'>{summary.path.parent}</span>"
@@ -141,6 +149,18 @@ class DataPanel(QWidget):
         self.columns_label.setText(
             f"Columns (read in {summary.seconds:.1f} s). The suggested types are guesses; set them in the next step."
         )
+        found = pio.suggest_missing_values(summary.columns)
+        if found:
+            text, columns = next(iter(found.items()))
+            shown = ", ".join(columns[:5]) + (f" and {len(columns) - 5} more" if len(columns) > 5 else "")
+            others = [t for t in found if t != text]
+            self.missing_hint.set_text(
+                f"The columns {_html(shown)} hold numbers and <b>{_html(text)}</b>"
+                + (f" (and other columns {', '.join(map(repr, others))})" if others else "")
+                + ". If it means a missing value, name it in the reading options: those columns then stay "
+                "numeric, and each attribute says what missing cells count as."
+            )
+        self.missing_hint.setVisible(bool(found))
         self._refresh_error()
 
     def _refresh_error(self) -> None:
@@ -157,3 +177,7 @@ class DataPanel(QWidget):
         self.progress.show()
         self.progress.setValue(round(fraction * 100))
         self.progress.setFormat(f"{stage}  %p%")
+
+
+def _html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -3,6 +3,11 @@
 The view is a QTreeView over a recursive-filtering proxy over
 :class:`~privelet_gui.gui.models.hierarchy_model.HierarchyModel`. Every edit (drag and
 drop included) is a command on the document's undo stack.
+
+Each node shows its code and its display label. "Rename" (F2) renames a group (its code is
+the custodian's to choose) and labels a value (its code is what the data holds, which a label
+never changes); "Label" labels either; "Import labels..." reads them from a data dictionary,
+a code,label CSV or a labelled twin of the hierarchy (:func:`~privelet_gui.io.read_display_labels`).
 """
 
 from __future__ import annotations
@@ -49,10 +54,12 @@ __all__ = ["HierarchyFilterModel", "HierarchyPanel"]
 
 
 class HierarchyFilterModel(QSortFilterProxyModel):
-    """Recursive, case-insensitive filtering that never sorts (leaf order is axis order)."""
+    """Recursive, case-insensitive filtering of codes and labels that never sorts (leaf order
+    is axis order)."""
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
+        self.setFilterKeyColumn(-1)  # a code or a label may match
         self.setRecursiveFilteringEnabled(True)
         self.setAutoAcceptChildRows(True)
         self.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
@@ -69,7 +76,7 @@ class HierarchyDelegate(QStyledItemDelegate):
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> None:
         super().paint(painter, option, index)
         model = self._panel.model
-        if model is None or not index.isValid():
+        if model is None or not index.isValid() or index.column() != HierarchyModel.CODE:
             return
         node = model.node(self._panel.proxy.mapToSource(index))
         lo, hi = model.leaf_position(node)
@@ -133,7 +140,14 @@ class HierarchyPanel(QWidget):
         layout.addWidget(self.toolbar)
         self.act_group = self._action("Group", "Put the selected items into a new group", "Ctrl+G", self.group_selection)
         self.act_new = self._action("New group", "Add an empty group inside the selected group", "Ctrl+Shift+G", self.new_group)
-        self.act_rename = self._action("Rename", "Rename the selected item (F2)", QKeySequence(Qt.Key.Key_F2), self.rename_current)
+        self.act_rename = self._action(
+            "Rename", "Rename the selected group, or label the selected value (its code is what the data holds)",
+            QKeySequence(Qt.Key.Key_F2), self.rename_current,
+        )
+        self.act_label = self._action(
+            "Label", "Give the selected value or group a label to show (its code, and what it counts, stay)",
+            "Ctrl+L", self.label_current,
+        )
         self.act_delete = self._action(
             "Delete group", "Delete the selected group; its children move up", QKeySequence.StandardKey.Delete, self.delete_selection
         )
@@ -157,6 +171,12 @@ class HierarchyPanel(QWidget):
         self.toolbar.addWidget(build)
         self.act_import = self._action("Import...", "Read a hierarchy from an ARX CSV or JSON file", None, self.import_hierarchy)
         self.act_export = self._action("Export...", "Write the hierarchy as ARX CSV or JSON", None, self.export_hierarchy)
+        self.act_import_labels = self._action(
+            "Import labels...",
+            "Read labels for the codes from a data dictionary (JSON), a code,label CSV or a labelled twin of this "
+            "hierarchy (an ARX file with labels in place of the codes)",
+            None, self.import_labels,
+        )
 
         splitter = QSplitter(Qt.Orientation.Horizontal)
         self.proxy = HierarchyFilterModel(self)
@@ -166,6 +186,10 @@ class HierarchyPanel(QWidget):
         self.view.setHeaderHidden(False)
         self.view.setUniformRowHeights(True)  # fluid with hundreds of leaves
         self.view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.view.setAllColumnsShowFocus(True)
+        self.view.header().setStretchLastSection(True)
+        self.view.header().setMinimumSectionSize(self.fontMetrics().horizontalAdvance("M") * 8)
         self.view.setDragDropMode(QAbstractItemView.DragDropMode.InternalMove)
         self.view.setDefaultDropAction(Qt.DropAction.MoveAction)
         self.view.setDragEnabled(True)
@@ -173,7 +197,8 @@ class HierarchyPanel(QWidget):
         self.view.setDropIndicatorShown(True)
         self.view.setEditTriggers(QAbstractItemView.EditTrigger.EditKeyPressed | QAbstractItemView.EditTrigger.SelectedClicked)
         self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
-        for action in (self.act_group, self.act_new, self.act_rename, self.act_delete, self.act_remove, self.act_up, self.act_down):
+        for action in (self.act_group, self.act_new, self.act_rename, self.act_label, self.act_delete, self.act_remove,
+                       self.act_up, self.act_down):
             self.view.addAction(action)
         self.view.setAccessibleName("Hierarchy tree")
         self.view.selectionModel().selectionChanged.connect(self._update_actions)
@@ -200,6 +225,9 @@ class HierarchyPanel(QWidget):
         )
         self.add_missing_grouped.clicked.connect(lambda: self.add_missing_values(grouped=True))
         side_layout.addWidget(self.add_missing_grouped)
+        self.labels_note = QLabel()
+        self.labels_note.setWordWrap(True)
+        side_layout.addWidget(self.labels_note)
         self.ordinal_note = QLabel()
         self.ordinal_note.setWordWrap(True)
         side_layout.addWidget(self.ordinal_note)
@@ -276,10 +304,14 @@ class HierarchyPanel(QWidget):
             except KeyError:
                 config = None
         self._config = config
+        self.labels_note.clear()
         self.model = self._doc.hierarchy_model(config) if config is not None else None
         self.proxy.setSourceModel(self.model)  # type: ignore[arg-type]  # None (no attribute): an empty tree
         if self.model is not None:
             self.view.expandToDepth(0)
+            # Codes are short: their column fits the widest in sight, labels take the rest.
+            self.view.resizeColumnToContents(HierarchyModel.CODE)
+            self.view.setColumnWidth(HierarchyModel.CODE, min(self.view.columnWidth(HierarchyModel.CODE) + 80, 420))
         self._refresh_side()
 
     # -- side panel --------------------------------------------------------------------------------
@@ -311,8 +343,7 @@ class HierarchyPanel(QWidget):
             item = QListWidgetItem(icons.icon("done"), "No problems: this hierarchy is ready.")
             item.setFlags(Qt.ItemFlag.ItemIsEnabled)
             self.problems.addItem(item)
-        values = self._doc.data_values(config.column)
-        missing = model.missing_values(values) if values is not None else []
+        missing = self._doc.values_missing_from_hierarchy(config)
         self.add_missing.setVisible(bool(missing))
         self.add_missing.setText(f"Add the {len(missing):,} missing value(s) under the root")
         self.add_missing_grouped.setVisible(bool(missing) and model.tree.leaf_depth() > 2)
@@ -331,10 +362,14 @@ class HierarchyPanel(QWidget):
 
     # -- selection helpers --------------------------------------------------------------------------
     def selected_nodes(self) -> list[TreeNode]:
+        """The selected nodes, each once, in the order of the selection."""
         if self.model is None:
             return []
-        rows = self.view.selectionModel().selectedRows()
-        return [self.model.node(self.proxy.mapToSource(index)) for index in rows]
+        nodes: dict[int, TreeNode] = {}
+        for index in self.view.selectionModel().selectedIndexes():
+            node = self.model.node(self.proxy.mapToSource(index))
+            nodes.setdefault(node.uid, node)
+        return list(nodes.values())
 
     def current_node(self) -> TreeNode | None:
         if self.model is None:
@@ -370,10 +405,11 @@ class HierarchyPanel(QWidget):
         root = self.model.root if self.model is not None else None
         movable = [n for n in nodes if n is not root]
         for action in (self.act_expand, self.act_collapse, self.act_import, self.act_export, self.act_flat,
-                       self.act_prefix, self.act_ranges):
+                       self.act_prefix, self.act_ranges, self.act_import_labels):
             action.setEnabled(has_model)
         self.act_group.setEnabled(bool(movable))
         self.act_rename.setEnabled(len(nodes) == 1)
+        self.act_label.setEnabled(len(nodes) == 1)
         self.act_delete.setEnabled(any(n.is_group and n is not root for n in nodes))
         self.act_remove.setEnabled(any(not n.is_group for n in nodes))
         self.act_new.setEnabled(has_model)
@@ -402,9 +438,21 @@ class HierarchyPanel(QWidget):
             self.view.edit(self.proxy_index(group))
 
     def rename_current(self) -> None:
-        index = self.view.currentIndex()
-        if index.isValid():
-            self.view.edit(index)
+        """Edit the current group's code, or the current value's label (a value keeps its code)."""
+        node = self.current_node()
+        if node is not None:
+            self._edit(node, HierarchyModel.CODE if node.is_group else HierarchyModel.LABEL)
+
+    def label_current(self) -> None:
+        """Edit the current node's display label."""
+        node = self.current_node()
+        if node is not None:
+            self._edit(node, HierarchyModel.LABEL)
+
+    def _edit(self, node: TreeNode, column: int) -> None:
+        index = self.proxy_index(node).siblingAtColumn(column)
+        self.view.setCurrentIndex(index)
+        self.view.edit(index)
 
     def delete_selection(self) -> None:
         if self.model is None:
@@ -440,12 +488,12 @@ class HierarchyPanel(QWidget):
         self.view.expandToDepth(0)
 
     def add_missing_values(self, *, grouped: bool = False) -> None:
-        """Add the data values missing from the hierarchy under the root: as leaves there, or
-        (``grouped``) each in a group of its own at the depth of the other leaves."""
+        """Add the values missing from the hierarchy (the data's, and the one missing cells count
+        as) under the root: as leaves there, or (``grouped``) each in a group of its own at the
+        depth of the other leaves."""
         if self.model is None or self._config is None:
             return
-        values = self._doc.data_values(self._config.column) or ()
-        missing = self.model.missing_values(values)
+        missing = self._doc.values_missing_from_hierarchy(self._config)
         if missing and grouped:
             self.model.tree.add_leaves_at_depth(missing)
         elif missing:
@@ -573,6 +621,50 @@ class HierarchyPanel(QWidget):
             return False
         self._replace(hierarchy, f"Import {Path(path).name}", public=True)
         return True
+
+    def import_labels(self, path: Path | None = None, entry: str | None = None) -> int | None:
+        """Label the current attribute's codes from a labels file (undoable, one edit); the
+        number of nodes labelled, or None when nothing was read. A data dictionary's entry is
+        the attribute's column unless ``entry`` names another; the custodian is asked for one
+        when that entry has no code labels."""
+        if self.model is None or self._config is None:
+            self._dialogs().error("Cannot import labels", "choose a nominal attribute first (Attributes step)")
+            return None
+        if path is None:
+            path = self._dialogs().open_path("labels", "Import labels")
+            if path is None:
+                return None
+        try:
+            hierarchy = self.model.to_hierarchy()
+        except HierarchyError as exc:
+            self._dialogs().error("Fix the hierarchy before labelling it", exc)
+            return None
+        try:
+            entries = pio.label_dictionary_entries(path) if Path(path).suffix.lower() == ".json" else ()
+            if entries and entry is None:
+                entry = self._config.column if self._config.column in entries else self._dialogs().get_text(
+                    "Which entry?",
+                    f"{Path(path).name} is a data dictionary with no code labels for {self._config.column!r}; "
+                    f"the labels of which entry? ({', '.join(entries[:12])}"
+                    + (", ..." if len(entries) > 12 else "") + ")",
+                    entries[0],
+                )
+                if entry is None:
+                    return None
+            found = pio.read_display_labels(path, hierarchy, entry=entry)
+        except (PriveletError, OSError) as exc:
+            self._dialogs().error(f"Cannot read labels from {Path(path).name}", exc)
+            return None
+        if not found.labels:
+            self._dialogs().error(
+                f"No labels for this hierarchy in {Path(path).name}",
+                f"none of its {len(found.unknown):,} codes is a value or group of {self._config.name!r}",
+            )
+            return None
+        changed = self.model.tree.set_display_labels(found.labels, f"Import labels from {Path(path).name}")
+        skipped = f"; {len(found.unknown):,} code(s) of the file are not in the hierarchy" if found.unknown else ""
+        self.labels_note.setText(f"Labelled {changed:,} code(s) from {Path(path).name} ({found.source}){skipped}.")
+        return changed
 
     def export_hierarchy(self, path: Path | None = None) -> bool:
         if self.model is None:

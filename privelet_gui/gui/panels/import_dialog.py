@@ -1,4 +1,8 @@
-"""The table import dialog: detected reading options, all changeable, with a live preview."""
+"""The table import dialog: detected reading options, all changeable, with a live preview.
+
+The options include the texts that mean a missing value (the ACS writes ``N``): the preview
+greys them out like empty cells, and the dialog proposes the texts that alone keep a column
+of numbers from being numeric."""
 
 from __future__ import annotations
 
@@ -15,6 +19,8 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QLineEdit,
+    QPushButton,
     QTableView,
     QVBoxLayout,
     QWidget,
@@ -78,11 +84,29 @@ class ImportDialog(QDialog):
         self.encoding.addItems(_ENCODINGS)
         self.header = QCheckBox("The first row holds the column names")
         self.format_label = QLabel()
+        self.missing = QLineEdit()
+        self.missing.setAccessibleName("Values meaning missing")
+        self.missing.setPlaceholderText("e.g. N, NA  (empty cells are always missing)")
+        self.missing.setMinimumWidth(self.fontMetrics().horizontalAdvance("e.g. N, NA  (empty cells are always missing)") + 24)
+        self.missing.setToolTip(
+            "Texts that mean a missing value in every column, comma-separated. Each attribute then says what "
+            "missing cells count as (Attributes step), and may name its own texts instead."
+        )
+        self.suggestion = QLabel()
+        self.suggestion.setWordWrap(True)
+        self.use_suggestion = QPushButton()
+        self.use_suggestion.clicked.connect(self._use_suggestion)
+        suggestion_row = QHBoxLayout()
+        suggestion_row.addWidget(self.suggestion, 1)
+        suggestion_row.addWidget(self.use_suggestion)
+        self._suggested: tuple[str, ...] = ()
         form.addRow("Format:", self.format_label)
         form.addRow("Delimiter:", self.delimiter)
         form.addRow("Encoding:", self.encoding)
         form.addRow("", self.header)
+        form.addRow("Values meaning missing:", self.missing)
         layout.addLayout(form)
+        layout.addLayout(suggestion_row)  # the whole width: it names columns
 
         self.banner = Banner("error")
         self.banner.hide()
@@ -113,6 +137,7 @@ class ImportDialog(QDialog):
         self.delimiter.editTextChanged.connect(self.refresh)
         self.encoding.currentTextChanged.connect(self.refresh)
         self.header.toggled.connect(self.refresh)
+        self.missing.textChanged.connect(self.refresh)
         self.refresh()
 
     def _set_controls(self, options: Any) -> None:
@@ -124,6 +149,7 @@ class ImportDialog(QDialog):
             self.delimiter.setEditText(delimiter)
         self.encoding.setCurrentText(getattr(options, "encoding", "utf-8") or "utf-8")
         self.header.setChecked(bool(getattr(options, "header", True)))
+        self.missing.setText(", ".join(getattr(options, "missing_values", ()) or ()))
         parquet = self._format == "parquet"
         compressed = self.path.name.lower().endswith(".gz")
         self.format_label.setText("Parquet" if parquet else ("CSV, gzip-compressed" if compressed else "CSV / delimited text"))
@@ -141,13 +167,15 @@ class ImportDialog(QDialog):
 
     def options(self) -> Any:
         """The chosen TableOptions (raises PriveletError if they are invalid)."""
+        missing = pio.parse_missing_values(self.missing.text())
         if self._format == "parquet":
-            return pio.TableOptions(format="parquet")
+            return pio.TableOptions(format="parquet", missing_values=missing)
         return pio.TableOptions(
             delimiter=self.delimiter_value(),
             encoding=self.encoding.currentText().strip() or "utf-8",
             header=self.header.isChecked(),
             format=self._format,
+            missing_values=missing,
         )
 
     def refresh(self) -> None:
@@ -164,11 +192,38 @@ class ImportDialog(QDialog):
             return
         self._error = None
         self.banner.hide()
-        self.model.set_frame(frame)
+        options = self.options()
+        self.model.set_frame(frame, missing_values=options.missing_values)
         self.preview_label.setText(f"Preview (first {len(frame)} rows, {len(frame.columns)} columns):")
         self.table.resizeColumnsToContents()
+        self._suggest(frame, options.missing_values)
         ok.setEnabled(len(frame.columns) > 0)
+
+    def _suggest(self, frame: Any, named: tuple[str, ...]) -> None:
+        """Propose the texts that alone keep columns of numbers from being numeric (in the preview)."""
+        found = pio.suggest_missing_values(pio.summarize_frame(frame, named))
+        self._suggested = tuple(found)
+        if not found:
+            self.suggestion.hide()
+            self.use_suggestion.hide()
+            return
+        parts = []
+        for text, columns in found.items():
+            shown = ", ".join(columns[:4]) + (f" and {len(columns) - 4} more" if len(columns) > 4 else "")
+            parts.append(f"<b>{_html(text)}</b> (in {_html(shown)})")
+        self.suggestion.setText("Columns of numbers also hold " + "; ".join(parts) + ". Does it mean missing?")
+        self.use_suggestion.setText("Treat " + ", ".join(map(repr, found)) + " as missing")
+        self.suggestion.show()
+        self.use_suggestion.show()
+
+    def _use_suggestion(self) -> None:
+        current = pio.parse_missing_values(self.missing.text())
+        self.missing.setText(", ".join(dict.fromkeys((*current, *self._suggested))))
 
     @property
     def error(self) -> str | None:
         return self._error
+
+
+def _html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
