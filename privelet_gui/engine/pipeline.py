@@ -605,7 +605,8 @@ class _BlockPipeline:
             flat, shaped = plane.tile_numerators(z, number, scratch[: plane.tile_sizes[number]])
             self.noisy(flat, self.scaling(plane, number), rng, bound)
             plane.tile_inverse(shaped, number, z, out)
-            steps.report((number + 1) / count, f"{stage}: {number + 1:,} of {count:,} tiles done")
+            if count > 1:  # "1 of 1 tiles done" says nothing (and reads like a count of rows)
+                steps.report((number + 1) / count, f"{stage}: {number + 1:,} of {count:,} tiles done")
         if plane.in_place:
             plane.inverse(z, out)
         return total
