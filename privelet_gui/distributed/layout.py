@@ -18,10 +18,10 @@ import numpy as np
 
 from ..engine.errors import PriveletError
 from ..engine.hn import TransformPlan
-from ..engine.pipeline import block_indices, is_tiled
+from ..engine.pipeline import block_indices, is_tiled, slab_layout
 from ..io.zarr_releases import regular_chunks
 
-__all__ = ["TASK_CELLS", "Box", "Grid", "ReleaseLayout", "line_chunks", "release_layout"]
+__all__ = ["TASK_CELLS", "Box", "Grid", "ReleaseLayout", "line_chunks", "release_layout", "slab_chunks"]
 
 #: Cells a task works on at once (16 MiB of float64): a task then needs about four times
 #: that, comfortably within a worker's memory (a few hundred MB at the least).
@@ -126,6 +126,21 @@ def line_chunks(shape: tuple[int, ...], axis: int, cells: int) -> Chunks:
     )
 
 
+def slab_chunks(extent: tuple[int, ...], lead: int, cells: int) -> Chunks:
+    """Chunks of a big block of ``extent`` holding whole slabs (every axis from ``lead`` on
+    whole), about ``cells`` cells each (one slab at least), cut along the leading axes.
+
+    >>> slab_chunks((4, 6, 10), 2, 120)
+    ((2, 2), (6,), (10,))
+    """
+    slab = math.prod(extent[lead:])
+    steps = regular_chunks(extent[:lead], max(1, cells // max(slab, 1))) if lead else ()
+    return tuple(
+        (n,) if a >= lead or n == 0 else tuple(min(steps[a], n - start) for start in range(0, n, steps[a]))
+        for a, n in enumerate(extent)
+    )
+
+
 @dataclass(frozen=True)
 class ReleaseLayout:
     """The chunks of a release with ``plan``.
@@ -146,15 +161,15 @@ class ReleaseLayout:
     def chunks(self) -> Chunks:
         if not self.tiled:
             return self.blocks.chunks
-        # Big blocks are released one by one: chunks that never straddle two of them.
+        # Big blocks are released one by one: chunks that never straddle two of them, each of
+        # whole slabs (the pipeline's passes 1 and 3).
         first = self.blocks.boxes[0][1].region
         extent = tuple(part.stop - part.start for part in first)
-        inner = line_chunks(extent, len(extent) - 1, self.cells) if extent else ()
+        inner = slab_chunks(extent, slab_layout(self.plan, extent)[0], self.cells)
         return tuple(
             tuple(piece for _ in range(len(block_sizes)) for piece in pieces)
             for block_sizes, pieces in zip(self.blocks.chunks, inner, strict=True)
         )
-
 
     @property
     def task_bytes(self) -> int:

@@ -8,12 +8,11 @@ the same exact-rounding limit, the same noise streams. Only the scheduling diffe
   blocks (:mod:`privelet_gui.distributed.layout`), is transformed, noised, inverted and
   written to the Zarr folder by one task, each block with the stream the one-machine
   pipeline gives it. The noisy matrix then equals ``spec.run(M, rng=...)`` cell for cell.
-- Blocks bigger than one slab (S_A empty, or huge blocks): axis by axis. The matrix is
-  rechunked so that each pass sees whole lines along its axis: forward along every
-  transformed axis but the last, then the last axis transformed, noised and inverted tile
-  by tile (each tile with its own stream, as on one machine), then the inverses in reverse
-  order. Each pass is persisted on the cluster (it holds the whole matrix, spilled to the
-  workers' disks when it does not fit in their memory), with progress and cancel.
+- Big blocks (S_A empty, or blocks of millions of cells): the one-machine pipeline's three
+  passes (:class:`~privelet_gui.engine.pipeline.BlockRelease`), each task a chunk of whole
+  slabs (passes 1 and 3) or of whole pencil tiles (pass 2, each tile with its own stream, as
+  on one machine). Each pass is persisted on the cluster (it holds the whole matrix, spilled
+  to the workers' disks when it does not fit in their memory), with progress and cancel.
 
 Either way the result depends on the seed only, never on the number of workers.
 """
@@ -24,7 +23,7 @@ import dataclasses
 import math
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -32,7 +31,7 @@ import numpy as np
 from ..engine.errors import PriveletError
 from ..engine.hn import TransformPlan
 from ..engine.noise import NoiseCalibration, Sampler, default_rng
-from ..engine.pipeline import EXACT_LIMIT, BlockRelease, check_counts, spawn_streams, tile_indices
+from ..engine.pipeline import EXACT_LIMIT, BlockRelease, slab_layout, spawn_streams, tile_indices
 from ..engine.postprocess import sum_slabs
 from ..engine.progress import CancelCallback, Progress, ProgressCallback
 from ..engine.release import Release
@@ -46,7 +45,7 @@ from ..io.zarr_releases import (
     write_zarr_chunk,
 )
 from .cluster import require_dask, wait_for
-from .layout import TASK_CELLS, Chunks, Grid, ReleaseLayout, grid, line_chunks, release_layout
+from .layout import TASK_CELLS, Chunks, ReleaseLayout, release_layout, slab_chunks
 
 if TYPE_CHECKING:
     import dask.array as da
@@ -258,7 +257,7 @@ def _release_chunk(
     return write_zarr_chunk(array_path, region, noisy)
 
 
-# -- big blocks: axis by axis -------------------------------------------------------------------------
+# -- big blocks: the pipeline's three passes ------------------------------------------------------------
 
 
 def _release_by_axes(
@@ -270,103 +269,115 @@ def _release_by_axes(
     array_path: str,
     steps: Progress,
 ) -> None:
+    """Big blocks in the one-machine pipeline's three passes (:class:`BlockRelease`), each pass
+    persisted on the cluster: slabs transformed along the plane axes into the intermediate,
+    pencil tiles (groups of whole tiles per task, each tile with its one-machine stream), the
+    slabs inverted; then written."""
+    import dask
+    import dask.array as da
+
     plan, cells = layout.plan, layout.cells
-    *outer_axes, last = plan.transformed_axes
     blocks = [box.region for _, box in layout.blocks.boxes]  # in stream order; all of one shape
     extent = tuple(part.stop - part.start for part in blocks[0])
+    lead, width = slab_layout(plan, extent)
+    by_slabs = slab_chunks(extent, lead, cells)
     tiles = tile_indices(plan, extent)
-    coefficient_extent = tuple(
-        plan.transforms[a].n_coefficients if a in outer_axes else n for a, n in enumerate(extent)
-    )
-    tile_grid = grid(coefficient_extent, tiles, cells)
+    groups = _tile_groups(tiles, math.prod(extent[:lead]), cells)
     tile_streams = [spawn_streams(stream, len(tiles)) for stream in streams]
-    stages = 2 * len(outer_axes) + 2
+    names = _pass_names(plan, extent)
+    stages = 3
     done = 0
 
-    def run(
-        previous: list[da.Array], step: Callable[[int, da.Array], da.Array], stage: str
-    ) -> list[da.Array]:
-        """The next pass of every block, persisted on the cluster; ``previous`` (and so its
-        data on the workers) stays alive until the pass is done."""
+    def run(arrays: list[da.Array], stage: str) -> list[da.Array]:
+        """Persist one pass of every block on the cluster, with progress and cancel."""
         nonlocal done
         from distributed import futures_of
 
-        persisted = client.persist([step(number, x) for number, x in enumerate(previous)])
+        persisted = client.persist(arrays)
         wait_for(client, futures_of(persisted), steps.slice(done / stages, (done + 1) / stages), stage)
         done += 1
         return list(persisted)
 
-    arrays = [matrix[index] for index in blocks]
-    for count, axis in enumerate(outer_axes):
-        size = plan.transforms[axis].n_coefficients
-        arrays = run(
-            arrays, _pass_step(axis, size, shared, "forward", count == 0, cells), f"transforming {plan.axis_name(axis)}: chunk"
-        )
-    arrays = run(
-        arrays, lambda number, x: _tile_pass(x, tile_grid, shared, tile_streams[number], check=not outer_axes),
-        f"transforming {plan.axis_name(last)}, adding noise, inverting: chunk",
+    ndim = len(extent)
+    trailing = list(range(lead + 1, ndim))
+    counts = [matrix[index].rechunk(by_slabs) for index in blocks]
+    rows = run(
+        [da.map_blocks(_forward_slabs, x, shared, extent, chunks=(*by_slabs[:lead], (width,)), drop_axis=trailing,
+                       dtype=np.float64) for x in counts],
+        f"transform pass 1 of 3, transforming {names[0]}: chunk",
     )
-    for axis in reversed(outer_axes):
-        size = plan.transforms[axis].size
-        arrays = run(arrays, _pass_step(axis, size, shared, "inverse", False, cells), f"inverting {plan.axis_name(axis)}: chunk")
-    _write_blocks(client, arrays, blocks, layout, array_path, steps.slice(done / stages, 1.0))
+    # the slabs were checked in pass 1: their sums are exact integers
+    totals = [round(float(total)) for total in client.compute([x.sum() for x in counts], sync=True)]
+    noisy_rows = []
+    for number, (intermediate, total) in enumerate(zip(rows, totals, strict=True)):
+        whole = intermediate.rechunk((*((n,) for n in extent[:lead]), tuple(_group_width(tiles, g) for g in groups)))
+        parts = whole.to_delayed().reshape(-1)
+        pieces = []
+        for part, group in zip(parts, groups, strict=True):
+            first = tiles[group[0]].start
+            jobs = [(slice(tiles[t].start - first, tiles[t].stop - first), tiles[t], tile_streams[number][t]) for t in group]
+            task = dask.delayed(_noisy_pencils, pure=False)(part, shared, extent, jobs, total)
+            pieces.append(da.from_delayed(task, shape=(*extent[:lead], _group_width(tiles, group)), dtype=np.float64))
+        noisy_rows.append(da.concatenate(pieces, axis=lead))
+    noisy_rows = run(noisy_rows, f"transform pass 2 of 3, transforming {names[1]}, adding noise, inverting: chunk")
+    released = run(
+        [da.map_blocks(_inverse_slabs, x.rechunk((*by_slabs[:lead], (width,))), shared, extent, chunks=by_slabs,
+                       new_axis=trailing, dtype=np.float64) for x in noisy_rows],
+        f"transform pass 3 of 3, inverting {names[2]}: chunk",
+    )
+    _write_blocks(client, released, blocks, layout, array_path, steps.slice(done / stages, 1.0))
 
 
-def _pass_step(
-    axis: int, size: int, shared: Shared, direction: str, check: bool, cells: int
-) -> Callable[[int, da.Array], da.Array]:
-    """:func:`_pass` with its settings, for any block."""
-    return lambda _, x: _pass(x, axis, size, shared, direction, check, cells)
+def _pass_names(plan: TransformPlan, extent: tuple[int, ...]) -> tuple[str, str, str]:
+    """The axes each pass works along, named as the one-machine pipeline names them."""
+    lead, _ = slab_layout(plan, extent)
+    pencil = [a for a in plan.transformed_axes if a < lead]
+    plane = [a for a in plan.transformed_axes if a >= lead]
+    return (", ".join(plan.axis_name(a) for a in plane), ", ".join(plan.axis_name(a) for a in pencil),
+            ", ".join(plan.axis_name(a) for a in reversed(plane)))
 
 
-def _pass(x: da.Array, axis: int, size: int, shared: Shared, direction: str, check: bool, cells: int) -> da.Array:
-    """One pass along ``axis`` (whole lines per chunk): numerators or the inverse."""
-    import dask.array as da
-
-    x = x.rechunk(line_chunks(tuple(x.shape), axis, cells))
-    chunks = tuple((size,) if a == axis else sizes for a, sizes in enumerate(x.chunks))
-    return da.map_blocks(_along, x, shared, axis, direction, check, chunks=chunks, dtype=np.float64)
-
-
-def _along(block: np.ndarray, shared: Shared, axis: int, direction: str, check: bool) -> np.ndarray:
-    """On a worker: the numerators (``"forward"``) or the inverse of one chunk along ``axis``."""
-    transform = shared[0].transforms[axis]
-    if direction == "forward":
-        if check:
-            check_counts(block)
-        return np.ascontiguousarray(transform.numerators(block, axis))
-    return np.ascontiguousarray(transform.inverse(block, axis))
+def _tile_groups(tiles: list[slice], rows: int, cells: int) -> list[list[int]]:
+    """Consecutive pencil tiles grouped so that each group (every row, its columns) holds about
+    ``cells`` cells, one tile at least."""
+    groups: list[list[int]] = [[]]
+    for number, tile in enumerate(tiles):
+        if groups[-1] and rows * (_group_width(tiles, groups[-1]) + tile.stop - tile.start) > cells:
+            groups.append([])
+        groups[-1].append(number)
+    return groups
 
 
-def _tile_pass(
-    x: da.Array, tiles: Grid, shared: Shared, streams: list[np.random.Generator], *, check: bool
-) -> da.Array:
-    """The last transformed axis of one big block, tile by tile, each tile with its stream."""
-    import dask
-    import dask.array as da
-
-    x = x.rechunk(tiles.chunks)
-    parts = x.to_delayed()
-    out = np.empty(parts.shape, dtype=object)
-    for position, boxes in tiles.by_chunk().items():
-        jobs = [(box.local, box.index, streams[box.number]) for box in boxes]
-        shape = tuple(sizes[i] for sizes, i in zip(x.chunks, position, strict=True))
-        task = dask.delayed(_noisy_tiles, pure=False)(parts[position], shared, jobs, check)
-        out[position] = da.from_delayed(task, shape=shape, dtype=np.float64)
-    return da.block(out.tolist())
+def _group_width(tiles: list[slice], group: list[int]) -> int:
+    return tiles[group[-1]].stop - tiles[group[0]].start
 
 
-def _noisy_tiles(
-    values: np.ndarray, shared: Shared, jobs: list[tuple[Index, Index, np.random.Generator]], check: bool
-) -> np.ndarray:
-    """On a worker: the tiles of one chunk transformed, noised and inverted along the last axis."""
-    if check:
-        check_counts(values)
+def _forward_slabs(cells: np.ndarray, shared: Shared, extent: tuple[int, ...]) -> np.ndarray:
+    """On a worker: pass 1 on a chunk of whole slabs (checked, then transformed along the plane)."""
     runner = BlockRelease(*shared)
-    noisy = np.empty(values.shape)
-    for local, index, rng in jobs:
-        noisy[local] = runner.tile(values[local], index, rng)
-    return noisy
+    lead, width = runner.layout(extent)
+    rows, _ = runner.forward(np.ascontiguousarray(cells, dtype=np.float64), extent)
+    return rows.reshape(*cells.shape[:lead], width)
+
+
+def _noisy_pencils(
+    values: np.ndarray, shared: Shared, extent: tuple[int, ...], jobs: list[tuple[slice, slice, np.random.Generator]],
+    total: int,
+) -> np.ndarray:
+    """On a worker: pass 2 on a group of whole pencil tiles (every row of the intermediate)."""
+    runner = BlockRelease(*shared)
+    flat = values.reshape(-1, values.shape[-1])
+    noisy = np.empty(flat.shape)
+    for local, tile, rng in jobs:
+        noisy[:, local] = runner.pencil(flat[:, local], extent, tile, rng, total)
+    return noisy.reshape(values.shape)
+
+
+def _inverse_slabs(rows: np.ndarray, shared: Shared, extent: tuple[int, ...]) -> np.ndarray:
+    """On a worker: pass 3 on a chunk of whole slabs' noisy rows: their values."""
+    runner = BlockRelease(*shared)
+    lead, width = runner.layout(extent)
+    return runner.inverse(rows.reshape(-1, width), extent, (*rows.shape[:lead], *extent[lead:]))
 
 
 def _write_blocks(
@@ -376,9 +387,7 @@ def _write_blocks(
     import dask
 
     extent = tuple(part.stop - part.start for part in blocks[0])
-    storage = tuple(
-        sizes[: len(line)] for sizes, line in zip(layout.chunks, line_chunks(extent, len(extent) - 1, layout.cells), strict=True)
-    )
+    storage = slab_chunks(extent, slab_layout(layout.plan, extent)[0], layout.cells)
     tasks = []
     for x, index in zip(arrays, blocks, strict=True):
         x = x.rechunk(storage)

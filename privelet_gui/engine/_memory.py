@@ -14,6 +14,12 @@ Two measured problems, two remedies:
   big count (measured here); ``madvise(MADV_POPULATE_WRITE)`` through ctypes, which
   releases the GIL, does the same (0.34 s for 828 MB), and a strided write of one
   value per page (numpy releases the GIL) where the kernel lacks it (before Linux 5.14).
+- A release's output (and a big block's intermediate), written once, every cell: it is
+  mapped with ``madvise(MADV_HUGEPAGE)`` (:func:`output_array`), so that its first touch
+  costs one fault per 2 MiB instead of per 4 KiB: 0.09 s instead of 0.33 to 0.58 s for
+  828 MB here, on one thread or two (ordinary pages did not fault faster on two threads).
+  Where the kernel has no huge page at hand it gives ordinary ones. :func:`release_pages`
+  gives an intermediate's memory back as soon as it has been read.
 - Block buffers (a few MB each, allocated and freed hundreds of times per release).
   glibc returns them to the OS right away and every block pays page faults again
   (about 2x slower). :func:`recycle_block_buffers` raises glibc's trim threshold so
@@ -32,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["available_memory", "byte_size", "recycle_block_buffers", "zeros"]
+__all__ = ["available_memory", "byte_size", "output_array", "recycle_block_buffers", "release_pages", "zeros"]
 
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
@@ -64,6 +70,37 @@ def zeros(shape: int | tuple[int, ...], *, populate: bool = False) -> np.ndarray
     return array.reshape(shape)
 
 
+def output_array(shape: tuple[int, ...]) -> np.ndarray:
+    """An array of ``shape`` (float64) whose every cell the caller writes (zero until then):
+    large ones mapped with huge pages where the kernel has them (see the module docstring)."""
+    count = math.prod(shape)
+    if count * 8 < _MAPPED_BYTES:
+        return np.zeros(shape)
+    array = zeros(count)
+    libc = _libc() if sys.platform.startswith("linux") else None
+    if libc is not None:  # a request: refused (EINVAL) where huge pages are off, harmless then
+        libc.madvise(ctypes.c_void_p(array.ctypes.data), ctypes.c_size_t(array.nbytes), _MADV_HUGEPAGE)
+    return array.reshape(shape)
+
+
+def release_pages(array: np.ndarray) -> None:
+    """Give back to the operating system the whole pages of ``array``, a contiguous part of
+    a large array of :func:`output_array` that is no longer needed (reading them afterwards
+    gives zeros)."""
+    root = array
+    while isinstance(root, np.ndarray) and root.base is not None:
+        root = root.base
+    if not isinstance(root, mmap.mmap) or not sys.platform.startswith("linux"):
+        return
+    libc = _libc()
+    start, end = array.ctypes.data, array.ctypes.data + array.nbytes
+    first, last = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE, end // mmap.PAGESIZE * mmap.PAGESIZE
+    if libc is not None and last > first:
+        libc.madvise(ctypes.c_void_p(first), ctypes.c_size_t(last - first), _MADV_DONTNEED)
+
+
+_MADV_DONTNEED = 4
+_MADV_HUGEPAGE = 14
 _MADV_POPULATE_WRITE = 23  # Linux 5.14 and later
 _PAGE_VALUES = mmap.PAGESIZE // 8
 

@@ -20,18 +20,23 @@ by exact threshold comparisons:
   ``P(L = l)`` proportional to ``exp(-theta l)`` on ``[0, 2**M)``. M is chosen so that
   ``gamma`` lies in ``(2**-9, 2**-8]`` (or ``M = 0`` if theta is larger).
 - **V by inversion**: ``V >= v`` exactly when a uniform U is below ``exp(-gamma v)``.
-  U's first 64 bits w are compared with ``T_v = floor(2**64 exp(-gamma v))``:
+  U's first 32 bits w are compared with ``T_v = floor(2**32 exp(-gamma v))``:
   ``w < T_v`` proves ``U < exp(-gamma v)`` and ``w > T_v`` proves the opposite (these
-  reals are transcendental, never multiples of 2**-64). A guide table on w's top 16
-  bits gives V with one comparison for all but about 1% of draws (a binary search
-  over the T_v does those); ``w == T_v`` (probability 2**-64) draws more bits of U.
+  reals are transcendental, never multiples of 2**-32). A guide table on w's top 16
+  bits gives V with one subtraction for all but about 0.3% of draws (a binary search
+  over the T_v does those); ``w == T_v`` (probability below 2**-17 per draw: at most
+  2**14.5 thresholds among 2**32 prefixes) draws more bits of U.
 - **L bit by bit**: L's binary digits are independent, digit j being 1 with
   probability ``p_j = 1 / (1 + exp(theta 2**j))``. Write digit j as ``F_j and not C_j``
   for a fair bit F_j and an independent C_j with probability ``c_j = 1 - 2 p_j =
   tanh(theta 2**(j - 1))``: then ``P = p_j`` exactly. The fair bits come from one word;
   C is almost always 0 (``P(C != 0) < 2**-9``), decided by one comparison of a uniform
-  with ``P(C = 0)``. Otherwise the same uniform gives C's highest set bit by inversion
-  (``P(C < 2**j) = prod_{i >= j} (1 - c_i)``) and each lower bit is its own Bernoulli(c_i).
+  with ``P(C = 0)``. Otherwise the same uniform gives C's highest set bit u by inversion
+  (``P(C < 2**j) = prod_{i >= j} (1 - c_i)``). C's bits below u are independent of u (the
+  bits are independent), so the highest of them is drawn the same way from a fresh uniform,
+  with ``P(no bit of j .. u - 1 set) = R(u, j) = prod_{j <= i < u} (1 - c_i) =
+  P(C < 2**j) / P(C < 2**u)``: one comparison with ``R(u, 0)`` shows that there is none
+  (all but about ``c_u`` of the draws), and otherwise the next set bit follows, and so on down.
 
 Thresholds are computed once per theta, in integers: :func:`exp_neg_bounds` brackets
 ``exp(-x)`` for a rational x with the alternating Taylor series and repeated
@@ -71,7 +76,7 @@ _SEARCH_FLAG = 1 << 15
 _QUOTIENT_BITS = 15
 _MINUS_ZERO = np.uint64(1 << 63)
 # Draws per round: the round's arrays stay in the CPU cache, numpy's call overhead is spread.
-_CHUNK = 1 << 16
+_CHUNK = 1 << 17
 _WORD = 64
 
 
@@ -235,24 +240,55 @@ class ExactSampler:
         counts = np.bincount(cells, minlength=1 << _GUIDE_BITS)
         # V for a prefix in cell c is the number of thresholds in higher cells, plus one if the
         # cell's single threshold is above the prefix. Cells holding several thresholds are
-        # searched instead (flag bit 15); so is cell 0, which also holds the tail (T_v = 0).
-        # An entry holds that number (and the flag) in its high half, and the low 16 bits of the
-        # single threshold in its low half: a prefix in the cell shares the threshold's top bits.
-        base = len(thresholds) - np.cumsum(counts)
+        # searched instead (flag bit 15 of the high half); so is cell 0, which also holds the
+        # tail (T_v = 0). A prefix in the cell shares its threshold's top bits, so only the low
+        # halves t (of the threshold) and l (of the prefix) are compared, by one subtraction:
+        # an entry is ``(base + 1) 2**16 + t - 1`` (t = 0 in a cell without threshold), and
+        # ``entry - l`` has the high half ``base + [l < t]`` (a borrow exactly when l >= t) and
+        # the low half ``0xFFFF`` exactly when ``l == t``, a tie that more bits decide.
+        base = (len(thresholds) - np.cumsum(counts)).astype(np.int64)
         search = counts > 1
         search[0] = True
-        self.guide = ((base | np.where(search, _SEARCH_FLAG, 0)) << 16).astype(np.uint32)
+        low_half = np.zeros(1 << _GUIDE_BITS, dtype=np.int64)
         single = (counts == 1)[cells]
-        self.guide[cells[single]] |= self.quotient_thresholds[single] & np.uint32(0xFFFF)
+        low_half[cells[single]] = self.quotient_thresholds[single] & np.uint32(0xFFFF)
+        entries = ((base + 1) << 16) + low_half - 1
+        entries[search] = (_SEARCH_FLAG << 16) | 0xFFFF
+        self.guide = entries.astype(np.uint32)
 
     def _build_remainder_tables(self) -> None:
-        """``P(C = 0)`` (at the bits C's first prefix has), ``P(C < 2**j)`` and each ``c_i`` (64 bits)."""
+        """``P(C = 0)`` (at the bits C's first prefix has), ``P(C < 2**j)`` and the lower-bit
+        table ``R(u, j)`` (all 64 bits)."""
         bits = self.low_bits
         self.below_bounds: list[Bounds] = [partial(self._below_bounds, j) for j in range(bits)]
-        self.digit_bounds: list[Bounds] = [partial(self._digit_bounds, i) for i in range(bits)]
         self.zero_threshold = _threshold(self.below_bounds[0], self._c_bits) if bits else 0
         self.below_thresholds = np.array([_threshold(b, _WORD) for b in self.below_bounds], dtype=np.uint64)
-        self.digit_thresholds = np.array([_threshold(b, _WORD) for b in self.digit_bounds], dtype=np.uint64)
+        self._build_lower_tables()
+
+    def _build_lower_tables(self) -> None:
+        """``floor(2**64 R(u, j))`` for ``0 <= j < u < M``, where ``R(u, j) = P(C < 2**j) / P(C < 2**u)``
+        is the probability that C's bits ``j .. u - 1`` are all zero (cells with ``j >= u``:
+        the largest word, never used). The ratio of two brackets of ``P(C < 2**j)`` at 160
+        bits decides nearly every floor; the rest are tightened with :meth:`_lower_bounds`."""
+        m = self.low_bits
+        table = np.full((max(m, 1), max(m, 1)), np.iinfo(np.uint64).max, dtype=np.uint64)
+        precision, spare = 160, 32
+        brackets = [self._below_bounds(j, precision) for j in range(m)]
+        for u in range(1, m):
+            den_lo, den_hi = brackets[u]
+            for j in range(u):
+                lo, hi = _outward_div(*brackets[j], den_lo, den_hi, _WORD + spare)
+                if lo >> spare == hi >> spare:
+                    table[u, j] = lo >> spare
+                else:  # the bracket meets a multiple of 2**-64: tighten it
+                    table[u, j] = _threshold(partial(self._lower_bounds, u, j), _WORD)
+        self.lower_thresholds = table
+
+    def _lower_bounds(self, u: int, j: int, precision: int) -> tuple[int, int]:
+        """Bounds of ``2**precision R(u, j)`` (see :meth:`_build_lower_tables`)."""
+        work = precision + 2 * _WORD
+        lo, hi = _outward_div(*self._below_bounds(j, work), *self._below_bounds(u, work), precision + _WORD)
+        return lo >> _WORD, _ceil_shift(hi, _WORD)
 
     def _below_bounds(self, j: int, precision: int) -> tuple[int, int]:
         """``P(C < 2**j) = prod_{j <= i < M} (1 - c_i) = 2**(M-j) a^(2^M - 2^j) (1 - a^(2^j)) / (1 - a^(2^M))``
@@ -267,13 +303,6 @@ class ExactSampler:
         lo, hi = _outward_div(num_lo, num_hi, one - whole_hi, one - whole_lo, precision + m - j)
         return lo >> work, _ceil_shift(hi, work)
 
-    def _digit_bounds(self, i: int, precision: int) -> tuple[int, int]:
-        """``c_i = (1 - q) / (1 + q)`` with ``q = exp(-theta 2**i)``."""
-        work = precision + 2 * _WORD + 16
-        one = 1 << work
-        q_lo, q_hi = exp_neg_bounds(self.theta * (1 << i), work)
-        return _outward_div(one - q_hi, one - q_lo, one + q_lo, one + q_hi, precision)
-
     # -- drawing -----------------------------------------------------------------------------
     def _parts(self, bits: np.random.BitGenerator, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One round of ``count`` draws as (fair words, V, L) before the CKS restart on "-0";
@@ -286,11 +315,11 @@ class ExactSampler:
         fair = raw[:fair_words] if self._fair_bits == 64 else raw[:fair_words].view(np.uint32)[:count]
         w = raw[fair_words : fair_words + prefix_words].view(np.uint32)[:count]
         entry = self.guide.take((w >> np.uint32(_PREFIX_BITS - _GUIDE_BITS)).astype(np.intp))
-        low, threshold = w & np.uint32(0xFFFF), entry & np.uint32(0xFFFF)
-        quotient = entry >> np.uint32(16)
-        quotient += low < threshold
+        entry -= w & np.uint32(0xFFFF)  # high half: V; low half 0xFFFF: a tie (see the guide table)
         # ties (and, in cells with no threshold, a zero low half: harmless) and flagged cells
-        unsure = np.flatnonzero((low == threshold) | (quotient >= _SEARCH_FLAG))
+        # (bit 31 set): the entry with bits 16..30 set is then at least 0x7FFFFFFF
+        unsure = np.flatnonzero((entry | np.uint32(0x7FFF0000)) >= np.uint32(0x7FFFFFFF))
+        quotient = np.right_shift(entry, np.uint32(16), out=entry)
         if unsure.size:
             quotient[unsure] = self._search_quotients(w[unsure], bits)
         if not m:
@@ -298,13 +327,18 @@ class ExactSampler:
         kind = fair.dtype.type
         remainder = fair & kind((1 << m) - 1)
         if self._packed:
-            wc = (fair >> kind(self._fair_bits - 1 - self._c_bits)) & kind((1 << self._c_bits) - 1)
+            # C's first bits sit just below the sign: the word without its sign is at least
+            # the threshold moved there exactly when they are (the bits below do not matter)
+            shift = kind(self._fair_bits - 1 - self._c_bits)
+            open_ = np.flatnonzero((fair & kind((1 << (self._fair_bits - 1)) - 1)) >= kind(self.zero_threshold) << shift)
+            wc = (fair[open_] >> shift) & kind((1 << self._c_bits) - 1)
         else:
-            wc = raw[fair_words + prefix_words :].view(np.uint16)[:count]
-        open_ = np.flatnonzero(wc >= self.zero_threshold)  # not proved C = 0
-        if open_.size:
+            first = raw[fair_words + prefix_words :].view(np.uint16)[:count]
+            open_ = np.flatnonzero(first >= self.zero_threshold)
+            wc = first[open_]
+        if open_.size:  # not proved C = 0
             more = np.uint64(self._c_bits)
-            extended = (wc[open_].astype(np.uint64) << (np.uint64(_WORD) - more)) | (bits.random_raw(open_.size) >> more)
+            extended = (wc.astype(np.uint64) << (np.uint64(_WORD) - more)) | (bits.random_raw(open_.size) >> more)
             corrections: np.ndarray = self._corrections(extended, bits).astype(fair.dtype)
             remainder[open_] &= np.invert(corrections)
         return fair, quotient, remainder
@@ -347,18 +381,36 @@ class ExactSampler:
             return corrections
         top = top[present]
         corrections[present] = np.uint64(1) << top.astype(np.uint64)
-        digits = int(top.max())
-        if digits:  # every lower bit of C on its own: one word per bit below the top
-            words = bits.random_raw(present.size * digits).reshape(present.size, digits)
-            thresholds = self.digit_thresholds[:digits]
-            ones = words < thresholds
-            for row, digit in zip(*np.nonzero(words == thresholds), strict=True):
-                ones[row, digit] = _LazyUniform(int(thresholds[digit]), _WORD, bits).below(self.digit_bounds[digit])
-            ones &= np.arange(digits) < top[:, None]
-            corrections[present] |= (ones.astype(np.uint64) << np.arange(digits, dtype=np.uint64)).sum(
-                axis=1, dtype=np.uint64
-            )
+        # The bits below each top: all zero unless a fresh uniform is not below R(top, 0)
+        # (probability about c_top); those few are followed down bit by bit.
+        lower = np.flatnonzero(top > 0)
+        if lower.size:
+            words = bits.random_raw(lower.size)
+            tops = top[lower]
+            for row in np.flatnonzero(words >= self.lower_thresholds[tops, 0]).tolist():
+                corrections[present[lower[row]]] |= np.uint64(self._lower_bits(int(tops[row]), int(words[row]), bits))
         return corrections
+
+    def _lower_bits(self, u: int, first: int, bits: np.random.BitGenerator) -> int:
+        """C's bits below its set bit ``u``, given the first 64 bits of the uniform that decides
+        the highest of them: the largest j with ``U >= R(u, j)`` (none if ``U < R(u, 0)``), and
+        then the same below j with a fresh uniform."""
+        value = 0
+        while u > 0:
+            uniform = _LazyUniform(first, _WORD, bits)
+            table = self.lower_thresholds[u]
+            highest = -1
+            for j in range(u - 1, -1, -1):
+                threshold = int(table[j])
+                if threshold < first or (threshold == first and not uniform.below(partial(self._lower_bounds, u, j))):
+                    highest = j
+                    break
+            if highest < 0:
+                return value
+            value |= 1 << highest
+            u = highest
+            first = int(bits.random_raw())
+        return value
 
     def _resolve_top(self, first: int, bits: np.random.BitGenerator) -> int:
         """C's highest set bit (-1: C = 0) when U's first 64 bits equal a threshold."""
@@ -424,10 +476,9 @@ class ExactSampler:
         if self.low_bits:
             noise *= 2.0**self.low_bits
             noise += remainder
-        # The sign: the fair word's top bit, moved to the float's sign bit.
-        sign = np.left_shift(fair >> fair.dtype.type(self._fair_bits - 1), 63, dtype=np.uint64)
-        noise.view(np.uint64)[...] |= sign
-        return noise
+        # The sign: the fair word's top bit, which is the sign of the word read as a signed integer.
+        signs = fair.view(np.int32 if fair.dtype == np.uint32 else np.int64).astype(np.float64)
+        return np.copysign(noise, signs, out=noise)
 
 
 @lru_cache(maxsize=32)

@@ -74,7 +74,7 @@ class HaarTransform(AxisTransform):
         sums, filled = _fine_levels_forward(sums, self.size, ov, self.levels, coarse)
         # The coarse levels hold few nodes: one small exact matrix product does them all
         # (integer entries and sums below 2^53, so any summation order is exact).
-        head = _coarse_forward(coarse)[:, :filled] @ sums[:filled].reshape(filled, -1)
+        head = _product(_coarse_forward(coarse)[:, :filled], sums[:filled].reshape(filled, -1))
         ov[: 1 << coarse] = head.reshape((1 << coarse, *sums.shape[1:]))
         return back(ov, axis)
 
@@ -88,13 +88,127 @@ class HaarTransform(AxisTransform):
         # Means of the subtrees below the coarse levels (only those covering real values).
         count = -(-self.size // (1 << (self.levels - coarse)))
         head = cv[: 1 << coarse].reshape(1 << coarse, -1)
-        means = (_coarse_inverse(coarse)[:count] @ head).reshape((count, *cv.shape[1:]))
+        means = _product(_coarse_inverse(coarse)[:count], head).reshape((count, *cv.shape[1:]))
         if coarse == self.levels:
             return deliver(back(means, axis), out)
         # The finest level is written straight into the destination, whatever its layout.
         values = np.empty((self.size, *cv.shape[1:])) if out is None else np.moveaxis(out, axis, 0)
         for level in range(coarse + 1, self.levels + 1):
             detail = cv[1 << (level - 1) : 1 << level]
+            count = -(-self.size // (1 << (self.levels - level)))
+            finer = values if level == self.levels else np.empty((count, *cv.shape[1:]))
+            evens, odds = (count + 1) // 2, count // 2
+            np.add(means[:evens], detail[:evens], out=finer[0:count:2])
+            np.subtract(means[:odds], detail[:odds], out=finer[1:count:2])
+            means = finer
+        return back(values, axis) if out is None else out
+
+    # -- the release pipeline's layouts ------------------------------------------------
+    # numpy runs a loop over one long, evenly strided run of memory several times faster than
+    # over many short rows, so the pipeline's two layouts keep every operation on such runs.
+
+    def rows_numerators(self, rows: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """Numerators along each of ``rows`` (C-contiguous, shape ``(R, n_coefficients)``: the
+        values, then zero padding), written to the flat ``out`` in the *level-major* layout.
+
+        The layout holds first the head, R rows of the base and levels 1..c in level order
+        (``c = min(levels, 5)``, ``2**c`` per row), then level c + 1's details of all R rows
+        (``R 2**c``), level c + 2's (``R 2**(c + 1)``), and so on to level ``levels``: level l
+        fills ``out[R 2**(l - 1) : R 2**l]``. Every level's pairs are then one strided run of
+        ``rows`` and its details one contiguous run of ``out``. Exact for integers (below 2**53).
+        """
+        count, width = rows.shape
+        coarse = min(self.levels, _COARSE_LEVELS)
+        sums = rows
+        for _ in range(self.levels, coarse, -1):  # the finest level first
+            half = width // 2
+            detail = out[count * half : count * width].reshape(count, half)
+            parents = np.empty((count, half))
+            left, right = sums[:, 0::2], sums[:, 1::2]
+            np.subtract(left, right, out=detail)
+            np.add(left, right, out=parents)
+            sums, width = parents, half
+        np.einsum("ij,kj->ik", sums, _coarse_forward(coarse), out=out[: count * width].reshape(count, width), optimize=False)
+        return out
+
+    def rows_inverse(self, coefficients: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """Values along rows (into ``out``, shape ``(R, n_coefficients)``, padding included) from
+        coefficients in the level-major layout of :meth:`rows_numerators`."""
+        count = out.shape[0]
+        coarse = min(self.levels, _COARSE_LEVELS)
+        width = 1 << coarse
+        head = coefficients[: count * width].reshape(count, width)
+        means = out if coarse == self.levels else np.empty((count, width))
+        np.einsum("ij,kj->ik", head, _coarse_inverse(coarse), out=means, optimize=False)  # see _product
+        for level in range(coarse + 1, self.levels + 1):
+            detail = coefficients[count * width : 2 * count * width].reshape(count, width)
+            finer = out if level == self.levels else np.empty((count, 2 * width))
+            np.add(means, detail, out=finer[:, 0::2])
+            np.subtract(means, detail, out=finer[:, 1::2])
+            means, width = finer, 2 * width
+        return out
+
+    def rows_weights(self, count: int) -> np.ndarray:
+        """W of each coefficient of ``count`` rows in the level-major layout (flat)."""
+        coarse = min(self.levels, _COARSE_LEVELS)
+        head = np.tile(self.weights[: 1 << coarse], count)
+        rest = [np.full(count << (level - 1), self.weights[1 << (level - 1)]) for level in range(coarse + 1, self.levels + 1)]
+        return np.concatenate([head, *rest])
+
+    @cached_property
+    def level_counts(self) -> tuple[int, ...]:
+        """Details of each level 1..levels that cover a real value; the others cover padding only:
+        their numerators are zero and they change no real value, so the pipeline leaves them out."""
+        return tuple(-(-self.size // (1 << (self.levels - level + 1))) for level in range(1, self.levels + 1))
+
+    @cached_property
+    def kept(self) -> np.ndarray:
+        """The coefficients (indices in level order) that cover a real value: the base and the
+        first ``level_counts[l - 1]`` details of each level l."""
+        first = [np.arange(1 << (level - 1), (1 << (level - 1)) + n) for level, n in enumerate(self.level_counts, 1)]
+        return np.concatenate([[0], *first]).astype(np.intp)
+
+    @property
+    def n_kept(self) -> int:
+        return 1 + sum(self.level_counts)
+
+    def kept_numerators(self, x: np.ndarray, axis: int = 0) -> np.ndarray:
+        """``numerators(x, axis)[kept]`` along ``axis``, computed without the padding-only details."""
+        sums = np.moveaxis(np.asarray(x, dtype=np.float64), axis, 0)
+        out = np.empty((self.n_kept, *sums.shape[1:]))
+        coarse = min(self.levels, _COARSE_LEVELS)
+        offsets = np.cumsum([1, *self.level_counts])  # where each level's details start
+        filled = self.size
+        for level in range(self.levels, coarse, -1):
+            kept = self.level_counts[level - 1]
+            detail = out[offsets[level - 1] : offsets[level - 1] + kept]
+            pairs = filled // 2
+            parents = np.empty((kept, *sums.shape[1:]))
+            left, right = sums[0 : 2 * pairs : 2], sums[1 : 2 * pairs : 2]
+            np.subtract(left, right, out=detail[:pairs])
+            np.add(left, right, out=parents[:pairs])
+            if filled % 2:  # the last subtree's right sibling is all padding
+                detail[pairs] = parents[pairs] = sums[filled - 1]
+            sums, filled = parents, kept
+        head_rows = self.kept[self.kept < 1 << coarse]
+        head = _product(_coarse_forward(coarse)[head_rows, :filled], sums[:filled].reshape(filled, -1))
+        out[: head_rows.size] = head.reshape((head_rows.size, *sums.shape[1:]))
+        return back(out, axis)
+
+    def kept_inverse(self, c: np.ndarray, axis: int = 0, *, out: np.ndarray | None = None) -> np.ndarray:
+        """Values along ``axis`` from the kept coefficients (:meth:`kept_numerators`' layout)."""
+        cv = outer(c, axis)
+        coarse = min(self.levels, _COARSE_LEVELS)
+        head_rows = self.kept[self.kept < 1 << coarse]
+        count = -(-self.size // (1 << (self.levels - coarse)))
+        head = cv[: head_rows.size].reshape(head_rows.size, -1)
+        means = _product(_coarse_inverse(coarse)[:count][:, head_rows], head).reshape((count, *cv.shape[1:]))
+        if coarse == self.levels:
+            return deliver(back(means, axis), out)
+        values = np.empty((self.size, *cv.shape[1:])) if out is None else np.moveaxis(out, axis, 0)
+        offsets = np.cumsum([1, *self.level_counts])
+        for level in range(coarse + 1, self.levels + 1):
+            detail = cv[offsets[level - 1] : offsets[level]]
             count = -(-self.size // (1 << (self.levels - level)))
             finer = values if level == self.levels else np.empty((count, *cv.shape[1:]))
             evens, odds = (count + 1) // 2, count // 2
@@ -277,6 +391,15 @@ def _coarse_forward(levels: int) -> np.ndarray:
     sums, _ = _fine_levels_forward(np.eye(n), n, out, levels, 0)
     out[0] = sums[0]
     return out
+
+
+def _product(matrix: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``matrix @ values`` in numpy's own loop, not BLAS's. BLAS splits a big product across its
+    threads, and the inverse's sums of noisy floats then depend on their number (a Dask worker
+    process has one): numpy's loop gives the same bits everywhere. BLAS's threads also spin
+    for work, which costs several times the product itself on a busy machine (and the
+    pipeline's own threads already use every core)."""
+    return np.einsum("ij,jk->ik", matrix, values, optimize=False)
 
 
 @cache

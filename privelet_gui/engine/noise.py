@@ -37,8 +37,8 @@ cell) is refused with the smallest epsilon it can serve.
 
 Two samplers draw ``Z`` (the release records which): ``"exact"``
 (:mod:`privelet_gui.engine.exact`, integer arithmetic only, the default) and
-``"standard"`` (:class:`StandardSampler`, two geometric variables by
-floating-point inversion).
+``"standard"`` (:class:`StandardSampler`, the magnitude by floating-point inversion of
+its law: one 64-bit word and one log per coefficient).
 """
 
 from __future__ import annotations
@@ -329,28 +329,49 @@ def noise_sampler(sampler: Sampler, calibration: NoiseCalibration) -> NoiseSampl
     return StandardSampler(calibration.theta)
 
 
-# Values per round of draws: both geometric halves of a chunk stay in the CPU cache.
+# Values per round of draws: a round's few arrays stay in the CPU cache.
 _NOISE_CHUNK = 1 << 16
-# Below this scale (grid units) E * S < 2**46 for every E the inversion can give (at most
-# 53 log 2): each geometric is an exact float64 integer and their difference too.
+# Up to this scale (grid units) S E + c < 2**46 for every E the inversion gives (at most
+# 52 log 2): every magnitude is an exact float64 integer, and so is its sum with the units.
 _FLOAT_SCALE_BITS = 40
+# A word's low 52 bits, and the float64 bits of 1.0: ``(w & mask) | one`` is the float 1 + k 2**-52.
+_MANTISSA = np.uint64((1 << 52) - 1)
+_ONE_BITS = np.uint64(0x3FF0000000000000)
 
 
 class StandardSampler:
-    """Discrete Laplace as the difference of two geometric variables drawn by inversion.
+    """Discrete Laplace by inverting the law of its magnitude: one 64-bit word and one log
+    per coefficient.
 
-    ``Z = G1 - G2`` for two independent geometric variables counting failures with
-    success probability ``1 - exp(-theta)``; each is ``floor(E * S)`` for an exponential
-    ``E = -log(1 - U)``, U uniform on [0, 1) in steps of 2**-53 and ``S = 1 / theta``
-    (``P(floor(E S) >= j) = exp(-j theta)``). E is bounded (by 53 log 2 = 36.7), so
-    ``|Z|`` never exceeds 36.7 S, an event of probability about 1e-16 under the exact
-    distribution, and floating-point rounding moves tail probabilities by about as much.
+    With ``a = exp(-theta)`` the law ``P(Z = z) = (1 - a) / (1 + a) a^|z|`` has
+    ``P(|Z| >= y) = 2 a^y / (1 + a)`` for every integer ``y >= 1`` (both signs) and
+    ``P(Z = z) = P(|Z| = |z|) / 2`` for ``z != 0``. Each draw takes one 64-bit word w of
+    the bit generator: its low 52 bits k give ``V = 1 - k 2**-52``, uniform on (0, 1] in
+    steps of 2**-52 (exact in float64), and its top bit is the sign, independent of V. Then
 
-    Scales above 2**40 grid units (small epsilon): ``E * S`` no longer resolves single
-    units, so each geometric is split as ``G = H 2**m + L`` (its quotient and remainder
-    by ``2**m``, which are independent): H by the same inversion at scale ``S / 2**m``
-    <= 2**40, and L, whose law ``exp(-theta l)`` on ``[0, 2**m)`` is within 2**-39 of
-    uniform, by a uniform integer accepted with probability ``exp(-theta l)``.
+        ``|Z| = floor(S E + c)``,  ``E = -log V``,  ``S = 1 / theta``,  ``c = S log(2 / (1 + a))``.
+
+    Proof: E is exponential with rate 1 (up to V's steps), so for ``y >= 1``, as
+    ``c <= 1`` (``2 a <= 1 + a``), ``P(S E + c >= y) = P(E >= theta (y - c)) =
+    exp(-theta y) exp(theta c) = 2 a^y / (1 + a)``: the magnitude's law; and ``S E + c >= c
+    >= 0``, so the floor is never negative. The sign bit is independent of the magnitude, so
+    ``Z = (-1)^sign |Z|`` has ``P(Z = z) = P(|Z| = |z|) / 2`` for ``z != 0`` and
+    ``P(Z = 0) = 1 - 2 a / (1 + a) = (1 - a) / (1 + a)``: the discrete Laplace law. (A zero
+    with the sign set is -0.0, which adds nothing.) The offset, computed as
+    ``-log1p(expm1(-theta) / 2) / theta``, is added after the product, so every rounding
+    is relative to ``S E + c`` itself, about 2**-53 of it, as in the textbook inversion. V's
+    steps bound E by 52 log 2 = 36.04: the sampler gives the exact law's tail beyond
+    36.04 S (probability 2**-52, 2.2e-16) to the largest magnitude instead.
+
+    Scales above 2**40 grid units (small epsilon): ``S E`` no longer resolves single
+    units. Then ``Z = (-1)^B Y`` for the word's top bit B and a geometric Y with
+    ``P(Y = y) = (1 - a) a^y``, drawn again when ``B = 1`` and ``Y = 0`` (the construction
+    of Canonne, Kamath and Steinke, 2020: zero is not counted twice, so ``P(Z = z)`` is
+    proportional to ``a^|z|``), and Y is split as ``Y = H 2**m + L``, its quotient and
+    remainder by ``2**m``, which are independent for a geometric: H by the same inversion
+    from the word's low bits at the scale ``S / 2**m <= 2**40`` (no offset: ``P(H >= h)``
+    is ``exp(-theta 2**m h)``), and L, whose law ``exp(-theta l)`` on ``[0, 2**m)`` is
+    within 2**-39 of uniform, by a uniform integer accepted with probability ``exp(-theta l)``.
     """
 
     name: Sampler = "standard"
@@ -358,37 +379,49 @@ class StandardSampler:
     def __init__(self, theta: Fraction):
         self.theta = float(theta)
         scale = 1 / theta
+        self.scale = float(scale)
+        self.offset = -math.log1p(math.expm1(-self.theta) / 2) / self.theta  # c = S log(2 / (1 + a))
         self.shift = max(0, math.ceil(math.log2(scale)) - _FLOAT_SCALE_BITS) if scale > 1 else 0
         self.block_scale = float(scale / (1 << self.shift))  # S / 2**m
 
     def add(self, units: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """``units + Z`` as float64 (see the class docstring); ``units`` may be reused."""
+        bits = rng.bit_generator
         if self.shift == 0 and units.dtype == np.float64:
-            add_discrete_laplace(rng, units, self.theta)  # |units| < 2**52, |Z| < 2**46: exact in float64
+            _add_folded(bits, units, self.scale, self.offset)  # |units| < 2**52, |Z| < 2**46: exact
             return units
         if self.shift == 0:
             noise = np.zeros(units.shape)
-            add_discrete_laplace(rng, noise, self.theta)
+            _add_folded(bits, noise, self.scale, self.offset)
             out = units + noise.astype(np.int64)
             return out.astype(np.float64)
-        high = np.empty(units.shape, dtype=np.int64)
-        low = np.empty(units.shape, dtype=np.int64)
-        flat_high, flat_low = high.reshape(-1), low.reshape(-1)
-        for start in range(0, flat_high.size, _NOISE_CHUNK):
-            count = min(_NOISE_CHUNK, flat_high.size - start)
-            h1, l1 = self._geometric(rng, count)
-            h2, l2 = self._geometric(rng, count)
-            np.subtract(h1, h2, out=flat_high[start : start + count])
-            np.subtract(l1, l2, out=flat_low[start : start + count])
-        return add_in_limbs(units, high, low, self.shift)
+        high = np.empty(units.size, dtype=np.int64)
+        low = np.empty(units.size, dtype=np.int64)
+        for start in range(0, units.size, _NOISE_CHUNK):
+            part = slice(start, min(start + _NOISE_CHUNK, units.size))
+            high[part], low[part] = self._split_draws(rng, part.stop - part.start)
+        return add_in_limbs(units.reshape(-1), high, low, self.shift).reshape(units.shape)
 
-    def _geometric(self, rng: np.random.Generator, count: int) -> tuple[np.ndarray, np.ndarray]:
-        """Quotient and remainder by ``2**shift`` of ``count`` geometric variables."""
-        uniform = rng.random(count)
-        np.subtract(1.0, uniform, out=uniform)
-        np.log(uniform, out=uniform)
-        uniform *= -self.block_scale
-        high = np.floor(uniform).astype(np.int64)
+    def _split_draws(self, rng: np.random.Generator, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """``count`` draws above 2**40 grid units as signed limbs ``(+-H, +-L)``: ``Z = H 2**m + L``."""
+        high = np.empty(count, dtype=np.int64)
+        low = np.empty(count, dtype=np.int64)
+        pending = np.arange(count)
+        work = np.empty(count)
+        while pending.size:  # CKS: draw again on "-0" (B = 1 and Y = 0)
+            words = rng.bit_generator.random_raw(pending.size)
+            quotient = work[: pending.size]
+            _inversion(words, quotient, self.block_scale, 0.0)
+            h = quotient.astype(np.int64)
+            remainder = self._remainders(rng, pending.size)
+            negative = (words >> np.uint64(63)).astype(bool)
+            sign = 1 - 2 * negative.astype(np.int64)
+            high[pending], low[pending] = h * sign, remainder * sign
+            pending = pending[negative & (h == 0) & (remainder == 0)]
+        return high, low
+
+    def _remainders(self, rng: np.random.Generator, count: int) -> np.ndarray:
+        """``count`` remainders L with ``P(L = l)`` proportional to ``exp(-theta l)`` on ``[0, 2**m)``."""
         low = np.empty(count, dtype=np.int64)
         pending = np.arange(count)
         mask = np.uint64((1 << self.shift) - 1)
@@ -397,7 +430,37 @@ class StandardSampler:
             accepted = rng.random(pending.size) < np.exp(-self.theta * draws)
             low[pending[accepted]] = draws[accepted]
             pending = pending[~accepted]
-        return high, low
+        return low
+
+
+def _inversion(words: np.ndarray, out: np.ndarray, scale: float, offset: float) -> None:
+    """``floor(scale E + offset)`` into ``out`` (float64), ``E = -log V`` for the uniform V in
+    (0, 1] that the low 52 bits of each word give (see :class:`StandardSampler`)."""
+    mantissas = np.bitwise_and(words, _MANTISSA, out=out.view(np.uint64))
+    mantissas |= _ONE_BITS  # the float 1 + k 2**-52 in [1, 2)
+    np.subtract(2.0, out, out=out)  # V = 1 - k 2**-52 in (0, 1], exact
+    np.log(out, out=out)
+    out *= -scale
+    if offset:
+        out += offset
+    np.floor(out, out=out)
+
+
+def _add_folded(bits: np.random.BitGenerator, target: np.ndarray, scale: float, offset: float) -> None:
+    """Add one draw of :class:`StandardSampler` (scales up to 2**40) to each value of ``target``
+    in place, one 64-bit word each: the magnitude from its low 52 bits, the sign its top bit."""
+    # Work in the target's memory order (it may be a transposed layout): one flat view.
+    flat = target.ravel(order="K")
+    if not np.shares_memory(flat, target):
+        raise ValueError("the noise needs a target that is contiguous in memory")
+    noise = np.empty(min(flat.size, _NOISE_CHUNK))
+    for start in range(0, flat.size, _NOISE_CHUNK):
+        part = flat[start : start + _NOISE_CHUNK]
+        words = bits.random_raw(part.size)
+        magnitude = noise[: part.size]
+        _inversion(words, magnitude, scale, offset)
+        np.copysign(magnitude, words.view(np.float64), out=magnitude)  # the word's top bit
+        part += magnitude
 
 
 def discrete_laplace(rng: np.random.Generator, shape: tuple[int, ...] | int, epsilon_per_unit: float) -> np.ndarray:
@@ -411,23 +474,10 @@ def discrete_laplace(rng: np.random.Generator, shape: tuple[int, ...] | int, eps
 
 def add_discrete_laplace(rng: np.random.Generator, target: np.ndarray, epsilon_per_unit: float) -> None:
     """Add :func:`discrete_laplace` noise to ``target`` in place."""
-    # Work in the target's memory order (it may be a transposed layout): one flat view.
-    flat = target.ravel(order="K")
-    if not np.shares_memory(flat, target):
-        raise ValueError("add_discrete_laplace needs a target that is contiguous in memory")
-    minus_inverse_rate = -1.0 / epsilon_per_unit
-    draws = np.empty(2 * min(flat.size, _NOISE_CHUNK))
-    for start in range(0, flat.size, _NOISE_CHUNK):
-        part = flat[start : start + _NOISE_CHUNK]
-        count = part.size
-        both = draws[: 2 * count]
-        rng.random(out=both)
-        np.subtract(1.0, both, out=both)  # U in [0, 1) -> 1 - U in (0, 1]: log is finite
-        np.log(both, out=both)
-        both *= minus_inverse_rate
-        np.floor(both, out=both)  # G1 (first half) and G2 (second half)
-        part += both[:count]
-        part -= both[count:]
+    sampler = StandardSampler(Fraction(epsilon_per_unit))
+    if sampler.shift:
+        raise PriveletError(f"add_discrete_laplace draws at scales up to 2**40 grid units, got {sampler.scale:.3g}")
+    _add_folded(rng.bit_generator, target, sampler.scale, sampler.offset)
 
 
 def discrete_laplace_variance(epsilon_per_unit: float) -> float:

@@ -6,25 +6,52 @@ coefficients exactly to the noise grid, adds discrete Laplace noise and inverts
 the work is done one S_A slice block at a time: memory stays a small multiple of one
 block, and the blocks fit the CPU cache. :class:`~privelet_gui.engine.spec.ReleaseSpec`
 decides what to run; this module runs it.
+
+How a block is released (:class:`_BlockPipeline`):
+
+- *Small blocks* (the usual Privelet+ case): the counts are checked (and summed), then
+  transformed along every transformed axis but the last (the block's *plane*
+  forward), then, tile by tile, along the last, rounded, noised and inverted there, and
+  finally inverted along the others straight into the output. When the last axis is an
+  ordinal (Haar) axis and the innermost one, its rows are padded to a power of two and
+  transformed in a level-major layout (:meth:`HaarTransform.rows_numerators`), so that
+  every numpy operation runs over one long evenly strided run of memory (strided
+  lines cost twice as much, and powers of two as rows far more: cache-set conflicts).
+  The tiles draw from the block's noise stream one after the other.
+- *Big blocks* (S_A empty, or a block of millions of cells): in three passes, over a
+  split of the transformed axes into leading *pencil* axes B and the rest A, chosen so
+  that the intermediate (values along B, coefficients along A) is the smallest. Pass 1
+  transforms each slab (one index along every B axis) along A; pass 2 gathers *pencils*
+  (every B index, a range of A positions), transforms them along B, rounds, adds noise
+  and inverts along B, each pencil tile with its own stream spawned from the block's;
+  pass 3 inverts each slab along A into the output, freeing the intermediate's memory
+  behind it. Memory is then about one matrix for the intermediate plus the output.
+- Basic (no transformed axis): each block is rounded, noised and scaled a tile at a time.
+
+The input checks (non-negative integer counts) run inside each block, which also sums
+its counts: the total needs no pass of its own. The output is allocated once and written
+once, with huge pages where the kernel offers them (:func:`~._memory.output_array`).
 """
 
 from __future__ import annotations
 
 import math
 import os
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 
 from . import _memory, bits
-from ._memory import recycle_block_buffers, zeros
+from ._memory import output_array, recycle_block_buffers, release_pages
 from .errors import PriveletError
+from .haar import HaarTransform
 from .hn import TransformPlan
 from .noise import NoiseCalibration, NoiseSampler, Sampler, noise_sampler, round_to_grid
 from .progress import Progress
-from .transform import along
 
 __all__ = [
     "EXACT_LIMIT",
@@ -35,9 +62,9 @@ __all__ = [
     "is_tiled",
     "peak_bytes",
     "release_blocks",
+    "slab_layout",
     "spawn_streams",
     "tile_indices",
-    "total_count",
     "worker_count",
 ]
 
@@ -45,6 +72,22 @@ __all__ = [
 _BLOCK_CELLS = 1 << 19
 #: Counts and intermediates must stay below this for exact rounding (float64 integers).
 EXACT_LIMIT = 2.0**53
+# Coefficients per tile of a small block's last axis: big enough to spread numpy's call
+# overhead, small enough for the CPU's L2 cache.
+_TILE_CELLS = 1 << 17
+# A block with more cells than this is released in three passes (see the module docstring).
+_SLAB_CELLS = 1 << 22
+# Coefficients per pencil tile of a big block (a pencil holds every B index).
+_PENCIL_CELLS = 1 << 18
+# The pencil axes' kept coefficients may not pass this many (a pencil tile then holds at
+# least 256 A positions: narrower tiles gather a few values per row and run numpy on
+# lines of a few cells).
+_PENCIL_AXES_CELLS = 1 << 10
+# Cells checked at once: the check's temporaries stay in the L2 cache.
+_CHECK_CELLS = 1 << 16
+# What one call of a sampler's ``add`` holds besides its input, per thread: the exact
+# sampler's round of 2**17 draws keeps five arrays of 1 MiB (measured with tracemalloc).
+_SAMPLER_BYTES = 5 << 20
 
 
 def release_blocks(
@@ -55,28 +98,35 @@ def release_blocks(
     generator: np.random.Generator,
     steps: Progress,
     threads: int,
-) -> np.ndarray:
-    """The noisy matrix: every block of M through :class:`_BlockPipeline`, on ``threads``
-    threads, each block with its own noise stream spawned from ``generator`` (so the result
-    does not depend on the number of threads), the noise drawn by ``sampler``."""
+) -> tuple[np.ndarray, int]:
+    """The noisy matrix and the total of M: every block of M through :class:`_BlockPipeline`,
+    on ``threads`` threads, each block with its own noise stream spawned from ``generator``
+    (so the result does not depend on the number of threads), the noise drawn by ``sampler``.
+
+    Each block checks its counts before it draws any noise: negative, fractional, not finite
+    or too many for exact rounding, and the release is refused (PriveletError).
+    """
     blocks = list(_blocks(matrix.shape, plan.identity_axes, _BLOCK_CELLS))
     check_memory(_peak_bytes(plan, blocks, threads))
     recycle_block_buffers()
     pipeline = _BlockPipeline(plan, calibration, sampler)
     streams = _spawn(generator, len(blocks))
-    if len(blocks) == 1:  # no S_A to split on: one block, whose own steps report progress
-        _check_counts(matrix, steps)
-        return np.ascontiguousarray(pipeline.run(matrix, streams[0], steps, workers=threads))
-    noisy = zeros(matrix.shape)
+    noisy = output_array(matrix.shape)
+    totals = [0] * len(blocks)
+    if pipeline.is_big(_extent(blocks[0], matrix.shape), len(blocks)):
+        for number, index in enumerate(blocks):  # one big block at a time, on every thread
+            part = steps.slice(number / len(blocks), (number + 1) / len(blocks))
+            totals[number] = pipeline.run_big(matrix[index], streams[number], noisy[index], part, threads)
+    elif len(blocks) == 1:  # one small block: its tiles report progress
+        totals[0] = pipeline.run(matrix, streams[0], noisy, steps)
+    else:
 
-    def fill(number: int) -> None:
-        index = blocks[number]
-        cells = matrix[index]
-        _check_counts(cells)
-        noisy[index] = pipeline.run(cells, streams[number])
+        def fill(number: int) -> None:
+            index = blocks[number]
+            totals[number] = pipeline.run(matrix[index], streams[number], noisy[index])
 
-    _run_parts(fill, len(blocks), threads, steps, "transform, noise and inverse", "block")
-    return noisy
+        _run_parts(fill, len(blocks), threads, steps, "transform, noise and inverse", "block")
+    return noisy, sum(totals)
 
 
 # -- the same work, one piece at a time, for callers that schedule it themselves ------------------
@@ -95,54 +145,88 @@ def spawn_streams(generator: np.random.Generator, count: int) -> list[np.random.
 
 
 def is_tiled(plan: TransformPlan, shape: tuple[int, ...]) -> bool:
-    """Whether a block of ``shape`` draws its noise one tile at a time, each tile with its own
-    stream spawned from the block's (a block bigger than one slab, see :func:`tile_indices`);
-    otherwise its tiles draw from the block's stream one after the other."""
-    axes = plan.transformed_axes
-    return bool(axes) and len(list(_slabs(shape, axes[-1]))) > 1
+    """Whether a block of ``shape`` of a release with ``plan`` is big: released in three passes
+    (:class:`BlockRelease`), each pencil tile drawing from its own stream spawned from the
+    block's (:func:`tile_indices`); otherwise its tiles draw from the block's stream in turn."""
+    return _BigBlock.applies(plan, shape, len(block_indices(plan)))
 
 
-def tile_indices(plan: TransformPlan, shape: tuple[int, ...]) -> list[tuple[slice, ...]]:
-    """The tiles of a block of ``shape``, in the order of their noise streams.
-
-    Indices into the block after the forward transforms of every transformed axis but the
-    last (those axes then hold coefficients); each tile holds whole lines of the last one.
-    """
-    axes = plan.transformed_axes
-    if not axes:
-        raise PriveletError("a release without transformed axes (Basic) has no tiles")
-    *outer_axes, last = axes
-    sizes = [plan.transforms[a].n_coefficients if a in outer_axes else n for a, n in enumerate(shape)]
-    return list(_tiles(tuple(sizes), last, plan.transforms[last].n_coefficients))
+def tile_indices(plan: TransformPlan, shape: tuple[int, ...]) -> list[slice]:
+    """The pencil tiles of a big block of ``shape``, in the order of their noise streams:
+    ranges of columns of the block's intermediate (:meth:`BlockRelease.forward`)."""
+    if not is_tiled(plan, shape):
+        raise PriveletError("a block released whole (not in three passes) has no pencil tiles")
+    return _BigBlock(plan, shape).pencils
 
 
-def check_counts(cells: np.ndarray) -> None:
-    """Refuse cells that are not non-negative integer counts (what privacy and exact rounding assume)."""
-    _check_counts(cells)
+def slab_layout(plan: TransformPlan, shape: tuple[int, ...]) -> tuple[int, int]:
+    """For a big block of ``shape`` (:func:`is_tiled`): how many leading axes index its slabs
+    (one row of the intermediate each, in C order), and the length of a row."""
+    big = _BigBlock(plan, shape)
+    return big.lead, big.plane.size
+
+
+def check_counts(cells: np.ndarray) -> int:
+    """Refuse cells that are not non-negative integer counts (what privacy and exact rounding
+    assume), or too many for exact rounding; return their total."""
+    return _checked_total(cells)
 
 
 class BlockRelease:
-    """One block, or one tile of a big block, of a release: the work :func:`release_blocks`
-    does, for callers that schedule the pieces themselves (one thread each)."""
+    """One block, or one piece of a big block, of a release: the work :func:`release_blocks`
+    does, for callers that schedule the pieces themselves (one thread each).
+
+    A small block is released whole (:meth:`block`). A big block of ``shape``
+    (:func:`is_tiled`) goes through :meth:`forward` (its slabs, some at a time), :meth:`pencil`
+    (each pencil tile of its intermediate, :func:`tile_indices`, with the tile's own stream)
+    and :meth:`inverse` (its slabs again): :meth:`layout` says how they are cut.
+    """
 
     def __init__(self, plan: TransformPlan, calibration: NoiseCalibration, sampler: Sampler):
         self.plan = plan
         self._pipeline = _BlockPipeline(plan, calibration, noise_sampler(sampler, calibration))
 
     def block(self, cells: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """The noisy values of one block, drawn from the block's own stream ``rng``."""
-        _check_counts(cells)
-        return np.ascontiguousarray(self._pipeline.run(cells, rng))
+        """The noisy values of one small block, drawn from the block's own stream ``rng``."""
+        out = np.empty(cells.shape)
+        self._pipeline.run(cells, rng, out)
+        return out
 
-    def tile(self, values: np.ndarray, index: tuple[slice, ...], rng: np.random.Generator) -> np.ndarray:
-        """The noisy values of one tile of a big block (:func:`tile_indices`): ``values`` are
-        the block's values there after the outer forward transforms, ``index`` is where the
-        tile sits in the block, ``rng`` the tile's own stream. The last transformed axis is
-        transformed, noised and inverted, as in the block pipeline."""
-        last = self.plan.transformed_axes[-1]
-        transform = self.plan.transforms[last]
-        numerators = transform.numerators(values, last)
-        return transform.inverse(self._pipeline._noisy_coefficients(numerators, index, rng), last)
+    def layout(self, shape: tuple[int, ...]) -> tuple[int, int]:
+        """For a big block of ``shape``: how many leading axes index its slabs (one row of the
+        intermediate each, in C order), and the length of a row."""
+        big = self._pipeline.big(shape)
+        return big.lead, big.plane.size
+
+    def forward(self, cells: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray, int]:
+        """Pass 1 of a big block of ``shape``: ``cells`` (whole slabs: every axis from the
+        first of :meth:`layout` on whole) checked and transformed into their rows of the
+        intermediate; returns the rows and the cells' total."""
+        big = self._pipeline.big(shape)
+        slabs = math.prod(cells.shape[: big.lead])
+        rows = np.empty((slabs, big.plane.size))
+        slab_cells = cells.reshape(slabs, *cells.shape[big.lead :])
+        total = sum(big.forward_slab(slab_cells[number], rows[number]) for number in range(slabs))
+        return rows, total
+
+    def pencil(self, values: np.ndarray, shape: tuple[int, ...], tile: slice, rng: np.random.Generator,
+               total: int) -> np.ndarray:
+        """Pass 2: the noisy pencil tile ``tile`` of a big block of ``shape`` whose counts total
+        ``total`` (``values``: every row of the intermediate at the tile's columns), drawn from
+        the tile's own stream."""
+        out = np.array(values, dtype=np.float64, order="C")
+        self._pipeline.big(shape).noisy_pencil(self._pipeline, out, tile, rng, total * self.plan.growth)
+        return out
+
+    def inverse(self, rows: np.ndarray, shape: tuple[int, ...], extent: tuple[int, ...]) -> np.ndarray:
+        """Pass 3: the values of whole slabs (of ``extent``) of a big block of ``shape`` from
+        their rows of the noisy intermediate."""
+        big = self._pipeline.big(shape)
+        out = np.empty(extent)
+        slabs = out.reshape(-1, *extent[big.lead :])
+        for number in range(slabs.shape[0]):
+            big.inverse_slab(np.ascontiguousarray(rows[number], dtype=np.float64), slabs[number])
+        return out
 
 
 def peak_bytes(plan: TransformPlan, threads: int) -> int:
@@ -153,28 +237,24 @@ def peak_bytes(plan: TransformPlan, threads: int) -> int:
 def _peak_bytes(plan: TransformPlan, blocks: list[tuple[slice, ...]], threads: int) -> int:
     """About the most memory a release holds at once besides M itself (bytes).
 
-    Many blocks: the noisy output, and per running block its coefficients and one more
-    array of their size. One big block (S_A empty): all its coefficients, the noisy
-    output, and per thread a slab's intermediates. Plus each thread's tile buffers.
+    The noisy output, and per running small block about three times its coefficients (its
+    padded copy, its plane, a tile's buffers). A big block: its intermediate (freed behind
+    pass 3 as the output fills), and per thread a slab's buffers and a pencil tile's. Each
+    running thread also holds a sampler's round of draws.
     """
     shape = plan.shape
-    axes = plan.transformed_axes
-    outer_axes = axes[:-1]
-
-    def coefficient_cells(extent: tuple[int, ...]) -> int:
-        return math.prod(plan.transforms[a].n_coefficients if a in outer_axes else n for a, n in enumerate(extent))
-
-    def extent(index: tuple[slice, ...]) -> tuple[int, ...]:
-        return tuple(len(range(n)[part]) for part, n in zip(index, shape, strict=True))
-
     cells = math.prod(shape)
-    tile_buffers = threads * 8 * _TILE_CELLS * 8
-    slabs = list(_slabs(shape, axes[-1])) if axes else []
-    if len(blocks) > 1 or len(slabs) <= 1:
-        largest = max((extent(index) for index in blocks), key=math.prod)
-        running = min(threads, len(blocks))
-        return 8 * (cells + running * 2 * coefficient_cells(largest)) + tile_buffers
-    return 8 * (coefficient_cells(shape) + cells + threads * 3 * coefficient_cells(extent(slabs[0]))) + tile_buffers
+    largest = max((_extent(index, shape) for index in blocks), key=math.prod)
+    if _BigBlock.applies(plan, largest, len(blocks)):
+        big = _BigBlock(plan, largest)
+        # a pencil tile: its values, their coefficients (and the transform's temporaries),
+        # the divisors, the noisy copy and its inverse
+        per_thread = 3 * big.plane.size + 6 * big.pencil_cells
+        return 8 * (cells + big.rows * big.plane.size + threads * per_thread) + threads * _SAMPLER_BYTES
+    running = min(threads, len(blocks))
+    coefficients = math.prod(plan.transforms[a].n_coefficients if a in plan.transformed_axes else n
+                             for a, n in enumerate(largest))
+    return 8 * (cells + running * (3 * coefficients + 4 * _TILE_CELLS)) + running * _SAMPLER_BYTES
 
 
 def check_memory(needed: int) -> None:
@@ -189,144 +269,594 @@ def check_memory(needed: int) -> None:
         )
 
 
-def total_count(matrix: np.ndarray) -> int:
-    total = float(matrix.sum())
-    if not math.isfinite(total):
-        raise PriveletError("the matrix holds NaN or infinite values; a frequency matrix holds counts")
-    return max(round(total), 0)
-
-
-def _check_counts(cells: np.ndarray, steps: Progress | None = None) -> None:
-    """Privacy and exact rounding assume non-negative integer counts (checked a slab at a time)."""
+def _checked_total(cells: np.ndarray) -> int:
+    """The total of ``cells`` after checking, a cache-sized piece at a time, that they are
+    non-negative integer counts (what privacy and exact rounding assume)."""
     flat = cells.reshape(-1)
-    for start in range(0, flat.size, _SLAB_CELLS):
-        part = flat[start : start + _SLAB_CELLS]
-        if part.min() < 0 or not np.array_equal(part, np.floor(part)):
+    scratch = np.empty(min(flat.size, _CHECK_CELLS))
+    total = 0.0
+    for start in range(0, flat.size, _CHECK_CELLS):
+        part = flat[start : start + _CHECK_CELLS]
+        piece = float(part.sum())
+        if not math.isfinite(piece):
+            raise PriveletError("the matrix holds NaN or infinite values; a frequency matrix holds counts")
+        floors = np.floor(part, out=scratch[: part.size])
+        if part.min() < 0 or not np.array_equal(floors, part):
             raise PriveletError(
                 "the matrix holds negative or fractional values; Privelet releases a frequency matrix "
                 "of non-negative integer counts (count the table with frequency_matrix)"
             )
-        if steps is not None:
-            steps.check()
+        total += piece  # integers: exact while below 2**53, and larger totals are refused
+    if total >= EXACT_LIMIT:
+        raise _too_large(total)
+    return int(total)
+
+
+def _too_large(total: float) -> PriveletError:
+    return PriveletError(
+        f"the table is too large for exact rounding with these hierarchies ({total:,.0f} rows); "
+        "split the table or use hierarchies with smaller fan-outs"
+    )
+
+
+# A run of a tile's flat coefficients, the shape to see it with, its divisor and its factor.
+_Part = tuple[slice, tuple[int, ...], "np.ndarray | float", "np.ndarray | float"]
+
+
+@dataclass(frozen=True)
+class _Scaling:
+    """How a tile's coefficients are divided by ``d 2**k`` and multiplied by ``g / W``: for
+    each part of the tile's flat layout (a run, seen with ``shape``), a divisor and a factor
+    that broadcast over it (a few numbers each, never a table of the tile's size)."""
+
+    parts: tuple[_Part, ...]
+    integral: bool  # every d is 1 and k <= 0: numerators / divisors are integers already
+
+    def divide(self, flat: np.ndarray) -> None:
+        for run, shape, divisor, _ in self.parts:
+            view = flat[run].reshape(shape)
+            np.divide(view, divisor, out=view)
+
+    def scale(self, flat: np.ndarray) -> None:
+        for run, shape, _, factor in self.parts:
+            view = flat[run].reshape(shape)
+            np.multiply(view, factor, out=view)
+
+    def divisors(self, size: int) -> np.ndarray:
+        """Every coefficient's divisor (flat): for the rare rounding of huge numerators."""
+        out = np.empty(size)
+        for run, shape, divisor, _ in self.parts:
+            out[run].reshape(shape)[...] = divisor
+        return out
+
+
+class _Plane:
+    """The transforms of one block (or slab) of ``shape`` along ``axes``: forward along all
+    but the last, then tile by tile along the last (see the module docstring).
+
+    When the last axis is a Haar axis and the innermost one (*rows*), its lines are padded
+    to ``2**levels`` and a tile is a range of lines, its coefficients in the level-major
+    layout. Otherwise a tile is an index tuple of the plane's array, its coefficients in the
+    memory order of the transform's result (the axis first). Without axes (Basic) a tile is
+    a run of cells.
+    """
+
+    def __init__(self, plan: TransformPlan, shape: tuple[int, ...], axes: tuple[int, ...]):
+        self.plan = plan
+        self.shape = shape
+        self.axes = axes
+        transforms = plan.transforms
+        self.outer = axes[:-1]
+        self.last = axes[-1] if axes else None
+        last = self.last
+        transform = transforms[last] if last is not None else None
+        self.haar = transform if isinstance(transform, HaarTransform) and last == len(shape) - 1 else None
+        sizes = [transforms[a].n_coefficients if a in self.outer else n for a, n in enumerate(shape)]
+        if self.haar is not None:
+            sizes[-1] = self.haar.n_coefficients  # the padded lines
+        self.z_shape = tuple(sizes)
+        self.tiles: list[tuple[slice, ...]]
+        if self.haar is not None:
+            width = self.haar.n_coefficients
+            lines = math.prod(sizes[:-1])
+            step = max(1, _TILE_CELLS // width)
+            self.tiles = [(slice(r, min(r + step, lines)),) for r in range(0, lines, step)]
+            self.tile_sizes = [(t[0].stop - t[0].start) * width for t in self.tiles]
+        elif last is not None:
+            coefficients = tuple(transforms[last].n_coefficients if a == last else n for a, n in enumerate(sizes))
+            self.tiles = list(_tiles(self.z_shape, last, transforms[last].n_coefficients))
+            self.tile_sizes = [math.prod(_extent(t, coefficients)) for t in self.tiles]
+        else:
+            cells = math.prod(shape)
+            self.tiles = [(slice(s, min(s + _TILE_CELLS, cells)),) for s in range(0, cells, _TILE_CELLS)]
+            self.tile_sizes = [t[0].stop - t[0].start for t in self.tiles]
+        self.offsets: list[int] = np.cumsum([0, *self.tile_sizes]).tolist()
+        self.size = self.offsets[-1]
+
+    @property
+    def names(self) -> str:
+        return ", ".join(self.plan.axis_name(a) for a in self.outer)
+
+    @property
+    def last_name(self) -> str:
+        return self.plan.axis_name(self.last) if self.last is not None else ""
+
+    # -- forward and inverse along the plane's outer axes -----------------------------------------
+    def forward(self, cells: np.ndarray) -> np.ndarray:
+        """The plane's array: ``cells`` (padded along a rows axis) transformed along the outer
+        axes; ``cells`` themselves when there is nothing to do (never written to then)."""
+        transforms = self.plan.transforms
+        z = np.asarray(cells, dtype=np.float64)
+        if self.haar is not None:
+            padded = np.zeros((*self.shape[:-1], self.haar.n_coefficients))
+            padded[..., : cells.shape[-1]] = cells
+            z = padded
+        for axis in self.outer:
+            z = transforms[axis].numerators(z, axis)
+        return z if z is cells or z.flags.c_contiguous else np.ascontiguousarray(z)
+
+    @property
+    def in_place(self) -> bool:
+        """Whether the plane's array is its own (padded or transformed), so that the tiles'
+        values can go back into it; otherwise they go straight to the output."""
+        return self.haar is not None or bool(self.outer)
+
+    def inverse(self, z: np.ndarray, out: np.ndarray) -> None:
+        """Undo :meth:`forward` on the plane's own array ``z``, the values into ``out``."""
+        transforms = self.plan.transforms
+        v = z
+        for axis in reversed(self.outer):
+            v = transforms[axis].inverse(v, axis, overwrite_input=True)
+        if self.haar is not None:
+            v = v[..., : self.shape[-1]]
+        np.copyto(out, v)
+
+    # -- tiles along the last axis ------------------------------------------------------------------
+    def tile_numerators(self, z: np.ndarray, number: int, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The numerators of tile ``number`` of the plane's array: flat (the tile's layout),
+        and as the array the inverse takes (the same memory). Written to ``out`` (flat, the
+        tile's size) where the layout allows it."""
+        tile = self.tiles[number]
+        if self.haar is not None:
+            self.haar.rows_numerators(z.reshape(-1, self.haar.n_coefficients)[tile], out)
+            return out, out
+        if self.last is None:
+            np.copyto(out, z.reshape(-1)[tile])
+            return out, out
+        numerators = self.plan.transforms[self.last].numerators(z[tile], self.last)
+        return numerators.ravel(order="K"), numerators  # the flat view is the result's memory order
+
+    def tile_inverse(self, shaped: np.ndarray, number: int, z: np.ndarray, out: np.ndarray) -> None:
+        """Undo :meth:`tile_numerators` on the noisy ``shaped`` coefficients of tile ``number``:
+        the values back into the plane's array ``z`` (:attr:`in_place`) or into ``out``."""
+        tile = self.tiles[number]
+        if self.haar is not None:
+            self.haar.rows_inverse(shaped, z.reshape(-1, self.haar.n_coefficients)[tile])
+        elif self.last is None:
+            out.reshape(-1)[tile] = shaped
+        else:
+            target = z if self.in_place else out
+            self.plan.transforms[self.last].inverse(shaped, self.last, overwrite_input=True, out=target[tile])
+
+    # -- divisors and factors ------------------------------------------------------------------------
+    def scaling(self, divisors: list[np.ndarray], factors: list[np.ndarray], number: int, integral: bool) -> _Scaling:
+        """Tile ``number``'s :class:`_Scaling` from per-axis ``divisors`` and ``factors`` (each
+        shaped to broadcast along its axis of the plane's coefficient array, or 0-d)."""
+        size = self.tile_sizes[number]
+        tile = self.tiles[number]
+        if self.haar is not None:
+            lines = tile[0].stop - tile[0].start
+            line_divisor, column_divisor = self._line_and_column(divisors, tile)
+            line_factor, column_factor = self._line_and_column(factors, tile)
+            coarse = min(self.haar.levels, _COARSE_LEVELS)
+            width = 1 << coarse
+            # the head: each line's base and coarse levels (their own weights); then one
+            # level per run, one weight each
+            divisor_head = _outer_or_number(line_divisor, column_divisor[:width])
+            factor_head = _outer_or_number(line_factor, column_factor[:width])
+            parts: list[_Part] = [(slice(0, lines * width), (lines, width), divisor_head, factor_head)]
+            for level in range(coarse + 1, self.haar.levels + 1):
+                half = 1 << (level - 1)
+                divisor = _outer_or_number(line_divisor, column_divisor[half : half + 1])
+                factor = _outer_or_number(line_factor, column_factor[half : half + 1])
+                parts.append((slice(lines * half, 2 * lines * half), (lines, half), divisor, factor))
+            return _Scaling(tuple(_merge_numbers(parts)), integral)
+        if self.last is None:  # Basic: numbers
+            divisor = float(math.prod(float(v) for v in divisors))
+            factor = float(math.prod(float(v) for v in factors))
+            return _Scaling(((slice(0, size), (size,), divisor, factor),), integral)
+        shape = tuple(self.plan.transforms[self.last].n_coefficients if a == self.last else len(range(n)[part])
+                      for a, (part, n) in enumerate(zip(tile, self.z_shape, strict=True)))
+        divisor_product = math.prod((_restrict(v, tile) for v in divisors), start=np.ones(()))
+        factor_product = math.prod((_restrict(v, tile) for v in factors), start=np.ones(()))
+        # the transform's result has its axis first in memory: the flat run seen in that order
+        front = (shape[self.last], *(n for a, n in enumerate(shape) if a != self.last))
+        order = (self.last, *(a for a in range(len(shape)) if a != self.last))
+        return _Scaling(((slice(0, size), front, _front(divisor_product, order), _front(factor_product, order)),), integral)
+
+    def _line_and_column(self, vectors: list[np.ndarray], tile: tuple[slice, ...]) -> tuple[np.ndarray | float, np.ndarray]:
+        """Per-axis vectors as the product of a per-line part (one number, or one per line of
+        the tile) and a per-column part (in level order), for the rows layout."""
+        assert self.haar is not None
+        lines = np.arange(tile[0].start, tile[0].stop)
+        # each line's index along the other axes (none for a one-axis plane)
+        position = np.unravel_index(lines, self.z_shape[:-1]) if len(self.z_shape) > 1 else ()
+        per_line: np.ndarray | float = 1.0
+        per_column = np.ones(self.haar.n_coefficients)
+        last = len(self.shape) - 1
+        for vector in vectors:
+            if vector.size == 1:
+                per_line = per_line * float(vector.reshape(-1)[0])
+            elif vector.shape[last] > 1:
+                per_column = per_column * vector.reshape(-1)
+            else:
+                axis = int(np.argmax(vector.shape))
+                per_line = per_line * vector.reshape(-1)[position[axis]]
+        if isinstance(per_line, np.ndarray) and np.all(per_line == per_line[0]):
+            per_line = float(per_line[0])
+        return per_line, per_column
+
+    def per_position(self, vectors: list[np.ndarray]) -> np.ndarray:
+        """The product of per-axis ``vectors`` at every position of the plane's coefficients
+        (flat, tile after tile in their layouts): a big block's plane tables."""
+        parts = []
+        for number, size in enumerate(self.tile_sizes):
+            scaling = self.scaling(vectors, [np.ones(())], number, integral=False)
+            parts.append(scaling.divisors(size))
+        return np.concatenate(parts)
+
+
+def _outer_or_number(per_line: np.ndarray | float, per_column: np.ndarray) -> np.ndarray | float:
+    """``per_line[r] * per_column[c]`` as a small broadcasting array, or one number."""
+    if np.all(per_column == per_column[0]):
+        if isinstance(per_line, float):
+            return per_line * float(per_column[0])
+        return (per_line * float(per_column[0]))[:, None]
+    line = per_line[:, None] if isinstance(per_line, np.ndarray) else per_line
+    return line * per_column[None, :]
+
+
+def _merge_numbers(parts: list[_Part]) -> list[_Part]:
+    """Join consecutive runs whose divisor and factor are the same numbers: one numpy call each."""
+    merged: list[_Part] = []
+    for run, shape, divisor, factor in parts:
+        if merged and isinstance(divisor, float) and isinstance(factor, float):
+            last_run, _, last_divisor, last_factor = merged[-1]
+            if isinstance(last_divisor, float) and isinstance(last_factor, float) and (
+                    (last_divisor, last_factor) == (divisor, factor)):
+                start = last_run.start
+                merged[-1] = (slice(start, run.stop), (run.stop - start,), divisor, factor)
+                continue
+        merged.append((run, shape, divisor, factor))
+    return merged
+
+
+def _front(product: np.ndarray, order: tuple[int, ...]) -> np.ndarray:
+    """A broadcasting product seen with the axes in ``order`` (the transform's memory order)."""
+    return np.transpose(product, order) if product.ndim else product
+
+
+# Levels with at most 2**5 nodes form the head of the level-major layout (as in haar.py).
+_COARSE_LEVELS = 5
+# Below this magnitude float64 holds every integer and sums of two of them exactly.
+_FLOAT_EXACT = 2.0**52
 
 
 class _BlockPipeline:
-    """Privelet+ on one block of M: forward transform, exact rounding, noise, inverse.
-
-    The last transformed axis is processed tile by tile together with the rounding and
-    the noise (they are independent across the other axes), so that this, the bulk of
-    the work, runs on tiles that fit the CPU cache.
-    """
+    """Privelet+ on one block of M (see the module docstring). Thread-safe: its planes and
+    tables are built once and shared; each call has its own generator and buffers."""
 
     def __init__(self, plan: TransformPlan, calibration: NoiseCalibration, sampler: NoiseSampler):
         self.plan = plan
         self.calibration = calibration
         self.sampler = sampler
-        ndim = len(plan.transforms)
-        self.denominators: list[np.ndarray] = []  # y = z / prod(d): per-axis, broadcastable
-        factors: list[np.ndarray] = []
-        for axis in plan.transformed_axes:
-            t = plan.transforms[axis]
-            if np.any(t.denominators != 1):
-                self.denominators.append(along(t.denominators, axis, ndim))
-            # Identically-zero coefficients (W = inf) get factor 0: they receive no noise.
-            factors.append(along(1.0 / t.weights, axis, ndim))
-        # c = (grid units) * g / prod(W), the grid folded into the first factor (one pass less)
-        self.to_coefficients: list[np.ndarray] = (
-            [factors[0] * calibration.grid, *factors[1:]] if factors else [np.array(calibration.grid)]
-        )
+        self._planes: dict[tuple[tuple[int, ...], tuple[int, ...]], _Plane] = {}
+        self._scalings: dict[tuple[tuple[int, ...], int], _Scaling] = {}
+        self._bigs: dict[tuple[int, ...], _BigBlock] = {}
+        self._lock = threading.Lock()
 
-    def run(
-        self, cells: np.ndarray, rng: np.random.Generator, progress: Progress | None = None, workers: int = 1
-    ) -> np.ndarray:
-        """The noisy block (thread-safe: each call has its own generator and buffers).
+    def plane(self, shape: tuple[int, ...], axes: tuple[int, ...]) -> _Plane:
+        plane = self._planes.get((shape, axes))
+        if plane is None:
+            with self._lock:
+                plane = self._planes.setdefault((shape, axes), _Plane(self.plan, shape, axes))
+        return plane
 
-        A big block (more than one slab, see :meth:`_outer_forward`) is cut into independent
-        slabs and tiles, run on ``workers`` threads; each tile then draws from its own stream,
-        spawned from ``rng``, so the result does not depend on ``workers``.
-        """
-        transforms = self.plan.transforms
-        axes = self.plan.transformed_axes
+    def vectors(self, axes: tuple[int, ...], name: str) -> list[np.ndarray]:
+        """Per-axis denominators (``"denominators"``) or ``1 / W`` (``"factors"``, 0 where W is
+        infinite: identically zero coefficients get no noise) of ``axes``, shaped to broadcast."""
+        ndim = len(self.plan.transforms)
+        vectors = []
+        for axis in axes:
+            transform = self.plan.transforms[axis]
+            values = transform.denominators if name == "denominators" else 1.0 / transform.weights
+            vectors.append(_along(np.asarray(values, dtype=np.float64), axis, ndim))
+        return vectors
+
+    def scaling(self, plane: _Plane, number: int) -> _Scaling:
+        """Tile ``number``'s divisors and factors (built once per plane and tile)."""
+        key = (plane.shape, number)
+        scaling = self._scalings.get(key)
+        if scaling is None:
+            axes = plane.axes
+            divisors = [np.array(2.0**self.calibration.grid_exponent), *self.vectors(axes, "denominators")]
+            factors = [np.array(self.calibration.grid), *self.vectors(axes, "factors")]
+            scaling = plane.scaling(divisors, factors, number, self.integral(axes))
+            with self._lock:
+                scaling = self._scalings.setdefault(key, scaling)
+        return scaling
+
+    def integral(self, axes: tuple[int, ...]) -> bool:
+        return self.calibration.grid_exponent <= 0 and all(
+            np.all(self.plan.transforms[a].denominators == 1) for a in axes)
+
+    # -- small blocks ----------------------------------------------------------------------------------
+    def run(self, cells: np.ndarray, rng: np.random.Generator, out: np.ndarray, progress: Progress | None = None) -> int:
+        """Release one small block into ``out``; returns the block's total."""
+        total = _checked_total(cells)
+        bound = total * self.plan.growth
+        plane = self.plane(cells.shape, self.plan.transformed_axes)
         steps = progress or Progress()
-        if not axes:  # Basic: the cells themselves are the weighted coefficients
-            whole = tuple(slice(None) for _ in cells.shape)
-            return self._noisy_coefficients(np.asarray(cells, dtype=np.float64), whole, rng)
-        *outer_axes, last = axes
-        big = len(list(_slabs(cells.shape, last))) > 1
-        array = self._outer_forward(cells, outer_axes, last, steps.slice(0.0, 0.3), workers)
-        # Each tile is read before its values are written back: when the array is this
-        # block's own intermediate, the values can go back into it (less memory to touch).
-        result = array if outer_axes else np.empty(array.shape)
-        tiles = list(_tiles(array.shape, last, transforms[last].n_coefficients))
-        streams = _spawn(rng, len(tiles)) if big else [rng] * len(tiles)
+        z = plane.forward(cells)
+        scratch = np.empty(max(plane.tile_sizes))
+        stage = (f"transforming {plane.last_name}, adding noise, inverting" if plane.last is not None else "adding noise")
+        count = len(plane.tiles)
+        for number in range(count):
+            flat, shaped = plane.tile_numerators(z, number, scratch[: plane.tile_sizes[number]])
+            self.noisy(flat, self.scaling(plane, number), rng, bound)
+            plane.tile_inverse(shaped, number, z, out)
+            if count > 1:  # "1 of 1 tiles done" says nothing (and reads like a count of rows)
+                steps.report((number + 1) / count, f"{stage}: {number + 1:,} of {count:,} tiles done")
+        if plane.in_place:
+            plane.inverse(z, out)
+        return total
 
-        def tile(number: int) -> None:
-            index = tiles[number]
-            z = transforms[last].numerators(array[index], last)
-            transforms[last].inverse(self._noisy_coefficients(z, index, streams[number]), last, out=result[index])
+    def noisy(self, flat: np.ndarray, scaling: _Scaling, rng: np.random.Generator, bound: float) -> None:
+        """Replace flat numerators z by noisy coefficients ``g (round(z / (d 2**k)) + Z) / W``:
+        exact grid units, integer noise summed exactly (float64 or int64 limbs); only the exact
+        noisy integer is then converted and scaled (post-processing).
 
-        # With outer axes this is the second of three passes (see _outer_forward, _outer_inverse).
-        stage = ("transform pass 2 of 3, " if outer_axes else "") + (
-            f"transforming {self.plan.axis_name(last)}, adding noise, inverting")
-        _run_parts(tile, len(tiles), workers if big else 1, steps.slice(0.3, 0.8), stage, "tile")
-        return self._outer_inverse(result, outer_axes, last, steps.slice(0.8, 1.0), workers)
-
-    def _outer_forward(
-        self, cells: np.ndarray, outer_axes: list[int], last: int, steps: Progress, workers: int
-    ) -> np.ndarray:
-        """Numerators along every transformed axis but ``last``.
-
-        They are independent across ``last``: a big block goes through all of them a slab
-        of ``last``'s values at a time (slabs on ``workers`` threads), so that each slab's
-        intermediates stay small and the block's coefficients are written once.
+        ``bound`` bounds every ``|z|``: below 2**52 grid units (times ``2**-k``), one
+        correctly rounded division and ``rint`` give the nearest integer exactly
+        (:func:`~privelet_gui.engine.noise.round_to_grid`'s proof), with no pass to find the largest.
         """
-        transforms = self.plan.transforms
-        if not outer_axes:
-            return cells
-
-        def forward(index: tuple[slice, ...]) -> np.ndarray:
-            z = cells[index]
-            for axis in outer_axes:
-                z = transforms[axis].numerators(z, axis)
-            return z
-
-        shape = list(cells.shape)
-        for axis in outer_axes:
-            shape[axis] = transforms[axis].n_coefficients
-        stage = "transform pass 1 of 3, transforming " + ", ".join(self.plan.axis_name(axis) for axis in outer_axes)
-        return _by_slabs(forward, cells.shape, tuple(shape), last, workers, steps, stage)
-
-    def _outer_inverse(
-        self, coefficients: np.ndarray, outer_axes: list[int], last: int, steps: Progress, workers: int
-    ) -> np.ndarray:
-        """Undo :meth:`_outer_forward` on the block's own buffer (the inverses may work in it)."""
-        transforms = self.plan.transforms
-        if not outer_axes:
-            return coefficients
-
-        def inverse(index: tuple[slice, ...]) -> np.ndarray:
-            v = coefficients[index]
-            for axis in reversed(outer_axes):
-                v = transforms[axis].inverse(v, axis, overwrite_input=True)
-            return v
-
-        shape = list(coefficients.shape)
-        for axis in outer_axes:
-            shape[axis] = transforms[axis].size
-        stage = "transform pass 3 of 3, inverting " + ", ".join(
-            self.plan.axis_name(axis) for axis in reversed(outer_axes))
-        return _by_slabs(inverse, coefficients.shape, tuple(shape), last, workers, steps, stage)
-
-    def _noisy_coefficients(self, numerators: np.ndarray, index: tuple[slice, ...], rng: np.random.Generator) -> np.ndarray:
-        """Noisy coefficients of a tile (``index``: where the tile sits on the other axes)."""
-        denominators: np.ndarray = math.prod((_restrict(d, index) for d in self.denominators), start=np.array(1.0))
-        # Exact grid units + integer noise, summed exactly (float64 or int64 limbs); only the
-        # exact noisy integer is then converted and scaled (post-processing).
-        units = round_to_grid(numerators, denominators, self.calibration.grid_exponent)
+        k = self.calibration.grid_exponent
+        units = flat
+        if math.ldexp(bound, max(-k, 0)) < _FLOAT_EXACT:
+            scaling.divide(flat)
+            if not scaling.integral:
+                np.rint(flat, out=flat)
+        else:
+            units = round_to_grid(flat, scaling.divisors(flat.size) * 2.0**-k, k)
         noisy = self.sampler.add(units, rng)
-        for factor in self.to_coefficients:
-            noisy *= _restrict(factor, index)
-        return noisy
+        if noisy is not flat:
+            flat[...] = noisy
+        scaling.scale(flat)
+
+    # -- big blocks --------------------------------------------------------------------------------------
+    def is_big(self, shape: tuple[int, ...], blocks: int) -> bool:
+        return _BigBlock.applies(self.plan, shape, blocks)
+
+    def big(self, shape: tuple[int, ...]) -> _BigBlock:
+        big = self._bigs.get(shape)
+        if big is None:
+            with self._lock:
+                big = self._bigs.setdefault(shape, _BigBlock(self.plan, shape))
+        return big
+
+    def run_big(self, cells: np.ndarray, rng: np.random.Generator, out: np.ndarray, steps: Progress, threads: int) -> int:
+        """Release one big block into ``out`` in three passes on ``threads`` threads; its total."""
+        big = self.big(cells.shape)
+        plane = big.plane
+        rows = output_array((big.rows, plane.size))
+        totals = [0] * big.rows
+
+        def forward(number: int) -> None:
+            totals[number] = big.forward_slab(cells[big.slab(number)], rows[number])
+
+        _run_parts(forward, big.rows, threads, steps.slice(0.0, 0.3),
+                   f"transform pass 1 of 3, transforming {big.plane_names}", "slab")
+        total = sum(totals)
+        bound = total * self.plan.growth
+        if bound >= EXACT_LIMIT:
+            raise _too_large(total)
+        pencils = big.pencils
+        streams = _spawn(rng, len(pencils))
+
+        def pencil(number: int) -> None:
+            tile = pencils[number]
+            values = np.ascontiguousarray(rows[:, tile])
+            big.noisy_pencil(self, values, tile, streams[number], bound)
+            rows[:, tile] = values
+
+        _run_parts(pencil, len(pencils), threads, steps.slice(0.3, 0.8),
+                   f"transform pass 2 of 3, transforming {big.pencil_names}, adding noise, inverting", "tile")
+        freed = _Freed(rows)
+
+        def inverse(number: int) -> None:
+            big.inverse_slab(rows[number], out[big.slab(number)])
+            freed.done(number)
+
+        names = ", ".join(self.plan.axis_name(a) for a in reversed(big.plane_axes))
+        _run_parts(inverse, big.rows, threads, steps.slice(0.8, 1.0), f"transform pass 3 of 3, inverting {names}", "slab")
+        return total
+
+
+class _BigBlock:
+    """A big block of ``shape`` in three passes (see the module docstring): pencil axes B (a
+    leading run of the transformed axes) and plane axes A (the rest); a slab is one index
+    along every axis before the first plane axis, a row of the intermediate holds its plane."""
+
+    def __init__(self, plan: TransformPlan, shape: tuple[int, ...]):
+        self.plan = plan
+        self.shape = shape
+        axes = plan.transformed_axes
+        self.pencil_axes = _pencil_axes(plan, shape)
+        self.plane_axes = axes[len(self.pencil_axes) :]
+        self.lead = self.plane_axes[0]  # the axes before it hold one index per slab
+        self.slab_shape = tuple(1 if a < self.lead else n for a, n in enumerate(shape))
+        self.rows = math.prod(shape[: self.lead])
+        transforms = plan.transforms
+        # A pencil: the kept coefficients along B (values along leading S_A axes), then positions.
+        self.pencil_extent = tuple(transforms[a].n_kept if a in self.pencil_axes else shape[a] for a in range(self.lead))
+        self.plane = _Plane(plan, self.slab_shape, self.plane_axes)
+        step = max(1, _PENCIL_CELLS // max(math.prod(self.pencil_extent), 1))
+        self.pencils = [slice(p, min(p + step, self.plane.size)) for p in range(0, self.plane.size, step)]
+        self.pencil_cells = math.prod(self.pencil_extent) * step
+
+    @staticmethod
+    def applies(plan: TransformPlan, shape: tuple[int, ...], blocks: int) -> bool:
+        """Three passes for the only block of a release or a block of many cells, given two
+        transformed axes at least (one for the pencils, one for the plane)."""
+        return len(plan.transformed_axes) >= 2 and (blocks == 1 or math.prod(shape) > _SLAB_CELLS)
+
+    @property
+    def plane_names(self) -> str:
+        return ", ".join(self.plan.axis_name(a) for a in self.plane_axes)
+
+    @property
+    def pencil_names(self) -> str:
+        return ", ".join(self.plan.axis_name(a) for a in self.pencil_axes)
+
+    def slab(self, number: int) -> tuple[int | slice, ...]:
+        """The index of slab ``number`` (C order over the leading axes) in the block."""
+        lead = tuple(int(i) for i in np.unravel_index(number, self.shape[: self.lead]))
+        return (*lead, *(slice(None),) * (len(self.shape) - self.lead))
+
+    # passes 1 and 3, a slab at a time
+    def forward_slab(self, cells: np.ndarray, row: np.ndarray) -> int:
+        """Check one slab's counts and transform them along A into its ``row``; their total."""
+        plane = self.plane
+        total = _checked_total(cells)
+        z = plane.forward(cells.reshape(self.slab_shape))
+        for tile in range(len(plane.tiles)):
+            part = row[plane.offsets[tile] : plane.offsets[tile + 1]]
+            flat, _ = plane.tile_numerators(z, tile, part)
+            if flat is not part:
+                part[...] = flat
+        return total
+
+    def inverse_slab(self, row: np.ndarray, out: np.ndarray) -> None:
+        """Undo :meth:`forward_slab`: the slab's values into ``out`` from its noisy ``row``."""
+        plane = self.plane
+        z = np.empty(plane.z_shape)
+        for tile in range(len(plane.tiles)):
+            coefficients = row[plane.offsets[tile] : plane.offsets[tile + 1]]
+            if plane.haar is not None:
+                plane.tile_inverse(coefficients, tile, z, z)
+            else:
+                shaped = self._shaped(coefficients, tile)
+                plane.tile_inverse(shaped, tile, z, z)
+        plane.inverse(z, out.reshape(self.slab_shape))
+
+    def _shaped(self, coefficients: np.ndarray, tile: int) -> np.ndarray:
+        """Flat coefficients of a general plane's tile as the array its transform's inverse takes."""
+        plane = self.plane
+        last = plane.last
+        assert last is not None
+        index = plane.tiles[tile]
+        extent = [plane.plan.transforms[last].n_coefficients if a == last else len(range(n)[part])
+                  for a, (part, n) in enumerate(zip(index, plane.z_shape, strict=True))]
+        front = [extent[last], *(n for a, n in enumerate(extent) if a != last)]
+        return np.moveaxis(coefficients.reshape(front), 0, last)
+
+    # pass 2
+    def noisy_pencil(self, pipeline: _BlockPipeline, values: np.ndarray, tile: slice, rng: np.random.Generator,
+                     bound: float) -> None:
+        """Pencil tile ``tile``: ``values`` (every row of the intermediate at the tile's positions,
+        C-contiguous) transformed along B, noised and inverted, in place."""
+        transforms = self.plan.transforms
+        pencil = values.reshape(*self.shape[: self.lead], tile.stop - tile.start)
+        z = pencil
+        for axis in self.pencil_axes:
+            z = transforms[axis].kept_numerators(z, axis)
+        z = np.ascontiguousarray(z)
+        k = pipeline.calibration.grid_exponent
+        divisors_b, factors_b = self._pencil_vectors(pipeline)
+        divisors_a, factors_a = self._plane_vectors(pipeline)
+        integral = pipeline.integral(self.plan.transformed_axes)
+        if integral:
+            divisors: np.ndarray | float = 2.0**k
+        else:  # one exact product per coefficient (small integers times 2**k), one division
+            divisors = divisors_b[..., None] * divisors_a[tile]
+        flat = z.reshape(-1)
+        if math.ldexp(bound, max(-k, 0)) < _FLOAT_EXACT:
+            np.divide(z, divisors, out=z)
+            if not integral:
+                np.rint(flat, out=flat)
+            units = flat
+        else:
+            units = round_to_grid(flat, (np.broadcast_to(divisors, z.shape) * 2.0**-k).reshape(-1), k)
+        noisy = pipeline.sampler.add(units, rng).reshape(z.shape)
+        noisy *= factors_b[..., None]
+        noisy *= factors_a[tile]
+        for axis in reversed(self.pencil_axes):
+            noisy = transforms[axis].kept_inverse(noisy, axis)
+        np.copyto(pencil, noisy)
+
+    def _pencil_vectors(self, pipeline: _BlockPipeline) -> tuple[np.ndarray, np.ndarray]:
+        """The pencil axes' divisors ``d 2**k`` and factors ``g / W`` over a pencil's B extent."""
+        cached = self.__dict__.get("_pencil")
+        if cached is None:
+            lead = self.lead
+            divisors = np.full(self.pencil_extent, 2.0**pipeline.calibration.grid_exponent)
+            factors = np.full(self.pencil_extent, pipeline.calibration.grid)
+            for axis in self.pencil_axes:
+                t = self.plan.transforms[axis]
+                divisors = divisors * _along(np.asarray(t.denominators, dtype=np.float64)[t.kept], axis, lead)
+                factors = factors * _along(1.0 / np.asarray(t.weights, dtype=np.float64)[t.kept], axis, lead)
+            cached = self.__dict__.setdefault("_pencil", (divisors, factors))
+        return cached
+
+    def _plane_vectors(self, pipeline: _BlockPipeline) -> tuple[np.ndarray, np.ndarray]:
+        """The plane axes' denominators and ``1 / W`` at every position of a row (flat)."""
+        cached = self.__dict__.get("_plane")
+        if cached is None:
+            plane = self.plane
+            vectors = pipeline.vectors(self.plane_axes, "denominators"), pipeline.vectors(self.plane_axes, "factors")
+            cached = self.__dict__.setdefault("_plane", (plane.per_position(vectors[0]), plane.per_position(vectors[1])))
+        return cached
+
+
+class _Freed:
+    """Gives back the memory of an intermediate's rows once they and every row before them
+    have been read (rows are taken in order, a few at a time)."""
+
+    def __init__(self, rows: np.ndarray):
+        self.rows = rows
+        self.finished: set[int] = set()
+        self.next = 0
+        self.lock = threading.Lock()
+
+    def done(self, number: int) -> None:
+        with self.lock:
+            self.finished.add(number)
+            start = self.next
+            while self.next in self.finished:
+                self.finished.discard(self.next)
+                self.next += 1
+            if self.next > start:
+                release_pages(self.rows[start : self.next])
+
+
+def _pencil_axes(plan: TransformPlan, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The pencil axes B of a big block: the leading run of its transformed axes, of those
+    whose kept coefficients number at most ``_PENCIL_AXES_CELLS`` (at least one axis), whose
+    intermediate (rows times the plane's coefficients) is the smallest."""
+    axes = plan.transformed_axes
+    transforms = plan.transforms
+    best: tuple[int, ...] = axes[:1]
+    best_size = math.inf
+    for k in range(1, len(axes)):
+        pencil = axes[:k]
+        if k > 1 and math.prod(transforms[a].n_kept for a in pencil) > _PENCIL_AXES_CELLS:
+            break
+        lead = axes[k]
+        plane = _Plane(plan, tuple(1 if a < lead else n for a, n in enumerate(shape)), axes[k:])
+        size = math.prod(shape[:lead]) * plane.size
+        if size < best_size:
+            best, best_size = pencil, size
+    return best
 
 
 def _spawn(generator: np.random.Generator, count: int) -> list[np.random.Generator]:
@@ -343,29 +873,6 @@ def worker_count(workers: int | None) -> int:
     return workers
 
 
-def _by_slabs(
-    step: Callable[[tuple[slice, ...]], np.ndarray],
-    shape: tuple[int, ...],
-    out_shape: tuple[int, ...],
-    axis: int,
-    workers: int,
-    steps: Progress,
-    stage: str,
-) -> np.ndarray:
-    """``step`` applied to each slab of ``shape`` along ``axis`` (its result has the slab's
-    extent on ``axis``), gathered into one array of ``out_shape``; one slab: its result."""
-    slabs = list(_slabs(shape, axis))
-    if len(slabs) == 1:
-        return step(slabs[0])
-    out = zeros(out_shape, populate=True)
-
-    def fill(number: int) -> None:
-        out[slabs[number]] = step(slabs[number])
-
-    _run_parts(fill, len(slabs), workers, steps, stage, "slab")
-    return out
-
-
 def _run_parts(fill: Callable[[int], None], count: int, workers: int, steps: Progress, stage: str, part: str) -> None:
     """Run ``fill(0..count-1)`` (``part``: blocks, slabs or tiles) on ``workers`` threads,
     reporting progress and honouring cancel in order.
@@ -378,7 +885,7 @@ def _run_parts(fill: Callable[[int], None], count: int, workers: int, steps: Pro
     def label(done: int) -> str:
         return f"{stage}: {done:,} of {count:,} {part}{'s' if count != 1 else ''} done"
 
-    if workers == 1:
+    if workers == 1 or count == 1:
         for number in range(count):
             fill(number)
             steps.report((number + 1) / count, label(number + 1))
@@ -398,17 +905,20 @@ def _run_parts(fill: Callable[[int], None], count: int, workers: int, steps: Pro
                 future.cancel()
 
 
+def _along(vector: np.ndarray, axis: int, ndim: int) -> np.ndarray:
+    shape = [1] * ndim
+    shape[axis] = -1
+    return np.reshape(vector, shape)
+
+
+def _extent(index: tuple[slice, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(len(range(n)[part]) for part, n in zip(index, shape, strict=False))
+
+
 def _restrict(vector: np.ndarray, index: tuple[slice, ...]) -> np.ndarray:
     """The part of a broadcastable per-axis vector that applies to the tile ``index``
     (a 0-d array applies whole)."""
     return vector[tuple(part if length > 1 else slice(None) for part, length in zip(index, vector.shape, strict=False))]
-
-
-# Cells per tile of the last transformed axis: about 1 MiB, to stay in the L2 cache.
-_TILE_CELLS = 1 << 17
-# Cells per slab of a huge block for the transforms of its outer axes (about 32 MiB), and per
-# slab of the counts checked at once.
-_SLAB_CELLS = 1 << 22
 
 
 def _tiles(shape: tuple[int, ...], axis: int, coefficients: int) -> Iterator[tuple[slice, ...]]:
@@ -422,16 +932,6 @@ def _tiles(shape: tuple[int, ...], axis: int, coefficients: int) -> Iterator[tup
     sizes[axis] = coefficients
     others = tuple(a for a in range(len(shape)) if a != axis and shape[a] > 1)
     return _blocks(tuple(sizes), others, _TILE_CELLS)
-
-
-def _slabs(shape: tuple[int, ...], axis: int) -> Iterator[tuple[slice, ...]]:
-    """Cut ``shape`` along ``axis`` into slabs of about ``_SLAB_CELLS`` cells (one if it is smaller)."""
-    per_index = math.prod(shape) // max(shape[axis], 1)
-    step = max(1, _SLAB_CELLS // max(per_index, 1))
-    index = [slice(None)] * len(shape)
-    for start in range(0, max(shape[axis], 1), step):
-        index[axis] = slice(start, start + step)
-        yield tuple(index)
 
 
 def _blocks(shape: tuple[int, ...], split_axes: tuple[int, ...], target: int) -> Iterator[tuple[slice, ...]]:

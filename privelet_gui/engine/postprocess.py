@@ -19,7 +19,9 @@ privacy.
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -34,6 +36,8 @@ __all__ = [
     "shift_to_total",
     "sum_slabs",
 ]
+
+T = TypeVar("T")
 
 #: The kinds of counts an export can hold: the release's own, projected onto non-negative
 #: counts with the same total, rounded to whole counts, or both.
@@ -54,18 +58,23 @@ def sum_slabs(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(shape[:lead])
 
 
-def matrix_sum(noisy: Any) -> float:
+def matrix_sum(noisy: Any, *, workers: int = 1) -> float:
     """The sum of a matrix, the same to the last bit however the matrix is held: numpy's
     sum of each slab ``noisy[i, j, ...]`` over the leading axes of :func:`sum_slabs`, then an
     exact sum of the slab sums. A chunked (Zarr) release read slab by slab gets exactly the
-    total that one machine gets, so both shift a release to the public total identically."""
-    slabs = [float(np.sum(np.asarray(noisy[index], dtype=np.float64))) for index in np.ndindex(*sum_slabs(noisy.shape))]
-    return math.fsum(slabs)
+    total that one machine gets, so both shift a release to the public total identically
+    (and so do ``workers`` threads, each summing whole slabs)."""
+    indices = list(np.ndindex(*sum_slabs(noisy.shape)))
+
+    def slab_sum(index: tuple[int, ...]) -> float:
+        return float(np.sum(np.asarray(noisy[index], dtype=np.float64)))
+
+    return math.fsum(_by_slabs(slab_sum, indices, workers))
 
 
-def shift_to_total(noisy: np.ndarray, total: float) -> float:
+def shift_to_total(noisy: np.ndarray, total: float, *, workers: int = 1) -> float:
     """Add ``(total - sum(noisy)) / m`` to every cell of ``noisy`` (in place, the sum as
-    :func:`matrix_sum`); returns that shift.
+    :func:`matrix_sum`, on ``workers`` threads); returns that shift.
 
     Examples
     --------
@@ -73,9 +82,21 @@ def shift_to_total(noisy: np.ndarray, total: float) -> float:
     >>> shift_to_total(m, 6), m.tolist()
     (0.5, [2.0, 0.0, 2.5, 1.5])
     """
-    shift = (float(total) - matrix_sum(noisy)) / noisy.size
-    noisy += shift
+    shift = (float(total) - matrix_sum(noisy, workers=workers)) / noisy.size
+
+    def add(index: tuple[int, ...]) -> None:
+        noisy[index] += shift
+
+    _by_slabs(add, list(np.ndindex(*sum_slabs(noisy.shape))), workers)
     return shift
+
+
+def _by_slabs(work: Callable[[tuple[int, ...]], T], indices: list[tuple[int, ...]], workers: int) -> list[T]:
+    """``work`` on every slab index, in order, on ``workers`` threads (numpy releases the GIL)."""
+    if workers == 1 or len(indices) == 1:
+        return [work(index) for index in indices]
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="privelet-sum") as pool:
+        return list(pool.map(work, indices))
 
 
 def nonnegative_counts(counts: np.ndarray, total: float | None = None) -> np.ndarray:

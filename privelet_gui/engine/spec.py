@@ -55,7 +55,7 @@ from .noise import (
     multiplicity,
     noise_sampler,
 )
-from .pipeline import EXACT_LIMIT, check_memory, peak_bytes, release_blocks, total_count, worker_count
+from .pipeline import EXACT_LIMIT, check_memory, peak_bytes, release_blocks, worker_count
 from .postprocess import shift_to_total
 from .progress import CancelCallback, Progress, ProgressCallback
 from .queries import QueryBatch, RangeQuery
@@ -315,18 +315,22 @@ class ReleaseSpec:
             )
         threads = worker_count(workers)
         generator = default_rng(rng)
-        rows = total_count(matrix)
         plan = self.plan
+        # The grid and the sensitivity do not depend on n (only the refusal of huge tables
+        # does): the blocks count n while they check their counts, and the table is refused
+        # afterwards if it is too large, before anything is returned.
+        calibration = self.calibration(1)
+        sampler = noise_sampler(self.sampler, calibration)
+        steps = Progress(progress, should_cancel)
+        noisy, rows = release_blocks(matrix, plan, calibration, sampler, generator, steps, threads)
         if rows * plan.growth >= EXACT_LIMIT:
             raise PriveletError(
                 f"the table is too large for exact rounding with these hierarchies ({rows:,} rows); "
                 "split the table or use hierarchies with smaller fan-outs"
             )
-        calibration = self.calibration(rows)
-        sampler = noise_sampler(self.sampler, calibration)
-        steps = Progress(progress, should_cancel)
-        noisy = release_blocks(matrix, plan, calibration, sampler, generator, steps, threads)
-        shift = shift_to_total(noisy, rows) if self.uses_public_total else None
+        if self.calibration(rows) != calibration:  # refuses a table too large for exact int64 sums
+            raise PriveletError("internal error: the noise calibration depends on the number of rows")
+        shift = shift_to_total(noisy, rows, workers=threads) if self.uses_public_total else None
         steps.report(1.0, "release done")
         return Release(
             noisy=noisy,

@@ -121,6 +121,25 @@ class AxisTransform(ABC):
     def worst_case_factor(self) -> float:
         """Largest per-axis variance factor V over the queries this axis allows."""
 
+    # Coefficients the release leaves out because they change no released value (the Haar
+    # transform's padding-only details); by default none.
+    @property
+    def kept(self) -> np.ndarray:
+        """Indices of the coefficients a release draws noise for (all, unless overridden)."""
+        return np.arange(self.n_coefficients)
+
+    @property
+    def n_kept(self) -> int:
+        return self.n_coefficients
+
+    def kept_numerators(self, x: np.ndarray, axis: int = 0) -> np.ndarray:
+        """``numerators(x, axis)[kept]`` along ``axis``."""
+        return self.numerators(x, axis)
+
+    def kept_inverse(self, c: np.ndarray, axis: int = 0, *, out: np.ndarray | None = None) -> np.ndarray:
+        """Values along ``axis`` from the kept coefficients."""
+        return self.inverse(c, axis, overwrite_input=True, out=out)
+
 
 class IdentityTransform(AxisTransform):
     """An attribute in S_A: no transform, weight 1, rho 1 (Basic on this axis)."""

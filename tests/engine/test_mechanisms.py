@@ -315,16 +315,17 @@ def test_threads_do_not_change_the_result_and_cancel_stops_them():
 
 
 def test_a_big_single_block_runs_in_slabs_and_tiles_on_threads(monkeypatch):
-    # S_A empty: one block; made "big" here by tiny slab and tile sizes
+    # S_A empty: one block, in three passes; small pencil tiles make many of them
     from privelet_gui.engine import pipeline as mechanisms
+    from privelet_gui.engine.hn import TransformPlan
 
-    monkeypatch.setattr(mechanisms, "_SLAB_CELLS", 200)
-    monkeypatch.setattr(mechanisms, "_TILE_CELLS", 64)
+    monkeypatch.setattr(mechanisms, "_PENCIL_CELLS", 200)
     schema = Schema(
         [OrdinalAttribute.integer_range("a", 0, 9), NominalAttribute("job", JOBS), OrdinalAttribute.integer_range("o", 0, 30)]
     )
     m = np.random.default_rng(2).integers(0, 9, schema.shape).astype(float)
-    assert len(list(mechanisms._slabs(schema.shape, 2))) > 5
+    big = mechanisms._BigBlock(TransformPlan(schema), schema.shape)
+    assert big.rows > 5 and len(big.pencils) > 5
     # slabs and tiles put the transform back together
     np.testing.assert_allclose(privelet(m, schema, 1e7, np.random.default_rng(1)).noisy, m, atol=1e-3)
     one = privelet(m, schema, 1.0, np.random.default_rng(5), workers=1)
@@ -382,3 +383,30 @@ def test_a_release_that_would_not_fit_in_memory_is_refused_up_front(monkeypatch)
         privelet_plus(TRUTH, SCHEMA, 1.0, ())
     monkeypatch.setattr(_memory, "available_memory", lambda: None)  # unknown: no check
     assert privelet_plus(TRUTH, SCHEMA, 1.0, ()).noisy.shape == TRUTH.shape
+
+
+def test_a_seeded_release_has_the_same_bits_whatever_blas_threads(tmp_path):
+    # A Dask worker process runs BLAS on one thread; the one-machine release must not depend
+    # on that (BLAS's threaded products of noisy floats round differently).
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, numpy as np\n"
+        "from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, ReleaseSpec, Schema\n"
+        "schema = Schema([OrdinalAttribute.integer_range('a', 0, 99), NominalAttribute('b', Hierarchy.flat(['x', 'y', 'z'])),\n"
+        "                 OrdinalAttribute.integer_range('c', 0, 14_999)])\n"
+        "matrix = np.random.default_rng(0).poisson(0.05, schema.shape).astype(np.float64)\n"
+        "for mechanism, sa in (('privelet', ()), ('privelet+', ('b',))):\n"
+        "    noisy = ReleaseSpec(schema, 0.5, mechanism, sa).run(matrix, rng=np.random.default_rng(7), workers=2).noisy\n"
+        "    np.save(sys.argv[1] + mechanism + '.npy', noisy)\n"
+    )
+    results = {}
+    for threads in ("1", "2"):
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": threads, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
+        prefix = str(tmp_path / threads)
+        subprocess.run([sys.executable, "-c", script, prefix], check=True, env=env)
+        results[threads] = [np.load(prefix + name + ".npy") for name in ("privelet", "privelet+")]
+    for one, two in zip(results["1"], results["2"], strict=True):
+        assert np.array_equal(one, two)

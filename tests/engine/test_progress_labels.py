@@ -14,8 +14,8 @@ PART = re.compile(r"^(?:transform pass (\d) of 3, )?(.+): (\d+) of (\d+) (block|
 
 
 def test_a_big_block_reports_three_passes_each_with_its_parts_done(monkeypatch):
-    monkeypatch.setattr(pipeline, "_SLAB_CELLS", 200)  # a block made "big": slabs and tiles
-    monkeypatch.setattr(pipeline, "_TILE_CELLS", 64)
+    monkeypatch.setattr(pipeline, "_SLAB_CELLS", 200)  # a block made "big": slabs and pencil tiles
+    monkeypatch.setattr(pipeline, "_PENCIL_CELLS", 64)
     schema = Schema([OrdinalAttribute.integer_range("a", 0, 9), NominalAttribute("job", JOBS),
                      OrdinalAttribute.integer_range("o", 0, 30)])
     matrix = np.random.default_rng(2).integers(0, 9, schema.shape).astype(float)
@@ -26,12 +26,15 @@ def test_a_big_block_reports_three_passes_each_with_its_parts_done(monkeypatch):
     steps = [int(m.group(1)) for _, m in parts]
     assert steps == sorted(steps) and set(steps) == {1, 2, 3}  # the passes in order, each named
     first = [m for _, m in parts if m.group(1) == "1"]
-    assert first[-1].group(2) == "transforming a, job" and first[-1].group(5) == "slab"
+    # the smallest intermediate here: slabs along o (the plane), pencils along a and job
+    assert first[-1].group(2) == "transforming o" and first[-1].group(5) == "slab"
     assert first[-1].group(3) == first[-1].group(4)  # the first pass ends "N of N slabs done" ...
     last_of_first = max(f for f, m in parts if m.group(1) == "1")
     assert last_of_first < 0.9  # ... long before the release does: the label says which pass
-    assert [m.group(2) for _, m in parts if m.group(1) == "3"][-1] == "inverting job, a"
-    assert any(m.group(5) == "tile" and m.group(2) == "transforming o, adding noise, inverting" for _, m in parts)
+    assert [m.group(2) for _, m in parts if m.group(1) == "3"][-1] == "inverting o"
+    tiles = [m for _, m in parts if m.group(1) == "2"]
+    assert len(tiles) > 1 and all(m.group(5) == "tile" for m in tiles)
+    assert tiles[-1].group(2) == "transforming a, job, adding noise, inverting" and tiles[-1].group(3) == tiles[-1].group(4)
 
 
 def test_blocks_count_the_whole_release():
