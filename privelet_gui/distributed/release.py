@@ -31,7 +31,7 @@ import numpy as np
 from ..engine.errors import PriveletError
 from ..engine.hn import TransformPlan
 from ..engine.noise import NoiseCalibration, Sampler, default_rng
-from ..engine.pipeline import EXACT_LIMIT, BlockRelease, slab_layout, spawn_streams, tile_indices
+from ..engine.pipeline import BlockRelease, slab_layout, spawn_streams, tile_indices
 from ..engine.postprocess import sum_slabs
 from ..engine.progress import CancelCallback, Progress, ProgressCallback
 from ..engine.release import Release
@@ -97,11 +97,7 @@ def release_to_zarr(
     steps.report(0.0, "starting the release")
     total = _total(client, chunked) if rows is None else int(rows)
     plan = spec.plan
-    if total * plan.growth >= EXACT_LIMIT:
-        raise PriveletError(
-            f"the table is too large for exact rounding with these hierarchies ({total:,} rows); "
-            "split the table or use hierarchies with smaller fan-outs"
-        )
+    spec.check_rows(total)
     calibration = spec.calibration(total)
     layout = release_layout(plan, cells)
     streams = spawn_streams(default_rng(rng), len(layout.blocks.boxes))
@@ -121,20 +117,8 @@ def release_to_zarr(
             _shift_all(client, writer.array_path, spec.schema.shape, storage, shift, steps.slice(0.94, 0.98))
         import zarr
 
-        release = Release(
-            noisy=cast(np.ndarray, zarr.open_array(writer.array_path, mode="r")),  # read for its shape only
-            epsilon=calibration.epsilon,
-            sa=spec.effective_sa,
-            rho=plan.rho,
-            scale=calibration.scale,
-            mechanism=spec.label,
-            neighbours=spec.neighbours,
-            calibration=calibration,
-            schema=spec.schema,
-            seeded=rng is not None,
-            sampler=spec.sampler,
-            total_shift=shift,
-        )
+        noisy = cast(np.ndarray, zarr.open_array(writer.array_path, mode="r"))  # read for its shape only
+        release = spec.release_of(noisy, calibration, seeded=rng is not None, total_shift=shift)
         meta = release_metadata(release, seed=seed, metadata=metadata)
         writer.commit(meta)
     steps.report(1.0, "release done")

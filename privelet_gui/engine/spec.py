@@ -323,27 +323,45 @@ class ReleaseSpec:
         sampler = noise_sampler(self.sampler, calibration)
         steps = Progress(progress, should_cancel)
         noisy, rows = release_blocks(matrix, plan, calibration, sampler, generator, steps, threads)
-        if rows * plan.growth >= EXACT_LIMIT:
-            raise PriveletError(
-                f"the table is too large for exact rounding with these hierarchies ({rows:,} rows); "
-                "split the table or use hierarchies with smaller fan-outs"
-            )
+        self.check_rows(rows)
         if self.calibration(rows) != calibration:  # refuses a table too large for exact int64 sums
             raise PriveletError("internal error: the noise calibration depends on the number of rows")
         shift = shift_to_total(noisy, rows, workers=threads) if self.uses_public_total else None
         steps.report(1.0, "release done")
+        return self.release_of(noisy, calibration, seeded=rng is not None, total_shift=shift,
+                               seconds=time.perf_counter() - started)
+
+    def check_rows(self, rows: int) -> None:
+        """Refuse a table whose counts the exact rounding cannot hold (said without the number
+        of rows, which is private under add/remove neighbours)."""
+        if rows * self.plan.growth >= EXACT_LIMIT:
+            raise PriveletError(
+                "the table has too many rows for exact rounding with these hierarchies; "
+                "split the table or use hierarchies with smaller fan-outs"
+            )
+
+    def release_of(
+        self,
+        noisy: np.ndarray,
+        calibration: NoiseCalibration,
+        *,
+        seeded: bool,
+        total_shift: float | None,
+        seconds: float = 0.0,
+    ) -> Release:
+        """The :class:`Release` of ``noisy``, made by this spec with ``calibration`` (here or on a cluster)."""
         return Release(
             noisy=noisy,
             epsilon=calibration.epsilon,
             sa=self.effective_sa,
-            rho=plan.rho,
+            rho=self.plan.rho,
             scale=calibration.scale,
             mechanism=self.label,
             neighbours=self.neighbours,
             calibration=calibration,
             schema=self.schema,
-            seeded=rng is not None,
-            total_shift=shift,
+            seeded=seeded,
+            total_shift=total_shift,
             sampler=self.sampler,
-            seconds=time.perf_counter() - started,
+            seconds=seconds,
         )

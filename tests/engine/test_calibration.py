@@ -142,3 +142,15 @@ def test_grid_is_independent_of_the_table_size_under_both_notions():
     assert len({(c.grid_exponent, c.units) for c in replace}) == 1
     remove = [calibrate(0.1, 66, 1000, neighbours="add-remove", rows=n) for n in (1, 10**9)]
     assert remove[0] == remove[1]
+
+
+@pytest.mark.parametrize("neighbours", ["replace", "add-remove"])
+def test_a_table_too_large_for_exact_rounding_is_refused_without_saying_its_size(neighbours):
+    from privelet_gui.engine.pipeline import EXACT_LIMIT
+
+    spec = ReleaseSpec(brazil_schema(), 1.0, sa=("Age", "Gender"), neighbours=neighbours)
+    spec.check_rows(10_000_000)  # the bench's table
+    rows = math.ceil(EXACT_LIMIT / spec.plan.growth)
+    with pytest.raises(PriveletError, match="too many rows for exact rounding") as caught:
+        spec.check_rows(rows)
+    assert not any(ch.isdigit() for ch in str(caught.value))  # n is private under add/remove
