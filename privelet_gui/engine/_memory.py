@@ -103,16 +103,29 @@ _MADV_DONTNEED = 4
 _MADV_HUGEPAGE = 14
 _MADV_POPULATE_WRITE = 23  # Linux 5.14 and later
 _PAGE_VALUES = mmap.PAGESIZE // 8
+#: How much :func:`_populate` faults in per call (a multiple of the page size).
+_POPULATE_BYTES = 32 << 20
 
 
 def _populate(array: np.ndarray) -> None:
-    """Fault in every page of ``array`` (a fresh zero mapping) without holding the GIL."""
+    """Fault in every page of ``array`` (a fresh zero mapping) without holding the GIL.
+
+    In pieces of :data:`_POPULATE_BYTES`: populating holds the process's memory-map lock,
+    and a thread that maps memory meanwhile (a table reader allocating a chunk) waits for
+    it, holding the GIL if it has it. One call for 790 MB froze the app's window for
+    0.26-0.29 s at the start of a big count (stall_bench); a piece takes about 10 ms.
+    """
     libc = _libc() if sys.platform.startswith("linux") else None
-    # ctypes releases the GIL for the call; 0 means done (EINVAL: an older kernel).
-    address, size = ctypes.c_void_p(array.ctypes.data), ctypes.c_size_t(array.nbytes)
-    if libc is not None and libc.madvise(address, size, _MADV_POPULATE_WRITE) == 0:
-        return
-    array[::_PAGE_VALUES] = 0.0  # one write a page: numpy's loop runs without the GIL
+    start, end = array.ctypes.data, array.ctypes.data + array.nbytes
+    # ctypes releases the GIL for each call; 0 means done (EINVAL: an older kernel).
+    while libc is not None and start < end:
+        size = min(_POPULATE_BYTES, end - start)
+        if libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(size), _MADV_POPULATE_WRITE) != 0:
+            break
+        start += size
+    if start < end:
+        flat = array.reshape(-1)
+        flat[(start - array.ctypes.data) // 8 :: _PAGE_VALUES] = 0.0  # one write a page, without the GIL
 
 
 @functools.cache
