@@ -125,8 +125,8 @@ class ReleaseSpec:
     it is private (asking for it there is refused).
 
     ``invalid`` is how the table is counted: ``"error"`` stops at a value outside its
-    domain, ``"drop"`` drops such rows. When rows may be dropped (``"drop"``, or an
-    attribute that drops out-of-range numbers), how many were counted depends on the
+    domain, ``"drop"`` drops such rows. When rows may be dropped (``"drop"``, an
+    attribute that drops out-of-range numbers or missing cells), how many were counted depends on the
     data: the total of M is then private even under replace-one-tuple neighbours, and the
     release is not shifted to it.
 
@@ -164,8 +164,9 @@ class ReleaseSpec:
             )
         if self.public_total and self.may_drop_rows:
             raise PriveletError(
-                "the public total needs every row counted: when rows outside a domain are dropped, how many "
-                "were counted is private; count with invalid 'error' and no 'drop' out-of-range policy"
+                "the public total needs every row counted: when rows outside a domain or with a missing cell "
+                "are dropped, how many were counted is private; count with invalid 'error', no 'drop' "
+                "out-of-range policy and no attribute that drops missing cells"
             )
         # An epsilon the release cannot serve is refused now. One row gives the finest grid,
         # the largest noise scale in grid units, so this holds for every table.
@@ -217,8 +218,10 @@ class ReleaseSpec:
 
     @property
     def may_drop_rows(self) -> bool:
-        """Whether counting may drop rows (then the number counted is private)."""
-        return self.invalid == "drop" or any(a.out_of_range == "drop" for a in self.schema)
+        """Whether counting may drop rows (then the number counted is private): rows outside
+        a domain (``invalid="drop"``, an attribute that drops out-of-range numbers) or rows
+        with a missing cell that an attribute drops."""
+        return self.invalid == "drop" or any(a.out_of_range == "drop" or a.drop_missing for a in self.schema)
 
     @property
     def uses_public_total(self) -> bool:

@@ -154,6 +154,11 @@ def test_no_public_total_when_rows_may_be_dropped():
     assert ReleaseSpec(plain, 1.0).uses_public_total
     assert not ReleaseSpec(plain, 1.0, invalid="drop").uses_public_total
     assert not ReleaseSpec(dropping, 1.0).uses_public_total
+    # Rows with a missing cell that an attribute drops: how many is private too.
+    dropping_missing = Schema([OrdinalAttribute.integer_range("a", 0, 3, missing_values=("N",), drop_missing=True)])
+    assert not ReleaseSpec(dropping_missing, 1.0).uses_public_total
+    with pytest.raises(PriveletError, match="every row counted"):
+        ReleaseSpec(dropping_missing, 1.0, public_total=True)
     with pytest.raises(PriveletError, match="every row counted"):
         ReleaseSpec(plain, 1.0, public_total=True, invalid="drop")
     release = ReleaseSpec(dropping, 1.0).run(np.ones(4), rng=np.random.default_rng(0))
