@@ -12,7 +12,17 @@ __all__ = [
     "HierarchyError",
     "PriveletError",
     "SchemaError",
+    "shown",
 ]
+
+
+def shown(value: object) -> str:
+    """A value as a message quotes it: ``repr``, shortened, so that no message holds a
+    megabyte of nested JSON or a number of thousands of digits."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() >= 200:
+        return f"an integer of about {int(value.bit_length() * 0.30103):,} digits"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 class PriveletError(ValueError):

@@ -23,7 +23,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from .errors import HierarchyError
+from .errors import HierarchyError, shown
 
 __all__ = ["MAX_DISPLAY_LABEL", "MAX_HEIGHT", "Hierarchy", "HierarchyNode", "NodeInfo"]
 
@@ -362,9 +362,8 @@ def _checked_display_labels(labels: object, codes: Mapping[str, int]) -> dict[st
     out: dict[str, str] = {}
     for code, text in labels.items():
         if not isinstance(code, str) or code not in codes:
-            shown = code if isinstance(code, str) and len(code) <= 60 else f"{str(code)[:57]}..."
             raise HierarchyError(
-                f"a display label is given for {shown!r}, which is not a value or group of the hierarchy; "
+                f"a display label is given for {shown(code)}, which is not a value or group of the hierarchy; "
                 "give labels for its codes only"
             )
         if not isinstance(text, str) or not text.strip():
@@ -383,7 +382,7 @@ def _checked_display_labels(labels: object, codes: Mapping[str, int]) -> dict[st
 
 def _label(value: object, where: str) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise HierarchyError(f"label {value!r} in {where} must be text, not {type(value).__name__}")
+        raise HierarchyError(f"label {shown(value)} in {where} must be text, not {type(value).__name__}")
     if isinstance(value, int) and value.bit_length() > 1000:
         raise HierarchyError(f"a label in {where} is an integer of {value.bit_length():,} bits; write labels as text")
     text = str(value)
@@ -423,7 +422,7 @@ def _parse_group(label: str, value: object, path: tuple[str, ...]) -> HierarchyN
     else:
         raise HierarchyError(
             f"group {_describe(here)} must hold a list of leaves or a mapping of groups, "
-            f"not {type(value).__name__} {value!r}"
+            f"not {type(value).__name__} {shown(value)}"
         )
     if not children:
         raise HierarchyError(f"group {_describe(here)} is empty: add leaves to it or delete it")

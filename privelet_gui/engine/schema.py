@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
-from .errors import SchemaError
+from .errors import SchemaError, shown
 from .hierarchy import Hierarchy
 
 if TYPE_CHECKING:  # pandas is imported where tables are encoded, not with the engine
@@ -103,7 +103,7 @@ class NumericBins:
                 exact = False
             if not exact or not math.isfinite(float(value)):
                 raise SchemaError(
-                    f"bins.{name} must be a finite number that float64 holds exactly, got {_short_repr(value)}"
+                    f"bins.{name} must be a finite number that float64 holds exactly, got {shown(value)}"
                 )
         start, stop, width = float(self.start), float(self.stop), float(self.width)
         if width <= 0:
@@ -226,8 +226,8 @@ class _ComputedLabels(Sequence[str]):
         return hash(tuple(self))  # equal to the tuple of its labels, so hashed as one (slow when huge: rare)
 
     def __repr__(self) -> str:
-        shown = ", ".join(map(repr, self[:3])) + (", ..." if len(self) > 3 else "")
-        return f"{type(self).__name__}({len(self):,} labels: {shown})"
+        first = ", ".join(map(repr, self[:3])) + (", ..." if len(self) > 3 else "")
+        return f"{type(self).__name__}({len(self):,} labels: {first})"
 
 
 class _RangeLabels(_ComputedLabels):
@@ -309,7 +309,7 @@ def check_missing_values(values: object, where: str) -> tuple[str, ...]:
     need no text. ``where`` names the setting in messages (``"attribute 'AGEP'"``)."""
     if isinstance(values, str) or not isinstance(values, Iterable):
         raise SchemaError(
-            f"{where}: the values meaning missing are a list of texts, e.g. [\"N\", \"NA\"], got {_short_repr(values)}"
+            f"{where}: the values meaning missing are a list of texts, e.g. [\"N\", \"NA\"], got {shown(values)}"
         )
     items = tuple(values)
     if len(items) > MAX_MISSING_VALUES:
@@ -317,11 +317,11 @@ def check_missing_values(values: object, where: str) -> tuple[str, ...]:
     seen: set[str] = set()
     for item in items:
         if not isinstance(item, str):
-            raise SchemaError(f"{where}: a value meaning missing must be text (as the table holds it), got {_short_repr(item)}")
+            raise SchemaError(f"{where}: a value meaning missing must be text (as the table holds it), got {shown(item)}")
         if not item.strip():
             raise SchemaError(f"{where}: empty cells are always missing; list only texts such as \"N\" or \"NA\"")
         if len(item) > _MAX_MISSING_TEXT or "\n" in item or "\r" in item:
-            raise SchemaError(f"{where}: {_short_repr(item)} is not a cell's text (one line of at most {_MAX_MISSING_TEXT} characters)")
+            raise SchemaError(f"{where}: {shown(item)} is not a cell's text (one line of at most {_MAX_MISSING_TEXT} characters)")
         if item in seen:
             raise SchemaError(f"{where}: {item!r} is listed twice among the values meaning missing")
         seen.add(item)
@@ -420,8 +420,8 @@ class _AttributeBase(ABC):
         """Axis index of a domain value given as its text label."""
         pos = self.position_of(str(label))
         if pos is None:
-            shown = ", ".join(self.labels[:5]) + (", ..." if self.size > 5 else "")
-            raise SchemaError(f"{_short_repr(label)} is not a value of attribute {self.name!r} (values: {shown})")
+            first = ", ".join(self.labels[:5]) + (", ..." if self.size > 5 else "")
+            raise SchemaError(f"{shown(label)} is not a value of attribute {self.name!r} (values: {first})")
         return pos
 
     def encode(self, column: pd.Series, *, categories_memo: dict[str, Any] | None = None) -> EncodedColumn:
@@ -569,7 +569,7 @@ class OrdinalAttribute(_AttributeBase):
             if not isinstance(getattr(self, flag), bool):
                 raise SchemaError(f"attribute {name!r}: {flag} must be true or false, got {getattr(self, flag)!r}")
         if missing is not None and (not isinstance(missing, str) or not missing):
-            raise SchemaError(f"attribute {name!r}: missing must be a value's text label, got {_short_repr(missing)}")
+            raise SchemaError(f"attribute {name!r}: missing must be a value's text label, got {shown(missing)}")
         if out_of_range not in _OUT_OF_RANGE:
             raise SchemaError(f"attribute {name!r}: out_of_range must be one of {_OUT_OF_RANGE}, got {out_of_range!r}")
         if bins is not None and not isinstance(bins, NumericBins):
@@ -605,7 +605,7 @@ class OrdinalAttribute(_AttributeBase):
         """The integers ``lo..hi`` inclusive, parsed from the column as numbers."""
         for bound in (lo, hi):
             if isinstance(bound, bool) or not isinstance(bound, (int, np.integer)):
-                raise SchemaError(f"attribute {name!r}: range bounds must be integers, got {_short_repr(bound)}")
+                raise SchemaError(f"attribute {name!r}: range bounds must be integers, got {shown(bound)}")
         lo, hi = int(lo), int(hi)
         if hi < lo:
             raise SchemaError(f"attribute {name!r}: range [{lo}, {hi}] is empty; the upper bound must be >= the lower")
@@ -852,14 +852,6 @@ def _short_int(value: int) -> str:
     return text
 
 
-def _short_repr(value: object) -> str:
-    """``repr(value)``, shortened: a message never quotes a megabyte (or a 5,000-digit number)."""
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
-        return _short_int(value)
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
 def _first_duplicate(labels: Iterable[str]) -> str | None:
     seen: set[str] = set()
     for label in labels:
@@ -871,7 +863,7 @@ def _first_duplicate(labels: Iterable[str]) -> str | None:
 
 def _check_name(name: object) -> str:
     if not isinstance(name, str) or not name.strip():
-        raise SchemaError(f"an attribute needs a non-empty name, got {_short_repr(name)}")
+        raise SchemaError(f"an attribute needs a non-empty name, got {shown(name)}")
     return name
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.errors import PriveletError
+from ..engine.errors import PriveletError, shown
 
 __all__ = ["is_finite_number", "loads", "shown"]
 
@@ -123,15 +123,6 @@ def loads(text: str, *, source: str, error: type[PriveletError], duplicate: str 
         raise error(f"{source}: the JSON is nested too deeply to read (thousands of levels); is the file damaged?") from None
     except ValueError:  # Python's limit on the digits of an integer
         raise error(f"{source}: a number in the JSON has more than 4,300 digits; write numbers of normal size") from None
-
-
-def shown(value: object) -> str:
-    """A value from a file as a message quotes it: shortened, so that no message holds a
-    megabyte of JSON (or a number of thousands of digits)."""
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() >= 200:
-        return f"(a number of {len(str(value)):,} digits)"
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def is_finite_number(value: float) -> bool:

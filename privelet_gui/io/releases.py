@@ -534,11 +534,11 @@ def export_axes(release: Release, shape: tuple[int, ...]) -> list[ExportAxis]:
         axes = [ExportAxis(f"axis_{i}", pd.Index([str(j) for j in range(n)], dtype=object)) for i, n in enumerate(shape)]
     for attribute in schema or ():
         codes = pd.Index(list(attribute.labels), dtype=object)
-        shown = attribute.display_labels
-        if shown is None:
+        display = attribute.display_labels
+        if display is None:
             axes.append(ExportAxis(attribute.name, codes))
             continue
-        labels, label_of = np.unique(np.asarray(shown, dtype=object), return_inverse=True)
+        labels, label_of = np.unique(np.asarray(display, dtype=object), return_inverse=True)
         axes.append(ExportAxis(attribute.name, codes, attribute.name + LABEL_SUFFIX, pd.Index(labels, dtype=object),
                                label_of.astype(np.min_scalar_type(max(len(labels) - 1, 0)))))
     taken: dict[str, str] = {}
