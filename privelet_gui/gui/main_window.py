@@ -786,9 +786,23 @@ class MainWindow(QMainWindow):
             force = True  # the file dialog asked before overwriting
         target = Path(path)
 
-        def success(written: Path) -> None:
+        def saved() -> None:
             if self.document.outcome is outcome:
                 self.document.mark_release_saved(target)
+
+        fmt = _EXPORT_FORMATS[kind]
+        if counts is None:
+            counts = "noisy" if fmt == "release" else self.release_panel.counts_kind()
+        self._start_export(partial(export_release_file, outcome, target, fmt, force=force, counts=counts), target,
+                           saved)
+        return True
+
+    def _start_export(self, write: Callable[..., Any], target: Path, saved: Callable[[], None] | None = None) -> None:
+        """Write an export in the background; then remember its folder and say so (or show why not)."""
+
+        def success(written: Path) -> None:
+            if saved is not None:
+                saved()
             self.settings.set_last_folder("export", target)
             self.statusBar().showMessage(f"Wrote {target.name}.", 8000)
             self.exportFinished.emit(target)
@@ -797,12 +811,7 @@ class MainWindow(QMainWindow):
             self.dialogs.error(f"Cannot write {target.name}", error)
             self.exportFailed.emit(error)
 
-        fmt = _EXPORT_FORMATS[kind]
-        if counts is None:
-            counts = "noisy" if fmt == "release" else self.release_panel.counts_kind()
-        self._start(partial(export_release_file, outcome, target, fmt, force=force, counts=counts),
-                    f"Writing {target.name}", success=success, failure=failure)
-        return True
+        self._start(write, f"Writing {target.name}", success=success, failure=failure)
 
     def export_opened_release(
         self, kind: str = "csv", path: str | Path | None = None, *, force: bool = False, counts: str | None = None
@@ -825,20 +834,10 @@ class MainWindow(QMainWindow):
                 return False
             force = True  # the file dialog asked before overwriting
         target = Path(path)
-
-        def success(written: Path) -> None:
-            self.settings.set_last_folder("export", target)
-            self.statusBar().showMessage(f"Wrote {target.name}.", 8000)
-            self.exportFinished.emit(target)
-
-        def failure(error: BaseException) -> None:
-            self.dialogs.error(f"Cannot write {target.name}", error)
-            self.exportFailed.emit(error)
-
         fmt: Literal["csv", "parquet"] = "parquet" if kind == "parquet" else "csv"
-        self._start(partial(export_opened_release, release, target, fmt, force=force,
-                            counts=counts or self.release_panel.counts_kind(), allow_seeded=release.seeded),
-                    f"Writing {target.name}", success=success, failure=failure)
+        self._start_export(partial(export_opened_release, release, target, fmt, force=force,
+                                   counts=counts or self.release_panel.counts_kind(), allow_seeded=release.seeded),
+                           target)
         return True
 
     # -- schema files -----------------------------------------------------------------------------------

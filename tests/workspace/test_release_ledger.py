@@ -5,24 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from privelet_gui import io as pio
 from privelet_gui.engine import Cancelled, ReleaseSpec
 from privelet_gui.io.ledger import BudgetCheck, Ledger
 from privelet_gui.io.project import project_from_json, project_to_json
 from privelet_gui.workspace import Workspace, run_release
 from privelet_gui.workspace.jobs import ReleaseControl, check_table_budget
-
-
-@pytest.fixture(scope="module")
-def sample_summary():
-    return pio.summarize_table(pio.sample_table_path(), pio.sniff_table(pio.sample_table_path()))
-
-
-@pytest.fixture
-def workspace(sample_summary):
-    ws = Workspace()
-    ws.set_table(sample_summary, schema=pio.load_schema(pio.sample_schema_path()))
-    return ws
 
 
 def never(check: BudgetCheck) -> bool:

@@ -9,7 +9,6 @@ import json
 
 import pytest
 
-from privelet_gui import io as pio
 from privelet_gui.engine import (
     Hierarchy,
     NominalAttribute,
@@ -42,18 +41,6 @@ from privelet_gui.workspace.workload import (
 )
 
 TWO_WAY = WorkloadChoice(paper=None, ways=(2,))
-
-
-@pytest.fixture(scope="module")
-def sample_summary():
-    return pio.summarize_table(pio.sample_table_path(), pio.sniff_table(pio.sample_table_path()))
-
-
-@pytest.fixture
-def workspace(sample_summary):
-    ws = Workspace()
-    ws.set_table(sample_summary, schema=pio.load_schema(pio.sample_schema_path()))
-    return ws
 
 
 def test_a_new_table_starts_with_the_recommended_sa_and_the_papers_workload(workspace):

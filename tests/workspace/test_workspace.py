@@ -21,18 +21,6 @@ from privelet_gui.workspace import (
 from privelet_gui.workspace.model import default_cell_budget
 
 
-@pytest.fixture(scope="module")
-def sample_summary():
-    return pio.summarize_table(pio.sample_table_path(), pio.sniff_table(pio.sample_table_path()))
-
-
-@pytest.fixture
-def workspace(sample_summary):
-    ws = Workspace()
-    ws.set_table(sample_summary, schema=pio.load_schema(pio.sample_schema_path()))
-    return ws
-
-
 def test_the_workspace_imports_no_qt():
     script = textwrap.dedent(
         """
