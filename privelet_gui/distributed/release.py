@@ -31,7 +31,7 @@ import numpy as np
 from ..engine.errors import PriveletError
 from ..engine.hn import TransformPlan
 from ..engine.noise import NoiseCalibration, Sampler, default_rng
-from ..engine.pipeline import BlockRelease, slab_layout, spawn_streams, tile_indices
+from ..engine.pipeline import BlockRelease, pass_stages, slab_layout, spawn_streams, tile_indices
 from ..engine.postprocess import sum_slabs
 from ..engine.progress import CancelCallback, Progress, ProgressCallback
 from ..engine.release import Release
@@ -268,7 +268,7 @@ def _release_by_axes(
     tiles = tile_indices(plan, extent)
     groups = _tile_groups(tiles, math.prod(extent[:lead]), cells)
     tile_streams = [spawn_streams(stream, len(tiles)) for stream in streams]
-    names = _pass_names(plan, extent)
+    names = pass_stages(plan, extent)
     stages = 3
     done = 0
 
@@ -288,7 +288,7 @@ def _release_by_axes(
     rows = run(
         [da.map_blocks(_forward_slabs, x, shared, extent, chunks=(*by_slabs[:lead], (width,)), drop_axis=trailing,
                        dtype=np.float64) for x in counts],
-        f"transform pass 1 of 3, transforming {names[0]}: chunk",
+        f"{names[0]}: chunk",
     )
     # the slabs were checked in pass 1: their sums are exact integers
     totals = [round(float(total)) for total in client.compute([x.sum() for x in counts], sync=True)]
@@ -303,22 +303,13 @@ def _release_by_axes(
             task = dask.delayed(_noisy_pencils, pure=False)(part, shared, extent, jobs, total)
             pieces.append(da.from_delayed(task, shape=(*extent[:lead], _group_width(tiles, group)), dtype=np.float64))
         noisy_rows.append(da.concatenate(pieces, axis=lead))
-    noisy_rows = run(noisy_rows, f"transform pass 2 of 3, transforming {names[1]}, adding noise, inverting: chunk")
+    noisy_rows = run(noisy_rows, f"{names[1]}: chunk")
     released = run(
         [da.map_blocks(_inverse_slabs, x.rechunk((*by_slabs[:lead], (width,))), shared, extent, chunks=by_slabs,
                        new_axis=trailing, dtype=np.float64) for x in noisy_rows],
-        f"transform pass 3 of 3, inverting {names[2]}: chunk",
+        f"{names[2]}: chunk",
     )
     _write_blocks(client, released, blocks, layout, array_path, steps.slice(done / stages, 1.0))
-
-
-def _pass_names(plan: TransformPlan, extent: tuple[int, ...]) -> tuple[str, str, str]:
-    """The axes each pass works along, named as the one-machine pipeline names them."""
-    lead, _ = slab_layout(plan, extent)
-    pencil = [a for a in plan.transformed_axes if a < lead]
-    plane = [a for a in plan.transformed_axes if a >= lead]
-    return (", ".join(plan.axis_name(a) for a in plane), ", ".join(plan.axis_name(a) for a in pencil),
-            ", ".join(plan.axis_name(a) for a in reversed(plane)))
 
 
 def _tile_groups(tiles: list[slice], rows: int, cells: int) -> list[list[int]]:

@@ -39,7 +39,7 @@ import math
 import os
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -60,6 +60,7 @@ __all__ = [
     "check_counts",
     "check_memory",
     "is_tiled",
+    "pass_stages",
     "peak_bytes",
     "release_blocks",
     "slab_layout",
@@ -157,6 +158,11 @@ def tile_indices(plan: TransformPlan, shape: tuple[int, ...]) -> list[slice]:
     if not is_tiled(plan, shape):
         raise PriveletError("a block released whole (not in three passes) has no pencil tiles")
     return _BigBlock(plan, shape).pencils
+
+
+def pass_stages(plan: TransformPlan, shape: tuple[int, ...]) -> tuple[str, str, str]:
+    """For a big block of ``shape`` (:func:`is_tiled`): its three passes as progress names them."""
+    return _BigBlock(plan, shape).stages
 
 
 def slab_layout(plan: TransformPlan, shape: tuple[int, ...]) -> tuple[int, int]:
@@ -654,8 +660,8 @@ class _BlockPipeline:
         def forward(number: int) -> None:
             totals[number] = big.forward_slab(cells[big.slab(number)], rows[number])
 
-        _run_parts(forward, big.rows, threads, steps.slice(0.0, 0.3),
-                   f"transform pass 1 of 3, transforming {big.plane_names}", "slab")
+        stages = big.stages
+        _run_parts(forward, big.rows, threads, steps.slice(0.0, 0.3), stages[0], "slab")
         total = sum(totals)
         bound = total * self.plan.growth
         if bound >= EXACT_LIMIT:
@@ -669,16 +675,14 @@ class _BlockPipeline:
             big.noisy_pencil(self, values, tile, streams[number], bound)
             rows[:, tile] = values
 
-        _run_parts(pencil, len(pencils), threads, steps.slice(0.3, 0.8),
-                   f"transform pass 2 of 3, transforming {big.pencil_names}, adding noise, inverting", "tile")
+        _run_parts(pencil, len(pencils), threads, steps.slice(0.3, 0.8), stages[1], "tile")
         freed = _Freed(rows)
 
         def inverse(number: int) -> None:
             big.inverse_slab(rows[number], out[big.slab(number)])
             freed.done(number)
 
-        names = ", ".join(self.plan.axis_name(a) for a in reversed(big.plane_axes))
-        _run_parts(inverse, big.rows, threads, steps.slice(0.8, 1.0), f"transform pass 3 of 3, inverting {names}", "slab")
+        _run_parts(inverse, big.rows, threads, steps.slice(0.8, 1.0), stages[2], "slab")
         return total
 
 
@@ -711,12 +715,17 @@ class _BigBlock:
         return len(plan.transformed_axes) >= 2 and (blocks == 1 or math.prod(shape) > _SLAB_CELLS)
 
     @property
-    def plane_names(self) -> str:
-        return ", ".join(self.plan.axis_name(a) for a in self.plane_axes)
+    def stages(self) -> tuple[str, str, str]:
+        """The three passes as progress names them, each with the axes it works along."""
 
-    @property
-    def pencil_names(self) -> str:
-        return ", ".join(self.plan.axis_name(a) for a in self.pencil_axes)
+        def names(axes: Iterable[int]) -> str:
+            return ", ".join(self.plan.axis_name(a) for a in axes)
+
+        return (
+            f"transform pass 1 of 3, transforming {names(self.plane_axes)}",
+            f"transform pass 2 of 3, transforming {names(self.pencil_axes)}, adding noise, inverting",
+            f"transform pass 3 of 3, inverting {names(reversed(self.plane_axes))}",
+        )
 
     def slab(self, number: int) -> tuple[int | slice, ...]:
         """The index of slab ``number`` (C order over the leading axes) in the block."""
