@@ -140,6 +140,18 @@ def _best_job(key: SearchKey, should_cancel: CancelFunction) -> BestSa | str:
         return str(exc)
 
 
+def _table_item(text: str, *, numeric: bool, bold: bool) -> QTableWidgetItem:
+    """A cell of this step's tables: numbers right-aligned, the current choice in bold."""
+    item = QTableWidgetItem(text)
+    if numeric:
+        item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+    if bold:
+        font = QFont(item.font())
+        font.setBold(True)
+        item.setFont(font)
+    return item
+
+
 class WorkloadBox(QGroupBox):
     """Pick or combine the queries the custodian expects, and see the best S_A for them.
 
@@ -392,13 +404,8 @@ class WorkloadBox(QGroupBox):
                          f"{result.ratio(which):,.2f}×"]
                 mark = current is not None and tuple(sa) == tuple(current)
             for column, text in enumerate(cells):
-                item = QTableWidgetItem(text)
-                if column:
-                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                item = _table_item(text, numeric=column > 0, bold=mark)
                 if mark:
-                    font = QFont(item.font())
-                    font.setBold(True)
-                    item.setFont(font)
                     item.setToolTip("Your S_A now")
                 self.table.setItem(row, column, item)
         height = self.table.horizontalHeader().sizeHint().height() + 2 * self.table.frameWidth()
@@ -798,13 +805,7 @@ class PrivacyPanel(QWidget):
             ]
             selected = key == self._doc.mechanism
             for col, text in enumerate(cells):
-                item = QTableWidgetItem(text)
-                if col:
-                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                if selected:
-                    font = QFont(item.font())
-                    font.setBold(True)
-                    item.setFont(font)
+                item = _table_item(text, numeric=col > 0, bold=selected)
                 if col == 0:
                     item.setIcon(icons.icon("done" if selected else "todo"))
                     item.setToolTip(_tip + (f"; S_A = {{{', '.join(spec.effective_sa)}}}" if key == "privelet+" else ""))
