@@ -91,12 +91,19 @@ class HaarTransform(AxisTransform):
         means = _product(_coarse_inverse(coarse)[:count], head).reshape((count, *cv.shape[1:]))
         if coarse == self.levels:
             return deliver(back(means, axis), out)
-        # The finest level is written straight into the destination, whatever its layout.
-        values = np.empty((self.size, *cv.shape[1:])) if out is None else np.moveaxis(out, axis, 0)
-        for level in range(coarse + 1, self.levels + 1):
-            detail = cv[1 << (level - 1) : 1 << level]
+        details = [cv[1 << (level - 1) : 1 << level] for level in range(coarse + 1, self.levels + 1)]
+        return self._finer_levels(means, details, axis, out)
+
+    def _finer_levels(
+        self, means: np.ndarray, details: list[np.ndarray], axis: int, out: np.ndarray | None
+    ) -> np.ndarray:
+        """The inverse below the coarse levels: each level's ``means`` and ``details`` give the
+        next level's means, the finest written straight into the destination, whatever its layout."""
+        tail = means.shape[1:]
+        values = np.empty((self.size, *tail)) if out is None else np.moveaxis(out, axis, 0)
+        for level, detail in zip(range(self.levels - len(details) + 1, self.levels + 1), details, strict=True):
             count = -(-self.size // (1 << (self.levels - level)))
-            finer = values if level == self.levels else np.empty((count, *cv.shape[1:]))
+            finer = values if level == self.levels else np.empty((count, *tail))
             evens, odds = (count + 1) // 2, count // 2
             np.add(means[:evens], detail[:evens], out=finer[0:count:2])
             np.subtract(means[:odds], detail[:odds], out=finer[1:count:2])
@@ -205,17 +212,9 @@ class HaarTransform(AxisTransform):
         means = _product(_coarse_inverse(coarse)[:count][:, head_rows], head).reshape((count, *cv.shape[1:]))
         if coarse == self.levels:
             return deliver(back(means, axis), out)
-        values = np.empty((self.size, *cv.shape[1:])) if out is None else np.moveaxis(out, axis, 0)
         offsets = np.cumsum([1, *self.level_counts])
-        for level in range(coarse + 1, self.levels + 1):
-            detail = cv[offsets[level - 1] : offsets[level]]
-            count = -(-self.size // (1 << (self.levels - level)))
-            finer = values if level == self.levels else np.empty((count, *cv.shape[1:]))
-            evens, odds = (count + 1) // 2, count // 2
-            np.add(means[:evens], detail[:evens], out=finer[0:count:2])
-            np.subtract(means[:odds], detail[:odds], out=finer[1:count:2])
-            means = finer
-        return back(values, axis) if out is None else out
+        details = [cv[offsets[level - 1] : offsets[level]] for level in range(coarse + 1, self.levels + 1)]
+        return self._finer_levels(means, details, axis, out)
 
     # -- exact variance of interval queries -------------------------------------------
     # V(q) = sum_c (R^T q)_c^2 / W(c)^2 is the noise variance of the count of q per unit
