@@ -87,9 +87,14 @@ def release_pages(array: np.ndarray) -> None:
     """Give back to the operating system the whole pages of ``array``, a contiguous part of
     a large array of :func:`output_array` that is no longer needed (reading them afterwards
     gives zeros)."""
-    root = array
-    while isinstance(root, np.ndarray) and root.base is not None:
-        root = root.base
+    root: object = array
+    while True:  # numpy 2 holds the map through a memoryview (numpy 1 directly)
+        if isinstance(root, np.ndarray) and root.base is not None:
+            root = root.base
+        elif isinstance(root, memoryview):
+            root = root.obj
+        else:
+            break
     if not isinstance(root, mmap.mmap) or not sys.platform.startswith("linux"):
         return
     libc = _libc()

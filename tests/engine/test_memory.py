@@ -158,3 +158,29 @@ def test_populating_goes_in_pieces_so_that_other_threads_can_map_memory(monkeypa
     covered = sum(size for _, size in calls)
     assert covered == (nbytes if fails_at is None else fails_at * _memory._POPULATE_BYTES)
     assert array.shape == (nbytes // 8,) and not array.any()
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="pages are given back on Linux only")
+def test_release_pages_gives_back_the_whole_pages_of_a_mapped_array():
+    # The kernel's zero page shows that a page was given back (its memory is the OS's again);
+    # numpy 2 holds the map through a memoryview, numpy 1 directly: both must be found.
+    from privelet_gui.engine._memory import output_array, release_pages
+
+    rows = output_array((16, _MAPPED_BYTES // 8 // 16))
+    rows[...] = 1.0
+    release_pages(rows[3:9])
+    page = _memory.mmap.PAGESIZE // 8
+    start, stop = 3 * rows.shape[1], 9 * rows.shape[1]
+    flat = rows.reshape(-1)
+    first, last = -(-start // page) * page, stop // page * page  # the whole pages inside
+    assert not flat[first:last].any()
+    assert (flat[:start] == 1.0).all() and (flat[stop:] == 1.0).all()
+    assert (flat[start:first] == 1.0).all() and (flat[last:stop] == 1.0).all()  # parts of pages stay
+
+
+def test_release_pages_leaves_ordinary_arrays_alone():
+    from privelet_gui.engine._memory import release_pages
+
+    values = np.ones((4, 1024))
+    release_pages(values[1:3])
+    assert (values == 1.0).all()
