@@ -779,7 +779,11 @@ class _BigBlock:
         z = pencil
         for axis in self.pencil_axes:
             z = transforms[axis].kept_numerators(z, axis)
-        z = np.ascontiguousarray(z)
+        # The coefficients in their own memory order (the last pencil axis's transform puts its
+        # axis first): flat is a view, and the noise is drawn along it, with no transposing copy.
+        flat = z.ravel(order="K")
+        if not np.shares_memory(flat, z):
+            z = flat.reshape(z.shape)
         k = pipeline.calibration.grid_exponent
         divisors_b, factors_b = self._pencil_vectors(pipeline)
         divisors_a, factors_a = self._plane_vectors(pipeline)
@@ -788,20 +792,27 @@ class _BigBlock:
             divisors: np.ndarray | float = 2.0**k
         else:  # one exact product per coefficient (small integers times 2**k), one division
             divisors = divisors_b[..., None] * divisors_a[tile]
-        flat = z.reshape(-1)
+        if math.ldexp(bound, max(-k, 0)) >= _FLOAT_EXACT and flat.size:
+            # The bound over every pencil is far above most pencils' largest coefficient, which
+            # decides the same (round_to_grid's) proof.
+            bound = max(float(flat.max()), -float(flat.min()))
         if math.ldexp(bound, max(-k, 0)) < _FLOAT_EXACT:
             np.divide(z, divisors, out=z)
             if not integral:
                 np.rint(flat, out=flat)
             units = flat
         else:
-            units = round_to_grid(flat, (np.broadcast_to(divisors, z.shape) * 2.0**-k).reshape(-1), k)
-        noisy = pipeline.sampler.add(units, rng).reshape(z.shape)
-        noisy *= factors_b[..., None]
-        noisy *= factors_a[tile]
+            every = np.empty_like(z)  # z's memory order, so that its flat view matches ``flat``
+            every[...] = divisors
+            units = round_to_grid(flat, every.ravel(order="K") * 2.0**-k, k)
+        noisy = pipeline.sampler.add(units, rng)
+        if noisy is not flat:
+            flat[...] = noisy
+        z *= factors_b[..., None]
+        z *= factors_a[tile]
         for axis in reversed(self.pencil_axes):
-            noisy = transforms[axis].kept_inverse(noisy, axis)
-        np.copyto(pencil, noisy)
+            z = transforms[axis].kept_inverse(z, axis)
+        np.copyto(pencil, z)
 
     def _pencil_vectors(self, pipeline: _BlockPipeline) -> tuple[np.ndarray, np.ndarray]:
         """The pencil axes' divisors ``d 2**k`` and factors ``g / W`` over a pencil's B extent."""

@@ -23,6 +23,7 @@ from privelet_gui.engine import (
     privelet_plus,
     query_variance,
 )
+from privelet_gui.engine.hn import TransformPlan
 from privelet_gui.engine.noise import calibrate, discrete_laplace_variance, round_to_grid
 from privelet_gui.engine.pipeline import _blocks
 
@@ -343,6 +344,34 @@ def test_a_big_single_block_runs_in_slabs_and_tiles_on_threads(monkeypatch):
 
     with pytest.raises(Cancelled):
         privelet(m, schema, 1.0, workers=2, should_cancel=cancel_after_five)
+
+
+def test_a_big_blocks_pencils_round_the_same_by_either_exact_path(monkeypatch):
+    # A pencil rounds with one division when its largest coefficient allows it and with
+    # round_to_grid's integer correction otherwise: both are exact, so forcing the second on
+    # every pencil must give the same bits (it also checks that the divisors it is given sit
+    # in the coefficients' own memory order).
+    from privelet_gui.engine import pipeline
+
+    monkeypatch.setattr(pipeline, "_PENCIL_CELLS", 200)
+    schema = Schema(
+        [OrdinalAttribute.integer_range("a", 0, 9), NominalAttribute("job", JOBS), OrdinalAttribute.integer_range("o", 0, 30)]
+    )
+    m = np.random.default_rng(2).integers(0, 9, schema.shape).astype(float)
+    m[3, 2, 7] = 2.0**34  # large coefficients: some pencils pass 2**52 grid units
+    fast = privelet(m, schema, 1.0, np.random.default_rng(5)).noisy
+    calls: list[int] = []
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return round_to_grid(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "round_to_grid", counted)
+    monkeypatch.setattr(pipeline, "_FLOAT_EXACT", 1.0)
+    corrected = privelet(m, schema, 1.0, np.random.default_rng(5)).noisy
+    assert len(calls) >= len(pipeline._BigBlock(TransformPlan(schema), schema.shape).pencils)
+    np.testing.assert_array_equal(fast, corrected)
+    np.testing.assert_allclose(privelet(m, schema, 1e7, np.random.default_rng(1)).noisy, m, rtol=1e-12, atol=1e-3)
 
 
 @pytest.mark.parametrize("sa", [("a",), (), ("a", "o"), ("n",)], ids=["blocks", "one-big-block", "basic-like", "few-big-blocks"])

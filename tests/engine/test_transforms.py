@@ -69,6 +69,25 @@ def test_haar_round_trip_every_axis(size, axis):
     np.testing.assert_allclose(t.inverse(t.forward(x, axis), axis), x, atol=1e-9)
 
 
+@pytest.mark.parametrize("size", [2, 33, 101, 1001])
+@pytest.mark.parametrize("columns", [1, 20, 200, 2000])
+def test_haar_gives_the_same_numbers_however_many_positions_share_its_axis(size, columns):
+    # Many positions per value do the coarse levels level by level, few by one matrix product:
+    # the coefficients (exact integers) and the values must not depend on which.
+    t = HaarTransform(size)
+    x = np.random.default_rng(size + columns).integers(0, 50, (size, columns)).astype(float)
+    picked = sorted({0, columns // 3, columns - 1})
+    full, kept = t.numerators(x, 0), t.kept_numerators(x, 0)
+    np.testing.assert_array_equal(kept, full[t.kept])
+    for j in picked:  # one position alone takes the matrix product
+        np.testing.assert_array_equal(full[:, j], t.numerators(x[:, j : j + 1], 0)[:, 0])
+    noisy = kept / t.weights[t.kept][:, None] + np.random.default_rng(7).normal(size=kept.shape)
+    values = t.kept_inverse(noisy, 0)
+    for j in picked:
+        np.testing.assert_allclose(values[:, j], t.kept_inverse(noisy[:, j : j + 1], 0)[:, 0], rtol=1e-13, atol=1e-10)
+    np.testing.assert_allclose(t.kept_inverse(kept / t.weights[t.kept][:, None], 0), x, atol=1e-9)
+
+
 # -- nominal ---------------------------------------------------------------------------
 def test_nominal_figure_3_weights_groups_and_values():
     t = NominalTransform(FIG3)
