@@ -783,8 +783,9 @@ class _BigBlock:
         # The coefficients in their own memory order (the last pencil axis's transform puts its
         # axis first): flat is a view, and the noise is drawn along it, with no transposing copy.
         flat = z.ravel(order="K")
-        if not np.shares_memory(flat, z):
-            z = flat.reshape(z.shape)
+        if not np.shares_memory(flat, z):  # not one run of memory (the transforms give one)
+            z = np.ascontiguousarray(z)
+            flat = z.reshape(-1)
         k = pipeline.calibration.grid_exponent
         divisors_b, factors_b = self._pencil_vectors(pipeline)
         divisors_a, factors_a = self._plane_vectors(pipeline)

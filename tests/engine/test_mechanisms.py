@@ -374,6 +374,31 @@ def test_a_big_blocks_pencils_round_the_same_by_either_exact_path(monkeypatch):
     np.testing.assert_allclose(privelet(m, schema, 1e7, np.random.default_rng(1)).noisy, m, rtol=1e-12, atol=1e-3)
 
 
+def test_a_pencil_whose_coefficients_are_not_one_run_of_memory_is_released_right(monkeypatch):
+    # The noise is drawn along the coefficients' memory; a transform whose result is a
+    # strided view (not one run) is copied to C order first, values kept in place.
+    from privelet_gui.engine import pipeline
+    from privelet_gui.engine.transform import AxisTransform
+
+    monkeypatch.setattr(pipeline, "_PENCIL_CELLS", 2000)  # pencils of several positions
+    numerators = AxisTransform.kept_numerators
+
+    def strided(self, x, axis=0):
+        result = numerators(self, x, axis)  # held last axis first, with a gap: neither C nor one run
+        wider = np.zeros((result.shape[-1], *result.shape[:-2], result.shape[-2] + 1))
+        view = np.moveaxis(wider[..., :-1], 0, -1)
+        view[...] = result
+        return view
+
+    monkeypatch.setattr(AxisTransform, "kept_numerators", strided)
+    schema = Schema(
+        [OrdinalAttribute.integer_range("a", 0, 9), NominalAttribute("job", JOBS), OrdinalAttribute.integer_range("o", 0, 30)]
+    )
+    assert pipeline._BigBlock(TransformPlan(schema), schema.shape).pencil_axes == (0, 1)  # job's result is the last
+    m = np.random.default_rng(4).integers(0, 9, schema.shape).astype(float)
+    np.testing.assert_allclose(privelet(m, schema, 1e7, np.random.default_rng(1)).noisy, m, atol=1e-3)
+
+
 @pytest.mark.parametrize("sa", [("a",), (), ("a", "o"), ("n",)], ids=["blocks", "one-big-block", "basic-like", "few-big-blocks"])
 def test_the_memory_estimate_covers_what_a_release_holds(monkeypatch, sa):
     import tracemalloc
