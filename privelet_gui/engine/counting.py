@@ -118,8 +118,8 @@ class FrequencyCounter:
     allocated at once and chunks much smaller than it are scattered into it.
     ``encode_only=True`` says that only :meth:`flat_codes` will be called (the counts are
     gathered elsewhere, e.g. on a cluster): the matrix need not fit in this machine's memory.
-    A chunk of at least :data:`_PARALLEL_ROWS` rows is indexed on ``workers`` threads
-    (default: one per CPU core, at most 8); the counts do not depend on their number.
+    A chunk of 2**20 rows or more is indexed on ``workers`` threads (default: one per CPU
+    core, at most 8); the counts do not depend on their number.
     """
 
     def __init__(
