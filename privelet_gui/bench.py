@@ -154,7 +154,8 @@ def bench_counting(schema: Schema, rows: int, repeat: int) -> np.ndarray:
     """Time counting the synthetic table against a bare bincount; return M.
 
     The bare bincount and the counting on all cores and on one thread run in turn, ``repeat``
-    times: on a shared machine a slow spell then slows all three, not one of them.
+    times after one untimed round (the first touch of a fresh process's memory costs up to
+    10x): on a shared machine a slow spell then slows all three, not one of them.
     """
     table = brazil_table(schema, rows)
     flat = np.ravel_multi_index(
@@ -171,6 +172,8 @@ def bench_counting(schema: Schema, rows: int, repeat: int) -> np.ndarray:
         "all cores": lambda: frequency_matrix(table, schema),
         "one thread": lambda: frequency_matrix(table, schema, workers=1),
     }
+    for work in runs.values():
+        work()
     best = dict.fromkeys(runs, float("inf"))
     for _ in range(repeat):
         for name, work in runs.items():
