@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -90,14 +91,15 @@ def test_under_add_remove_no_row_numbers_are_printed(capsys, table, tmp_path):
     code, out, err = release(capsys, table, tmp_path / "r.npz", "--neighbours", "add-remove")
     assert code == 0
     assert "rows dropped for 'age'" in err and "number of rows is private" in err
-    for number in ("200", "201", " 1 "):
-        assert number not in out + err
+    for number in ("200", "201"):  # as numbers of their own (not digits of a time or a float)
+        assert not re.search(rf"(?<![0-9.]){number}(?![0-9])", out + err)
+    assert " 1 " not in out + err
     code, _, err = release(capsys, table, tmp_path / "s.npz", "--yes")  # replace: n is public
     assert "200 of 201 rows counted" in err
     data, schema = table
     code, _, err = call(capsys, "evaluate", str(data), "--schema", str(schema), "--epsilons", "1", "--queries", "5",
                         "--no-figures", "--invalid", "drop", "--neighbours", "add-remove", "--out", str(tmp_path / "e"))
-    assert code == 0 and "number of rows is private" in err and "200" not in err
+    assert code == 0 and "number of rows is private" in err and not re.search(r"(?<![0-9.])200(?![0-9])", err)
     report = CountReport(rows_read=10, rows_counted=9, dropped={"age": 1}, clamped={"sex": 2})
     assert report.custodian_summary("add-remove") == (
         "rows dropped for 'age'; values clamped in 'sex' (how many is not shown: under add/remove neighbours the "
