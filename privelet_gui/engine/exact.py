@@ -51,6 +51,8 @@ The sum with the rounded coefficient is exact (int64 limbs,
 
 from __future__ import annotations
 
+import sys
+import threading
 from collections.abc import Callable
 from fractions import Fraction
 from functools import lru_cache, partial
@@ -78,6 +80,8 @@ _MINUS_ZERO = np.uint64(1 << 63)
 # Draws per round: the round's arrays stay in the CPU cache, numpy's call overhead is spread.
 _CHUNK = 1 << 17
 _WORD = 64
+# Which half of a float64, read as two uint32, holds its sign bit.
+_SIGN_HALF = 1 if sys.byteorder == "little" else 0
 
 
 def _ceil_shift(value: int, shift: int) -> int:
@@ -236,6 +240,9 @@ class ExactSampler:
                 hi = _ceil_shift(hi * base_hi, bits)
         self.quotient_thresholds = np.array(thresholds, dtype=np.uint32)  # decreasing
         self._ascending = self.quotient_thresholds[::-1].copy()
+        # The largest threshold at most w, by the count of them (0 where there is none): a tie
+        # when it equals w. Thresholds are positive, so a zero prefix (the tail) is found too.
+        self._at_most = np.concatenate([np.zeros(1, dtype=np.uint32), self._ascending])
         cells = (self.quotient_thresholds >> np.uint32(_PREFIX_BITS - _GUIDE_BITS)).astype(np.intp)
         counts = np.bincount(cells, minlength=1 << _GUIDE_BITS)
         # V for a prefix in cell c is the number of thresholds in higher cells, plus one if the
@@ -264,6 +271,13 @@ class ExactSampler:
         self.zero_threshold = _threshold(self.below_bounds[0], self._c_bits) if bits else 0
         self.below_thresholds = np.array([_threshold(b, _WORD) for b in self.below_bounds], dtype=np.uint64)
         self._build_lower_tables()
+        # By the count p of thresholds below U (C's highest set bit is p - 1): the threshold
+        # that U may tie with (none when p = M: the last one is repeated, and is below U),
+        # C's highest bit, and R(p - 1, 0), which U's lower bits are compared with.
+        last = self.below_thresholds[-1:] if bits else np.zeros(1, dtype=np.uint64)
+        self._tie_by_count = np.concatenate([self.below_thresholds, last])
+        self._top_by_count = np.array([0] + [1 << j for j in range(bits)], dtype=np.uint64)
+        self._lower_by_count = np.concatenate([np.zeros(1, dtype=np.uint64), self.lower_thresholds[:bits, 0]])
 
     def _build_lower_tables(self) -> None:
         """``floor(2**64 R(u, j))`` for ``0 <= j < u < M``, where ``R(u, j) = P(C < 2**j) / P(C < 2**u)``
@@ -307,6 +321,13 @@ class ExactSampler:
     def _parts(self, bits: np.random.BitGenerator, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One round of ``count`` draws as (fair words, V, L) before the CKS restart on "-0";
         the sign is the top bit of each fair word."""
+        fair, quotient, remainder = self._round(bits, count, None)
+        return fair, quotient, np.zeros(count, dtype=fair.dtype) if remainder is None else remainder
+
+    def _round(
+        self, bits: np.random.BitGenerator, count: int, buffers: _RoundBuffers | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """:meth:`_parts` (L is None when M = 0), in ``buffers`` if given (else in new arrays)."""
         m = self.low_bits
         fair_words = count if self._fair_bits == 64 else (count + 1) // 2
         prefix_words = (count + 1) // 2
@@ -314,23 +335,18 @@ class ExactSampler:
         raw = bits.random_raw(fair_words + prefix_words + c_words)
         fair = raw[:fair_words] if self._fair_bits == 64 else raw[:fair_words].view(np.uint32)[:count]
         w = raw[fair_words : fair_words + prefix_words].view(np.uint32)[:count]
-        entry = self.guide.take((w >> np.uint32(_PREFIX_BITS - _GUIDE_BITS)).astype(np.intp))
-        entry -= w & np.uint32(0xFFFF)  # high half: V; low half 0xFFFF: a tie (see the guide table)
-        # ties (and, in cells with no threshold, a zero low half: harmless) and flagged cells
-        # (bit 31 set): the entry with bits 16..30 set is then at least 0x7FFFFFFF
-        unsure = np.flatnonzero((entry | np.uint32(0x7FFF0000)) >= np.uint32(0x7FFFFFFF))
-        quotient = np.right_shift(entry, np.uint32(16), out=entry)
-        if unsure.size:
-            quotient[unsure] = self._search_quotients(w[unsure], bits)
+        scratch = _RoundBuffers(count) if buffers is None else buffers
+        quotient = self._quotients(w, bits, scratch, count)
         if not m:
-            return fair, quotient, np.zeros(count, dtype=fair.dtype)
+            return fair, quotient, None
         kind = fair.dtype.type
-        remainder = fair & kind((1 << m) - 1)
+        remainder = np.bitwise_and(fair, kind((1 << m) - 1), out=scratch.remainder.view(fair.dtype)[:count])
         if self._packed:
             # C's first bits sit just below the sign: the word without its sign is at least
             # the threshold moved there exactly when they are (the bits below do not matter)
             shift = kind(self._fair_bits - 1 - self._c_bits)
-            open_ = np.flatnonzero((fair & kind((1 << (self._fair_bits - 1)) - 1)) >= kind(self.zero_threshold) << shift)
+            unsigned = np.bitwise_and(fair, kind((1 << (self._fair_bits - 1)) - 1), out=scratch.work.view(fair.dtype)[:count])
+            open_ = np.flatnonzero(np.greater_equal(unsigned, kind(self.zero_threshold) << shift, out=scratch.flags[:count]))
             wc = (fair[open_] >> shift) & kind((1 << self._c_bits) - 1)
         else:
             first = raw[fair_words + prefix_words :].view(np.uint16)[:count]
@@ -343,13 +359,27 @@ class ExactSampler:
             remainder[open_] &= np.invert(corrections)
         return fair, quotient, remainder
 
+    def _quotients(self, w: np.ndarray, bits: np.random.BitGenerator, scratch: _RoundBuffers, count: int) -> np.ndarray:
+        """V (uint32) for V's 32-bit prefixes ``w``: the guide table, and a search where it is not sure."""
+        cells = np.right_shift(w, np.uint32(_PREFIX_BITS - _GUIDE_BITS), out=scratch.cells[:count], casting="unsafe")
+        # "wrap" (the cells are all in range) spares take the copy that "raise" makes of its output
+        entry = self.guide.take(cells, out=scratch.entry[:count], mode="wrap")
+        low = np.bitwise_and(w, np.uint32(0xFFFF), out=scratch.work.view(np.uint32)[:count])
+        entry -= low  # high half: V; low half 0xFFFF: a tie (see the guide table)
+        # ties (and, in cells with no threshold, a zero low half: harmless) and flagged cells
+        # (bit 31 set): the entry with bits 16..30 set is then at least 0x7FFFFFFF
+        marked = np.bitwise_or(entry, np.uint32(0x7FFF0000), out=low)
+        unsure = np.flatnonzero(np.greater_equal(marked, np.uint32(0x7FFFFFFF), out=scratch.flags[:count]))
+        quotient = np.right_shift(entry, np.uint32(16), out=entry)
+        if unsure.size:
+            quotient[unsure] = self._search_quotients(w[unsure], bits)
+        return quotient
+
     def _search_quotients(self, w: np.ndarray, bits: np.random.BitGenerator) -> np.ndarray:
         """V for prefixes the guide table leaves open: a binary search, then more bits on ties."""
-        total = self._ascending.size
         at_most = np.searchsorted(self._ascending, w, side="right")
-        quotient = (total - at_most).astype(np.uint16)  # thresholds above w: V >= v proved
-        tied = np.flatnonzero((at_most > np.searchsorted(self._ascending, w, side="left")) | (w == 0))
-        for index in tied:
+        quotient = (self._ascending.size - at_most).astype(np.uint16)  # thresholds above w: V >= v proved
+        for index in np.flatnonzero(self._at_most.take(at_most) == w).tolist():
             quotient[index] = self._resolve_quotient(int(w[index]), int(quotient[index]), bits)
         return quotient
 
@@ -369,26 +399,18 @@ class ExactSampler:
 
     def _corrections(self, wc: np.ndarray, bits: np.random.BitGenerator) -> np.ndarray:
         """C for the draws whose uniform (64-bit prefixes ``wc``) is not proved below ``P(C = 0)``."""
-        m = self.low_bits
-        below = self.below_thresholds
-        position = np.searchsorted(below, wc, side="left")  # thresholds proved below U
-        top = position - 1  # C's highest set bit (-1: C = 0), when no threshold equals wc
-        for index in np.flatnonzero(below[np.minimum(position, m - 1)] == wc):
-            top[index] = self._resolve_top(int(wc[index]), bits)
-        corrections = np.zeros(wc.size, dtype=np.uint64)
-        present = np.flatnonzero(top >= 0)
-        if not present.size:
-            return corrections
-        top = top[present]
-        corrections[present] = np.uint64(1) << top.astype(np.uint64)
+        count = np.searchsorted(self.below_thresholds, wc, side="left")  # thresholds proved below U
+        for index in np.flatnonzero(self._tie_by_count.take(count) == wc).tolist():
+            count[index] = self._resolve_top(int(wc[index]), bits) + 1
+        corrections = self._top_by_count.take(count)  # C's highest set bit (none: C = 0)
         # The bits below each top: all zero unless a fresh uniform is not below R(top, 0)
         # (probability about c_top); those few are followed down bit by bit.
-        lower = np.flatnonzero(top > 0)
+        lower = np.flatnonzero(count > 1)
         if lower.size:
             words = bits.random_raw(lower.size)
-            tops = top[lower]
-            for row in np.flatnonzero(words >= self.lower_thresholds[tops, 0]).tolist():
-                corrections[present[lower[row]]] |= np.uint64(self._lower_bits(int(tops[row]), int(words[row]), bits))
+            counts = count[lower]
+            for row in np.flatnonzero(words >= self._lower_by_count.take(counts)).tolist():
+                corrections[lower[row]] |= np.uint64(self._lower_bits(int(counts[row]) - 1, int(words[row]), bits))
         return corrections
 
     def _lower_bits(self, u: int, first: int, bits: np.random.BitGenerator) -> int:
@@ -459,26 +481,63 @@ class ExactSampler:
             return add_in_limbs(units.reshape(-1), quotient, remainder, shift).reshape(units.shape)
         flat = units.reshape(-1)  # a copy if units is not C-contiguous: the result is flat
         bits = rng.bit_generator
+        buffers = _thread_buffers()
         for start in range(0, flat.size, _CHUNK):
             part = flat[start : start + _CHUNK]
-            noise = self._float_noise(bits, part.size)
-            again = np.flatnonzero(noise.view(np.uint64) == _MINUS_ZERO)
+            noise = self._float_noise(bits, part.size, buffers)
+            minus_zero = np.equal(noise.view(np.uint64), _MINUS_ZERO, out=buffers.flags[: part.size])
+            again = np.flatnonzero(minus_zero)
             while again.size:  # CKS: start again on "-0"
-                noise[again] = redrawn = self._float_noise(bits, again.size)
+                noise[again] = redrawn = self._float_noise(bits, again.size, None)
                 again = again[redrawn.view(np.uint64) == _MINUS_ZERO]
             part += noise  # |units| < 2**52 and |noise| < 2**52: exact
         return flat.reshape(units.shape)
 
-    def _float_noise(self, bits: np.random.BitGenerator, count: int) -> np.ndarray:
-        """One round of draws as float64 (exact integers; "-0" still to be drawn again)."""
-        fair, quotient, remainder = self._parts(bits, count)
-        noise = quotient.astype(np.float64)
-        if self.low_bits:
+    def _float_noise(self, bits: np.random.BitGenerator, count: int, buffers: _RoundBuffers | None) -> np.ndarray:
+        """One round of draws as float64 (exact integers; "-0" still to be drawn again), in
+        ``buffers`` if given."""
+        fair, quotient, remainder = self._round(bits, count, buffers)
+        scratch = _RoundBuffers(count) if buffers is None else buffers
+        noise = scratch.noise[:count]
+        np.copyto(noise, quotient.view(np.int32))  # V < 2**15: read as signed, the cheaper conversion
+        if remainder is not None:
             noise *= 2.0**self.low_bits
-            noise += remainder
-        # The sign: the fair word's top bit, which is the sign of the word read as a signed integer.
-        signs = fair.view(np.int32 if fair.dtype == np.uint32 else np.int64).astype(np.float64)
-        return np.copysign(noise, signs, out=noise)
+            low = scratch.cells.view(np.float64)[:count]  # the guide's cells are no longer needed
+            np.copyto(low, remainder.view(np.int32 if remainder.dtype == np.uint32 else np.int64))  # L < 2**37
+            noise += low
+        # The sign: the fair word's top bit, set in the float's sign bit (the magnitude is +0 or more).
+        if fair.dtype == np.uint32:
+            sign = np.bitwise_and(fair, np.uint32(1 << 31), out=scratch.work.view(np.uint32)[:count])
+            high_halves = noise.view(np.uint32)[_SIGN_HALF::2]
+            np.bitwise_or(high_halves, sign, out=high_halves)
+        else:
+            sign = np.bitwise_and(fair, _MINUS_ZERO, out=scratch.work[:count])
+            np.bitwise_or(noise.view(np.uint64), sign, out=noise.view(np.uint64))
+        return noise
+
+
+class _RoundBuffers:
+    """Scratch arrays for one round of :meth:`ExactSampler.add`'s draws, reused round after
+    round by one thread (threads share a sampler, so each has its own)."""
+
+    def __init__(self, size: int = _CHUNK):
+        self.cells = np.empty(size, dtype=np.intp)  # the guide's cells, then L as float64
+        self.entry = np.empty(size, dtype=np.uint32)  # guide entries, then V
+        self.work = np.empty(size, dtype=np.uint64)  # intermediate words
+        self.remainder = np.empty(size, dtype=np.uint64)  # L (its 32-bit view for 32-bit fair words)
+        self.flags = np.empty(size, dtype=bool)
+        self.noise = np.empty(size)
+
+
+_local = threading.local()
+
+
+def _thread_buffers() -> _RoundBuffers:
+    """This thread's :class:`_RoundBuffers` (made on its first round)."""
+    buffers: _RoundBuffers | None = getattr(_local, "buffers", None)
+    if buffers is None:
+        buffers = _local.buffers = _RoundBuffers()
+    return buffers
 
 
 @lru_cache(maxsize=32)
