@@ -336,19 +336,27 @@ class ExactSampler:
         fair = raw[:fair_words] if self._fair_bits == 64 else raw[:fair_words].view(np.uint32)[:count]
         w = raw[fair_words : fair_words + prefix_words].view(np.uint32)[:count]
         scratch = _RoundBuffers(count) if buffers is None else buffers
-        quotient = self._quotients(w, bits, scratch, count)
-        if not m:
-            return fair, quotient, None
         kind = fair.dtype.type
-        remainder = np.bitwise_and(fair, kind((1 << m) - 1), out=scratch.remainder.view(fair.dtype)[:count])
-        if self._packed:
+        entry, unsure_flags = self._guide_entries(w, scratch, count)
+        if m and self._packed:
             # C's first bits sit just below the sign: the word without its sign is at least
             # the threshold moved there exactly when they are (the bits below do not matter)
             shift = kind(self._fair_bits - 1 - self._c_bits)
             unsigned = np.bitwise_and(fair, kind((1 << (self._fair_bits - 1)) - 1), out=scratch.work.view(fair.dtype)[:count])
-            open_ = np.flatnonzero(np.greater_equal(unsigned, kind(self.zero_threshold) << shift, out=scratch.flags[:count]))
+            open_flags = np.greater_equal(unsigned, kind(self.zero_threshold) << shift, out=scratch.flags[1, :count])
+            # both rare: one pass finds them
+            either = np.flatnonzero(np.bitwise_or(unsure_flags, open_flags, out=scratch.flags[2, :count]))
+            unsure, open_ = either[unsure_flags[either]], either[open_flags[either]]
             wc = (fair[open_] >> shift) & kind((1 << self._c_bits) - 1)
         else:
+            unsure = np.flatnonzero(unsure_flags)
+        quotient = np.right_shift(entry, np.uint32(16), out=entry)
+        if unsure.size:
+            quotient[unsure] = self._search_quotients(w[unsure], bits)
+        if not m:
+            return fair, quotient, None
+        remainder = np.bitwise_and(fair, kind((1 << m) - 1), out=scratch.remainder.view(fair.dtype)[:count])
+        if not self._packed:
             first = raw[fair_words + prefix_words :].view(np.uint16)[:count]
             open_ = np.flatnonzero(first >= self.zero_threshold)
             wc = first[open_]
@@ -359,8 +367,9 @@ class ExactSampler:
             remainder[open_] &= np.invert(corrections)
         return fair, quotient, remainder
 
-    def _quotients(self, w: np.ndarray, bits: np.random.BitGenerator, scratch: _RoundBuffers, count: int) -> np.ndarray:
-        """V (uint32) for V's 32-bit prefixes ``w``: the guide table, and a search where it is not sure."""
+    def _guide_entries(self, w: np.ndarray, scratch: _RoundBuffers, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """The guide table's entries for V's 32-bit prefixes ``w`` less their low halves (the
+        high half is V), and the flags of those it leaves open."""
         cells = np.right_shift(w, np.uint32(_PREFIX_BITS - _GUIDE_BITS), out=scratch.cells[:count], casting="unsafe")
         # "wrap" (the cells are all in range) spares take the copy that "raise" makes of its output
         entry = self.guide.take(cells, out=scratch.entry[:count], mode="wrap")
@@ -369,11 +378,7 @@ class ExactSampler:
         # ties (and, in cells with no threshold, a zero low half: harmless) and flagged cells
         # (bit 31 set): the entry with bits 16..30 set is then at least 0x7FFFFFFF
         marked = np.bitwise_or(entry, np.uint32(0x7FFF0000), out=low)
-        unsure = np.flatnonzero(np.greater_equal(marked, np.uint32(0x7FFFFFFF), out=scratch.flags[:count]))
-        quotient = np.right_shift(entry, np.uint32(16), out=entry)
-        if unsure.size:
-            quotient[unsure] = self._search_quotients(w[unsure], bits)
-        return quotient
+        return entry, np.greater_equal(marked, np.uint32(0x7FFFFFFF), out=scratch.flags[0, :count])
 
     def _search_quotients(self, w: np.ndarray, bits: np.random.BitGenerator) -> np.ndarray:
         """V for prefixes the guide table leaves open: a binary search, then more bits on ties."""
@@ -484,36 +489,43 @@ class ExactSampler:
         buffers = _thread_buffers()
         for start in range(0, flat.size, _CHUNK):
             part = flat[start : start + _CHUNK]
-            noise = self._float_noise(bits, part.size, buffers)
-            minus_zero = np.equal(noise.view(np.uint64), _MINUS_ZERO, out=buffers.flags[: part.size])
-            again = np.flatnonzero(minus_zero)
+            noise, again = self._float_noise(bits, part.size, buffers)
             while again.size:  # CKS: start again on "-0"
-                noise[again] = redrawn = self._float_noise(bits, again.size, None)
-                again = again[redrawn.view(np.uint64) == _MINUS_ZERO]
+                noise[again], still = self._float_noise(bits, again.size, None)
+                again = again[still]
             part += noise  # |units| < 2**52 and |noise| < 2**52: exact
         return flat.reshape(units.shape)
 
-    def _float_noise(self, bits: np.random.BitGenerator, count: int, buffers: _RoundBuffers | None) -> np.ndarray:
-        """One round of draws as float64 (exact integers; "-0" still to be drawn again), in
-        ``buffers`` if given."""
-        fair, quotient, remainder = self._round(bits, count, buffers)
+    def _float_noise(
+        self, bits: np.random.BitGenerator, count: int, buffers: _RoundBuffers | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """One round of draws as float64 (exact integers), in ``buffers`` if given, and the
+        positions of its "-0" draws (to be drawn again; their values there are zeros)."""
         scratch = _RoundBuffers(count) if buffers is None else buffers
+        fair, quotient, remainder = self._round(bits, count, scratch)
         noise = scratch.noise[:count]
+        low = scratch.cells.view(np.float64)[:count]  # the guide's cells are no longer needed
+        zeros = scratch.flags[2, :count]
+        if fair.dtype == np.uint32:
+            # The sign (the fair word's top bit) as -1 or 1, on V and L before they are
+            # converted: V 2**M and L are then exact floats of the same sign.
+            signs = np.right_shift(fair.view(np.int32), 31, out=scratch.work.view(np.int32)[:count])
+            signs |= 1
+            np.copyto(noise, np.multiply(quotient.view(np.int32), signs, out=quotient.view(np.int32)))
+            if remainder is not None:
+                noise *= 2.0**self.low_bits
+                np.copyto(low, np.multiply(remainder.view(np.int32), signs, out=remainder.view(np.int32)))
+                noise += low
+            zero = np.flatnonzero(np.equal(noise, 0.0, out=zeros))
+            return noise, zero[signs[zero] < 0]
         np.copyto(noise, quotient.view(np.int32))  # V < 2**15: read as signed, the cheaper conversion
         if remainder is not None:
             noise *= 2.0**self.low_bits
-            low = scratch.cells.view(np.float64)[:count]  # the guide's cells are no longer needed
-            np.copyto(low, remainder.view(np.int32 if remainder.dtype == np.uint32 else np.int64))  # L < 2**37
+            np.copyto(low, remainder.view(np.int64))  # L < 2**37
             noise += low
         # The sign: the fair word's top bit, set in the float's sign bit (the magnitude is +0 or more).
-        if fair.dtype == np.uint32:
-            sign = np.bitwise_and(fair, np.uint32(1 << 31), out=scratch.work.view(np.uint32)[:count])
-            high_halves = noise.view(np.uint32)[_SIGN_HALF::2]
-            np.bitwise_or(high_halves, sign, out=high_halves)
-        else:
-            sign = np.bitwise_and(fair, _MINUS_ZERO, out=scratch.work[:count])
-            np.bitwise_or(noise.view(np.uint64), sign, out=noise.view(np.uint64))
-        return noise
+        np.bitwise_or(noise.view(np.uint64), np.bitwise_and(fair, _MINUS_ZERO, out=scratch.work[:count]), out=noise.view(np.uint64))
+        return noise, np.flatnonzero(np.equal(noise.view(np.uint64), _MINUS_ZERO, out=zeros))
 
 
 class _RoundBuffers:
@@ -525,7 +537,7 @@ class _RoundBuffers:
         self.entry = np.empty(size, dtype=np.uint32)  # guide entries, then V
         self.work = np.empty(size, dtype=np.uint64)  # intermediate words
         self.remainder = np.empty(size, dtype=np.uint64)  # L (its 32-bit view for 32-bit fair words)
-        self.flags = np.empty(size, dtype=bool)
+        self.flags = np.empty((3, size), dtype=bool)  # V open, C open, either (or a "-0")
         self.noise = np.empty(size)
 
 
