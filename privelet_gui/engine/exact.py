@@ -263,6 +263,21 @@ class ExactSampler:
         entries[search] = (_SEARCH_FLAG << 16) | 0xFFFF
         self.guide = entries.astype(np.uint32)
 
+    @property
+    def guide(self) -> np.ndarray:
+        """The guide table: for each cell (the top 16 bits of V's prefix), ``(base + 1) 2**16 + t - 1``,
+        or a flagged entry (see :meth:`_build_quotient_tables`)."""
+        return self._guide
+
+    @guide.setter
+    def guide(self, entries: np.ndarray) -> None:
+        # The draws read the entries plus their cell's own top bits (modulo 2**32), so that
+        # subtracting the whole prefix w subtracts its low half: one pass fewer. Assigning the
+        # table (as ``guide |= ...`` does) keeps the two in step.
+        self._guide = entries
+        cells = np.arange(1 << _GUIDE_BITS, dtype=np.uint32)
+        self._word_guide = entries + (cells << np.uint32(_PREFIX_BITS - _GUIDE_BITS))
+
     def _build_remainder_tables(self) -> None:
         """``P(C = 0)`` (at the bits C's first prefix has), ``P(C < 2**j)`` and the lower-bit
         table ``R(u, j)`` (all 64 bits)."""
@@ -372,12 +387,11 @@ class ExactSampler:
         high half is V), and the flags of those it leaves open."""
         cells = np.right_shift(w, np.uint32(_PREFIX_BITS - _GUIDE_BITS), out=scratch.cells[:count], casting="unsafe")
         # "wrap" (the cells are all in range) spares take the copy that "raise" makes of its output
-        entry = self.guide.take(cells, out=scratch.entry[:count], mode="wrap")
-        low = np.bitwise_and(w, np.uint32(0xFFFF), out=scratch.work.view(np.uint32)[:count])
-        entry -= low  # high half: V; low half 0xFFFF: a tie (see the guide table)
+        entry = self._word_guide.take(cells, out=scratch.entry[:count], mode="wrap")
+        entry -= w  # the entry less w's low half: high half V; low half 0xFFFF: a tie (see the guide table)
         # ties (and, in cells with no threshold, a zero low half: harmless) and flagged cells
         # (bit 31 set): the entry with bits 16..30 set is then at least 0x7FFFFFFF
-        marked = np.bitwise_or(entry, np.uint32(0x7FFF0000), out=low)
+        marked = np.bitwise_or(entry, np.uint32(0x7FFF0000), out=scratch.work.view(np.uint32)[:count])
         return entry, np.greater_equal(marked, np.uint32(0x7FFFFFFF), out=scratch.flags[0, :count])
 
     def _search_quotients(self, w: np.ndarray, bits: np.random.BitGenerator) -> np.ndarray:
