@@ -209,3 +209,32 @@ def _pins() -> dict[tuple[object, ...], str]:
         pins[("draw", theta)] = _drawn(theta)
         pins[("ints", theta)] = _ints(theta)
     return pins
+
+
+@pytest.mark.parametrize("theta", [Fraction(1, 300), Fraction(1, 2**20), Fraction(1, 2**32)], ids=str)
+def test_the_binary_search_gives_the_guide_tables_values(theta):
+    # Flagging every guide cell sends every draw to the search (assigning guide updates the
+    # copy the draws read): the same words must give the same values.
+    guided = ExactSampler(theta)
+    searched = ExactSampler(theta)
+    searched.guide |= np.uint32(exact_module._SEARCH_FLAG << 16)
+    units = _floats(50_001, np.random.default_rng(4))
+    first, second = _generator("pcg", 9), _generator("pcg", 9)
+    np.testing.assert_array_equal(guided.add(units.copy(), first), searched.add(units.copy(), second))
+    assert first.bit_generator.random_raw() == second.bit_generator.random_raw()
+
+
+@pytest.mark.parametrize("kind", ["exact", "standard"])
+def test_threads_sharing_a_sampler_draw_what_each_would_alone(kind):
+    # Each thread keeps its own scratch arrays: two threads adding through one sampler at
+    # once give what each gives alone.
+    from concurrent.futures import ThreadPoolExecutor
+
+    theta = Fraction(1, 2**31)
+    sampler = ExactSampler(theta) if kind == "exact" else StandardSampler(theta)
+    targets = [_floats(300_000, np.random.default_rng(seed)) for seed in range(4)]
+    alone = [sampler.add(target.copy(), _generator("pcg", seed)) for seed, target in enumerate(targets)]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        together = list(pool.map(lambda seed: sampler.add(targets[seed].copy(), _generator("pcg", seed)), range(4)))
+    for one, other in zip(alone, together, strict=True):
+        np.testing.assert_array_equal(one, other)
