@@ -364,7 +364,8 @@ class ExactSampler:
             # C's first bits sit just below the sign: the word without its sign is at least
             # the threshold moved there exactly when they are (the bits below do not matter)
             shift = kind(self._fair_bits - 1 - self._c_bits)
-            unsigned = np.bitwise_and(fair, kind((1 << (self._fair_bits - 1)) - 1), out=scratch.work.view(fair.dtype)[:count])
+            # (in the remainder's array, which is not filled yet)
+            unsigned = np.bitwise_and(fair, kind((1 << (self._fair_bits - 1)) - 1), out=scratch.remainder.view(fair.dtype)[:count])
             open_flags = np.greater_equal(unsigned, kind(self.zero_threshold) << shift, out=scratch.flags[1, :count])
             # both rare: one pass finds them
             either = np.flatnonzero(np.bitwise_or(unsure_flags, open_flags, out=scratch.flags[2, :count]))
@@ -398,7 +399,7 @@ class ExactSampler:
         entry -= w  # the entry less w's low half: high half V; low half 0xFFFF: a tie (see the guide table)
         # ties (and, in cells with no threshold, a zero low half: harmless) and flagged cells
         # (bit 31 set): the entry with bits 16..30 set is then at least 0x7FFFFFFF
-        marked = np.bitwise_or(entry, np.uint32(0x7FFF0000), out=scratch.work.view(np.uint32)[:count])
+        marked = np.bitwise_or(entry, np.uint32(0x7FFF0000), out=scratch.work[:count])
         return entry, np.greater_equal(marked, np.uint32(0x7FFFFFFF), out=scratch.flags[0, :count])
 
     def _search_quotients(self, w: np.ndarray, bits: np.random.BitGenerator) -> np.ndarray:
@@ -544,8 +545,9 @@ class ExactSampler:
             noise *= 2.0**self.low_bits
             np.copyto(low, remainder.view(np.int64))  # L < 2**37
             noise += low
-        # The sign: the fair word's top bit, set in the float's sign bit (the magnitude is +0 or more).
-        np.bitwise_or(noise.view(np.uint64), np.bitwise_and(fair, _MINUS_ZERO, out=scratch.work[:count]), out=noise.view(np.uint64))
+        # The sign: the fair word's top bit, set in the float's sign bit (the magnitude is +0 or
+        # more); the fair words are not read again.
+        np.bitwise_or(noise.view(np.uint64), np.bitwise_and(fair, _MINUS_ZERO, out=fair), out=noise.view(np.uint64))
         return noise, np.flatnonzero(np.equal(noise.view(np.uint64), _MINUS_ZERO, out=zeros))
 
 
@@ -556,7 +558,7 @@ class _RoundBuffers:
     def __init__(self, size: int = _CHUNK):
         self.cells = np.empty(size, dtype=np.intp)  # the guide's cells, then L as float64
         self.entry = np.empty(size, dtype=np.uint32)  # guide entries, then V
-        self.work = np.empty(size, dtype=np.uint64)  # intermediate words
+        self.work = np.empty(size, dtype=np.uint32)  # intermediate words
         self.remainder = np.empty(size, dtype=np.uint64)  # L (its 32-bit view for 32-bit fair words)
         self.flags = np.empty((3, size), dtype=bool)  # V open, C open, either (or a "-0")
         self.noise = np.empty(size)
