@@ -184,7 +184,8 @@ class ExactSampler:
     """Exact discrete Laplace noise with rate ``theta`` per grid unit (see the module docstring).
 
     The tables are built when the sampler is made (once per release) and only read
-    afterwards: threads share one sampler, each with its own generator.
+    afterwards: threads share one sampler, each with its own generator (and its own
+    scratch arrays for :meth:`add`'s rounds, 4.4 MiB, kept while the thread lives).
 
     Bits per draw: 32 for V's uniform (its first bits; more on a tie) and one word of
     fair bits, 32 bits when M <= 23 (else 64): the sign on top, then the first 8 to 16
