@@ -51,7 +51,6 @@ The sum with the rounded coefficient is exact (int64 limbs,
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Callable
 from fractions import Fraction
@@ -77,11 +76,10 @@ _GUIDE_BITS = 16
 _SEARCH_FLAG = 1 << 15
 _QUOTIENT_BITS = 15
 _MINUS_ZERO = np.uint64(1 << 63)
-# Draws per round: the round's arrays stay in the CPU cache, numpy's call overhead is spread.
+# Draws per round: numpy's call overhead is spread. The rounds fix which random words each
+# draw reads: another size draws other values from the same seed.
 _CHUNK = 1 << 17
 _WORD = 64
-# Which half of a float64, read as two uint32, holds its sign bit.
-_SIGN_HALF = 1 if sys.byteorder == "little" else 0
 
 
 def _ceil_shift(value: int, shift: int) -> int:
