@@ -139,8 +139,8 @@ def _generator(kind: str, seed: int) -> np.random.Generator:
 
 
 def _digest(output: np.ndarray, generator: np.random.Generator) -> str:
-    digest = hashlib.sha256(np.ascontiguousarray(output).tobytes())
-    digest.update(generator.bit_generator.random_raw(4).tobytes())  # the words that come next
+    digest = hashlib.sha256(np.ascontiguousarray(output, dtype=output.dtype.newbyteorder("<")).tobytes())
+    digest.update(generator.bit_generator.random_raw(4).astype("<u8").tobytes())  # the words that come next
     return digest.hexdigest()[:20]
 
 
