@@ -51,6 +51,7 @@ The sum with the rounded coefficient is exact (int64 limbs,
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from fractions import Fraction
 from functools import lru_cache, partial
@@ -75,7 +76,8 @@ _GUIDE_BITS = 16
 _SEARCH_FLAG = 1 << 15
 _QUOTIENT_BITS = 15
 _MINUS_ZERO = np.uint64(1 << 63)
-# Draws per round: the round's arrays stay in the CPU cache, numpy's call overhead is spread.
+# Draws per round: numpy's call overhead is spread. The rounds fix which random words each
+# draw reads: another size draws other values from the same seed.
 _CHUNK = 1 << 17
 _WORD = 64
 
@@ -180,7 +182,8 @@ class ExactSampler:
     """Exact discrete Laplace noise with rate ``theta`` per grid unit (see the module docstring).
 
     The tables are built when the sampler is made (once per release) and only read
-    afterwards: threads share one sampler, each with its own generator.
+    afterwards: threads share one sampler, each with its own generator (and its own
+    scratch arrays for :meth:`add`'s rounds, 4.4 MiB, kept while the thread lives).
 
     Bits per draw: 32 for V's uniform (its first bits; more on a tie) and one word of
     fair bits, 32 bits when M <= 23 (else 64): the sign on top, then the first 8 to 16
@@ -209,6 +212,13 @@ class ExactSampler:
         self._build_quotient_tables()
         self._build_remainder_tables()
 
+    @property
+    def words_per_draw(self) -> float:
+        """Random 64-bit words one draw takes on its common path (C proved 0, V from the guide):
+        1 when M <= 23, 1.5 up to M = 55, 1.75 beyond."""
+        own_c_bits = 0 if self._packed else 16
+        return (self._fair_bits + _PREFIX_BITS + own_c_bits) / _WORD
+
     # -- tables ------------------------------------------------------------------------------
     def _quotient_bounds(self, v: int) -> Bounds:
         gamma = self.gamma
@@ -236,6 +246,9 @@ class ExactSampler:
                 hi = _ceil_shift(hi * base_hi, bits)
         self.quotient_thresholds = np.array(thresholds, dtype=np.uint32)  # decreasing
         self._ascending = self.quotient_thresholds[::-1].copy()
+        # The largest threshold at most w, by the count of them (0 where there is none): a tie
+        # when it equals w. Thresholds are positive, so a zero prefix (the tail) is found too.
+        self._at_most = np.concatenate([np.zeros(1, dtype=np.uint32), self._ascending])
         cells = (self.quotient_thresholds >> np.uint32(_PREFIX_BITS - _GUIDE_BITS)).astype(np.intp)
         counts = np.bincount(cells, minlength=1 << _GUIDE_BITS)
         # V for a prefix in cell c is the number of thresholds in higher cells, plus one if the
@@ -256,6 +269,21 @@ class ExactSampler:
         entries[search] = (_SEARCH_FLAG << 16) | 0xFFFF
         self.guide = entries.astype(np.uint32)
 
+    @property
+    def guide(self) -> np.ndarray:
+        """The guide table: for each cell (the top 16 bits of V's prefix), ``(base + 1) 2**16 + t - 1``,
+        or a flagged entry (see :meth:`_build_quotient_tables`)."""
+        return self._guide
+
+    @guide.setter
+    def guide(self, entries: np.ndarray) -> None:
+        # The draws read the entries plus their cell's own top bits (modulo 2**32), so that
+        # subtracting the whole prefix w subtracts its low half: one pass fewer. Assigning the
+        # table (as ``guide |= ...`` does) keeps the two in step.
+        self._guide = entries
+        cells = np.arange(1 << _GUIDE_BITS, dtype=np.uint32)
+        self._word_guide = entries + (cells << np.uint32(_PREFIX_BITS - _GUIDE_BITS))
+
     def _build_remainder_tables(self) -> None:
         """``P(C = 0)`` (at the bits C's first prefix has), ``P(C < 2**j)`` and the lower-bit
         table ``R(u, j)`` (all 64 bits)."""
@@ -264,6 +292,13 @@ class ExactSampler:
         self.zero_threshold = _threshold(self.below_bounds[0], self._c_bits) if bits else 0
         self.below_thresholds = np.array([_threshold(b, _WORD) for b in self.below_bounds], dtype=np.uint64)
         self._build_lower_tables()
+        # By the count p of thresholds below U (C's highest set bit is p - 1): the threshold
+        # that U may tie with (none when p = M: the last one is repeated, and is below U),
+        # C's highest bit, and R(p - 1, 0), which U's lower bits are compared with.
+        last = self.below_thresholds[-1:] if bits else np.zeros(1, dtype=np.uint64)
+        self._tie_by_count = np.concatenate([self.below_thresholds, last])
+        self._top_by_count = np.array([0] + [1 << j for j in range(bits)], dtype=np.uint64)
+        self._lower_by_count = np.concatenate([np.zeros(1, dtype=np.uint64), self.lower_thresholds[:bits, 0]])
 
     def _build_lower_tables(self) -> None:
         """``floor(2**64 R(u, j))`` for ``0 <= j < u < M``, where ``R(u, j) = P(C < 2**j) / P(C < 2**u)``
@@ -307,6 +342,13 @@ class ExactSampler:
     def _parts(self, bits: np.random.BitGenerator, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One round of ``count`` draws as (fair words, V, L) before the CKS restart on "-0";
         the sign is the top bit of each fair word."""
+        fair, quotient, remainder = self._round(bits, count, None)
+        return fair, quotient, np.zeros(count, dtype=fair.dtype) if remainder is None else remainder
+
+    def _round(
+        self, bits: np.random.BitGenerator, count: int, buffers: _RoundBuffers | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """:meth:`_parts` (L is None when M = 0), in ``buffers`` if given (else in new arrays)."""
         m = self.low_bits
         fair_words = count if self._fair_bits == 64 else (count + 1) // 2
         prefix_words = (count + 1) // 2
@@ -314,25 +356,29 @@ class ExactSampler:
         raw = bits.random_raw(fair_words + prefix_words + c_words)
         fair = raw[:fair_words] if self._fair_bits == 64 else raw[:fair_words].view(np.uint32)[:count]
         w = raw[fair_words : fair_words + prefix_words].view(np.uint32)[:count]
-        entry = self.guide.take((w >> np.uint32(_PREFIX_BITS - _GUIDE_BITS)).astype(np.intp))
-        entry -= w & np.uint32(0xFFFF)  # high half: V; low half 0xFFFF: a tie (see the guide table)
-        # ties (and, in cells with no threshold, a zero low half: harmless) and flagged cells
-        # (bit 31 set): the entry with bits 16..30 set is then at least 0x7FFFFFFF
-        unsure = np.flatnonzero((entry | np.uint32(0x7FFF0000)) >= np.uint32(0x7FFFFFFF))
+        scratch = _RoundBuffers(count) if buffers is None else buffers
+        kind = fair.dtype.type
+        entry, unsure_flags = self._guide_entries(w, scratch, count)
+        if m and self._packed:
+            # C's first bits sit just below the sign: the word without its sign is at least
+            # the threshold moved there exactly when they are (the bits below do not matter)
+            shift = kind(self._fair_bits - 1 - self._c_bits)
+            # (in the remainder's array, which is not filled yet)
+            unsigned = np.bitwise_and(fair, kind((1 << (self._fair_bits - 1)) - 1), out=scratch.remainder.view(fair.dtype)[:count])
+            open_flags = np.greater_equal(unsigned, kind(self.zero_threshold) << shift, out=scratch.flags[1, :count])
+            # both rare: one pass finds them
+            either = np.flatnonzero(np.bitwise_or(unsure_flags, open_flags, out=scratch.flags[2, :count]))
+            unsure, open_ = either[unsure_flags[either]], either[open_flags[either]]
+            wc = (fair[open_] >> shift) & kind((1 << self._c_bits) - 1)
+        else:
+            unsure = np.flatnonzero(unsure_flags)
         quotient = np.right_shift(entry, np.uint32(16), out=entry)
         if unsure.size:
             quotient[unsure] = self._search_quotients(w[unsure], bits)
         if not m:
-            return fair, quotient, np.zeros(count, dtype=fair.dtype)
-        kind = fair.dtype.type
-        remainder = fair & kind((1 << m) - 1)
-        if self._packed:
-            # C's first bits sit just below the sign: the word without its sign is at least
-            # the threshold moved there exactly when they are (the bits below do not matter)
-            shift = kind(self._fair_bits - 1 - self._c_bits)
-            open_ = np.flatnonzero((fair & kind((1 << (self._fair_bits - 1)) - 1)) >= kind(self.zero_threshold) << shift)
-            wc = (fair[open_] >> shift) & kind((1 << self._c_bits) - 1)
-        else:
+            return fair, quotient, None
+        remainder = np.bitwise_and(fair, kind((1 << m) - 1), out=scratch.remainder.view(fair.dtype)[:count])
+        if not self._packed:
             first = raw[fair_words + prefix_words :].view(np.uint16)[:count]
             open_ = np.flatnonzero(first >= self.zero_threshold)
             wc = first[open_]
@@ -343,13 +389,23 @@ class ExactSampler:
             remainder[open_] &= np.invert(corrections)
         return fair, quotient, remainder
 
+    def _guide_entries(self, w: np.ndarray, scratch: _RoundBuffers, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """The guide table's entries for V's 32-bit prefixes ``w`` less their low halves (the
+        high half is V), and the flags of those it leaves open."""
+        cells = np.right_shift(w, np.uint32(_PREFIX_BITS - _GUIDE_BITS), out=scratch.cells[:count], casting="unsafe")
+        # "wrap" (the cells are all in range) spares take the copy that "raise" makes of its output
+        entry = self._word_guide.take(cells, out=scratch.entry[:count], mode="wrap")
+        entry -= w  # the entry less w's low half: high half V; low half 0xFFFF: a tie (see the guide table)
+        # ties (and, in cells with no threshold, a zero low half: harmless) and flagged cells
+        # (bit 31 set): the entry with bits 16..30 set is then at least 0x7FFFFFFF
+        marked = np.bitwise_or(entry, np.uint32(0x7FFF0000), out=scratch.work[:count])
+        return entry, np.greater_equal(marked, np.uint32(0x7FFFFFFF), out=scratch.flags[0, :count])
+
     def _search_quotients(self, w: np.ndarray, bits: np.random.BitGenerator) -> np.ndarray:
         """V for prefixes the guide table leaves open: a binary search, then more bits on ties."""
-        total = self._ascending.size
         at_most = np.searchsorted(self._ascending, w, side="right")
-        quotient = (total - at_most).astype(np.uint16)  # thresholds above w: V >= v proved
-        tied = np.flatnonzero((at_most > np.searchsorted(self._ascending, w, side="left")) | (w == 0))
-        for index in tied:
+        quotient = (self._ascending.size - at_most).astype(np.uint16)  # thresholds above w: V >= v proved
+        for index in np.flatnonzero(self._at_most.take(at_most) == w).tolist():
             quotient[index] = self._resolve_quotient(int(w[index]), int(quotient[index]), bits)
         return quotient
 
@@ -369,26 +425,18 @@ class ExactSampler:
 
     def _corrections(self, wc: np.ndarray, bits: np.random.BitGenerator) -> np.ndarray:
         """C for the draws whose uniform (64-bit prefixes ``wc``) is not proved below ``P(C = 0)``."""
-        m = self.low_bits
-        below = self.below_thresholds
-        position = np.searchsorted(below, wc, side="left")  # thresholds proved below U
-        top = position - 1  # C's highest set bit (-1: C = 0), when no threshold equals wc
-        for index in np.flatnonzero(below[np.minimum(position, m - 1)] == wc):
-            top[index] = self._resolve_top(int(wc[index]), bits)
-        corrections = np.zeros(wc.size, dtype=np.uint64)
-        present = np.flatnonzero(top >= 0)
-        if not present.size:
-            return corrections
-        top = top[present]
-        corrections[present] = np.uint64(1) << top.astype(np.uint64)
+        count = np.searchsorted(self.below_thresholds, wc, side="left")  # thresholds proved below U
+        for index in np.flatnonzero(self._tie_by_count.take(count) == wc).tolist():
+            count[index] = self._resolve_top(int(wc[index]), bits) + 1
+        corrections = self._top_by_count.take(count)  # C's highest set bit (none: C = 0)
         # The bits below each top: all zero unless a fresh uniform is not below R(top, 0)
         # (probability about c_top); those few are followed down bit by bit.
-        lower = np.flatnonzero(top > 0)
+        lower = np.flatnonzero(count > 1)
         if lower.size:
             words = bits.random_raw(lower.size)
-            tops = top[lower]
-            for row in np.flatnonzero(words >= self.lower_thresholds[tops, 0]).tolist():
-                corrections[present[lower[row]]] |= np.uint64(self._lower_bits(int(tops[row]), int(words[row]), bits))
+            counts = count[lower]
+            for row in np.flatnonzero(words >= self._lower_by_count.take(counts)).tolist():
+                corrections[lower[row]] |= np.uint64(self._lower_bits(int(counts[row]) - 1, int(words[row]), bits))
         return corrections
 
     def _lower_bits(self, u: int, first: int, bits: np.random.BitGenerator) -> int:
@@ -459,26 +507,71 @@ class ExactSampler:
             return add_in_limbs(units.reshape(-1), quotient, remainder, shift).reshape(units.shape)
         flat = units.reshape(-1)  # a copy if units is not C-contiguous: the result is flat
         bits = rng.bit_generator
+        buffers = _thread_buffers()
         for start in range(0, flat.size, _CHUNK):
             part = flat[start : start + _CHUNK]
-            noise = self._float_noise(bits, part.size)
-            again = np.flatnonzero(noise.view(np.uint64) == _MINUS_ZERO)
+            noise, again = self._float_noise(bits, part.size, buffers)
             while again.size:  # CKS: start again on "-0"
-                noise[again] = redrawn = self._float_noise(bits, again.size)
-                again = again[redrawn.view(np.uint64) == _MINUS_ZERO]
+                noise[again], still = self._float_noise(bits, again.size, None)
+                again = again[still]
             part += noise  # |units| < 2**52 and |noise| < 2**52: exact
         return flat.reshape(units.shape)
 
-    def _float_noise(self, bits: np.random.BitGenerator, count: int) -> np.ndarray:
-        """One round of draws as float64 (exact integers; "-0" still to be drawn again)."""
-        fair, quotient, remainder = self._parts(bits, count)
-        noise = quotient.astype(np.float64)
-        if self.low_bits:
+    def _float_noise(
+        self, bits: np.random.BitGenerator, count: int, buffers: _RoundBuffers | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """One round of draws as float64 (exact integers), in ``buffers`` if given, and the
+        positions of its "-0" draws (to be drawn again; their values there are zeros)."""
+        scratch = _RoundBuffers(count) if buffers is None else buffers
+        fair, quotient, remainder = self._round(bits, count, scratch)
+        noise = scratch.noise[:count]
+        low = scratch.cells.view(np.float64)[:count]  # the guide's cells are no longer needed
+        zeros = scratch.flags[2, :count]
+        if fair.dtype == np.uint32:
+            # The sign (the fair word's top bit) as -1 or 1, on V and L before they are
+            # converted: V 2**M and L are then exact floats of the same sign.
+            signs = np.right_shift(fair.view(np.int32), 31, out=scratch.work.view(np.int32)[:count])
+            signs |= 1
+            np.copyto(noise, np.multiply(quotient.view(np.int32), signs, out=quotient.view(np.int32)))
+            if remainder is not None:
+                noise *= 2.0**self.low_bits
+                np.copyto(low, np.multiply(remainder.view(np.int32), signs, out=remainder.view(np.int32)))
+                noise += low
+            zero = np.flatnonzero(np.equal(noise, 0.0, out=zeros))
+            return noise, zero[signs[zero] < 0]
+        np.copyto(noise, quotient.view(np.int32))  # V < 2**15: read as signed, the cheaper conversion
+        if remainder is not None:
             noise *= 2.0**self.low_bits
-            noise += remainder
-        # The sign: the fair word's top bit, which is the sign of the word read as a signed integer.
-        signs = fair.view(np.int32 if fair.dtype == np.uint32 else np.int64).astype(np.float64)
-        return np.copysign(noise, signs, out=noise)
+            np.copyto(low, remainder.view(np.int64))  # L < 2**37
+            noise += low
+        # The sign: the fair word's top bit, set in the float's sign bit (the magnitude is +0 or
+        # more); the fair words are not read again.
+        np.bitwise_or(noise.view(np.uint64), np.bitwise_and(fair, _MINUS_ZERO, out=fair), out=noise.view(np.uint64))
+        return noise, np.flatnonzero(np.equal(noise.view(np.uint64), _MINUS_ZERO, out=zeros))
+
+
+class _RoundBuffers:
+    """Scratch arrays for one round of :meth:`ExactSampler.add`'s draws, reused round after
+    round by one thread (threads share a sampler, so each has its own)."""
+
+    def __init__(self, size: int = _CHUNK):
+        self.cells = np.empty(size, dtype=np.intp)  # the guide's cells, then L as float64
+        self.entry = np.empty(size, dtype=np.uint32)  # guide entries, then V
+        self.work = np.empty(size, dtype=np.uint32)  # intermediate words
+        self.remainder = np.empty(size, dtype=np.uint64)  # L (its 32-bit view for 32-bit fair words)
+        self.flags = np.empty((3, size), dtype=bool)  # V open, C open, either (or a "-0")
+        self.noise = np.empty(size)
+
+
+_local = threading.local()
+
+
+def _thread_buffers() -> _RoundBuffers:
+    """This thread's :class:`_RoundBuffers` (made on its first round)."""
+    buffers: _RoundBuffers | None = getattr(_local, "buffers", None)
+    if buffers is None:
+        buffers = _local.buffers = _RoundBuffers()
+    return buffers
 
 
 @lru_cache(maxsize=32)

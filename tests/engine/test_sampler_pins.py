@@ -1,0 +1,240 @@
+"""Both samplers' outputs pinned bit for bit: the same generator state and inputs give the same
+values from the same random words, whatever the code's passes over them.
+
+The digests were produced by the samplers as they stood before their passes were merged
+(commit 9bfd551); each one covers the noisy output's bytes and the generator's next words
+(so a change in how many words a draw consumes shows too). The cases cover the exact sampler's
+paths: M = 0 (with many "-0" redraws), 32-bit fair words (M <= 23, C's bits packed below the
+sign), 64-bit fair words (M > 23), the int64 limbs (M > 37, and int64 units at any M), C's bits
+in a word of their own (M > 55), rounds past the first (more than 2**17 draws), odd counts, a
+transposed layout, and a rate at which C is often non-zero (its corrections and lower bits).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from randomgen import AESCounter
+
+from privelet_gui.engine import exact as exact_module
+from privelet_gui.engine.exact import ExactSampler, exact_discrete_laplace
+from privelet_gui.engine.noise import StandardSampler
+
+Units = Callable[[int, np.random.Generator], np.ndarray]
+
+
+def _zeros(count: int, _: np.random.Generator) -> np.ndarray:
+    return np.zeros(count)
+
+
+def _floats(count: int, source: np.random.Generator) -> np.ndarray:
+    """Integer-valued float64 units up to 2**40 in magnitude (the rounded coefficients' range)."""
+    return source.integers(-(2**40), 2**40, count).astype(np.float64)
+
+
+def _integers(count: int, source: np.random.Generator) -> np.ndarray:
+    return source.integers(-(2**60), 2**60, count)
+
+
+def _transposed(count: int, source: np.random.Generator) -> np.ndarray:
+    """A Fortran-ordered 2-D target (the samplers work in memory order or on a flat copy)."""
+    rows = 7
+    return np.asfortranarray(_floats(rows * (count // rows), source).reshape(rows, -1))
+
+
+UNITS: dict[str, Units] = {"zeros": _zeros, "floats": _floats, "int64": _integers, "transposed": _transposed}
+
+# (sampler, theta, units, count, generator): every row is drawn with two seeds
+CASES: list[tuple[str, Fraction, str, int, str]] = [
+    ("exact", Fraction(2), "zeros", 5_001, "pcg"),  # M = 0, P(-0) about 0.43: many redraws
+    ("exact", Fraction(2), "floats", 3, "aes"),
+    ("exact", Fraction(1, 300), "floats", 140_001, "pcg"),  # M = 0, two rounds, an odd last one
+    ("exact", Fraction(1, 1000), "zeros", 131_072, "aes"),  # M = 1, one full round
+    ("exact", Fraction(1, 1000), "int64", 20_000, "pcg"),  # M = 1 in limbs
+    ("exact", Fraction(1, 2**20), "floats", 300_001, "aes"),  # M = 12
+    ("exact", Fraction(1, 2**20), "transposed", 70_000, "pcg"),
+    ("exact", Fraction(1, 2**31), "floats", 50_001, "pcg"),  # M = 23: 8 of C's bits packed
+    ("exact", Fraction(1, 2**32), "floats", 50_001, "aes"),  # M = 24: 64-bit fair words
+    ("exact", Fraction(3, 2**43), "zeros", 140_000, "pcg"),  # M = 33
+    ("exact", Fraction(1, 2**45), "floats", 40_000, "pcg"),  # M = 37, the last float64 sum
+    ("exact", Fraction(1, 2**46), "floats", 40_000, "aes"),  # M = 38: limbs
+    ("exact", Fraction(1, 2**64), "zeros", 30_001, "pcg"),  # M = 56: C's bits from their own word
+    ("exact", Fraction(1, 2**68), "int64", 20_000, "aes"),  # M = 60
+    ("standard", Fraction(1, 3), "zeros", 70_001, "pcg"),
+    ("standard", Fraction(3, 1000), "floats", 140_000, "aes"),
+    ("standard", Fraction(1, 2**30), "transposed", 70_000, "pcg"),
+    ("standard", Fraction(1, 2**30), "int64", 20_000, "aes"),
+    ("standard", Fraction(1, 2**45), "floats", 70_001, "pcg"),  # split draw above 2**40
+]
+# C non-zero often (gamma in (1/2, 1]): corrections, lower bits and their ties' redraws
+STRESSED: list[tuple[Fraction, str, int, str]] = [
+    (Fraction(1, 37), "zeros", 20_001, "pcg"),  # M = 5
+    (Fraction(1, 2**20), "floats", 20_000, "aes"),  # M = 19
+    (Fraction(1, 2**30), "int64", 5_000, "pcg"),  # M = 29, 64-bit fair words, limbs
+]
+SEEDS = (3, 2026)
+
+EXPECTED = {
+    ('exact', Fraction(2, 1), 'zeros', 5001, 'pcg', 3): 'f331894b178ac00331e6',
+    ('exact', Fraction(2, 1), 'floats', 3, 'aes', 3): 'a81963318d275ee17374',
+    ('exact', Fraction(1, 300), 'floats', 140001, 'pcg', 3): '29cada656fed4633e52b',
+    ('exact', Fraction(1, 1000), 'zeros', 131072, 'aes', 3): '9d3aff697c5611899a56',
+    ('exact', Fraction(1, 1000), 'int64', 20000, 'pcg', 3): '2b6a191c3693ceedd45f',
+    ('exact', Fraction(1, 1048576), 'floats', 300001, 'aes', 3): 'f28a95241e40a8e17714',
+    ('exact', Fraction(1, 1048576), 'transposed', 70000, 'pcg', 3): '1085b13584907b4f489f',
+    ('exact', Fraction(1, 2147483648), 'floats', 50001, 'pcg', 3): '76a9d27dcd5184ed98ed',
+    ('exact', Fraction(1, 4294967296), 'floats', 50001, 'aes', 3): '60b142419bd72f7353d0',
+    ('exact', Fraction(3, 8796093022208), 'zeros', 140000, 'pcg', 3): 'bbd37cd59882153151aa',
+    ('exact', Fraction(1, 35184372088832), 'floats', 40000, 'pcg', 3): '681a7432660cb971a611',
+    ('exact', Fraction(1, 70368744177664), 'floats', 40000, 'aes', 3): '8eb17ba90c3a45b6223e',
+    ('exact', Fraction(1, 18446744073709551616), 'zeros', 30001, 'pcg', 3): 'f37e09c796af9425473c',
+    ('exact', Fraction(1, 295147905179352825856), 'int64', 20000, 'aes', 3): '6299a392d567530a22ef',
+    ('standard', Fraction(1, 3), 'zeros', 70001, 'pcg', 3): 'c81364ea56667de7b8a4',
+    ('standard', Fraction(3, 1000), 'floats', 140000, 'aes', 3): '27153e5b6cf6ba2d618c',
+    ('standard', Fraction(1, 1073741824), 'transposed', 70000, 'pcg', 3): '4482aa7c8f98eeb4a916',
+    ('standard', Fraction(1, 1073741824), 'int64', 20000, 'aes', 3): '9c77e7b001516ffe6524',
+    ('standard', Fraction(1, 35184372088832), 'floats', 70001, 'pcg', 3): '10201f01c4065dd9eb7d',
+    ('exact', Fraction(2, 1), 'zeros', 5001, 'pcg', 2026): 'ba1014938fc0b139c09c',
+    ('exact', Fraction(2, 1), 'floats', 3, 'aes', 2026): 'f28651df665b89ec604f',
+    ('exact', Fraction(1, 300), 'floats', 140001, 'pcg', 2026): 'f9ea829eed66f368b78b',
+    ('exact', Fraction(1, 1000), 'zeros', 131072, 'aes', 2026): 'f1dfd1964453added6fc',
+    ('exact', Fraction(1, 1000), 'int64', 20000, 'pcg', 2026): 'a043f2b261397cdb59db',
+    ('exact', Fraction(1, 1048576), 'floats', 300001, 'aes', 2026): '337c2f19d6a32cb95a4c',
+    ('exact', Fraction(1, 1048576), 'transposed', 70000, 'pcg', 2026): 'aa1d54bf323cd75255fe',
+    ('exact', Fraction(1, 2147483648), 'floats', 50001, 'pcg', 2026): '5e9442c84f3d9d339201',
+    ('exact', Fraction(1, 4294967296), 'floats', 50001, 'aes', 2026): '6283ab0f4d3302d4f17f',
+    ('exact', Fraction(3, 8796093022208), 'zeros', 140000, 'pcg', 2026): 'fa9f607fe6ecb130859d',
+    ('exact', Fraction(1, 35184372088832), 'floats', 40000, 'pcg', 2026): 'da9bd605eff8c97e2d71',
+    ('exact', Fraction(1, 70368744177664), 'floats', 40000, 'aes', 2026): 'b9411e430b682a41ca1a',
+    ('exact', Fraction(1, 18446744073709551616), 'zeros', 30001, 'pcg', 2026): '7ac6af95e24f2ea911b2',
+    ('exact', Fraction(1, 295147905179352825856), 'int64', 20000, 'aes', 2026): 'aaa0e7d6fe9cebc4d00b',
+    ('standard', Fraction(1, 3), 'zeros', 70001, 'pcg', 2026): '086fd026fb51ea061f8a',
+    ('standard', Fraction(3, 1000), 'floats', 140000, 'aes', 2026): 'abb7386efe557928954f',
+    ('standard', Fraction(1, 1073741824), 'transposed', 70000, 'pcg', 2026): '98be5267d3766423b78d',
+    ('standard', Fraction(1, 1073741824), 'int64', 20000, 'aes', 2026): 'c7a5b53c9ace20547a7e',
+    ('standard', Fraction(1, 35184372088832), 'floats', 70001, 'pcg', 2026): 'ab7f6d13156483ebdd88',
+    ('stressed', Fraction(1, 37), 'zeros', 20001, 'pcg', 3): '81ea161619e6f37656a2',
+    ('stressed', Fraction(1, 1048576), 'floats', 20000, 'aes', 3): 'f0e317c35677a1283c10',
+    ('stressed', Fraction(1, 1073741824), 'int64', 5000, 'pcg', 3): '17bb15792c111b0edcdb',
+    ('stressed', Fraction(1, 37), 'zeros', 20001, 'pcg', 2026): 'bb252fb00270e4776432',
+    ('stressed', Fraction(1, 1048576), 'floats', 20000, 'aes', 2026): '43f8ae71c654fc98174a',
+    ('stressed', Fraction(1, 1073741824), 'int64', 5000, 'pcg', 2026): '74a7a39be6ddb8874eef',
+    ('draw', Fraction(2, 1)): '7b6064f9c548492050b2',
+    ('ints', Fraction(2, 1)): '20ea66a31703318d4423',
+    ('draw', Fraction(1, 1048576)): '308fbef9f7a786aaf537',
+    ('ints', Fraction(1, 1048576)): '97650c82983a2cf9e3dd',
+    ('draw', Fraction(1, 70368744177664)): '0580f5e1f81543f45e58',
+    ('ints', Fraction(1, 70368744177664)): 'dca8ee06bbb2657579f2',
+}
+
+
+def _generator(kind: str, seed: int) -> np.random.Generator:
+    if kind == "aes":
+        return np.random.Generator(AESCounter(key=seed * 0x9E3779B97F4A7C15 + 1, counter=0))
+    return np.random.Generator(np.random.PCG64(seed))
+
+
+def _digest(output: np.ndarray, generator: np.random.Generator) -> str:
+    digest = hashlib.sha256(np.ascontiguousarray(output, dtype=output.dtype.newbyteorder("<")).tobytes())
+    digest.update(generator.bit_generator.random_raw(4).astype("<u8").tobytes())  # the words that come next
+    return digest.hexdigest()[:20]
+
+
+def _add(kind: str, theta: Fraction, units: str, count: int, generator: str, seed: int) -> str:
+    target = UNITS[units](count, np.random.default_rng(seed + 1))
+    sampler = ExactSampler(theta) if kind == "exact" else StandardSampler(theta)
+    rng = _generator(generator, seed)
+    return _digest(sampler.add(target, rng), rng)
+
+
+def _case_id(case: tuple[object, ...]) -> str:
+    return "-".join(str(part) for part in case)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("case", CASES, ids=_case_id)
+def test_add_gives_the_pinned_values(case, seed):
+    assert _add(*case, seed) == EXPECTED[(*case, seed)]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("case", STRESSED, ids=_case_id)
+def test_add_gives_the_pinned_values_where_c_is_often_non_zero(case, seed, monkeypatch):
+    monkeypatch.setattr(exact_module, "_RATE_BITS", 0)
+    assert _add("exact", *case, seed) == EXPECTED[("stressed", *case, seed)]
+
+
+DRAWN = [Fraction(2), Fraction(1, 2**20), Fraction(1, 2**46)]
+
+
+def _drawn(theta: Fraction) -> str:
+    """:meth:`ExactSampler.draw`'s three arrays (PCG64)."""
+    rng = _generator("pcg", 7)
+    negative, quotient, remainder = ExactSampler(theta).draw(rng, 40_001)
+    return _digest(np.concatenate([negative.astype(np.int64), quotient, remainder]), rng)
+
+
+def _ints(theta: Fraction) -> str:
+    """:func:`exact_discrete_laplace`'s Python ints, as text (AES)."""
+    rng = _generator("aes", 7)
+    ints = np.array([str(z) for z in exact_discrete_laplace(rng, 1_001, theta)], dtype="S24")
+    return _digest(ints, rng)
+
+
+@pytest.mark.parametrize("theta", DRAWN, ids=str)
+def test_draw_and_the_python_ints_give_the_pinned_values(theta):
+    assert _drawn(theta) == EXPECTED[("draw", theta)]
+    assert _ints(theta) == EXPECTED[("ints", theta)]
+
+
+def _pins() -> dict[tuple[object, ...], str]:
+    """The digests of the code as it stands (how EXPECTED was made)."""
+    pins: dict[tuple[object, ...], str] = {}
+    for seed in SEEDS:
+        for case in CASES:
+            pins[(*case, seed)] = _add(*case, seed)
+    saved = exact_module._RATE_BITS
+    exact_module._RATE_BITS = 0
+    try:
+        for seed in SEEDS:
+            for stressed in STRESSED:
+                pins[("stressed", *stressed, seed)] = _add("exact", *stressed, seed)
+    finally:
+        exact_module._RATE_BITS = saved
+    for theta in DRAWN:
+        pins[("draw", theta)] = _drawn(theta)
+        pins[("ints", theta)] = _ints(theta)
+    return pins
+
+
+@pytest.mark.parametrize("theta", [Fraction(1, 300), Fraction(1, 2**20), Fraction(1, 2**32)], ids=str)
+def test_the_binary_search_gives_the_guide_tables_values(theta):
+    # Flagging every guide cell sends every draw to the search (assigning guide updates the
+    # copy the draws read): the same words must give the same values.
+    guided = ExactSampler(theta)
+    searched = ExactSampler(theta)
+    searched.guide |= np.uint32(exact_module._SEARCH_FLAG << 16)
+    units = _floats(50_001, np.random.default_rng(4))
+    first, second = _generator("pcg", 9), _generator("pcg", 9)
+    np.testing.assert_array_equal(guided.add(units.copy(), first), searched.add(units.copy(), second))
+    assert first.bit_generator.random_raw() == second.bit_generator.random_raw()
+
+
+@pytest.mark.parametrize("kind", ["exact", "standard"])
+def test_threads_sharing_a_sampler_draw_what_each_would_alone(kind):
+    # Each thread keeps its own scratch arrays: two threads adding through one sampler at
+    # once give what each gives alone.
+    from concurrent.futures import ThreadPoolExecutor
+
+    theta = Fraction(1, 2**31)
+    sampler = ExactSampler(theta) if kind == "exact" else StandardSampler(theta)
+    targets = [_floats(300_000, np.random.default_rng(seed)) for seed in range(4)]
+    alone = [sampler.add(target.copy(), _generator("pcg", seed)) for seed, target in enumerate(targets)]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        together = list(pool.map(lambda seed: sampler.add(targets[seed].copy(), _generator("pcg", seed)), range(4)))
+    for one, other in zip(alone, together, strict=True):
+        np.testing.assert_array_equal(one, other)
