@@ -395,9 +395,8 @@ class _Plane:
         transforms = self.plan.transforms
         z = np.asarray(cells, dtype=np.float64)
         if self.haar is not None:
-            padded = np.empty((*self.shape[:-1], self.haar.n_coefficients))
+            padded = np.zeros((*self.shape[:-1], self.haar.n_coefficients))
             padded[..., : cells.shape[-1]] = cells
-            padded[..., cells.shape[-1] :] = 0.0  # the padding alone: one pass over the values
             z = padded
         for axis in self.outer:
             z = transforms[axis].numerators(z, axis)
