@@ -128,6 +128,12 @@ class HaarTransform(AxisTransform):
     # numpy runs a loop over one long, evenly strided run of memory several times faster than
     # over many short rows, so the pipeline's two layouts keep every operation on such runs.
 
+    @property
+    def rows_head_levels(self) -> int:
+        """The levels in the head of the level-major rows layout (:meth:`rows_numerators`):
+        with the base, one small matrix product per tile does them."""
+        return min(self.levels, _COARSE_LEVELS)
+
     def rows_numerators(self, rows: np.ndarray, out: np.ndarray) -> np.ndarray:
         """Numerators along each of ``rows`` (C-contiguous, shape ``(R, n_coefficients)``: the
         values, then zero padding), written to the flat ``out`` in the *level-major* layout.
@@ -139,7 +145,7 @@ class HaarTransform(AxisTransform):
         ``rows`` and its details one contiguous run of ``out``. Exact for integers (below 2**53).
         """
         count, width = rows.shape
-        coarse = min(self.levels, _COARSE_LEVELS)
+        coarse = self.rows_head_levels
         sums = rows
         for _ in range(self.levels, coarse, -1):  # the finest level first
             half = width // 2
@@ -156,7 +162,7 @@ class HaarTransform(AxisTransform):
         """Values along rows (into ``out``, shape ``(R, n_coefficients)``, padding included) from
         coefficients in the level-major layout of :meth:`rows_numerators`."""
         count = out.shape[0]
-        coarse = min(self.levels, _COARSE_LEVELS)
+        coarse = self.rows_head_levels
         width = 1 << coarse
         head = coefficients[: count * width].reshape(count, width)
         means = out if coarse == self.levels else np.empty((count, width))
@@ -171,7 +177,7 @@ class HaarTransform(AxisTransform):
 
     def rows_weights(self, count: int) -> np.ndarray:
         """W of each coefficient of ``count`` rows in the level-major layout (flat)."""
-        coarse = min(self.levels, _COARSE_LEVELS)
+        coarse = self.rows_head_levels
         head = np.tile(self.weights[: 1 << coarse], count)
         rest = [np.full(count << (level - 1), self.weights[1 << (level - 1)]) for level in range(coarse + 1, self.levels + 1)]
         return np.concatenate([head, *rest])

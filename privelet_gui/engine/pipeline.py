@@ -455,7 +455,7 @@ class _Plane:
             lines = tile[0].stop - tile[0].start
             line_divisor, column_divisor = self._line_and_column(divisors, tile)
             line_factor, column_factor = self._line_and_column(factors, tile)
-            coarse = min(self.haar.levels, _COARSE_LEVELS)
+            coarse = self.haar.rows_head_levels
             width = 1 << coarse
             # the head: each line's base and coarse levels (their own weights); then one
             # level per run, one weight each
@@ -543,8 +543,6 @@ def _front(product: np.ndarray, order: tuple[int, ...]) -> np.ndarray:
     return np.transpose(product, order) if product.ndim else product
 
 
-# Levels with at most 2**5 nodes form the head of the level-major layout (as in haar.py).
-_COARSE_LEVELS = 5
 # Below this magnitude float64 holds every integer and sums of two of them exactly.
 _FLOAT_EXACT = 2.0**52
 
