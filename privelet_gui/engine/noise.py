@@ -77,6 +77,7 @@ __all__ = [
     "multiplicity",
     "noise_sampler",
     "round_to_grid",
+    "rounds_by_one_division",
 ]
 
 Neighbours = Literal["replace", "add-remove"]
@@ -254,6 +255,12 @@ def calibrate(epsilon: float, rho: float, influence: int, *, neighbours: Neighbo
 # -- exact rounding ------------------------------------------------------------------------------
 
 
+def rounds_by_one_division(largest: float, grid_exponent: int) -> bool:
+    """Whether numerators of magnitude at most ``largest`` round to the grid ``2**k`` exactly
+    by one correctly rounded division and ``rint`` (:func:`round_to_grid`'s proof)."""
+    return math.ldexp(largest, max(-grid_exponent, 0)) < _FLOAT_EXACT
+
+
 def round_to_grid(numerators: np.ndarray, denominators: np.ndarray | float, grid_exponent: int) -> np.ndarray:
     """``round((numerators / denominators) / 2**k)`` exactly: integer-valued float64 when
     every result is below 2**52 in magnitude, int64 otherwise.
@@ -275,7 +282,7 @@ def round_to_grid(numerators: np.ndarray, denominators: np.ndarray | float, grid
     )
     q = numerators / (d * 2.0**grid_exponent)
     largest = max(float(numerators.max()), -float(numerators.min())) if numerators.size else 0.0
-    if math.ldexp(largest, max(-grid_exponent, 0)) < _FLOAT_EXACT:
+    if rounds_by_one_division(largest, grid_exponent):
         if isinstance(d, float) and d == 1 and grid_exponent <= 0:
             return q  # integers times a power of two: already exact integers
         return np.rint(q, out=q)

@@ -50,7 +50,7 @@ from ._memory import output_array, recycle_block_buffers, release_pages
 from .errors import PriveletError
 from .haar import HaarTransform
 from .hn import TransformPlan
-from .noise import NoiseCalibration, NoiseSampler, Sampler, noise_sampler, round_to_grid
+from .noise import NoiseCalibration, NoiseSampler, Sampler, noise_sampler, round_to_grid, rounds_by_one_division
 from .progress import Progress
 
 __all__ = [
@@ -543,10 +543,6 @@ def _front(product: np.ndarray, order: tuple[int, ...]) -> np.ndarray:
     return np.transpose(product, order) if product.ndim else product
 
 
-# Below this magnitude float64 holds every integer and sums of two of them exactly.
-_FLOAT_EXACT = 2.0**52
-
-
 class _BlockPipeline:
     """Privelet+ on one block of M (see the module docstring). Thread-safe: its planes and
     tables are built once and shared; each call has its own generator and buffers."""
@@ -627,7 +623,7 @@ class _BlockPipeline:
         """
         k = self.calibration.grid_exponent
         units = flat
-        if math.ldexp(bound, max(-k, 0)) < _FLOAT_EXACT:
+        if rounds_by_one_division(bound, k):
             scaling.divide(flat)
             if not scaling.integral:
                 np.rint(flat, out=flat)
@@ -792,11 +788,11 @@ class _BigBlock:
             divisors: np.ndarray | float = 2.0**k
         else:  # one exact product per coefficient (small integers times 2**k), one division
             divisors = divisors_b[..., None] * divisors_a[tile]
-        if math.ldexp(bound, max(-k, 0)) >= _FLOAT_EXACT and flat.size:
+        if not rounds_by_one_division(bound, k) and flat.size:
             # The bound over every pencil is far above most pencils' largest coefficient, which
             # decides the same (round_to_grid's) proof.
             bound = max(float(flat.max()), -float(flat.min()))
-        if math.ldexp(bound, max(-k, 0)) < _FLOAT_EXACT:
+        if rounds_by_one_division(bound, k):
             np.divide(z, divisors, out=z)
             if not integral:
                 np.rint(flat, out=flat)
