@@ -909,21 +909,23 @@ def pandas_reads_text_exactly(version: str) -> bool:
 def cell_text(column: pd.Series) -> pd.Series:
     """The text of each cell as a CSV file would hold it, missing cells kept missing.
 
-    A float column whose numbers are all whole reads as integers (20.0 is "20": an integer
-    column with empty cells becomes float when it goes through pandas), infinities as "inf"
-    and "-inf"; other float columns keep pandas' text of each float ("80.0", "2.5"). Used
-    wherever typed values meet text labels.
+    A whole float below 2**53 reads as an integer (20.0 is "20": an integer column with
+    empty cells becomes float when it goes through pandas), infinities as "inf" and
+    "-inf"; other floats keep pandas' text ("2.5", "1e+16"). Each cell's text depends on
+    its value alone, never on the other cells: a table read in chunks gives 20.0 the same
+    text in every chunk, so its rows are counted under one label. Used wherever typed
+    values meet text labels.
     """
     import pandas as pd
 
     if not pd.api.types.is_float_dtype(column.dtype):
         return column.astype("str")
     values = column.to_numpy(dtype=np.float64, na_value=np.nan)
-    finite = np.isfinite(values)
-    numbers = values[finite]
-    if not np.array_equal(numbers, np.floor(numbers)) or (len(numbers) and np.abs(numbers).max() >= _FLOAT_INTEGERS):
-        return column.astype("str")
-    text = np.where(finite, np.where(finite, values, 0).astype(np.int64).astype(str), values.astype(str))
+    with np.errstate(invalid="ignore"):
+        whole = np.isfinite(values) & (np.floor(values) == values) & (np.abs(values) < _FLOAT_INTEGERS)
+    text = np.empty(len(values), dtype=object)
+    text[whole] = values[whole].astype(np.int64).astype(str)
+    text[~whole] = column[~whole].astype("str").to_numpy(dtype=object)
     return pd.Series(text, index=column.index, dtype="str").mask(np.isnan(values))
 
 

@@ -33,6 +33,7 @@ from privelet_gui.io import (
     table_columns,
 )
 from privelet_gui.io import tables as tables_module
+from privelet_gui.io.summary import summarize_table
 from privelet_gui.io.tables import read_ahead
 
 ROWS = [
@@ -152,12 +153,34 @@ def test_parquet(tmp_path):
     assert sniff_table(path).format == "parquet"
     text = read_table(path)
     assert text["age"].tolist() == ["30", "41", "30", "17"]  # as a CSV would read
-    assert text["income"].tolist() == ["1200.5", "80.0", "99999.0", "0.0"]
+    assert text["income"].tolist() == ["1200.5", "80", "99999", "0"]  # whole floats read as integers
     np.testing.assert_array_equal(count_table(path, SCHEMA)[0], expected_matrix())
     # Parquet without the extension: detected by its magic bytes.
     other = tmp_path / "data.bin"
     other.write_bytes(path.read_bytes())
     np.testing.assert_array_equal(count_table(other, SCHEMA)[0], expected_matrix())
+
+
+def test_a_float_has_one_text_in_every_chunk_of_a_parquet_file(tmp_path, monkeypatch: pytest.MonkeyPatch):
+    """20.0 reads as "20" in a chunk of whole numbers and in one holding 2.5: its rows are
+    counted under one label and the summary lists each number once (a chunk's text used to
+    depend on whether the chunk held a fraction, which split 20.0's rows between "20" and "20.0")."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "codes.parquet"
+    pq.write_table(pa.table({"code": [20.0, 30.0, 20.0, 30.0, 2.5, 20.0]}), path)
+    chunks = [chunk["code"].tolist() for chunk in iter_table_chunks(path, chunksize=4)]
+    assert chunks == [["20", "30", "20", "30"], ["2.5", "20"]]
+    schema = Schema([NominalAttribute("code", Hierarchy.flat(["2.5", "20", "30"]))])
+    matrix, report = count_table(path, schema, chunksize=4)
+    assert matrix.tolist() == [1.0, 3.0, 2.0] and report.rows_counted == 6
+    monkeypatch.setattr(tables_module, "_chunk_rows", lambda source, chunksize: 4)  # the summary's chunks
+    column = summarize_table(path).columns[0]
+    assert (column.values, column.distinct) == (("2.5", "20", "30"), 3)
+    # a table held in memory, counted chunk by chunk: the same labels
+    frames = [pd.DataFrame({"code": [20.0, 30.0]}), pd.DataFrame({"code": [2.5, 20.0]})]
+    assert frequency_matrix(iter(frames), schema).tolist() == [1.0, 2.0, 1.0]
 
 
 def test_header_guess_and_headerless_files(tmp_path):
