@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..engine.progress import Progress
+from ..engine.schema import cell_text
 from .tables import iter_table_chunks
 
 __all__ = [
@@ -163,11 +164,16 @@ class _RawColumn:
     has_numbers: bool = False
 
     def add(self, column: pd.Series) -> None:
-        empty = column.isna().to_numpy()
-        text = column[~empty].astype(str)
-        blank = (text.str.strip() == "").to_numpy()
-        self.empty += int(empty.sum() + blank.sum())
-        tally = text[~blank].value_counts(sort=False)
+        """Count a chunk's cells, typed (a Parquet file's, a frame's) or text: each distinct
+        value is turned into its text (:func:`cell_text`) once, not every cell."""
+        counts = column.value_counts(sort=False)
+        counts = counts[counts.to_numpy() > 0]  # a categorical's unused categories
+        tally = pd.Series(counts.to_numpy(dtype=np.int64), index=pd.Index(cell_text(pd.Series(counts.index)), dtype=object))
+        if tally.index.has_duplicates:  # values of several types with one text (20 and "20")
+            tally = tally.groupby(level=0, sort=False).sum()
+        blank = np.asarray(tally.index.str.strip() == "", dtype=bool)
+        self.empty += int(len(column) - counts.sum() + tally.to_numpy()[blank].sum())
+        tally = tally[~blank]
         uniques = tally.index.to_numpy(dtype=object)
         numbers = _parse_numbers(uniques)
         plain = np.isnan(numbers)
@@ -310,7 +316,7 @@ def summarize_table(
     def position(fraction: float, stage: str) -> None:
         steps.report(fraction, f"reading rows ({rows:,})")
 
-    for chunk in iter_table_chunks(path, options, progress=position):
+    for chunk in iter_table_chunks(path, options, progress=position, typed=True):
         steps.check()
         if columns is None:
             columns = _columns(chunk, markers)

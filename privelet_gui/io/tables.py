@@ -934,11 +934,15 @@ def iter_table_chunks(
     chunksize: int | None = None,
     nrows: int | None = None,
     progress: ProgressCallback | None = None,
+    typed: bool = False,
 ) -> Iterator[pd.DataFrame]:
     """Read a table chunk by chunk (``chunksize`` rows; by default about 32 MiB of text).
 
-    Columns are text, as in :func:`read_table`. ``progress(fraction, stage)`` receives
-    the fraction of the file's bytes read so far.
+    Columns are text, as in :func:`read_table`; with ``typed``, a Parquet file's columns
+    keep their types (text ones as categoricals), for callers that turn each distinct value
+    into its text (:func:`~privelet_gui.engine.schema.cell_text`) rather than every cell (a
+    CSV file's columns are text either way). ``progress(fraction, stage)`` receives the
+    fraction of the file's bytes read so far.
     """
     source = _resolve(path, options)
     usecols = _check_columns(source, columns)
@@ -951,9 +955,9 @@ def iter_table_chunks(
     if source.format == "parquet":
         fraction = None if progress is None else (lambda f: progress(f, "reading table"))
         produced = False
-        for frame in _iter_parquet(source, usecols, rows, nrows, fraction, categorical=False):
+        for frame in _iter_parquet(source, usecols, rows, nrows, fraction, categorical=typed):
             produced = True
-            yield _as_text(frame)
+            yield frame if typed else _as_text(frame)
         if not produced:  # a file with columns but no rows
             yield _empty_frame(source, usecols)
         return

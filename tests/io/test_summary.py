@@ -1,0 +1,54 @@
+"""Column summaries of typed chunks (a Parquet file's) equal those of the same cells as text."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from privelet_gui import io as pio
+from privelet_gui.io import tables as tables_module
+
+_FLOATS = st.one_of(
+    st.sampled_from([0.0, -0.0, 20.0, 2.5, -3.0, math.inf, -math.inf, 2.0**53, 2.0**53 - 1, 1e16, 0.1]),
+    st.floats(allow_nan=False, width=64),
+)
+_TEXTS = st.sampled_from(["a", "b", "N", "-1", "20", "20.0", "2.5", "", "  ", " a", "é"])
+_CELLS: dict[str, tuple[pa.DataType, Any]] = {
+    "int64": (pa.int64(), st.integers(-(2**63), 2**63 - 1) | st.sampled_from([-1, 0, 20])),
+    "float64": (pa.float64(), _FLOATS),
+    "string": (pa.string(), _TEXTS),
+    "bool": (pa.bool_(), st.booleans()),
+}
+
+
+@st.composite
+def columns(draw: Any) -> tuple[pa.DataType, list[Any]]:
+    kind, cells = _CELLS[draw(st.sampled_from(sorted(_CELLS)))]
+    values = draw(st.lists(st.none() | cells, min_size=1, max_size=12))
+    return kind, values
+
+
+@given(st.lists(columns(), min_size=1, max_size=3), st.sampled_from([(), ("N",), ("-1", "20")]))
+def test_a_parquet_files_summary_read_typed_equals_its_text(tmp_path_factory: pytest.TempPathFactory, drawn, markers):
+    """Every column kind, empty and blank cells, texts meaning missing, chunks of 3 rows: the
+    summary made from typed chunks (each distinct value turned into text once) equals the one
+    made from the text of every cell, as the file reads."""
+    rows = min(len(values) for _, values in drawn)
+    table = pa.table({f"c{i}": pa.array(values[:rows], type=kind) for i, (kind, values) in enumerate(drawn)})
+    path = tmp_path_factory.mktemp("summary") / "t.parquet"
+    pq.write_table(table, path, row_group_size=3)
+    options = pio.TableOptions(missing_values=markers)
+    text = pd.concat(list(pio.iter_table_chunks(path, options)), ignore_index=True)
+    expected = pio.summarize_frame(text, markers)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tables_module, "_chunk_rows", lambda source, chunksize: 3)
+        summary = pio.summarize_table(path, options)
+    assert summary.rows == rows
+    assert summary.columns == expected
