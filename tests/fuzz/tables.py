@@ -5,6 +5,8 @@ Parquet columns) and how to count it. :func:`oracle` counts the rows the straigh
 way, one cell at a time, from the rules the engine documents:
 
 - a text attribute (nominal, or ordinal with listed values) matches a cell's text exactly;
+  a Parquet float cell's text is the whole number below 2**53 it holds ("20" for 20.0 and
+  "0" for -0.0, in every chunk) or else Python's text of the float ("2.5", "inf");
 - an integer range reads a cell as the exact number it writes (``7``, ``+7``, `` 7 ``,
   ``7.0``, ``0.7e1``; ``inf`` lies beyond every range; a number that is not whole, ``nan``
   or other text is unparsable); a typed integer or float is its exact value;
@@ -81,6 +83,7 @@ class Case:
     blank_lines: frozenset[int] = frozenset()  # a blank line is written before these rows
     extra_field_row: int | None = None  # this row gets two more fields than the header
     padding: int = 0  # rows of the first valid row written first (to pass the 64 KiB sample)
+    chunk_rows: int | None = None  # rows per chunk the table is counted in (None: the reader's default)
 
     def text_cells(self, row: int) -> list[str]:
         return [_as_text(column.cells[row]) for column in self.columns]
@@ -131,7 +134,28 @@ def _with_options(draw: Any, name: str, attribute: OrdinalAttribute) -> OrdinalA
 
 @st.composite
 def text_attribute(draw: Any, name: str) -> Attribute:
-    words = labels(draw, draw(st.integers(1, 6)))
+    return _listed(draw, name, labels(draw, draw(st.integers(1, 6))))
+
+
+# Floats whose texts a nominal attribute of a Parquet float column lists: whole ones read as
+# integers ("20", and "0" for -0.0 too), others as Python writes them ("2.5", "1e+16").
+_FLOAT_VALUES = [20.0, 2.5, 0.0, -3.0, 0.1, 1e16, 2.0**53, 2.0**53 - 1, math.inf, -math.inf, 1e-300]
+
+
+def float_text(value: float) -> str:
+    """The text of a Parquet float cell (the oracle's own statement of the rule)."""
+    whole = math.isfinite(value) and value.is_integer() and abs(value) < 2.0**53
+    return str(int(value)) if whole else str(value)
+
+
+@st.composite
+def float_attribute(draw: Any, name: str) -> Attribute:
+    values = draw(st.lists(st.sampled_from(_FLOAT_VALUES), min_size=1, max_size=5, unique=True))
+    return _listed(draw, name, [float_text(v) for v in values])
+
+
+def _listed(draw: Any, name: str, words: list[str]) -> Attribute:
+    """A nominal attribute (flat, or two groups) or an ordinal one listing ``words``."""
     missing = draw(st.one_of(st.none(), st.sampled_from(words)))
     if draw(st.booleans()):
         return OrdinalAttribute(name, words, missing=missing)
@@ -208,6 +232,13 @@ def _bin_cells(draw: Any, attribute: OrdinalAttribute, kind: str, rows: int) -> 
     return [one() for _ in range(rows)]
 
 
+def _float_cells(draw: Any, rows: int) -> list[float | None]:
+    """Floats of the pool (those the attribute does not list fall outside it), -0.0, a
+    fraction, NaN and empty cells (both missing)."""
+    pool = [*_FLOAT_VALUES, -0.0, 7.25, math.nan, None]
+    return [draw(st.sampled_from(pool)) for _ in range(rows)]
+
+
 def _text_cells(draw: Any, attribute: Attribute, rows: int) -> list[str]:
     words = list(attribute.labels)
 
@@ -233,13 +264,15 @@ def cases(draw: Any, fmt: str) -> Case:
         if i >= attributes:  # unused columns
             columns.append(Column(OrdinalAttribute(f"unused {i}", ["x"]), name, "text", _text_cells(draw, NominalAttribute("u", Hierarchy.flat(["x", "y"])), rows)))
             continue
-        kind = draw(st.sampled_from(["range", "bins", "text"]))
-        attribute = draw({"range": integer_range, "bins": bins, "text": text_attribute}[kind](f"a{i}"))
-        attribute = _read_from(attribute, name)
-        column_kind = "text"
-        if fmt == "parquet" and kind != "text":
+        kind = draw(st.sampled_from(["range", "bins", "text"] + (["floats"] if fmt == "parquet" else [])))
+        strategy = {"range": integer_range, "bins": bins, "text": text_attribute, "floats": float_attribute}[kind]
+        attribute = _read_from(draw(strategy(f"a{i}")), name)
+        column_kind = "float64" if kind == "floats" else "text"
+        if fmt == "parquet" and kind in ("range", "bins"):
             column_kind = draw(st.sampled_from(["text", "int64", "uint64", "float64"]))
-        if kind == "range":
+        if kind == "floats":
+            cells: list[Any] = _float_cells(draw, rows)
+        elif kind == "range":
             cells = _range_cells(draw, attribute, column_kind, rows)  # type: ignore[arg-type]
         elif kind == "bins":
             cells = _bin_cells(draw, attribute, column_kind, rows)  # type: ignore[arg-type]
@@ -260,6 +293,8 @@ def cases(draw: Any, fmt: str) -> Case:
     schema = Schema([c.attribute for c in columns[:attributes]])
     case = Case(schema, columns, rows, draw(st.sampled_from(["error", "drop"])), header=header,
                 extra_field_row=extra_field_row)
+    if fmt == "parquet":  # read in chunks of a few rows, or in one
+        case.chunk_rows = draw(st.sampled_from([None, 1, 3]))
     if fmt != "parquet":
         case.delimiter = "\t" if fmt == "tsv" else draw(st.sampled_from([",", ";", "|"]))
         case.quote_all = draw(st.booleans())
@@ -384,7 +419,7 @@ def _judge(attribute: Attribute, kind: str, cell: Any) -> tuple[str, int]:
     if isinstance(cell, str) and not cell.strip():
         return "missing", 0
     if isinstance(attribute, NominalAttribute) or not attribute.is_numeric:
-        text = cell if isinstance(cell, str) else str(cell)
+        text = cell if isinstance(cell, str) else float_text(cell) if isinstance(cell, float) else str(cell)
         labels = list(attribute.labels)
         return ("ok", labels.index(text)) if text in labels else ("bad", 0)
     if attribute.bins is not None:
