@@ -13,7 +13,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from ._common import UsageError, fmt, loud, note
+from ._common import UsageError, fmt, loud, note, progress_bar
 
 if TYPE_CHECKING:
     from ..engine import Release
@@ -99,8 +99,12 @@ def _cmd_export(args: argparse.Namespace) -> int:
             return 1
         note(args, f"wrote {rows:,} rows to standard output (one per cell{what}){seeded}")  # stdout holds the cells
         return 0
-    rows = export_release(release, out, format=args.format, force=args.force, counts=args.counts,
-                          allow_seeded=args.allow_seeded)
+    bar = progress_bar(args)
+    try:
+        rows = export_release(release, out, format=args.format, force=args.force, counts=args.counts,
+                              allow_seeded=args.allow_seeded, progress=bar)
+    finally:
+        bar.close()
     print(f"wrote {out} ({rows:,} rows, one per cell{what})" + seeded)
     return 0
 
@@ -110,13 +114,16 @@ def _export_to_stdout(release: Release, args: argparse.Namespace) -> int | None:
     from ..io import write_export
 
     sys.stdout.flush()  # anything printed before goes first
+    bar = progress_bar(args)  # on stderr, beside the data
     try:
         rows = write_export(release, sys.stdout.buffer, format=args.format or "csv", counts=args.counts,
-                            allow_seeded=args.allow_seeded)
+                            allow_seeded=args.allow_seeded, progress=bar)
         sys.stdout.buffer.flush()
     except BrokenPipeError:
         # The reader stopped early (``| head``): no error message for that. Standard output
         # now points at nothing, so that Python's own flush at exit does not fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return None
+    finally:
+        bar.close()
     return rows

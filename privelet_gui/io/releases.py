@@ -29,7 +29,7 @@ import math
 import os
 import zipfile
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -55,6 +55,7 @@ from ..engine import (
 from ..engine.bits import BIT_SOURCE
 from ..engine.noise import NEIGHBOURS
 from ..engine.postprocess import post_processed_counts
+from ..engine.progress import CancelCallback, Progress, ProgressCallback
 from ..engine.release import READABLE_SAMPLERS
 from ..engine.spec import MECHANISMS, ReleaseSpec, axes_schema, mechanism_name
 from ._json import is_finite_number, loads, shown
@@ -77,6 +78,7 @@ __all__ = [
     "release_metadata",
     "save_release",
     "write_export",
+    "write_long_format",
 ]
 
 RELEASE_FORMAT = "privelet-release"
@@ -561,19 +563,124 @@ def release_frame(release: Release, *, counts: str = "noisy") -> pd.DataFrame:
     columns are categorical (each text stored once). ``counts`` (one of
     :data:`~privelet_gui.engine.postprocess.COUNT_KINDS`) projects the counts onto
     non-negative ones with the same total and/or rounds them to whole counts; the
-    column is then named after it (:func:`count_column`).
+    column is then named after it (:func:`count_column`). Exports write the same rows a
+    slab at a time (:func:`write_long_format`).
     """
     noisy = post_processed_counts(release.noisy, counts)
     shape = noisy.shape
+    return _cells_frame(noisy, tuple(slice(0, n) for n in shape), shape, export_axes(release, shape), counts)
+
+
+def _cells_frame(
+    noisy: Any, index: tuple[slice, ...], shape: tuple[int, ...], axes: list[ExportAxis], counts: str
+) -> pd.DataFrame:
+    """The long-format rows of the box ``index`` of ``noisy`` (counts of kind ``counts``
+    already), with categorical code (and label) columns over all the values."""
+    values = np.asarray(noisy[index], dtype=np.float64)
+    extents = values.shape
     columns: dict[str, Any] = {}
-    for axis, export in enumerate(export_axes(release, shape)):
-        inner = math.prod(shape[axis + 1 :])
-        outer = math.prod(shape[:axis])
+    for axis, export in enumerate(axes):
+        start = range(shape[axis])[index[axis]].start
+        inner = math.prod(extents[axis + 1 :])
+        outer = math.prod(extents[:axis])
         dtype = np.min_scalar_type(max(shape[axis] - 1, 0))
-        columns.update(export.columns(np.tile(np.repeat(np.arange(shape[axis], dtype=dtype), inner), outer)))
-    values = noisy.reshape(-1)
-    columns[count_column(counts)] = values.astype(np.int64) if counts.endswith("integer") else values
+        columns.update(export.columns(np.tile(np.repeat(np.arange(start, start + extents[axis], dtype=dtype), inner), outer)))
+    flat = values.reshape(-1)
+    columns[count_column(counts)] = flat.astype(np.int64) if counts.endswith("integer") else flat
     return pd.DataFrame(columns, copy=False)
+
+
+# Cells per slab of an export (8 MiB of counts): its rows are made, written and dropped.
+_SLAB_CELLS = 1 << 20
+
+
+def regular_chunks(shape: tuple[int, ...], cells: int = _SLAB_CELLS) -> tuple[int, ...]:
+    """A chunk shape of at most about ``cells`` cells, cut along the leading axes only, so
+    that each chunk is one contiguous run of the C-ordered matrix.
+
+    >>> regular_chunks((100, 2, 512, 1001), 1 << 20)
+    (1, 2, 512, 1001)
+    >>> regular_chunks((10, 30), 100)
+    (3, 30)
+    """
+    if math.prod(shape) <= cells:
+        return tuple(shape)
+    for axis in range(len(shape)):
+        inner = math.prod(shape[axis + 1 :])
+        if inner <= cells:
+            return (1,) * axis + (min(shape[axis], max(1, cells // inner)),) + tuple(shape[axis + 1 :])
+    return tuple(shape)  # not reached: the last axis has inner size 1
+
+
+def chunk_grid(shape: tuple[int, ...], chunks: tuple[int, ...]) -> Iterator[tuple[slice, ...]]:
+    """The chunks of ``shape`` (regular ``chunks``, smaller at the ends) in C order."""
+    counts = [max(1, -(-n // c)) for n, c in zip(shape, chunks, strict=True)]
+    for position in np.ndindex(*counts):
+        yield tuple(slice(i * c, min((i + 1) * c, n)) for i, c, n in zip(position, chunks, shape, strict=True))
+
+
+def write_long_format(
+    release: Release,
+    noisy: Any,
+    handle: IO[bytes],
+    fmt: ExportFormat,
+    *,
+    gz: bool = False,
+    counts: str = "noisy",
+    steps: Progress | None = None,
+) -> int:
+    """The long format (:func:`release_frame`) of ``noisy`` (the release's counts of kind
+    ``counts``: a numpy array, or a Zarr array read a slab at a time) into the binary
+    ``handle``, as CSV (gzip-compressed if ``gz``) or Parquet; returns the rows.
+
+    One slab of about a million cells at a time: memory stays that of one slab whatever
+    the size of the release. ``steps`` hears how many rows are written after each slab, and
+    a cancel there stops the export (an atomic file is then removed). A seeded release is
+    marked in the file (see the module docstring).
+    """
+    steps = steps or Progress()
+    shape = tuple(int(n) for n in noisy.shape)
+    axes = export_axes(release, shape)
+    total, rows = math.prod(shape), 0
+    slabs = chunk_grid(shape, regular_chunks(shape, _SLAB_CELLS))
+
+    def written(count: int) -> None:
+        nonlocal rows
+        rows += count
+        steps.report(rows / total, f"writing rows: {rows:,} of {total:,}")
+
+    if fmt == "csv":
+        binary: Any = gzip.GzipFile(fileobj=handle, mode="wb") if gz else handle
+        text = io.TextIOWrapper(binary, encoding="utf-8", newline="")
+        try:
+            if release.seeded:
+                text.write(f"# {SEEDED_WARNING}\n")
+            for index in slabs:
+                frame = _cells_frame(noisy, index, shape, axes, counts)
+                frame.to_csv(text, index=False, header=rows == 0, lineterminator="\n")
+                written(len(frame))
+            text.flush()
+        finally:
+            text.detach()  # the caller's file stays open: atomic_write syncs and renames it
+            if gz:
+                binary.close()  # writes the gzip trailer (the file itself stays open)
+        return rows
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    writer: Any = None
+    try:
+        for index in slabs:
+            table = pa.Table.from_pandas(_cells_frame(noisy, index, shape, axes, counts), preserve_index=False)
+            table = table.replace_schema_metadata({**(table.schema.metadata or {}), **seeded_marks(release.seeded)})
+            if writer is None:
+                writer = pq.ParquetWriter(handle, table.schema)
+            writer.write_table(table)
+            written(table.num_rows)
+    finally:
+        if writer is not None:
+            writer.close()
+    return rows
 
 
 def _export_format(path: Path, given: str | None) -> tuple[ExportFormat, bool]:
@@ -605,6 +712,8 @@ def export_release(
     force: bool = False,
     counts: str = "noisy",
     allow_seeded: bool = False,
+    progress: ProgressCallback | None = None,
+    should_cancel: CancelCallback | None = None,
 ) -> int:
     """Export the long format (:func:`release_frame`) to CSV (``.csv``, ``.csv.gz``) or Parquet.
 
@@ -616,21 +725,23 @@ def export_release(
     release is refused unless ``allow_seeded``; its export then begins with the line
     ``# `` + :data:`SEEDED_WARNING` (CSV) or carries it as key-value metadata (Parquet:
     ``privelet.seeded``, ``privelet.warning``). :func:`write_export` writes the same to
-    an open stream (standard output).
+    an open stream (standard output). ``progress(fraction, stage)`` hears the rows written
+    after each slab of about a million cells; ``should_cancel()`` is checked there
+    (:class:`~privelet_gui.engine.Cancelled`, and no file is left).
     """
     _refuse_seeded(release, allow_seeded)
+    steps = Progress(progress, should_cancel)
     if not isinstance(release.noisy, np.ndarray):  # a lazily opened Zarr release: never read whole
         from .zarr_releases import export_release_chunked
 
-        return export_release_chunked(release, path, format=format, force=force, counts=counts)
+        return export_release_chunked(release, path, format=format, force=force, counts=counts, steps=steps)
     p = Path(path)
     fmt, gz = _export_format(p, format)
     count_column(counts)  # an unknown kind fails before anything is written
     check_writable(p, force=force)
-    frame = release_frame(release, counts=counts)
+    noisy = post_processed_counts(release.noisy, counts)
     with atomic_write(p, force=force) as f:
-        _write_frame(frame, f, fmt, gz=gz, seeded=release.seeded)
-    return len(frame)
+        return write_long_format(release, noisy, f, fmt, gz=gz, counts=counts, steps=steps)
 
 
 def write_export(
@@ -640,6 +751,7 @@ def write_export(
     format: ExportFormat = "csv",
     counts: str = "noisy",
     allow_seeded: bool = False,
+    progress: ProgressCallback | None = None,
 ) -> int:
     """:func:`export_release` into an open binary ``stream`` (standard output, a pipe).
 
@@ -654,11 +766,10 @@ def write_export(
     if not isinstance(release.noisy, np.ndarray):
         from .zarr_releases import write_export_chunked
 
-        return write_export_chunked(release, stream, format=format, counts=counts)
+        return write_export_chunked(release, stream, format=format, counts=counts, progress=progress)
     count_column(counts)
-    frame = release_frame(release, counts=counts)
-    _write_frame(frame, stream, format, gz=False, seeded=release.seeded)
-    return len(frame)
+    noisy = post_processed_counts(release.noisy, counts)
+    return write_long_format(release, noisy, stream, format, counts=counts, steps=Progress(progress))
 
 
 def _refuse_seeded(release: Release, allow_seeded: bool) -> None:
@@ -670,44 +781,12 @@ def _refuse_seeded(release: Release, allow_seeded: bool) -> None:
         )
 
 
-def _write_frame(frame: pd.DataFrame, handle: IO[bytes], fmt: ExportFormat, *, gz: bool, seeded: bool) -> None:
-    """The long-format ``frame`` into the binary ``handle`` as CSV (gzip-compressed if ``gz``) or Parquet."""
-    if fmt == "csv" and seeded:
-        _write_marked_csv(frame, handle, gz)
-    elif fmt == "csv":
-        frame.to_csv(handle, index=False, compression="gzip" if gz else None, chunksize=1 << 18, lineterminator="\n")
-    else:
-        _write_parquet(frame, handle, seeded=seeded)
-
-
-def _write_marked_csv(frame: pd.DataFrame, handle: Any, gz: bool) -> None:
-    """CSV whose first line is the seeded-release warning (inside the gzip stream for .gz)."""
-    binary = gzip.GzipFile(fileobj=handle, mode="wb") if gz else handle
-    text = io.TextIOWrapper(binary, encoding="utf-8", newline="")
-    text.write(f"# {SEEDED_WARNING}\n")
-    frame.to_csv(text, index=False, chunksize=1 << 18, lineterminator="\n")
-    text.flush()
-    text.detach()  # leaves the file open: atomic_write closes it
-    if gz:
-        binary.close()  # ends the gzip stream
-
-
 def seeded_marks(seeded: bool) -> dict[bytes, bytes]:
     """The Parquet key-value metadata that says whether a release is seeded (and, if so, why not to publish it)."""
     marks = {b"privelet.seeded": b"true" if seeded else b"false"}
     if seeded:
         marks[b"privelet.warning"] = SEEDED_WARNING.encode()
     return marks
-
-
-def _write_parquet(frame: pd.DataFrame, handle: Any, *, seeded: bool) -> None:
-    """Parquet with ``privelet.seeded`` (and, when seeded, ``privelet.warning``) key-value metadata."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    table = pa.Table.from_pandas(frame, preserve_index=False)
-    table = table.replace_schema_metadata({**(table.schema.metadata or {}), **seeded_marks(seeded)})
-    pq.write_table(table, handle)
 
 
 # -- queries on a release ----------------------------------------------------------------------------

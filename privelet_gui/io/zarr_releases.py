@@ -22,39 +22,32 @@ release is read or written, not with this module (it comes with ``privelet-gui[d
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
-import math
 import os
 import shutil
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType, TracebackType
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 import numpy as np
 
 from ..engine import PriveletError, Release
+from ..engine.progress import Progress, ProgressCallback
 from .atomic import atomic_write, check_writable
 from .errors import OutputExistsError, ReleaseFileError
 from .releases import (
-    COUNT_COLUMN,
     RELEASE_FORMAT,
     RELEASE_FORMAT_VERSION,
-    SEEDED_WARNING,
-    ExportAxis,
     ExportFormat,
     _export_format,
-    export_axes,
+    chunk_grid,
+    regular_chunks,
     release_from_metadata,
     release_metadata,
-    seeded_marks,
+    write_long_format,
 )
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 __all__ = [
     "NOISY_ARRAY",
@@ -77,9 +70,6 @@ ZARR_ATTRIBUTE = "privelet"
 #: The array that holds the noisy matrix.
 NOISY_ARRAY = "noisy"
 
-# Cells per chunk of a Zarr release written from memory, and per slab of an export (8 MiB).
-_CHUNK_CELLS = 1 << 20
-
 _INSTALL_HINT = "install the optional part with: pip install 'privelet-gui[dask]'"
 
 
@@ -95,24 +85,6 @@ def is_zarr_release(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` is a Zarr folder (a ``zarr.json`` inside): checked without zarr."""
     p = Path(path)
     return p.is_dir() and (p / "zarr.json").is_file()
-
-
-def regular_chunks(shape: tuple[int, ...], cells: int = _CHUNK_CELLS) -> tuple[int, ...]:
-    """A chunk shape of at most about ``cells`` cells, cut along the leading axes only, so
-    that each chunk is one contiguous run of the C-ordered matrix.
-
-    >>> regular_chunks((100, 2, 512, 1001), 1 << 20)
-    (1, 2, 512, 1001)
-    >>> regular_chunks((10, 30), 100)
-    (3, 30)
-    """
-    if math.prod(shape) <= cells:
-        return tuple(shape)
-    for axis in range(len(shape)):
-        inner = math.prod(shape[axis + 1 :])
-        if inner <= cells:
-            return (1,) * axis + (min(shape[axis], max(1, cells // inner)),) + tuple(shape[axis + 1 :])
-    return tuple(shape)  # not reached: the last axis has inner size 1
 
 
 # -- writing ----------------------------------------------------------------------------------------
@@ -256,17 +228,10 @@ def save_zarr_release(
     meta = release_metadata(release, seed=seed, metadata=metadata)
     chunk_shape = chunks or regular_chunks(tuple(noisy.shape))
     with ZarrReleaseWriter(path, tuple(noisy.shape), chunk_shape, force=force) as writer:
-        for index in _chunk_grid(tuple(noisy.shape), chunk_shape):
+        for index in chunk_grid(tuple(noisy.shape), chunk_shape):
             write_zarr_chunk(writer.array_path, index, np.asarray(noisy[index]))
         writer.commit(meta)
     return meta
-
-
-def _chunk_grid(shape: tuple[int, ...], chunks: tuple[int, ...]) -> Iterator[tuple[slice, ...]]:
-    """The chunks of ``shape`` (regular ``chunks``, smaller at the ends) in C order."""
-    counts = [max(1, -(-n // c)) for n, c in zip(shape, chunks, strict=True)]
-    for position in np.ndindex(*counts):
-        yield tuple(slice(i * c, min((i + 1) * c, n)) for i, c, n in zip(position, chunks, shape, strict=True))
 
 
 # -- reading ----------------------------------------------------------------------------------------
@@ -328,28 +293,35 @@ def export_release_chunked(
     format: ExportFormat | None = None,
     force: bool = False,
     counts: str = "noisy",
+    steps: Progress | None = None,
 ) -> int:
-    """:func:`~privelet_gui.io.export_release`, one slab of cells at a time.
+    """:func:`~privelet_gui.io.export_release` of a lazily opened Zarr release, read one slab
+    of cells at a time (:func:`~privelet_gui.io.releases.write_long_format`), never whole.
 
-    The same rows in the same order (the matrix in C order); memory stays that of one slab
-    (about a million cells) whatever the size of the release, so a lazily opened Zarr
-    release is exported without reading it whole. Writes atomically; returns the rows. A
-    seeded release is marked as :func:`~privelet_gui.io.export_release` marks it (the caller
-    has allowed it). Only the noisy counts themselves: non-negative or whole counts keep the
-    total of the whole matrix, which a slab does not see.
+    The same rows in the same order (the matrix in C order). Writes atomically; returns the
+    rows. A seeded release is marked as :func:`~privelet_gui.io.export_release` marks it (the
+    caller has allowed it). Only the noisy counts themselves: non-negative or whole counts
+    keep the total of the whole matrix, which a slab does not see.
     """
     _check_chunked_counts(counts)
     p = Path(path)
     fmt, gz = _export_format(p, format)
     check_writable(p, force=force)
     with atomic_write(p, force=force) as f:
-        return _write_slabs(release, f, fmt, gz=gz)
+        return write_long_format(release, release.noisy, f, fmt, gz=gz, steps=steps)
 
 
-def write_export_chunked(release: Release, stream: IO[bytes], *, format: ExportFormat = "csv", counts: str = "noisy") -> int:
+def write_export_chunked(
+    release: Release,
+    stream: IO[bytes],
+    *,
+    format: ExportFormat = "csv",
+    counts: str = "noisy",
+    progress: ProgressCallback | None = None,
+) -> int:
     """:func:`export_release_chunked` into an open binary ``stream`` (see :func:`~privelet_gui.io.write_export`)."""
     _check_chunked_counts(counts)
-    return _write_slabs(release, stream, format, gz=False)
+    return write_long_format(release, release.noisy, stream, format, steps=Progress(progress))
 
 
 def _check_chunked_counts(counts: str) -> None:
@@ -358,66 +330,3 @@ def _check_chunked_counts(counts: str) -> None:
             f"{counts} counts keep the total of the whole matrix, so a chunked (Zarr) release exports its noisy "
             "counts only; post-process the exported counts, or release to a .npz file for --counts"
         )
-
-
-def _write_slabs(release: Release, f: IO[bytes], fmt: ExportFormat, *, gz: bool) -> int:
-    """The long format of ``release`` into the binary ``f``, one slab of cells at a time; returns the rows."""
-    noisy = release.noisy
-    shape = tuple(int(n) for n in noisy.shape)
-    axes = export_axes(release, shape)
-    rows = 0
-    if fmt == "csv":
-        binary: Any = gzip.GzipFile(fileobj=f, mode="wb") if gz else f
-        text = io.TextIOWrapper(binary, encoding="utf-8", newline="")
-        try:
-            if release.seeded:
-                text.write(f"# {SEEDED_WARNING}\n")
-            for index in _slabs(shape, _CHUNK_CELLS):
-                frame = _slab_frame(noisy, index, shape, axes)
-                frame.to_csv(text, index=False, header=rows == 0, lineterminator="\n")
-                rows += len(frame)
-            text.flush()
-        finally:
-            text.detach()  # the caller's file stays open: atomic_write syncs and renames it
-            if gz:
-                binary.close()  # writes the gzip trailer (the file itself stays open)
-    else:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        writer: Any = None
-        try:
-            for index in _slabs(shape, _CHUNK_CELLS):
-                table = pa.Table.from_pandas(_slab_frame(noisy, index, shape, axes), preserve_index=False)
-                table = table.replace_schema_metadata({**(table.schema.metadata or {}), **seeded_marks(release.seeded)})
-                if writer is None:
-                    writer = pq.ParquetWriter(f, table.schema)
-                writer.write_table(table)
-                rows += table.num_rows
-        finally:
-            if writer is not None:
-                writer.close()
-    return rows
-
-
-def _slabs(shape: tuple[int, ...], cells: int) -> Iterator[tuple[slice, ...]]:
-    """Boxes of at most about ``cells`` cells that cover ``shape`` in C order, one after the other."""
-    chunk = regular_chunks(shape, cells)
-    return _chunk_grid(shape, chunk)
-
-
-def _slab_frame(noisy: Any, index: tuple[slice, ...], shape: tuple[int, ...], axes: list[ExportAxis]) -> pd.DataFrame:
-    """The long-format rows of one slab, with categorical code (and label) columns over all the values."""
-    import pandas as pd
-
-    values = np.asarray(noisy[index], dtype=np.float64)
-    extents = values.shape
-    columns: dict[str, Any] = {}
-    for axis, export in enumerate(axes):
-        start = range(shape[axis])[index[axis]].start
-        inner = math.prod(extents[axis + 1 :])
-        outer = math.prod(extents[:axis])
-        dtype = np.min_scalar_type(max(shape[axis] - 1, 0))
-        columns.update(export.columns(np.tile(np.repeat(np.arange(start, start + extents[axis], dtype=dtype), inner), outer)))
-    columns[COUNT_COLUMN] = values.reshape(-1)
-    return pd.DataFrame(columns, copy=False)

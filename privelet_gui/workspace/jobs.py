@@ -329,7 +329,8 @@ def export_release_file(
     if fmt == "release":
         pio.save_release(outcome.release, path, force=force, metadata=extra_metadata(outcome))
     else:
-        pio.export_release(outcome.release, path, format=fmt, force=force, counts=counts)
+        pio.export_release(outcome.release, path, format=fmt, force=force, counts=counts, progress=progress,
+                           should_cancel=should_cancel)
     if outcome.budget is not None and outcome.ledger_entry is not None:
         try:
             outcome.budget.ledger.set_output(outcome.ledger_entry, Path(path).resolve())
@@ -355,7 +356,8 @@ def export_opened_release(
     (the custodian was asked), and its export then says in the file that it is not private."""
     steps = Progress(progress, should_cancel)
     steps.report(0.0, f"writing {Path(path).name}")
-    pio.export_release(release, path, format=fmt, force=force, counts=counts, allow_seeded=allow_seeded)
+    pio.export_release(release, path, format=fmt, force=force, counts=counts, allow_seeded=allow_seeded,
+                       progress=progress, should_cancel=should_cancel)
     steps.report(1.0, f"wrote {Path(path).name}")
     return Path(path)
 

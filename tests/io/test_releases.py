@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import gzip
 import io
 import json
 import math
@@ -17,6 +18,7 @@ import pytest
 
 import privelet_gui
 from privelet_gui.engine import (
+    Cancelled,
     Hierarchy,
     NominalAttribute,
     NumericBins,
@@ -153,6 +155,44 @@ def test_export_long_format(tmp_path, release, suffix):
         assert [str(v) for v in frame.iloc[flat, :4]] == expected
         assert frame["noisy_count"].iloc[flat] == release.noisy[index]  # full precision
     assert set(frame["wage"]) == set(SCHEMA["wage"].labels)
+
+
+@pytest.mark.parametrize("suffix", ["csv", "csv.gz", "parquet"])
+@pytest.mark.parametrize("counts", ["noisy", "nonnegative-integer"])
+def test_an_export_written_slab_by_slab_holds_the_rows_of_the_whole_frame(tmp_path, release, monkeypatch, suffix, counts):
+    monkeypatch.setattr(releases_module, "_SLAB_CELLS", 7)  # slabs of one wage row (4 cells): 60 of them
+    path = tmp_path / f"r.{suffix}"
+    reports: list[tuple[float, str]] = []
+    assert export_release(release, path, counts=counts, progress=lambda f, stage: reports.append((f, stage))) == SCHEMA.size
+    frame = release_frame(release, counts=counts)
+    if suffix == "parquet":
+        read = pd.read_parquet(path)
+        assert list(read.columns) == list(frame.columns) and len(pq_row_groups(path)) == 60
+        for name in frame.columns:
+            assert read[name].astype(str).tolist() == frame[name].astype(str).tolist()
+    else:
+        data = path.read_bytes()
+        text = (gzip.decompress(data) if suffix == "csv.gz" else data).decode()
+        assert text == frame.to_csv(index=False, lineterminator="\n")  # one header, every row, in order
+    # a report after each slab: the rows written so far
+    assert len(reports) == 60 and reports[-1] == (1.0, f"writing rows: {SCHEMA.size} of {SCHEMA.size}")
+    assert [f for f, _ in reports] == sorted({f for f, _ in reports})
+
+
+def pq_row_groups(path):
+    import pyarrow.parquet as pq
+
+    metadata = pq.ParquetFile(path).metadata
+    return [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
+
+
+@pytest.mark.parametrize("suffix", ["csv", "parquet"])
+def test_a_cancelled_export_leaves_no_file(tmp_path, release, monkeypatch, suffix):
+    monkeypatch.setattr(releases_module, "_SLAB_CELLS", 7)
+    asked = iter([False, False, True])  # after the first, second and third slab
+    with pytest.raises(Cancelled):
+        export_release(release, tmp_path / f"r.{suffix}", should_cancel=lambda: next(asked))
+    assert list(tmp_path.iterdir()) == []  # neither the file nor its temporary
 
 
 def test_export_format_checks(tmp_path, release):

@@ -26,8 +26,8 @@ from privelet_gui.io import (
     sample_schema_path,
     sample_table_path,
     save_release,
-    zarr_releases,
 )
+from privelet_gui.io import releases as releases_module
 from privelet_gui.io.zarr_releases import (
     ZarrReleaseWriter,
     export_release_chunked,
@@ -65,7 +65,7 @@ def small() -> Release:
 @pytest.fixture
 def small_slabs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Slabs of 1,000 cells: the small release is exported in ten of them."""
-    monkeypatch.setattr(zarr_releases, "_CHUNK_CELLS", 1000)
+    monkeypatch.setattr(releases_module, "_SLAB_CELLS", 1000)
 
 
 def test_round_trip_is_lazy_and_keeps_the_metadata(release: Release, tmp_path: Path) -> None:
