@@ -811,7 +811,10 @@ class MainWindow(QMainWindow):
             self.dialogs.error(f"Cannot write {target.name}", error)
             self.exportFailed.emit(error)
 
-        self._start(write, f"Writing {target.name}", success=success, failure=failure)
+        def cancelled() -> None:
+            self.statusBar().showMessage(f"Export cancelled: {target.name} was not written.", 8000)
+
+        self._start(write, f"Writing {target.name}", success=success, failure=failure, cancelled=cancelled)
 
     def export_opened_release(
         self, kind: str = "csv", path: str | Path | None = None, *, force: bool = False, counts: str | None = None

@@ -6,6 +6,7 @@ what counting dropped shown to the custodian only."""
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pandas as pd
@@ -316,3 +317,25 @@ def test_a_release_after_the_table_was_opened_again_asks_for_the_same_data(windo
     assert "already spent epsilon 1 (replace) in 1 release" in spent_before(window, qtbot)
     release_now(window, qtbot)
     assert dialogs.asked.count("spend-budget") == 1
+
+
+def test_an_export_shows_the_rows_written_and_a_cancel_writes_nothing(window, qtbot, seeded_file, tmp_path, monkeypatch):
+    from privelet_gui.io import releases as releases_module
+
+    _, plain = seeded_file
+    open_release_file(window, qtbot, plain)
+    monkeypatch.setattr(releases_module, "_SLAB_CELLS", 1)  # a slab per cell
+    started = releases_module._cells_frame
+
+    def slow(*args):  # each slab takes a while: the cancel arrives while the file is half written
+        time.sleep(0.02)
+        return started(*args)
+
+    monkeypatch.setattr(releases_module, "_cells_frame", slow)
+    target = tmp_path / "cells.csv"
+    assert window.export_opened_release("csv", target)
+    qtbot.waitUntil(lambda: window.task_label.text().startswith("Writing rows: "), timeout=10_000)
+    window.cancel_task()
+    qtbot.waitUntil(lambda: not window.runner.busy, timeout=10_000)
+    assert window.statusBar().currentMessage() == "Export cancelled: cells.csv was not written."
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.npz", "seeded.npz"]  # no file, no temporary
