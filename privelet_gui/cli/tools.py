@@ -8,7 +8,7 @@ import sys
 import warnings
 from typing import TYPE_CHECKING
 
-from ._common import Parser, delimiter_type, loud, missing_action, read_options, table_options
+from ._common import Parser, delimiter_type, loud, missing_action, progress_bar, read_options, table_options
 
 if TYPE_CHECKING:
     from ..engine import Hierarchy
@@ -54,12 +54,14 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
 
 
 def _cmd_schema_infer(args: argparse.Namespace) -> int:
-    from ..io import INFERRED_DOMAIN_WARNING, dumps_schema, infer_schema, read_table, save_schema
+    from ..io import INFERRED_DOMAIN_WARNING, dumps_schema, infer_table_schema, save_schema
 
     columns = None if args.columns is None else [c.strip() for c in args.columns.split(",") if c.strip()]
-    options = read_options(args)
-    table = read_table(args.table, options, columns=columns)
-    schema = infer_schema(table, options.missing_values)
+    bar = progress_bar(args)
+    try:
+        schema = infer_table_schema(args.table, read_options(args), columns=columns, progress=bar)
+    finally:
+        bar.close()
     # Loud on purpose, and even with --quiet: this is a privacy warning, not a progress note.
     print(loud("WARNING: " + INFERRED_DOMAIN_WARNING), file=sys.stderr)
     if args.out:

@@ -28,7 +28,7 @@ from .hierarchies import (
     write_hierarchy,
     write_json_hierarchy,
 )
-from .inference import infer_attribute, infer_schema
+from .inference import infer_attribute, infer_schema, infer_table_schema
 from .releases import (
     QueryAnswer,
     answer_query,
@@ -90,6 +90,7 @@ __all__ = [
     "hierarchy_to_arx_rows",
     "infer_attribute",
     "infer_schema",
+    "infer_table_schema",
     "iter_table_chunks",
     "label_dictionary_entries",
     "load_release",

@@ -22,6 +22,7 @@ cell is empty (``N``: so that a data dictionary's label for ``N`` applies to it)
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,7 +30,8 @@ import pandas as pd
 
 from ..engine import Hierarchy, NominalAttribute, NumericBins, OrdinalAttribute, Schema, SchemaError
 from ..engine.schema import Attribute
-from .summary import MAX_TRACKED_VALUES, ColumnSummary, summarize_frame
+from .summary import MAX_TRACKED_VALUES, ColumnSummary, ProgressFunction, summarize_frame, summarize_table
+from .tables import TableOptions
 
 __all__ = [
     "INFER_BINS",
@@ -38,6 +40,7 @@ __all__ = [
     "free_root_label",
     "infer_attribute",
     "infer_schema",
+    "infer_table_schema",
     "missing_code",
 ]
 
@@ -112,9 +115,26 @@ def infer_schema(table: pd.DataFrame, missing_values: Sequence[str] = ()) -> Sch
     >>> [(a.name, a.kind, a.labels[:2], a.domain_from_data) for a in s]
     [('age', 'ordinal', ('30', '31'), True), ('sex', 'nominal', ('F', 'M'), True)]
     """
-    if table.shape[1] == 0:
+    return _inferred(summarize_frame(table, missing_values))
+
+
+def infer_table_schema(
+    path: str | os.PathLike[str],
+    options: TableOptions | None = None,
+    *,
+    columns: Sequence[str] | None = None,
+    progress: ProgressFunction | None = None,
+) -> Schema:
+    """:func:`infer_schema` of a table file (only ``columns``, if given), read chunk by chunk
+    as the app reads it (:func:`~privelet_gui.io.summarize_table`): never held whole.
+    **Not private** (see the module docstring)."""
+    return _inferred(summarize_table(path, options, progress, columns=columns).columns)
+
+
+def _inferred(columns: Sequence[ColumnSummary]) -> Schema:
+    if not columns:
         raise SchemaError("the table has no columns to infer a schema from")
-    return Schema([infer_attribute(column) for column in summarize_frame(table, missing_values)])
+    return Schema([infer_attribute(column) for column in columns])
 
 
 def free_root_label(labels: list[str]) -> str:

@@ -299,31 +299,34 @@ def summarize_table(
     options: Any = None,
     progress: ProgressFunction | None = None,
     should_cancel: CancelFunction | None = None,
+    *,
+    columns: Sequence[str] | None = None,
 ) -> TableSummary:
     """Read a whole table chunk by chunk and summarise each column (never holds the table).
 
     The texts meaning missing of ``options`` (:class:`~privelet_gui.io.TableOptions`) count
-    as missing cells. ``progress(fraction, stage)`` gets the fraction of the file read;
-    ``should_cancel()`` is checked between chunks (:class:`~privelet_gui.engine.Cancelled`).
+    as missing cells; ``columns`` reads only those. ``progress(fraction, stage)`` gets the
+    fraction of the file read; ``should_cancel()`` is checked between chunks
+    (:class:`~privelet_gui.engine.Cancelled`).
     """
     started = time.perf_counter()
     steps = Progress(progress, should_cancel)
     steps.report(0.0, "opening the table")
     markers = tuple(getattr(options, "missing_values", ()) or ())
-    columns: dict[str, _RawColumn] | None = None
+    raw: dict[str, _RawColumn] | None = None
     rows = 0
 
     def position(fraction: float, stage: str) -> None:
         steps.report(fraction, f"reading rows ({rows:,})")
 
-    for chunk in iter_table_chunks(path, options, progress=position, typed=True):
+    for chunk in iter_table_chunks(path, options, columns=columns, progress=position, typed=True):
         steps.check()
-        if columns is None:
-            columns = _columns(chunk, markers)
-        _add(columns, chunk)
+        if raw is None:
+            raw = _columns(chunk, markers)
+        _add(raw, chunk)
         rows += len(chunk)
     steps.report(1.0, f"read {rows:,} rows")
-    summaries = tuple(column.summary(markers) for column in (columns or {}).values())
+    summaries = tuple(column.summary(markers) for column in (raw or {}).values())
     return TableSummary(Path(path), options, rows, summaries, time.perf_counter() - started)
 
 

@@ -52,3 +52,20 @@ def test_a_parquet_files_summary_read_typed_equals_its_text(tmp_path_factory: py
         summary = pio.summarize_table(path, options)
     assert summary.rows == rows
     assert summary.columns == expected
+
+
+def test_a_schema_inferred_from_a_file_in_chunks_equals_the_one_from_the_whole_table(tmp_path, monkeypatch):
+    """``privelet schema infer`` reads the file as the app does, a chunk at a time: the same
+    schema as from the whole table in memory, for the columns asked, with progress."""
+    rows = [("age", "sex", "job", "wage")] + [
+        (str(20 + i % 50), "FM"[i % 2], ["Sales", "Tech", "N"][i % 3], f"{i * 12.5:.1f}") for i in range(40)
+    ]
+    path = tmp_path / "t.csv"
+    path.write_text("".join(",".join(r) + "\n" for r in rows))
+    options = pio.TableOptions(missing_values=("N",))
+    monkeypatch.setattr(tables_module, "_chunk_rows", lambda source, chunksize: 7)
+    reports: list[float] = []
+    schema = pio.infer_table_schema(path, options, progress=lambda f, stage: reports.append(f))
+    assert schema == pio.infer_schema(pio.read_table(path, options), options.missing_values)
+    assert reports[-1] == 1.0 and len(reports) > 6  # a report per chunk
+    assert pio.infer_table_schema(path, options, columns=["sex", "wage"]).names == ("sex", "wage")
