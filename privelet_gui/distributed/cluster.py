@@ -122,7 +122,6 @@ def wait_for(client: Client, futures: Sequence[Future], steps: Progress, stage: 
                 progressed = time.monotonic()
         return client.gather(list(futures))
     except BaseException as exc:
-        client.cancel(list(futures))
         drain(client, futures)
         if _is_lost_work(exc):
             raise PriveletError(
@@ -144,17 +143,21 @@ def _check_not_paused(client: Client, stage: str) -> None:
 
 
 def drain(client: Client, futures: Sequence[Future]) -> None:
-    """Wait (a bounded time) until no task behind ``futures`` runs on any worker."""
-    keys = {future.key for future in futures}
-    deadline = time.monotonic() + _DRAIN_SECONDS
-    while time.monotonic() < deadline:
-        try:
-            running = {key for tasks in client.processing().values() for key in tasks}
-        except (OSError, TimeoutError):  # the scheduler is gone: nothing runs any more
-            return
-        if not running & keys:
-            return
-        time.sleep(_POLL_SECONDS)
+    """Stop the work behind ``futures``: cancel the tasks that have not started, and wait (a
+    bounded time) for those on a worker to end. Dask cannot stop a task that runs (a thread),
+    and once cancelled the scheduler no longer lists it: it is waited for first, so that no
+    task writes anything after the caller has cleaned up."""
+    from distributed import wait
+
+    try:
+        assigned = {key for tasks in client.processing().values() for key in tasks}
+    except (OSError, TimeoutError):  # the scheduler is gone: nothing runs any more
+        return
+    started = [future for future in futures if future.key in assigned]
+    client.cancel([future for future in futures if future.key not in assigned])
+    with contextlib.suppress(TimeoutError):
+        wait(started, timeout=_DRAIN_SECONDS)
+    client.cancel(started)
 
 
 def _is_lost_work(exc: BaseException) -> bool:

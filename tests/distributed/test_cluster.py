@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from pathlib import Path
 
 import dask.array as da
@@ -21,6 +22,7 @@ from distributed import Client
 from privelet_gui.bench import occupation_hierarchy
 from privelet_gui.cli import main
 from privelet_gui.distributed import count_dataset, dask_client, release_layout, release_to_zarr
+from privelet_gui.distributed.cluster import wait_for
 from privelet_gui.engine import (
     Cancelled,
     DomainError,
@@ -31,6 +33,7 @@ from privelet_gui.engine import (
     ReleaseSpec,
     Schema,
 )
+from privelet_gui.engine.progress import Progress
 from privelet_gui.io import (
     answer_query,
     count_table,
@@ -289,3 +292,25 @@ def test_cli_release_at_a_scheduler_address(client: Client, adult_parts: dict[st
     assert main([*args, "--force", "--yes"]) == 0  # the same table again: the ledger asks, --yes answers
     assert main([*args[:-3], "--dask-workers", "2", "--out", str(out), "-q"]) == 2  # workers of a remote cluster
     assert "a cluster at an address has its own workers" in capsys.readouterr().err
+
+
+def _sleep_then_mark(path: str, seconds: float) -> str:
+    time.sleep(seconds)
+    Path(path).write_text("done")
+    return path
+
+
+def test_a_cancel_returns_only_once_the_running_tasks_have_ended(client: Client, tmp_path: Path) -> None:
+    """Dask cannot stop a task that runs (a thread): a cancelled release waits for it, so that
+    no chunk is written after the release's temporary folder is removed."""
+    marks = [tmp_path / f"task{i}" for i in range(2)]
+    futures = [client.submit(_sleep_then_mark, str(mark), 1.5, pure=False) for mark in marks]
+    client.wait_for_workers(2)
+    deadline = time.monotonic() + 10
+    while sum(len(keys) for keys in client.processing().values()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)  # both tasks on a worker
+    time.sleep(0.3)  # and running
+    asked = iter([True])
+    with pytest.raises(Cancelled):
+        wait_for(client, futures, Progress(should_cancel=lambda: next(asked)), "test: task")
+    assert all(mark.read_text() == "done" for mark in marks)  # both had ended when the cancel returned
