@@ -222,11 +222,9 @@ def infer_config(column: ColumnSummary, history: History | None = None) -> Attri
         return config
     config = config_from_attribute(infer_attribute(column), history)
     if config.kind == "ordinal":
-        # The values a switch to "values" or to nominal starts from are the data's own.
+        # The values a switch to "values" starts from are the data's own (a switch to nominal
+        # builds its flat tree from them then: Workspace.set_attribute).
         config.values = tuple(values)
-        # ... and a value of their own for missing cells stays one (a leaf) in that tree
-        own = [config.missing] if config.missing_at_end and config.missing is not None else []
-        config.hierarchy = _flat_tree([*values, *own], history, column.name)
     if not values:
         config.include = False
         config.note = "the column is empty"
@@ -526,7 +524,8 @@ class Workspace:
         schema = self.schema()
         if schema is None:
             return None
-        sa = tuple(n for n in schema.names if n in set(self.sa))  # S_A keeps excluded names: skip them
+        chosen = set(self.sa)
+        sa = tuple(n for n in schema.names if n in chosen)  # S_A keeps excluded names: skip them
         try:
             return ReleaseSpec(
                 schema, self.epsilon, mechanism or self.mechanism, sa, self.neighbours, invalid=self.invalid,
@@ -815,6 +814,21 @@ class Workspace:
         before = {key: getattr(config, key) for key in changes}
         key = None if merge is None else ("attribute", merge, column)
         self.history.push(FieldChange(label, apply, before, changes, merge_key=key, done=self._attributes_changed))
+
+    def include_every_column(self, include: bool = True) -> int:
+        """Include (or exclude) every column as one undoable change, announced once (views
+        refresh once, not once per column); returns how many columns changed."""
+        columns = [c.column for c in self.configs if c.include != include]
+        if not columns:
+            return 0
+
+        def apply(column: str, value: Any) -> None:
+            self.config(column).include = value
+
+        text = "Include every column" if include else "Include no column"
+        before = dict.fromkeys(columns, not include)
+        self.history.push(FieldChange(text, apply, before, dict.fromkeys(columns, include), done=self._attributes_changed))
+        return len(columns)
 
     def set_missing_values(self, column: str, values: Sequence[str] | None) -> None:
         """Name the texts meaning missing in one column (None: the table's, from its reading

@@ -572,10 +572,4 @@ class AttributesPanel(QWidget):
         return 2 * self.fontMetrics().lineSpacing() + 22
 
     def _include_all(self, include: bool) -> None:
-        """Include (or exclude) every column, as one undoable change."""
-        columns = [c.column for c in self._doc.configs if c.include != include]
-        if not columns:
-            return
-        with self._doc.history.group("Include every column" if include else "Include no column"):
-            for column in columns:
-                self._doc.set_attribute(column, include=include)
+        self._doc.include_every_column(include)
