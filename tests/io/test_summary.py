@@ -69,3 +69,29 @@ def test_a_schema_inferred_from_a_file_in_chunks_equals_the_one_from_the_whole_t
     assert schema == pio.infer_schema(pio.read_table(path, options), options.missing_values)
     assert reports[-1] == 1.0 and len(reports) > 6  # a report per chunk
     assert pio.infer_table_schema(path, options, columns=["sex", "wage"]).names == ("sex", "wage")
+
+
+def test_every_parquet_type_summarises_typed_as_its_text(tmp_path):
+    """Dates, timestamps, decimals, bytes, dictionary-encoded, narrow, unsigned and extreme
+    integers, booleans: the typed summary equals the text one, column for column."""
+    import datetime
+    import decimal
+
+    table = pa.table({
+        "date": pa.array([datetime.date(2020, 1, 1), None, datetime.date(1, 1, 1)]),
+        "time": pa.array([datetime.datetime(2020, 1, 1, 5), None, datetime.datetime(2020, 1, 1, 5)]),
+        "decimal": pa.array([decimal.Decimal("1.50"), None, decimal.Decimal("2")]),
+        "bytes": pa.array([b"x", b"y", None]),
+        "coded numbers": pa.array([1, 2, 1]).dictionary_encode(),
+        "coded texts": pa.array(["a", " ", "a"]).dictionary_encode(),
+        "float32": pa.array([1.0, 2.5, None], type=pa.float32()),
+        "uint8": pa.array([1, None, 255], type=pa.uint8()),
+        "bool": pa.array([True, None, False]),
+        "int64": pa.array([2**63 - 1, -(2**63), None], type=pa.int64()),
+        "large text": pa.array(["x", "y", "x"], type=pa.large_string()),
+    })
+    path = tmp_path / "typed.parquet"
+    pq.write_table(table, path)
+    summary = pio.summarize_table(path)
+    assert summary.columns == pio.summarize_frame(pio.read_table(path))
+    assert summary.column("coded texts").empty == 1 and summary.column("float32").values == ("1", "2.5")
