@@ -247,7 +247,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
             matrix, report = count_table(table, schema, options, invalid=args.invalid, progress=bar)
             bar.close()
             before_noise()
-            release = spec.run(matrix, rng=rng, progress=bar)
+            release = spec.run(matrix, rng=rng, progress=bar, overwrite_input=True)  # M is not needed after
             bar.close()
         finally:
             bar.close()

@@ -100,6 +100,8 @@ def release_blocks(
     generator: np.random.Generator,
     steps: Progress,
     threads: int,
+    *,
+    overwrite_input: bool = False,
 ) -> tuple[np.ndarray, int]:
     """The noisy matrix and the total of M: every block of M through :class:`_BlockPipeline`,
     on ``threads`` threads, each block with its own noise stream spawned from ``generator``
@@ -107,13 +109,20 @@ def release_blocks(
 
     Each block checks its counts before it draws any noise: negative, fractional, not finite
     or too many for exact rounding, and the release is refused (PriveletError).
+
+    ``overwrite_input`` writes the noisy matrix into ``matrix`` itself (C-contiguous and
+    writable, else into a new array): the same values, without the memory of a second
+    matrix. A block's counts are all read before its noisy values are written, and blocks
+    are disjoint, so no count is read after it is overwritten; after an error or a cancel
+    ``matrix`` holds neither the counts nor a release.
     """
     blocks = list(_blocks(matrix.shape, plan.identity_axes, _BLOCK_CELLS))
-    check_memory(_peak_bytes(plan, blocks, threads))
+    in_place = overwrite_input and matrix.flags.c_contiguous and matrix.flags.writeable
+    check_memory(_peak_bytes(plan, blocks, threads, output=not in_place))
     recycle_block_buffers()
     pipeline = _BlockPipeline(plan, calibration, sampler)
     streams = _spawn(generator, len(blocks))
-    noisy = output_array(matrix.shape)
+    noisy = matrix if in_place else output_array(matrix.shape)
     totals = [0] * len(blocks)
     if pipeline.is_big(_extent(blocks[0], matrix.shape), len(blocks)):
         for number, index in enumerate(blocks):  # one big block at a time, on every thread
@@ -241,16 +250,16 @@ def peak_bytes(plan: TransformPlan, threads: int) -> int:
     return _peak_bytes(plan, list(_blocks(plan.shape, plan.identity_axes, _BLOCK_CELLS)), threads)
 
 
-def _peak_bytes(plan: TransformPlan, blocks: list[tuple[slice, ...]], threads: int) -> int:
+def _peak_bytes(plan: TransformPlan, blocks: list[tuple[slice, ...]], threads: int, *, output: bool = True) -> int:
     """About the most memory a release holds at once besides M itself (bytes).
 
-    The noisy output, and per running small block about three times its coefficients (its
+    The noisy output (unless it is written into M: not ``output``), and per running small block about three times its coefficients (its
     padded copy, its plane, a tile's buffers). A big block: its intermediate (freed behind
     pass 3 as the output fills), and per thread a slab's buffers and a pencil tile's. Each
     running thread also holds a sampler's round of draws.
     """
     shape = plan.shape
-    cells = math.prod(shape)
+    cells = math.prod(shape) if output else 0
     largest = max((_extent(index, shape) for index in blocks), key=math.prod)
     if _BigBlock.applies(plan, largest, len(blocks)):
         big = _BigBlock(plan, largest)

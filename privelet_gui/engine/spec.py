@@ -298,6 +298,7 @@ class ReleaseSpec:
         progress: ProgressCallback | None = None,
         should_cancel: CancelCallback | None = None,
         workers: int | None = None,
+        overwrite_input: bool = False,
     ) -> Release:
         """Release ``matrix`` (M: non-negative integer counts of shape ``schema.shape``).
 
@@ -307,7 +308,10 @@ class ReleaseSpec:
         default the noise comes from AES-128 in counter mode keyed from the operating system
         (:mod:`~privelet_gui.engine.bits`). The S_A blocks are
         processed by ``workers`` threads (default: one per CPU core, at most 8); the result
-        does not depend on their number.
+        does not depend on their number. ``overwrite_input`` writes the release into
+        ``matrix`` itself when it is a C-contiguous, writable float64 array (the same values,
+        without the memory of a second matrix; the true counts are gone afterwards, also
+        after an error or a cancel).
         """
         started = time.perf_counter()
         matrix = np.asarray(matrix, dtype=np.float64)
@@ -325,7 +329,8 @@ class ReleaseSpec:
         calibration = self.calibration(1)
         sampler = noise_sampler(self.sampler, calibration)
         steps = Progress(progress, should_cancel)
-        noisy, rows = release_blocks(matrix, plan, calibration, sampler, generator, steps, threads)
+        noisy, rows = release_blocks(matrix, plan, calibration, sampler, generator, steps, threads,
+                                     overwrite_input=overwrite_input)
         self.check_rows(rows)
         if self.calibration(rows) != calibration:  # refuses a table too large for exact int64 sums
             raise PriveletError("internal error: the noise calibration depends on the number of rows")

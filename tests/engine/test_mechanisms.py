@@ -464,3 +464,38 @@ def test_a_seeded_release_has_the_same_bits_whatever_blas_threads(tmp_path):
         results[threads] = [np.load(prefix + name + ".npy") for name in ("privelet", "privelet+")]
     for one, two in zip(results["1"], results["2"], strict=True):
         assert np.array_equal(one, two)
+
+
+@pytest.mark.parametrize(
+    "sa, mechanism",
+    [(("a",), "privelet+"), ((), "privelet+"), (("a", "o"), "privelet+"), (("n",), "privelet+"), ((), "basic"),
+     (("a", "n"), "privelet+")],
+    ids=["blocks", "one-big-block", "last-axis-nominal", "blocks-along-the-nominal", "basic", "rows-only"],
+)
+def test_a_release_written_into_its_input_has_the_same_bits(monkeypatch, sa, mechanism):
+    """``overwrite_input``: the noisy matrix in M's own memory, bit for bit the release made
+    beside it, in every layout (blocks, tiles, one big block in three passes, Basic)."""
+    from privelet_gui.engine import ReleaseSpec
+    from privelet_gui.engine import pipeline as mechanisms
+
+    monkeypatch.setattr(mechanisms, "_BLOCK_CELLS", 1 << 10)  # many blocks, on two threads
+    monkeypatch.setattr(mechanisms, "_SLAB_CELLS", 1 << 12)  # S_A empty takes slabs and pencils
+    monkeypatch.setattr(mechanisms, "_TILE_CELLS", 1 << 8)  # several tiles per block
+    groups = {f"g{g}": [f"v{g}-{i}" for i in range(1 + g % 4)] for g in range(12)}
+    schema = Schema([OrdinalAttribute.integer_range("a", 0, 19), NominalAttribute("n", Hierarchy.from_nested({"*": groups})),
+                     OrdinalAttribute.integer_range("o", 0, 40)])
+    m = np.random.default_rng(0).integers(0, 5, schema.shape).astype(float)
+    spec = ReleaseSpec(schema, 1.0, mechanism, sa)
+    beside = spec.run(m.copy(), rng=np.random.default_rng(7), workers=2)
+    counts = m.copy()
+    inside = spec.run(counts, rng=np.random.default_rng(7), workers=2, overwrite_input=True)
+    assert inside.noisy is counts or np.shares_memory(inside.noisy, counts)  # no second matrix
+    np.testing.assert_array_equal(inside.noisy, beside.noisy)
+    assert inside.total_shift == beside.total_shift
+    # an array it cannot write into is left as it is (the release goes to a new one)
+    frozen = m.copy()
+    frozen.flags.writeable = False
+    kept = spec.run(frozen, rng=np.random.default_rng(7), overwrite_input=True)
+    np.testing.assert_array_equal(frozen, m)
+    np.testing.assert_array_equal(kept.noisy, beside.noisy)
+    assert not np.shares_memory(kept.noisy, frozen)
