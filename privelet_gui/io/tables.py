@@ -882,15 +882,8 @@ def _as_frame(batch: Any) -> pd.DataFrame:
 
 
 def _as_text(frame: pd.DataFrame) -> pd.DataFrame:
-    """Parquet columns as text, the way they would read from a CSV file."""
-    out = {}
-    for name in frame.columns:
-        column = frame[name]
-        if pd.api.types.is_string_dtype(column.dtype) and not isinstance(column.dtype, pd.CategoricalDtype):
-            out[name] = column.astype("str")
-        else:
-            out[name] = cell_text(column)
-    return pd.DataFrame(out, index=frame.index)
+    """Parquet columns as text, the way they would read from a CSV file (:func:`cell_text`)."""
+    return pd.DataFrame({name: cell_text(frame[name]) for name in frame.columns}, index=frame.index)
 
 
 def read_table(
