@@ -37,6 +37,12 @@ _ERROR_LOG = Path(tempfile.mkdtemp(prefix="privelet-test-errors-"))
 os.environ["PRIVELET_ERROR_LOG"] = str(_ERROR_LOG / "errors.log")
 atexit.register(shutil.rmtree, _ERROR_LOG, True)
 
+# Copies of unsaved work (privelet_gui.io.recovery): never in the user's recovery folder; the
+# app's tests get a fresh folder each (tests/gui/conftest.py).
+_RECOVERY = tempfile.mkdtemp(prefix="privelet-test-recovery-")
+os.environ["PRIVELET_RECOVERY"] = _RECOVERY
+atexit.register(shutil.rmtree, _RECOVERY, True)
+
 # Property tests draw their examples from a fixed seed so that CI runs are reproducible.
 settings.register_profile(
     "project", derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]

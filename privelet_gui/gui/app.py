@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QApplication
 
+    from ..io.recovery import RecoveryStore
     from .main_window import MainWindow
     from .settings import Settings
 
@@ -100,12 +101,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     with error_hook(tell_window):
         if args.screenshots is not None:
+            from ..io.recovery import RecoveryStore
             from .settings import Settings
 
-            # A scripted tour reads and writes no user settings (recent files, geometry): its
-            # own, in a folder that is gone when it ends; the same screenshots on every machine.
+            # A scripted tour reads and writes no user settings (recent files, geometry) and no
+            # copies of unsaved work: its own, in a folder that is gone when it ends; the same
+            # screenshots on every machine.
             with tempfile.TemporaryDirectory(prefix="privelet-tour-") as folder:
-                return _tour(args, Settings.in_folder(folder))
+                return _tour(args, Settings.in_folder(folder), RecoveryStore(Path(folder) / "recovery"))
         windows.append(open_main_window(args))  # kept (referenced) until the event loop ends
         return int(app.exec())
 
@@ -152,13 +155,15 @@ def error_hook(notify: Callable[[Path | None], None] | None = None) -> Iterator[
 
 
 def open_main_window(args: argparse.Namespace) -> MainWindow:
-    """The main window, fitted to its screen and shown, with the files of ``args`` opened."""
+    """The main window, fitted to its screen and shown, offering back the unsaved work of a run
+    that crashed (if any), with the files of ``args`` opened."""
     from .main_window import MainWindow
     from .screen import keep_on_screen
 
     window = MainWindow()
     keep_on_screen(window)  # a default or saved size may exceed this screen (a scale factor, another screen)
     window.show()
+    window.offer_recovery()
     if args.demo:
         window.open_sample()
     for path in args.files:
@@ -166,13 +171,14 @@ def open_main_window(args: argparse.Namespace) -> MainWindow:
     return window
 
 
-def _tour(args: argparse.Namespace, settings: Settings) -> int:
-    """``--screenshots``: walk every step on the sample with ``settings``, save the PNGs, close."""
+def _tour(args: argparse.Namespace, settings: Settings, recovery: RecoveryStore) -> int:
+    """``--screenshots``: walk every step on the sample with ``settings`` and ``recovery``, save
+    the PNGs, close."""
     from .dialogs import HeadlessDialogs
     from .main_window import MainWindow
     from .tour import run_tour
 
-    window = MainWindow(settings)
+    window = MainWindow(settings, recovery=recovery)
     window.dialogs = HeadlessDialogs()
     window.resize(1280, 860)
     window.show()

@@ -7,7 +7,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
-from PySide6.QtCore import QSize, Qt, QUrl, Signal
+from PySide6.QtCore import QSize, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import (
     QAction,
     QCloseEvent,
@@ -44,9 +44,11 @@ from ..engine import PriveletError, Release, mechanism_name
 from ..error_log import error_log_path, is_unexpected, log_unexpected_error
 from ..io import TableSummary, summarize_table
 from ..io.ledger import BudgetCheck
-from ..io.project import PROJECT_SUFFIX, load_project, save_project
+from ..io.project import PROJECT_SUFFIX, Project, load_project, save_project
+from ..io.recovery import Orphan, RecoveryStore
 from ..io.zarr_releases import is_zarr_release
 from ..qt import icons
+from ..workspace import RecoveryKeeper
 from ..workspace.jobs import (
     ExportFormat,
     ReleaseControl,
@@ -74,6 +76,8 @@ __all__ = ["MainWindow"]
 #: The export menu's kinds of file, as the export job names them.
 _EXPORT_FORMATS: dict[str, ExportFormat] = {"release": "release", "csv": "csv", "parquet": "parquet"}
 
+#: How long after the last change the copy of the unsaved work is written (ms): edits in a row write once.
+RECOVERY_DELAY_MS = 1500
 STEP_TITLES = {"data": "Data", "attributes": "Attributes", "hierarchies": "Hierarchies", "privacy": "Privacy", "release": "Release"}
 
 
@@ -93,11 +97,20 @@ class MainWindow(QMainWindow):
     exportFinished = Signal(object)  # Path
     exportFailed = Signal(object)
 
-    def __init__(self, settings: Settings | None = None, parent: QWidget | None = None):
+    def __init__(self, settings: Settings | None = None, parent: QWidget | None = None, *,
+                 recovery: RecoveryStore | None = None):
         super().__init__(parent)
         self.settings = settings or Settings()
         self.dialogs: Any = Dialogs(self, self.settings)
         self.document = Document(self)
+        # A copy of the unsaved work, kept a moment after each change (the user's recovery folder by default).
+        self.recovery = RecoveryKeeper(self.document, recovery if recovery is not None else RecoveryStore())
+        self._recovery_timer = QTimer(self)
+        self._recovery_timer.setSingleShot(True)
+        self._recovery_timer.setInterval(RECOVERY_DELAY_MS)
+        self._recovery_timer.timeout.connect(self._keep_recovery)
+        for changed in (self.document.stateChanged, self.document.modifiedChanged, self.document.undo_stack.indexChanged):
+            changed.connect(lambda *_: self._recovery_timer.start())
         self.tasks = TaskService(self)
         self.runner = self.tasks.lane("work")  # tables, releases, exports: one at a time
         self._cancelling: Callable[[], None] | None = None
@@ -506,7 +519,7 @@ class MainWindow(QMainWindow):
     def _confirm_discard(self, what: str) -> bool:
         """Ask about unsaved changes, then about a release no file holds yet; True if the
         caller may go on (every path that drops the settings or the release comes here)."""
-        if self.document.modified and self.document.configs:
+        if self.document.has_unsaved_work:
             choice = self.dialogs.ask_save_changes(what)
             if choice == "cancel" or (choice == "save" and not self.save_project()):
                 return False
@@ -621,27 +634,79 @@ class MainWindow(QMainWindow):
             return False
         self.settings.add_recent_file(path)
         self.settings.set_last_folder("project", path)
+        self._apply_opened(project, path, f"Opened {path.name}.")
+        return True
+
+    def _apply_opened(self, project: Project, path: Path | None, message: str,
+                      then: Callable[[], None] | None = None) -> None:
+        """Make ``project`` (from the file ``path``, or None) the document once its table is
+        read (or found unreadable: the settings are kept all the same); then ``then()``."""
+
+        def applied(summary: TableSummary | None) -> None:
+            self.document.apply_project(project, path, summary)
+            if then is not None:
+                then()
+            self.projectOpened.emit(path)
+
         table = project.table_path
         if table is None or not table.is_file():
-            self.document.apply_project(project, path, None)
+            applied(None)
             if table is not None:
                 self.document.set_table_error(table, f"The project's table {table} is missing; open it with File > Open table")
             self.go_to("data")
-            self.projectOpened.emit(path)
-            return True
+            return
 
         def success(summary: TableSummary) -> None:
-            self.document.apply_project(project, path, summary)
-            self.statusBar().showMessage(f"Opened {path.name}.", 8000)
-            self.projectOpened.emit(path)
+            applied(summary)
+            self.statusBar().showMessage(message, 8000)
 
         def failure(error: BaseException) -> None:
-            self.document.apply_project(project, path, None)
+            applied(None)
             self.document.set_table_error(table, f"Cannot read {table.name}: {error}")
             self.dialogs.error(f"Cannot read the project's table {table.name}", error)
-            self.projectOpened.emit(path)
 
         self._start_reading(table, project.table_options, success, failure)
+
+    # -- unsaved work kept against a crash -------------------------------------------------------------
+    def _keep_recovery(self) -> bool:
+        """Bring the copy of the unsaved work up to date now; False (and said) if it cannot be written."""
+        self._recovery_timer.stop()
+        problem = self.recovery.update()
+        if problem is not None:
+            self.statusBar().showMessage(f"{problem[:1].upper()}{problem[1:]}.", 10000)
+        return problem is None
+
+    def offer_recovery(self) -> bool:
+        """Offer back the newest copy of unsaved work that an earlier run left behind (it crashed,
+        was killed or lost power); True if it is being recovered. Copies not recovered now stay
+        for the next start unless the custodian discards them."""
+        orphans = self.recovery.store.orphans()
+        offered = next((orphan for orphan in orphans if orphan.project is not None), None)
+        for other in orphans:
+            if other is not offered:
+                other.release()  # left for the next start
+        if offered is None:
+            return False
+        orphan = offered
+        choice = self.dialogs.choose("recover", "Recover unsaved work?", _recovery_question(orphan, orphans), [
+            ("recover", "Recover"), ("discard", "Discard it"), ("later", "Not now")])
+        if choice == "discard":
+            orphan.discard()
+            return False
+        if choice != "recover" or self._refuse_if_busy() or not self._confirm_discard("recovering unsaved work"):
+            orphan.release()
+            return False
+        assert orphan.project is not None
+
+        def recovered() -> None:  # the copy becomes this window's, then the old one goes
+            self.document.mark_dirty()
+            if self._keep_recovery():
+                orphan.discard()
+            else:
+                orphan.release()
+
+        when = orphan.saved_at.astimezone().strftime("%H:%M on %d %b %Y") if orphan.saved_at else "an earlier run"
+        self._apply_opened(orphan.project, orphan.project_path, f"Recovered the unsaved work kept at {when}.", recovered)
         return True
 
     def save_project(self, path: str | Path | None = None) -> bool:
@@ -655,6 +720,7 @@ class MainWindow(QMainWindow):
             self.dialogs.error(f"Cannot save the project {target.name}", exc)
             return False
         self.document.mark_saved(target)
+        self._keep_recovery()  # saved: the copy goes
         self.settings.add_recent_file(target)
         self.statusBar().showMessage(f"Saved {target.name}.", 5000)
         return True
@@ -979,10 +1045,28 @@ class MainWindow(QMainWindow):
             return
         # Close = cancel + wait: no worker outlives the window.
         self.tasks.shutdown()
+        self._recovery_timer.stop()
+        self.recovery.close()  # the work is saved or the custodian discarded it
         self.settings.set_geometry(self.saveGeometry())
         self.settings.set_window_state(self.saveState())
         self.settings.sync()
         event.accept()
+
+
+def _recovery_question(orphan: Orphan, orphans: list[Orphan]) -> str:
+    """What the recovery question says about the copy ``orphan`` (the newest readable of ``orphans``)."""
+    assert orphan.project is not None
+    table = orphan.project.table_path
+    project = f"the project {orphan.project_path.name}" if orphan.project_path is not None else "an unsaved project"
+    when = orphan.saved_at.astimezone().strftime("%H:%M on %d %b %Y") if orphan.saved_at else "an unknown time"
+    text = (f"Privelet Studio ended without saving the work on {project}"
+            f"{f' (table {table.name})' if table is not None else ''}; a copy was kept at {when}. "
+            "Recover it? It opens with its changes unsaved.")
+    others = len(orphans) - 1
+    if others:
+        text += (f" {others} other cop{'ies' if others > 1 else 'y'} of unsaved work "
+                 f"{'are' if others > 1 else 'is'} kept in {orphan.path.parent} for the next start.")
+    return text
 
 
 def _issue_tracker() -> str | None:

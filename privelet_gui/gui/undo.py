@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import shiboken6
 from PySide6.QtGui import QUndoCommand, QUndoStack
 
 from ..workspace import Change, Event
@@ -50,7 +51,13 @@ class UndoStackHistory:
     def __init__(self, stack: QUndoStack):
         self.stack = stack
         self.clean_changed = Event()
-        stack.cleanChanged.connect(self.clean_changed.emit)
+        stack.cleanChanged.connect(self._clean_changed)
+
+    def _clean_changed(self, clean: bool) -> None:
+        # The stack's destructor clears it, which announces a change of the clean state from a
+        # stack that is already gone: a listener asking it anything would raise.
+        if shiboken6.isValid(self.stack):
+            self.clean_changed.emit(clean)
 
     def push(self, change: Change) -> None:
         self.stack.push(_Command(change))

@@ -7,6 +7,7 @@
 - :mod:`~privelet_gui.workspace.tree`: editable hierarchy trees with undoable edits.
 - :mod:`~privelet_gui.workspace.history`: undoable changes and a plain undo history.
 - :mod:`~privelet_gui.workspace.jobs`: the long-running work (release, export), as plain functions.
+- :mod:`~privelet_gui.workspace.recovery`: :class:`RecoveryKeeper`, the copy of unsaved work kept against a crash.
 
 The desktop app (:mod:`privelet_gui.gui`) adapts these to Qt; nothing here imports Qt.
 """
@@ -15,6 +16,7 @@ from .events import Event
 from .history import Change, FieldChange, History, UndoHistory
 from .jobs import ReleaseJob, ReleaseOutcome, classify_file, export_release_file, run_release
 from .model import MAX_CELLS, AttributeConfig, Workspace, config_from_attribute, infer_config
+from .recovery import RecoveryKeeper
 from .steps import STEPS, StepIssue, StepStatus, release_blockers, step_status
 from .tree import HierarchyTree, Problem, TreeNode, tree_from_hierarchy, tree_from_json, tree_to_json
 
@@ -28,6 +30,7 @@ __all__ = [
     "HierarchyTree",
     "History",
     "Problem",
+    "RecoveryKeeper",
     "ReleaseJob",
     "ReleaseOutcome",
     "StepIssue",

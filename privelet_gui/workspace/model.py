@@ -419,6 +419,12 @@ class Workspace:
     def modified(self) -> bool:
         return self._modified
 
+    @property
+    def has_unsaved_work(self) -> bool:
+        """Whether closing now would lose work (a table's settings, not saved): the app then asks
+        before dropping them, and keeps a copy against a crash (:mod:`.recovery`)."""
+        return self.modified and bool(self.configs)
+
     def _update_modified(self, *_: object) -> None:
         modified = self._dirty or not self.history.is_clean()
         if modified != self._modified:

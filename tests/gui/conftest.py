@@ -21,6 +21,7 @@ from PySide6.QtCore import QSettings, QThread, QTimer
 
 from privelet_gui import io as pio
 from privelet_gui.gui.settings import SETTINGS_ENV
+from privelet_gui.io.recovery import RECOVERY_ENVIRONMENT
 
 # Qt messages of the offscreen platform that say nothing about our code.
 QT_LOG_IGNORE = [
@@ -42,9 +43,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(autouse=True)
 def fresh_settings(qapp: Any, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Any:
     """Every test gets its own empty settings: the app's (:data:`SETTINGS_ENV`) and any other
-    QSettings, such as Qt's own file dialog state (INI files in a temporary folder)."""
+    QSettings, such as Qt's own file dialog state (INI files in a temporary folder); and its
+    own empty recovery folder (:data:`RECOVERY_ENVIRONMENT`)."""
     folder = tmp_path_factory.mktemp("settings")
     monkeypatch.setenv(SETTINGS_ENV, str(folder))
+    monkeypatch.setenv(RECOVERY_ENVIRONMENT, str(tmp_path_factory.mktemp("recovery")))
     QSettings.setDefaultFormat(QSettings.Format.IniFormat)
     QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(folder))
     old = (qapp.organizationName(), qapp.applicationName())

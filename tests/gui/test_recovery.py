@@ -1,0 +1,140 @@
+"""Unsaved work survives a crash: the window keeps a copy, the next start offers it back."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from privelet_gui import io as pio
+from privelet_gui.io.recovery import RecoveryStore, recovery_folder
+
+
+def _copies(folder: Path) -> dict[str, dict[str, Any]]:
+    return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in folder.glob("*.json")} if folder.is_dir() else {}
+
+
+def _kept_epsilon(folder: Path) -> float | None:
+    copies = list(_copies(folder).values())
+    return copies[0]["project"]["privacy"]["epsilon"] if len(copies) == 1 else None
+
+
+def test_the_window_keeps_a_copy_of_unsaved_work_until_it_is_saved(sample_window, dialogs, qtbot, tmp_path):
+    folder = recovery_folder()
+    window = sample_window
+    window.document.set_epsilon(0.3)
+    qtbot.waitUntil(lambda: _kept_epsilon(folder) == 0.3, timeout=10_000)
+    window.document.set_epsilon(0.4)
+    qtbot.waitUntil(lambda: _kept_epsilon(folder) == 0.4, timeout=10_000)  # the copy follows each change
+    dialogs.save_path_answer = tmp_path / "census.privelet"
+    assert window.save_project_as()
+    assert _copies(folder) == {}  # saved: at once, no copy
+    window.document.set_epsilon(0.5)
+    qtbot.waitUntil(lambda: _kept_epsilon(folder) == 0.5, timeout=10_000)
+    [copy] = _copies(folder).values()
+    assert copy["project_path"] == str(tmp_path / "census.privelet")
+    window.close()  # the custodian discards the changes (FakeDialogs): no copy is left
+    assert dialogs.asked[-1] == "closing"
+    assert _copies(folder) == {}
+
+
+_CRASHING_APP = textwrap.dedent(
+    """
+    import os, signal, sys, time
+    from pathlib import Path
+    from PySide6.QtWidgets import QApplication
+    from privelet_gui import io as pio
+    from privelet_gui.gui.dialogs import HeadlessDialogs
+    from privelet_gui.gui.main_window import MainWindow
+
+    app = QApplication([])
+    window = MainWindow()
+    window.dialogs = HeadlessDialogs()
+    window.show()
+    loaded = []
+    window.tableLoaded.connect(loaded.append)
+    window.open_sample()
+    while not loaded:
+        app.processEvents(); time.sleep(0.01)
+    window.document.set_epsilon(0.37)
+    window.document.set_sa(["sex"])
+    folder = Path(sys.argv[1])
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (list(folder.glob("*.json")) and
+                                               "0.37" in list(folder.glob("*.json"))[0].read_text()):
+        app.processEvents(); time.sleep(0.01)
+    print("kept", flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)  # a crash: nothing runs after this
+    """
+)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the app kills itself with SIGKILL")
+def test_the_work_of_a_killed_app_is_offered_back_and_recovered(window, dialogs, qtbot):
+    folder = recovery_folder()
+    result = subprocess.run([sys.executable, "-c", _CRASHING_APP, str(folder)], capture_output=True, text=True,
+                            timeout=180, env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+    assert result.stdout.strip() == "kept", result.stderr
+    assert result.returncode == -9
+    [orphan_name] = _copies(folder)
+
+    dialogs.choices["recover"] = "recover"
+    with qtbot.waitSignal(window.projectOpened, timeout=30_000):
+        assert window.offer_recovery()
+    assert "recover" in dialogs.asked
+    document = window.document
+    assert document.epsilon == 0.37
+    assert document.sa == ("sex",)
+    assert document.summary is not None and document.summary.path == pio.sample_table_path()
+    assert document.has_unsaved_work and document.project_path is None
+    assert window.isWindowModified()
+    copies = _copies(folder)
+    assert orphan_name not in copies  # the old copy is gone: this window's own copy holds the work
+    assert [c["project"]["privacy"]["epsilon"] for c in copies.values()] == [0.37]
+    assert not window.offer_recovery()  # nothing left to offer
+
+
+def _orphan(folder: Path, workspace_epsilon: float) -> Path:
+    """A copy no running app holds (as a crashed app leaves it): a slot's file under another name."""
+    from privelet_gui.io.project import Project
+
+    slot = RecoveryStore(folder).slot()
+    slot.write(Project(table_path=pio.sample_table_path(), schema=pio.load_schema(pio.sample_schema_path()),
+                       epsilon=workspace_epsilon), None)
+    orphan = folder / "left-by-a-crash.json"
+    shutil.copyfile(slot.path, orphan)
+    slot.discard()
+    return orphan
+
+
+def test_not_now_keeps_the_copy_and_discard_deletes_it(window, dialogs):
+    folder = recovery_folder()
+    orphan = _orphan(folder, 0.2)
+    assert not window.offer_recovery()  # FakeDialogs answers the last choice: "Not now"
+    assert "recover" in dialogs.asked
+    assert orphan.is_file() and window.document.summary is None
+    dialogs.choices["recover"] = "discard"
+    assert not window.offer_recovery()
+    assert not orphan.exists()
+    assert window.document.summary is None
+    dialogs.asked.clear()
+    assert not window.offer_recovery()
+    assert "recover" not in dialogs.asked  # nothing to offer: no question
+
+
+def test_recovering_over_unsaved_work_asks_first(sample_window, dialogs, qtbot):
+    folder = recovery_folder()
+    window = sample_window
+    window.document.set_epsilon(0.9)
+    orphan = _orphan(folder, 0.2)
+    dialogs.choices["recover"] = "recover"
+    dialogs.save_answer = "cancel"
+    assert not window.offer_recovery()
+    assert window.document.epsilon == 0.9 and orphan.is_file()  # nothing replaced, nothing lost
