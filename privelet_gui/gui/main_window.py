@@ -1057,11 +1057,12 @@ def _recovery_question(orphan: Orphan, orphans: list[Orphan]) -> str:
     """What the recovery question says about the copy ``orphan`` (the newest readable of ``orphans``)."""
     assert orphan.project is not None
     table = orphan.project.table_path
-    project = f"the project {orphan.project_path.name}" if orphan.project_path is not None else "an unsaved project"
+    work = (f"unsaved changes to the project {orphan.project_path.name}" if orphan.project_path is not None
+            else "an unsaved project")
     when = orphan.saved_at.astimezone().strftime("%H:%M on %d %b %Y") if orphan.saved_at else "an unknown time"
-    text = (f"Privelet Studio ended without saving the work on {project}"
-            f"{f' (table {table.name})' if table is not None else ''}; a copy was kept at {when}. "
-            "Recover it? It opens with its changes unsaved.")
+    text = (f"Privelet Studio closed unexpectedly with {work}"
+            f"{f' (table {table.name})' if table is not None else ''}, last kept at {when}. "
+            "Recover it? It opens as it was then, with its changes not yet saved.")
     others = len(orphans) - 1
     if others:
         text += (f" {others} other cop{'ies' if others > 1 else 'y'} of unsaved work "

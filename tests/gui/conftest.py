@@ -139,6 +139,7 @@ class FakeDialogs:
         self.open_answer: Path | None = None
         self.save_path_answer: Path | None = None
         self.asked: list[str] = []
+        self.texts: dict[str, str] = {}  # the text of the last choose(kind, ...) question of each kind
         # answers to choose(kind, ...): the key per kind of question (default: the last choice, Cancel)
         self.choices: dict[str, str] = {"reuse-settings": "fresh", "drop-release": "discard"}
         self.spend_answer = True  # spend more of a table's budget (a fresh ledger per test: asked on a second release)
@@ -159,6 +160,7 @@ class FakeDialogs:
 
     def choose(self, kind: str, title: str, text: str, choices: list[tuple[str, str]]) -> str:
         self.asked.append(kind)
+        self.texts[kind] = text
         return self.choices.get(kind, choices[-1][0])
 
     def get_text(self, title: str, label: str, text: str = "") -> str | None:

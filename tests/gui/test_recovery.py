@@ -101,14 +101,14 @@ def test_the_work_of_a_killed_app_is_offered_back_and_recovered(window, dialogs,
     assert not window.offer_recovery()  # nothing left to offer
 
 
-def _orphan(folder: Path, workspace_epsilon: float) -> Path:
+def _orphan(folder: Path, workspace_epsilon: float, project_path: Path | None = None, name: str = "crash") -> Path:
     """A copy no running app holds (as a crashed app leaves it): a slot's file under another name."""
     from privelet_gui.io.project import Project
 
     slot = RecoveryStore(folder).slot()
     slot.write(Project(table_path=pio.sample_table_path(), schema=pio.load_schema(pio.sample_schema_path()),
-                       epsilon=workspace_epsilon), None)
-    orphan = folder / "left-by-a-crash.json"
+                       epsilon=workspace_epsilon), project_path)
+    orphan = folder / f"{name}.json"
     shutil.copyfile(slot.path, orphan)
     slot.discard()
     return orphan
@@ -138,3 +138,20 @@ def test_recovering_over_unsaved_work_asks_first(sample_window, dialogs, qtbot):
     dialogs.save_answer = "cancel"
     assert not window.offer_recovery()
     assert window.document.epsilon == 0.9 and orphan.is_file()  # nothing replaced, nothing lost
+
+
+def test_the_question_names_the_project_its_table_and_the_other_copies(window, dialogs, qtbot, tmp_path):
+    folder = recovery_folder()
+    _orphan(folder, 0.2, name="older")
+    qtbot.wait(1100)  # copies are stamped to the second: this one is newer
+    _orphan(folder, 0.3, tmp_path / "census.privelet", name="newer")
+    assert not window.offer_recovery()  # "Not now"
+    text = dialogs.texts["recover"]
+    assert "unsaved changes to the project census.privelet (table adult.csv.gz)" in text
+    assert f"1 other copy of unsaved work is kept in {folder}" in text
+    dialogs.choices["recover"] = "recover"
+    with qtbot.waitSignal(window.projectOpened, timeout=30_000):
+        assert window.offer_recovery()
+    assert window.document.epsilon == 0.3  # the newest
+    assert window.document.project_path == tmp_path / "census.privelet"  # Save goes to the project's file
+    assert window.document.has_unsaved_work
