@@ -48,7 +48,6 @@ from ..io.project import PROJECT_SUFFIX, Project, load_project, save_project
 from ..io.recovery import Orphan, RecoveryStore
 from ..io.zarr_releases import is_zarr_release
 from ..qt import icons
-from ..workspace import RecoveryKeeper
 from ..workspace.jobs import (
     ExportFormat,
     ReleaseControl,
@@ -60,6 +59,7 @@ from ..workspace.jobs import (
     release_location,
     run_release,
 )
+from ..workspace.recovery import RecoveryKeeper, Snapshot
 from .dialogs import Dialogs, WorkerQuestion
 from .document import STEPS, Document
 from .guide import GUIDE_HTML, about_html
@@ -113,6 +113,10 @@ class MainWindow(QMainWindow):
             changed.connect(lambda *_: self._recovery_timer.start())
         self.tasks = TaskService(self)
         self.runner = self.tasks.lane("work")  # tables, releases, exports: one at a time
+        # written on a lane of its own (a slow disk never holds up the window), newest snapshot last
+        self._recovery_lane = self.tasks.lane("recovery")
+        self._recovery_lane.busyChanged.connect(self._recovery_lane_busy)
+        self._recovery_pending: list[Snapshot] = []  # the snapshot still to write (at most one)
         self._cancelling: Callable[[], None] | None = None
         self._release_control: ReleaseControl | None = None  # the release being made
         self._questions = WorkerQuestion(self)  # the release's question, asked from its worker
@@ -668,13 +672,27 @@ class MainWindow(QMainWindow):
         self._start_reading(table, project.table_options, success, failure)
 
     # -- unsaved work kept against a crash -------------------------------------------------------------
-    def _keep_recovery(self) -> bool:
-        """Bring the copy of the unsaved work up to date now; False (and said) if it cannot be written."""
+    def _keep_recovery(self) -> None:
+        """Bring the copy of the unsaved work up to date (a snapshot now, written in the background)."""
         self._recovery_timer.stop()
-        problem = self.recovery.update()
+        self._recovery_pending[:] = [self.recovery.snapshot()]
+        self._write_recovery()
+
+    def _recovery_lane_busy(self, busy: bool) -> None:
+        if not busy:
+            self._write_recovery()
+
+    def _write_recovery(self) -> None:
+        if self._recovery_lane.busy or not self._recovery_pending:
+            return  # the lane writes the pending snapshot when its current write ends
+        snapshot = self._recovery_pending.pop()
+        self._recovery_lane.run(lambda _progress, _cancel: self.recovery.keep(snapshot), "keeping a copy of the unsaved work",
+                                on_success=self._say_recovery_problem)
+
+    def _say_recovery_problem(self, problem: str | None) -> None:
+        """Say why the copy could not be written (None: it was)."""
         if problem is not None:
             self.statusBar().showMessage(f"{problem[:1].upper()}{problem[1:]}.", 10000)
-        return problem is None
 
     def offer_recovery(self) -> bool:
         """Offer back the newest copy of unsaved work that an earlier run left behind (it crashed,
@@ -698,9 +716,14 @@ class MainWindow(QMainWindow):
             return False
         assert orphan.project is not None
 
-        def recovered() -> None:  # the copy becomes this window's, then the old one goes
+        def recovered() -> None:  # the copy becomes this window's (written now), then the old one goes
             self.document.mark_dirty()
-            if self._keep_recovery():
+            self._recovery_timer.stop()
+            self._recovery_lane.wait()
+            self._recovery_pending.clear()
+            problem = self.recovery.update()
+            self._say_recovery_problem(problem)
+            if problem is None:
                 orphan.discard()
             else:
                 orphan.release()
@@ -1044,7 +1067,7 @@ class MainWindow(QMainWindow):
             event.ignore()
             return
         # Close = cancel + wait: no worker outlives the window.
-        self.tasks.shutdown()
+        self.tasks.shutdown()  # a copy being written is finished first
         self._recovery_timer.stop()
         self.recovery.close()  # the work is saved or the custodian discarded it
         self.settings.set_geometry(self.saveGeometry())
