@@ -7,7 +7,8 @@ Brazil-shaped CSV of N rows (default 10 million: the Brazil census matrix, 101 x
 release with S_A = {Age, Gender} and prints the gaps between the ticks of a 10 ms timer on
 the GUI thread: the longest, the 99th percentile, how many passed 50 ms, and for each of the
 longest the stage the release was in and where the GUI thread was (sampled by a watchdog
-thread while the tick was late). Settings and the privacy ledger are temporary files.
+thread while the tick was late). Settings, the privacy ledger and the copies of unsaved work
+are temporary files.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="privelet-stall-"))
     os.environ["PRIVELET_STUDIO_SETTINGS"] = str(scratch / "settings.ini")
     os.environ["PRIVELET_LEDGER"] = str(scratch / "ledger.sqlite")
+    os.environ["PRIVELET_RECOVERY"] = str(scratch / "recovery")
 
     from .. import io as pio
     from ..bench import brazil_schema

@@ -155,3 +155,17 @@ def test_the_question_names_the_project_its_table_and_the_other_copies(window, d
     assert window.document.epsilon == 0.3  # the newest
     assert window.document.project_path == tmp_path / "census.privelet"  # Save goes to the project's file
     assert window.document.has_unsaved_work
+
+
+def test_a_copy_that_cannot_be_written_is_said_in_the_status_bar(sample_window, qtbot, tmp_path):
+    from privelet_gui.workspace import RecoveryKeeper
+
+    blocked = tmp_path / "recovery"
+    blocked.write_text("a file where the folder should be", encoding="utf-8")
+    window = sample_window
+    window.recovery = RecoveryKeeper(window.document, RecoveryStore(blocked))
+    window.document.set_epsilon(0.6)
+    qtbot.waitUntil(lambda: "Cannot keep a copy of the unsaved work in" in window.statusBar().currentMessage(),
+                    timeout=10_000)
+    assert str(blocked) in window.statusBar().currentMessage()
+    assert window.document.epsilon == 0.6 and window.document.has_unsaved_work
