@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal
@@ -109,7 +110,8 @@ class MainWindow(QMainWindow):
         self._recovery_timer.setSingleShot(True)
         self._recovery_timer.setInterval(RECOVERY_DELAY_MS)
         self._recovery_timer.timeout.connect(self._keep_recovery)
-        for changed in (self.document.stateChanged, self.document.modifiedChanged, self.document.undo_stack.indexChanged):
+        for changed in (self.document.stateChanged, self.document.modifiedChanged, self.document.releaseChanged,
+                        self.document.undo_stack.indexChanged):
             changed.connect(lambda *_: self._recovery_timer.start())
         self.tasks = TaskService(self)
         self.runner = self.tasks.lane("work")  # tables, releases, exports: one at a time
@@ -696,25 +698,57 @@ class MainWindow(QMainWindow):
 
     def offer_recovery(self) -> bool:
         """Offer back the newest copy of unsaved work that an earlier run left behind (it crashed,
-        was killed or lost power); True if it is being recovered. Copies not recovered now stay
-        for the next start unless the custodian discards them."""
+        was killed or lost power): its project and its release; True if it is being recovered.
+        Copies not recovered now stay for the next start unless the custodian discards them."""
         orphans = self.recovery.store.orphans()
-        offered = next((orphan for orphan in orphans if orphan.project is not None), None)
+        offered = next((orphan for orphan in orphans if orphan.holds_work), None)
         for other in orphans:
             if other is not offered:
-                other.release()  # left for the next start
+                other.leave()  # for the next start
         if offered is None:
             return False
         orphan = offered
-        choice = self.dialogs.choose("recover", "Recover unsaved work?", _recovery_question(orphan, orphans), [
+        choice = self.dialogs.choose("recover", "Recover unsaved work?", _recovery_question(orphan, len(orphans) - 1), [
             ("recover", "Recover"), ("discard", "Discard it"), ("later", "Not now")])
         if choice == "discard":
             orphan.discard()
             return False
         if choice != "recover" or self._refuse_if_busy() or not self._confirm_discard("recovering unsaved work"):
-            orphan.release()
+            orphan.leave()
             return False
-        assert orphan.project is not None
+        self._recover_release(orphan, lambda: self._recover_project(orphan))
+        return True
+
+    def _recover_release(self, orphan: Orphan, then: Callable[[], None]) -> None:
+        """Save the orphan's release where the custodian says (in the background), then ``then()``.
+        Without an answer the copy keeps it, for the next start."""
+        kept = orphan.release
+        target = None if kept is None else self.dialogs.save_path("release", "Save the recovered release",
+                                                                  f"recovered-release{kept.path.suffix}")
+        if kept is None or target is None:
+            then()
+            return
+
+        def saved(_result: object) -> None:
+            self.statusBar().showMessage(f"Saved the recovered release to {target.name}; File > Open release shows it.",
+                                         10000)
+            then()
+
+        def failed(error: BaseException) -> None:
+            self.dialogs.error(f"Cannot save the recovered release to {target.name}", error)
+            then()
+
+        self.tasks.lane("recovered release").run(lambda _progress, _cancel: orphan.save_release(Path(target)),
+                                                 f"Saving {target.name}", on_success=saved, on_failure=failed)
+
+    def _recover_project(self, orphan: Orphan) -> None:
+        """Open the orphan's project as the document, its changes unsaved; the orphan keeps only
+        what is not recovered (a release not saved), for the next start."""
+        project = orphan.project
+        if project is None:
+            if orphan.holds_work:
+                orphan.leave()
+            return
 
         def recovered() -> None:  # the copy becomes this window's (written now), then the old one goes
             self.document.mark_dirty()
@@ -724,13 +758,12 @@ class MainWindow(QMainWindow):
             problem = self.recovery.update()
             self._say_recovery_problem(problem)
             if problem is None:
-                orphan.discard()
-            else:
-                orphan.release()
+                orphan.forget_project()
+            if orphan.holds_work:
+                orphan.leave()
 
-        when = orphan.saved_at.astimezone().strftime("%H:%M on %d %b %Y") if orphan.saved_at else "an earlier run"
-        self._apply_opened(orphan.project, orphan.project_path, f"Recovered the unsaved work kept at {when}.", recovered)
-        return True
+        self._apply_opened(project, orphan.project_path,
+                           f"Recovered the unsaved work kept at {_local_time(orphan.saved_at)}.", recovered)
 
     def save_project(self, path: str | Path | None = None) -> bool:
         """Save to ``path``, or to the current project file, or ask (Save As)."""
@@ -1076,21 +1109,32 @@ class MainWindow(QMainWindow):
         event.accept()
 
 
-def _recovery_question(orphan: Orphan, orphans: list[Orphan]) -> str:
-    """What the recovery question says about the copy ``orphan`` (the newest readable of ``orphans``)."""
-    assert orphan.project is not None
-    table = orphan.project.table_path
-    work = (f"unsaved changes to the project {orphan.project_path.name}" if orphan.project_path is not None
-            else "an unsaved project")
-    when = orphan.saved_at.astimezone().strftime("%H:%M on %d %b %Y") if orphan.saved_at else "an unknown time"
-    text = (f"Privelet Studio closed unexpectedly with {work}"
-            f"{f' (table {table.name})' if table is not None else ''}, last kept at {when}. "
-            "Recover it? It opens as it was then, with its changes not yet saved.")
-    others = len(orphans) - 1
+def _recovery_question(orphan: Orphan, others: int) -> str:
+    """What the recovery question says about ``orphan`` (and the ``others`` copies left for later)."""
+    parts = []
+    if orphan.project is not None:
+        table = orphan.project.table_path
+        work = (f"unsaved changes to the project {orphan.project_path.name}" if orphan.project_path is not None
+                else "an unsaved project")
+        parts.append(f"{work}{f' (table {table.name})' if table is not None else ''}")
+    if orphan.release is not None:
+        kept = orphan.release
+        parts.append(f"a release no file holds ({mechanism_name(kept.mechanism)}, epsilon {kept.epsilon:g}, already "
+                     "spent)")
+    text = (f"Privelet Studio closed unexpectedly with {' and '.join(parts)}, last kept at {_local_time(orphan.saved_at)}. "
+            "Recover it?")
+    if orphan.project is not None:
+        text += " The project opens as it was then, with its changes not yet saved."
+    if orphan.release is not None:
+        text += " You choose where to save the release."
     if others:
         text += (f" {others} other cop{'ies' if others > 1 else 'y'} of unsaved work "
                  f"{'are' if others > 1 else 'is'} kept in {orphan.path.parent} for the next start.")
     return text
+
+
+def _local_time(moment: datetime | None) -> str:
+    return moment.astimezone().strftime("%H:%M on %d %b %Y") if moment is not None else "an unknown time"
 
 
 def _issue_tracker() -> str | None:

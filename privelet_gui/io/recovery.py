@@ -1,17 +1,20 @@
 """Copies of unsaved work that outlive a crash: the app's recovery folder.
 
-While a project has unsaved changes, the app keeps a copy of it (the same JSON as a project
-file, with every path absolute) in a *slot* of its own in the recovery folder: ``<id>.json``
-beside ``<id>.lock``, which the running app holds locked (``flock`` on POSIX, ``msvcrt`` on
-Windows). The operating system releases that lock when the process ends, however it ends, so
-a copy whose lock can be taken is an *orphan*: its app crashed, was killed or lost power
-before the work was saved or discarded. The next start offers it back. A slot is removed when
-its project is saved or discarded, and when the app closes normally.
+While a project has unsaved changes, or a release no file holds yet, the app keeps a copy in
+a *slot* of its own in the recovery folder: ``<id>.json`` (the project as a project file
+holds it, every path absolute, and what the release is), ``<id>.npz`` (the release, as
+File > Save release writes it) and ``<id>.lock``, which the running app holds locked
+(``flock`` on POSIX, ``msvcrt`` on Windows). The operating system releases that lock when
+the process ends, however it ends, so a copy whose lock can be taken is an *orphan*: its app
+crashed, was killed or lost power before the work was saved or discarded. The next start
+offers it back. A slot's parts go when the project is saved or discarded, when the release
+is exported or dropped, and when the app closes normally.
 
 The folder is ``recovery`` in the user's data folder (platformdirs: for example
 ``~/.local/share/privelet-studio/recovery`` on Linux), or the folder named by the environment
 variable ``PRIVELET_RECOVERY`` (the tests use temporary ones). A copy holds what a project
-file holds (settings, domains, hierarchies, the table's path), never data or counts.
+file and a release file hold (settings, domains, hierarchies, the table's path; the noisy
+counts), never the data or a true count.
 """
 
 from __future__ import annotations
@@ -20,18 +23,30 @@ import contextlib
 import dataclasses
 import json
 import os
+import shutil
 import uuid
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
 from ..engine.errors import PriveletError
+from ..engine.release import Release
 from ._json import loads
 from .atomic import atomic_write
 from .project import Project, project_from_json, project_to_json
+from .releases import save_release
 
-__all__ = ["RECOVERY_ENVIRONMENT", "Orphan", "RecoverySlot", "RecoveryStore", "recovery_folder"]
+__all__ = [
+    "RECOVERY_ENVIRONMENT",
+    "KeptRelease",
+    "Orphan",
+    "OrphanRelease",
+    "RecoverySlot",
+    "RecoveryStore",
+    "recovery_folder",
+]
 
 #: The environment variable naming another recovery folder (tests, scripted runs).
 RECOVERY_ENVIRONMENT = "PRIVELET_RECOVERY"
@@ -82,72 +97,163 @@ class _Lock:
 
 
 @dataclass(frozen=True)
+class KeptRelease:
+    """A release no file holds yet, as a slot keeps it: with the metadata its release file gets
+    and its entry in the privacy ledger (where the file it is saved to is noted)."""
+
+    release: Release
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    ledger_entry: int | None = None
+
+
+@dataclass(frozen=True)
+class OrphanRelease:
+    """The release an orphan holds: its file in the recovery folder and what it is."""
+
+    path: Path
+    epsilon: float
+    mechanism: str
+    created: str | None
+    ledger_entry: int | None
+
+
+@dataclass
 class Orphan:
     """A copy left by an app that ended without saving or discarding it (see the module
-    docstring); claimed (locked) by this process until :meth:`discard` or :meth:`release`.
+    docstring); claimed (locked) by this process until :meth:`discard` or :meth:`leave`.
 
-    ``project`` is None when the copy cannot be read (``problem`` says why): it is kept, never
-    deleted without the user's word.
+    ``project`` is None when the copy holds no project (only a release) or when it cannot be
+    read (``problem`` then says why: it is kept, never deleted without the user's word);
+    ``release`` is the release it holds, if any.
     """
 
     path: Path
     saved_at: datetime | None
     project_path: Path | None
     project: Project | None
+    release: OrphanRelease | None
     problem: str | None
     _lock: _Lock
+    _document: dict[str, Any] | None = None
+
+    @property
+    def holds_work(self) -> bool:
+        return self.project is not None or self.release is not None
+
+    def save_release(self, target: Path) -> None:
+        """Write the release to ``target`` (atomically, replacing it) and note it in the privacy
+        ledger as the release's file; the orphan then holds it no more (:meth:`forget_release`).
+
+        Raises OSError when it cannot be written; PriveletError when the ledger cannot note it
+        (the file is written then).
+        """
+        assert self.release is not None
+        with self.release.path.open("rb") as source, atomic_write(target, force=True) as copy:
+            shutil.copyfileobj(source, copy, 1 << 20)
+        entry = self.release.ledger_entry
+        self.forget_release()
+        if entry is not None:
+            from .ledger import Ledger
+
+            try:
+                Ledger().set_output(entry, target.resolve())
+            except PriveletError as exc:
+                raise PriveletError(f"wrote {target.name}, but could not note it in the privacy ledger: {exc}") from None
+
+    def forget_release(self) -> None:
+        """The release is saved elsewhere: the copy keeps the project only (or goes)."""
+        if self.release is not None:
+            path, self.release = self.release.path, None
+            self._rewrite("release")
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+    def forget_project(self) -> None:
+        """The project is recovered: the copy keeps the release only (or goes)."""
+        self.project = None
+        self._rewrite("project")
+
+    def _rewrite(self, part: str) -> None:
+        if not self.holds_work:
+            self.discard()
+        elif self._document is not None:
+            self._document[part] = None
+            _write_document(self.path, self._document)
 
     def discard(self) -> None:
-        """Delete the copy (the user recovered it into a slot of their own, or does not want it)."""
+        """Delete the copy: the user recovered it (into a slot of their own), or does not want it."""
+        if self.release is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self.release.path.unlink()
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
         self._lock.release()
         with contextlib.suppress(OSError):
             self._lock.path.unlink()
 
-    def release(self) -> None:
+    def leave(self) -> None:
         """Leave the copy where it is, for the next start."""
         self._lock.release()
 
 
 class RecoverySlot:
     """This app's copy of its unsaved work; the lock is taken, and the files made, at the first
-    :meth:`write`."""
+    :meth:`write`. One thread at a time."""
 
     def __init__(self, folder: Path):
         self.folder = folder
         name = uuid.uuid4().hex
         self.path = folder / f"{name}.json"
+        self.release_path = folder / f"{name}.npz"
         self._lock = _Lock(folder / f"{name}.lock")
         self._locked = False
+        self._kept: Release | None = None  # the release the slot's file holds
 
-    def write(self, project: Project, project_path: Path | None) -> None:
-        """Replace the copy with ``project`` (atomically: a crash during the write keeps the last copy).
+    def write(self, project: Project | None, project_path: Path | None, release: KeptRelease | None = None) -> None:
+        """Replace the copy with ``project`` and ``release`` (either may be None, not both).
 
-        Raises OSError when the folder cannot be written (the caller says so and goes on).
+        Atomically: a crash during the write keeps the last copy. The release file is written
+        only when the release is another than the one it holds already. Raises OSError when
+        the folder cannot be written (the caller says so and goes on).
         """
         if not self._locked:
             self.folder.mkdir(parents=True, exist_ok=True)
             if not self._lock.acquire():  # a fresh random name: only a broken file system gets here
                 raise OSError(f"cannot lock {self._lock.path}")
             self._locked = True
+        if release is not None and release.release is not self._kept:
+            save_release(release.release, self.release_path, force=True, metadata=release.metadata)
+            self._kept = release.release
+        held = release.release if release is not None else None
         document = {
             "format": _FORMAT,
             "version": _VERSION,
             "saved_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "project_path": str(project_path.absolute()) if project_path is not None else None,
             # absolute paths: the copy is read from the recovery folder, not beside the project
-            "project": project_to_json(_absolute(project)),
+            "project": project_to_json(_absolute(project)) if project is not None else None,
+            "release": None if release is None or held is None else {
+                "file": self.release_path.name,
+                "epsilon": held.epsilon,
+                "mechanism": held.mechanism,
+                "created": release.metadata.get("created"),
+                "ledger_entry": release.ledger_entry,
+            },
         }
-        with atomic_write(self.path, force=True, mode="w", encoding="utf-8") as f:
-            json.dump(document, f, ensure_ascii=False)
+        _write_document(self.path, document)
+        if release is None and self._kept is not None:
+            self._kept = None
+            with contextlib.suppress(FileNotFoundError):
+                self.release_path.unlink()
 
     def discard(self) -> None:
         """Remove the copy: the work is saved, discarded or gone with the closing app."""
         if not self._locked:
             return
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
+        for part in (self.path, self.release_path):
+            with contextlib.suppress(FileNotFoundError):
+                part.unlink()
+        self._kept = None
         self._lock.release()
         self._locked = False
         with contextlib.suppress(OSError):
@@ -156,6 +262,11 @@ class RecoverySlot:
     @property
     def exists(self) -> bool:
         return self._locked and self.path.is_file()
+
+
+def _write_document(path: Path, document: Mapping[str, Any]) -> None:
+    with atomic_write(path, force=True, mode="w", encoding="utf-8") as f:
+        json.dump(document, f, ensure_ascii=False)
 
 
 class RecoveryStore:
@@ -195,15 +306,32 @@ def _read(path: Path, lock: _Lock) -> Orphan:
             raise PriveletError("not a copy of unsaved work")
         if obj.get("version") != _VERSION:
             raise PriveletError(f"written by another version of Privelet Studio (version {obj.get('version')!r})")
-        project = project_from_json(obj.get("project"))
+        project = project_from_json(obj["project"]) if obj.get("project") is not None else None
+        release = _release_part(path, obj.get("release"))
+        if project is None and release is None:
+            raise PriveletError("it holds neither a project nor a release")
         saved_at = datetime.fromisoformat(str(obj.get("saved_at")))
         if saved_at.tzinfo is None:
             saved_at = saved_at.replace(tzinfo=UTC)
         where = obj.get("project_path")
         project_path = Path(where) if isinstance(where, str) and where else None
-    except (PriveletError, OSError, UnicodeDecodeError, ValueError) as exc:
-        return Orphan(path, None, None, None, str(exc), lock)
-    return Orphan(path, saved_at, project_path, project, None, lock)
+    except (PriveletError, OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+        return Orphan(path, None, None, None, None, str(exc), lock)
+    return Orphan(path, saved_at, project_path, project, release, None, lock, obj)
+
+
+def _release_part(path: Path, part: Any) -> OrphanRelease | None:
+    if part is None:
+        return None
+    if not isinstance(part, dict) or not isinstance(part.get("file"), str) or "/" in part["file"] or "\\" in part["file"]:
+        raise PriveletError("its release is not described")
+    file = path.parent / part["file"]
+    if not file.is_file():
+        raise PriveletError(f"its release file {file.name} is missing")
+    entry = part.get("ledger_entry")
+    created = part.get("created")
+    return OrphanRelease(file, float(part["epsilon"]), str(part["mechanism"]), created if isinstance(created, str) else None,
+                         entry if isinstance(entry, int) and not isinstance(entry, bool) else None)
 
 
 def _absolute(project: Project) -> Project:

@@ -1,9 +1,10 @@
 """When the workspace's unsaved work is copied to the recovery folder, and when the copy goes.
 
-The rule: whenever closing would ask about unsaved changes
-(:attr:`~privelet_gui.workspace.Workspace.has_unsaved_work`), the recovery slot holds the
-project as it is now (:meth:`RecoveryKeeper.update`, which the app calls a moment after each
-change); once the project is saved, or its changes are discarded, there is no copy. The
+The rule: whenever closing would ask about something, the recovery slot holds it as it is now
+(:meth:`RecoveryKeeper.update`, which the app calls a moment after each change): the project
+while it has unsaved changes (:attr:`~privelet_gui.workspace.Workspace.has_unsaved_work`),
+the release while no file holds it (:meth:`~privelet_gui.workspace.Workspace.release_at_risk`).
+Once both are saved, or discarded, there is no copy. The
 slot itself is :class:`~privelet_gui.io.recovery.RecoverySlot`.
 """
 
@@ -12,13 +13,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..io.project import Project
-from ..io.recovery import RecoverySlot, RecoveryStore
+from ..io.recovery import KeptRelease, RecoverySlot, RecoveryStore
+from .jobs import extra_metadata
 from .model import Workspace
 
 __all__ = ["RecoveryKeeper", "Snapshot"]
 
-#: What a copy holds: the project and the file it was last saved to, or None for no copy.
-Snapshot = tuple[Project, Path | None] | None
+#: What a copy holds: the project (None: saved) and the file it was last saved to, the
+#: release no file holds (None: there is none); or None for no copy at all.
+Snapshot = tuple[Project | None, Path | None, KeptRelease | None] | None
 
 
 class RecoveryKeeper:
@@ -35,10 +38,14 @@ class RecoveryKeeper:
         self.slot: RecoverySlot = store.slot()
 
     def snapshot(self) -> Snapshot:
-        """What the copy should hold now: the project and its file, or None (no copy)."""
-        if not self.workspace.has_unsaved_work:
+        """What the copy should hold now (see the module docstring), or None (no copy)."""
+        workspace = self.workspace
+        project = workspace.to_project() if workspace.has_unsaved_work else None
+        outcome = workspace.outcome if workspace.release_at_risk() else None
+        if project is None and outcome is None:
             return None
-        return self.workspace.to_project(), self.workspace.project_path
+        release = None if outcome is None else KeptRelease(outcome.release, extra_metadata(outcome), outcome.ledger_entry)
+        return project, workspace.project_path, release
 
     def keep(self, snapshot: Snapshot) -> str | None:
         """Write ``snapshot`` (remove the copy for None); what went wrong, or None.

@@ -45,34 +45,57 @@ def test_the_window_keeps_a_copy_of_unsaved_work_until_it_is_saved(sample_window
     assert _copies(folder) == {}
 
 
-_CRASHING_APP = textwrap.dedent(
-    """
-    import os, signal, sys, time
-    from pathlib import Path
-    from PySide6.QtWidgets import QApplication
-    from privelet_gui import io as pio
-    from privelet_gui.gui.dialogs import HeadlessDialogs
-    from privelet_gui.gui.main_window import MainWindow
+def _crashing_app(work: str, kept: str) -> str:
+    """A script: an app (offscreen) opens the sample, does ``work``, waits until the copy in the
+    recovery folder (``folder``) passes ``kept``, says "kept" and is killed (a crash)."""
+    return textwrap.dedent(
+        """
+        import os, signal, sys, time
+        from pathlib import Path
+        from PySide6.QtWidgets import QApplication
+        from privelet_gui.gui.dialogs import HeadlessDialogs
+        from privelet_gui.gui.main_window import MainWindow
 
-    app = QApplication([])
-    window = MainWindow()
-    window.dialogs = HeadlessDialogs()
-    window.show()
-    loaded = []
-    window.tableLoaded.connect(loaded.append)
-    window.open_sample()
-    while not loaded:
-        app.processEvents(); time.sleep(0.01)
+        app = QApplication([])
+        window = MainWindow()
+        window.dialogs = HeadlessDialogs()
+        window.show()
+        loaded, finished = [], []
+        window.tableLoaded.connect(loaded.append)
+        window.releaseFinished.connect(finished.append)
+        window.open_sample()
+        while not loaded:
+            app.processEvents(); time.sleep(0.01)
+        folder = Path(sys.argv[1])
+
+        def copy():
+            files = list(folder.glob("*.json"))
+            return files[0].read_text() if len(files) == 1 else ""
+        """
+    ) + textwrap.dedent(work) + textwrap.dedent(
+        f"""
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not ({kept}):
+            app.processEvents(); time.sleep(0.01)
+        print("kept", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)  # a crash: nothing runs after this
+        """
+    )
+
+
+_CRASHING_APP = _crashing_app(
+    """
     window.document.set_epsilon(0.37)
     window.document.set_sa(["sex"])
-    folder = Path(sys.argv[1])
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not (list(folder.glob("*.json")) and
-                                               "0.37" in list(folder.glob("*.json"))[0].read_text()):
-        app.processEvents(); time.sleep(0.01)
-    print("kept", flush=True)
-    os.kill(os.getpid(), signal.SIGKILL)  # a crash: nothing runs after this
+    """,
+    '"0.37" in copy()',
+)
+_CRASHING_RELEASE = _crashing_app(
     """
+    window.document.set_epsilon(0.37)
+    window.run_release()
+    """,
+    'finished and list(folder.glob("*.npz")) and \'"ledger_entry": 1\' in copy()',
 )
 
 
@@ -169,3 +192,71 @@ def test_a_copy_that_cannot_be_written_is_said_in_the_status_bar(sample_window, 
                     timeout=10_000)
     assert str(blocked) in window.statusBar().currentMessage()
     assert window.document.epsilon == 0.6 and window.document.has_unsaved_work
+
+
+def _release_part(folder: Path) -> dict[str, Any] | None:
+    copies = list(_copies(folder).values())
+    return copies[0]["release"] if len(copies) == 1 else None
+
+
+def test_a_release_no_file_holds_is_kept_until_it_is_exported(sample_window, dialogs, qtbot, tmp_path):
+    folder = recovery_folder()
+    window = sample_window
+    dialogs.save_path_answer = tmp_path / "census.privelet"
+    assert window.save_project_as()  # the project is saved: only the release will be at risk
+    with qtbot.waitSignal(window.releaseFinished, timeout=60_000):
+        assert window.run_release()
+    qtbot.waitUntil(lambda: _release_part(folder) is not None, timeout=30_000)
+    [copy] = _copies(folder).values()
+    assert copy["project"] is None  # saved already
+    kept = copy["release"]
+    assert kept["epsilon"] == 1.0 and kept["mechanism"] == "privelet+" and isinstance(kept["ledger_entry"], int)
+    outcome = window.document.outcome
+    copied = pio.load_release(folder / kept["file"])
+    assert (copied.noisy == outcome.release.noisy).all() and copied.epsilon == outcome.release.epsilon
+    window.document.set_epsilon(0.5)  # a change of settings does not write the release again
+    written = (folder / kept["file"]).stat().st_mtime_ns
+    qtbot.waitUntil(lambda: [c["project"] is not None for c in _copies(folder).values()] == [True], timeout=10_000)
+    assert (folder / kept["file"]).stat().st_mtime_ns == written
+    with qtbot.waitSignal(window.exportFinished, timeout=60_000):
+        window.export_release("release", tmp_path / "release.npz")
+    qtbot.waitUntil(lambda: _release_part(folder) is None and not list(folder.glob("*.npz")), timeout=10_000)
+    assert _copies(folder)  # the unsaved epsilon change is still kept
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the app kills itself with SIGKILL")
+def test_the_release_of_a_killed_app_is_saved_where_the_custodian_says(window, dialogs, qtbot, tmp_path):
+    from privelet_gui.io.ledger import Ledger
+
+    folder = recovery_folder()
+    result = subprocess.run([sys.executable, "-c", _CRASHING_RELEASE, str(folder)], capture_output=True, text=True,
+                            timeout=240, env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+    assert result.stdout.strip() == "kept" and result.returncode == -9, result.stderr
+    [copy] = _copies(folder).values()
+    released = pio.load_release(folder / copy["release"]["file"])
+    [entry] = Ledger().entries()
+    assert entry.output is None  # the ledger has it as spent, with no file
+
+    # first start: the project is recovered, the release's save dialog is declined
+    dialogs.choices["recover"] = "recover"
+    dialogs.save_path_answer = None
+    with qtbot.waitSignal(window.projectOpened, timeout=30_000):
+        assert window.offer_recovery()
+    assert "a release no file holds (Privelet+, epsilon 0.37, already spent)" in dialogs.texts["recover"]
+    assert window.document.epsilon == 0.37 and window.document.has_unsaved_work
+    qtbot.waitUntil(lambda: len(_copies(folder)) == 2, timeout=10_000)  # this window's copy, and the release's
+    [left] = [c for c in _copies(folder).values() if c["release"] is not None]
+    assert left["project"] is None  # the project part was recovered
+
+    # next start: only the release is offered; saved where the custodian says, noted in the ledger
+    target = tmp_path / "saved.npz"
+    dialogs.save_path_answer = target
+    with qtbot.waitSignal(window.tasks.lane("recovered release").succeeded, timeout=30_000):
+        assert window.offer_recovery()
+    assert "an unsaved project" not in dialogs.texts["recover"]
+    saved = pio.load_release(target)
+    assert (saved.noisy == released.noisy).all() and saved.epsilon == 0.37
+    assert Ledger().entries()[0].output == str(target.resolve())
+    assert not list(folder.glob("*.npz"))
+    assert [c["release"] for c in _copies(folder).values()] == [None]  # only this window's own copy
+    assert "Saved the recovered release to saved.npz" in window.statusBar().currentMessage()

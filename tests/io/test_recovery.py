@@ -10,12 +10,13 @@ import sys
 import textwrap
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from privelet_gui.engine import OrdinalAttribute, Schema
 from privelet_gui.io.project import Project, project_to_json
-from privelet_gui.io.recovery import RECOVERY_ENVIRONMENT, RecoveryStore, recovery_folder
+from privelet_gui.io.recovery import RECOVERY_ENVIRONMENT, KeptRelease, RecoveryStore, recovery_folder
 
 PROJECT = Project(
     table_path=Path("/data/census.csv"),
@@ -66,7 +67,7 @@ def test_a_copy_is_offered_only_once_its_app_is_killed(tmp_path):
     assert orphan.saved_at is not None and abs(datetime.now(UTC) - orphan.saved_at) < timedelta(minutes=5)
     # claimed: a second app starting meanwhile does not offer it too
     assert RecoveryStore(tmp_path).orphans() == []
-    orphan.release()
+    orphan.leave()
     [again] = RecoveryStore(tmp_path).orphans()  # "not now": kept for the next start
     again.discard()
     assert list(tmp_path.iterdir()) == []  # the copy and its lock file are gone
@@ -117,7 +118,7 @@ def test_an_unreadable_copy_says_why_and_is_never_deleted_unasked(tmp_path, text
     [orphan] = RecoveryStore(tmp_path).orphans()
     assert orphan.project is None
     assert problem.lower() in (orphan.problem or "").lower()
-    orphan.release()
+    orphan.leave()
     assert (tmp_path / "0123.json").read_text(encoding="utf-8") == text
 
 
@@ -129,7 +130,7 @@ def test_orphans_come_newest_first(tmp_path):
     orphans = RecoveryStore(tmp_path).orphans()
     assert [o.path.stem for o in orphans] == ["b", "c", "a"], [o.problem for o in orphans]
     for orphan in orphans:
-        orphan.release()
+        orphan.leave()
 
 
 def test_the_folder_is_the_environments_or_the_users_data_folder(tmp_path, monkeypatch):
@@ -140,3 +141,74 @@ def test_the_folder_is_the_environments_or_the_users_data_folder(tmp_path, monke
     import platformdirs
 
     assert recovery_folder() == platformdirs.user_data_path("privelet-studio", appauthor=False) / "recovery"
+
+
+def _release(epsilon: float = 0.5) -> Any:
+    import numpy as np
+
+    from privelet_gui.engine import ReleaseSpec
+
+    spec = ReleaseSpec(PROJECT.schema, epsilon, "privelet+", ())
+    return spec.run(np.arange(100, dtype=np.float64) % 7, rng=np.random.default_rng(3))
+
+
+def _crash(slot: Any, folder: Path) -> None:
+    """Leave the slot's files as a killed app leaves them: unlocked (the lock file gone too)."""
+    slot._lock.release()
+    (folder / slot._lock.path.name).unlink()
+
+
+def test_a_release_is_kept_beside_the_project_and_saved_where_asked(tmp_path, private_ledger):
+    from privelet_gui.io.ledger import Ledger
+    from privelet_gui.io.releases import load_release
+
+    release = _release()
+    entry = Ledger().record("f" * 64, release)
+    slot = RecoveryStore(tmp_path).slot()
+    slot.write(None, None, KeptRelease(release, {"created": "2026-12-01T10:00:00+00:00"}, entry))
+    written = slot.release_path.stat().st_mtime_ns
+    slot.write(PROJECT, None, KeptRelease(release, {"created": "2026-12-01T10:00:00+00:00"}, entry))
+    assert slot.release_path.stat().st_mtime_ns == written  # the same release: not written again
+    _crash(slot, tmp_path)
+
+    [orphan] = RecoveryStore(tmp_path).orphans()
+    assert orphan.project == PROJECT
+    assert orphan.release is not None
+    assert (orphan.release.epsilon, orphan.release.mechanism, orphan.release.ledger_entry) == (0.5, release.mechanism, entry)
+    assert orphan.release.created == "2026-12-01T10:00:00+00:00"
+    orphan.forget_project()  # recovered elsewhere: the copy keeps the release
+    orphan.leave()
+    [orphan] = RecoveryStore(tmp_path).orphans()
+    assert orphan.project is None and orphan.release is not None
+    target = tmp_path / "out" / "saved.npz"
+    target.parent.mkdir()
+    orphan.save_release(target)
+    saved = load_release(target)
+    assert (saved.noisy == release.noisy).all() and saved.epsilon == release.epsilon
+    assert Ledger().entries()[0].output == str(target.resolve())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # nothing left to offer
+
+
+def test_a_dropped_release_leaves_the_copy(tmp_path):
+    slot = RecoveryStore(tmp_path).slot()
+    slot.write(PROJECT, None, KeptRelease(_release()))
+    assert slot.release_path.is_file()
+    slot.write(PROJECT, None, None)  # exported, or dropped
+    assert not slot.release_path.exists()
+    assert json.loads(slot.path.read_text(encoding="utf-8"))["release"] is None
+    slot.write(PROJECT, None, KeptRelease(_release(2.0)))
+    assert json.loads(slot.path.read_text(encoding="utf-8"))["release"]["epsilon"] == 2.0
+    slot.discard()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_copy_whose_release_file_is_missing_says_so(tmp_path):
+    slot = RecoveryStore(tmp_path).slot()
+    slot.write(PROJECT, None, KeptRelease(_release()))
+    slot.release_path.unlink()
+    _crash(slot, tmp_path)
+    [orphan] = RecoveryStore(tmp_path).orphans()
+    assert orphan.project is None and orphan.release is None and not orphan.holds_work
+    assert "release file" in (orphan.problem or "") and "missing" in (orphan.problem or "")
+    orphan.leave()
+    assert slot.path.is_file()  # kept: never deleted without the user's word

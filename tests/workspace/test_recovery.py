@@ -62,3 +62,25 @@ def test_a_folder_that_cannot_be_written_is_reported_not_raised(workspace, tmp_p
     assert problem is not None and str(blocked) in problem
     assert workspace.has_unsaved_work  # the work itself is untouched
     keeper.close()
+
+
+def test_a_release_no_file_holds_is_in_the_copy_until_it_is_saved(workspace, tmp_path):
+    from privelet_gui.workspace import run_release
+
+    keeper = RecoveryKeeper(workspace, RecoveryStore(tmp_path))
+    workspace.mark_saved(tmp_path / "census.privelet")
+    assert keeper.snapshot() is None
+    outcome = run_release(workspace.release_job(), ask=lambda check: False)  # a fresh ledger: nothing to ask
+    workspace.set_release_outcome(outcome)
+    snapshot = keeper.snapshot()
+    assert snapshot is not None
+    project, path, kept = snapshot
+    assert project is None and path == tmp_path / "census.privelet"  # the project is saved
+    assert kept is not None and kept.release is outcome.release and kept.ledger_entry == outcome.ledger_entry
+    assert kept.metadata["created"] == outcome.finished_at
+    keeper.keep(snapshot)
+    assert _kept(keeper)["release"]["ledger_entry"] == outcome.ledger_entry
+    workspace.mark_release_saved(tmp_path / "release.npz")
+    assert keeper.snapshot() is None
+    keeper.update()
+    assert list(tmp_path.iterdir()) == []
