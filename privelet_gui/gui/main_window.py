@@ -716,38 +716,40 @@ class MainWindow(QMainWindow):
         if choice != "recover" or self._refuse_if_busy() or not self._confirm_discard("recovering unsaved work"):
             orphan.leave()
             return False
-        self._recover_release(orphan, lambda: self._recover_project(orphan))
+        self._recover_release(orphan, lambda note: self._recover_project(orphan, note))
         return True
 
-    def _recover_release(self, orphan: Orphan, then: Callable[[], None]) -> None:
-        """Save the orphan's release where the custodian says (in the background), then ``then()``.
-        Without an answer the copy keeps it, for the next start."""
+    def _recover_release(self, orphan: Orphan, then: Callable[[str], None]) -> None:
+        """Save the orphan's release where the custodian says (in the background), then
+        ``then(note)`` (what became of it, for the status bar). Without an answer the copy keeps
+        it, for the next start."""
         kept = orphan.release
         target = None if kept is None else self.dialogs.save_path("release", "Save the recovered release",
                                                                   f"recovered-release{kept.path.suffix}")
         if kept is None or target is None:
-            then()
+            then("" if kept is None else "The release stays in the copy, offered again at the next start.")
             return
 
         def saved(_result: object) -> None:
-            self.statusBar().showMessage(f"Saved the recovered release to {target.name}; File > Open release shows it.",
-                                         10000)
-            then()
+            then(f"Saved the recovered release to {target.name}; File > Open release shows it.")
 
         def failed(error: BaseException) -> None:
             self.dialogs.error(f"Cannot save the recovered release to {target.name}", error)
-            then()
+            then("")
 
         self.tasks.lane("recovered release").run(lambda _progress, _cancel: orphan.save_release(Path(target)),
                                                  f"Saving {target.name}", on_success=saved, on_failure=failed)
 
-    def _recover_project(self, orphan: Orphan) -> None:
+    def _recover_project(self, orphan: Orphan, note: str) -> None:
         """Open the orphan's project as the document, its changes unsaved; the orphan keeps only
-        what is not recovered (a release not saved), for the next start."""
+        what is not recovered (a release not saved), for the next start. ``note`` says what
+        became of the release."""
         project = orphan.project
         if project is None:
             if orphan.holds_work:
                 orphan.leave()
+            if note:
+                self.statusBar().showMessage(note, 10000)
             return
 
         def recovered() -> None:  # the copy becomes this window's (written now), then the old one goes
@@ -763,7 +765,8 @@ class MainWindow(QMainWindow):
                 orphan.leave()
 
         self._apply_opened(project, orphan.project_path,
-                           f"Recovered the unsaved work kept at {_local_time(orphan.saved_at)}.", recovered)
+                           " ".join(filter(None, [f"Recovered the unsaved work kept at {_local_time(orphan.saved_at)}.",
+                                                  note])), recovered)
 
     def save_project(self, path: str | Path | None = None) -> bool:
         """Save to ``path``, or to the current project file, or ask (Save As)."""

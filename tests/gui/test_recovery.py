@@ -244,6 +244,7 @@ def test_the_release_of_a_killed_app_is_saved_where_the_custodian_says(window, d
         assert window.offer_recovery()
     assert "a release no file holds (Privelet+, epsilon 0.37, already spent)" in dialogs.texts["recover"]
     assert window.document.epsilon == 0.37 and window.document.has_unsaved_work
+    assert "The release stays in the copy, offered again at the next start." in window.statusBar().currentMessage()
     qtbot.waitUntil(lambda: len(_copies(folder)) == 2, timeout=10_000)  # this window's copy, and the release's
     [left] = [c for c in _copies(folder).values() if c["release"] is not None]
     assert left["project"] is None  # the project part was recovered
