@@ -34,7 +34,7 @@ from typing import IO, Any
 from ..engine.errors import PriveletError
 from ..engine.release import Release
 from ._json import loads
-from .atomic import atomic_write
+from .atomic import atomic_write, remove_abandoned
 from .project import Project, project_from_json, project_to_json
 from .releases import save_release
 
@@ -181,12 +181,15 @@ class Orphan:
             _write_document(self.path, self._document)
 
     def discard(self) -> None:
-        """Delete the copy: the user recovered it (into a slot of their own), or does not want it."""
+        """Delete the copy (with what a write killed half way left of it): the user recovered
+        it (into a slot of their own), or does not want it."""
         if self.release is not None:
             with contextlib.suppress(FileNotFoundError):
                 self.release.path.unlink()
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
+        for part in (self.path, self.path.with_suffix(".npz")):
+            remove_abandoned(part)
         self._lock.release()
         with contextlib.suppress(OSError):
             self._lock.path.unlink()

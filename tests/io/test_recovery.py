@@ -61,6 +61,10 @@ def test_a_copy_is_offered_only_once_its_app_is_killed(tmp_path):
         process.send_signal(signal.SIGKILL)  # a crash: nothing is cleaned up
         process.wait(timeout=30)
     [orphan] = RecoveryStore(tmp_path).orphans()
+    # what a write killed half way leaves: a temporary file named after the dead process
+    from privelet_gui.io.atomic import _HOST
+
+    (tmp_path / f".{orphan.path.name}.{_HOST}-{process.pid}-{'0' * 12}.tmp").write_text("{", encoding="utf-8")
     assert orphan.project == PROJECT
     assert orphan.project_path == Path("/work/census.privelet")
     assert orphan.problem is None
