@@ -33,7 +33,7 @@ from typing import IO, Any
 
 from ..engine.errors import PriveletError
 from ..engine.release import Release
-from ._json import loads
+from ._json import is_finite_number, loads
 from .atomic import atomic_write, remove_abandoned
 from .project import Project, project_from_json, project_to_json
 from .releases import save_release
@@ -304,7 +304,7 @@ class RecoveryStore:
 
 def _read(path: Path, lock: _Lock) -> Orphan:
     try:
-        obj: Any = loads(path.read_text(encoding="utf-8"), source=str(path), error=PriveletError)
+        obj: Any = loads(path.read_text(encoding="utf-8-sig"), source=str(path), error=PriveletError)
         if not isinstance(obj, dict) or obj.get("format") != _FORMAT:
             raise PriveletError("not a copy of unsaved work")
         if obj.get("version") != _VERSION:
@@ -331,9 +331,13 @@ def _release_part(path: Path, part: Any) -> OrphanRelease | None:
     file = path.parent / part["file"]
     if not file.is_file():
         raise PriveletError(f"its release file {file.name} is missing")
+    epsilon, mechanism = part.get("epsilon"), part.get("mechanism")
+    if (not isinstance(epsilon, int | float) or isinstance(epsilon, bool) or not is_finite_number(epsilon)
+            or not isinstance(mechanism, str)):
+        raise PriveletError("its release's epsilon or mechanism is not given")
     entry = part.get("ledger_entry")
     created = part.get("created")
-    return OrphanRelease(file, float(part["epsilon"]), str(part["mechanism"]), created if isinstance(created, str) else None,
+    return OrphanRelease(file, float(epsilon), mechanism, created if isinstance(created, str) else None,
                          entry if isinstance(entry, int) and not isinstance(entry, bool) else None)
 
 
