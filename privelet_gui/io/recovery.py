@@ -148,6 +148,8 @@ class Orphan:
         (the file is written then).
         """
         assert self.release is not None
+        if target.resolve() == self.release.path.resolve():
+            raise OSError(f"{target.name} is the recovery copy itself; choose a file outside {target.parent}")
         with self.release.path.open("rb") as source, atomic_write(target, force=True) as copy:
             shutil.copyfileobj(source, copy, 1 << 20)
         entry = self.release.ledger_entry

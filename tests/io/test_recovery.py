@@ -184,6 +184,9 @@ def test_a_release_is_kept_beside_the_project_and_saved_where_asked(tmp_path, pr
     orphan.leave()
     [orphan] = RecoveryStore(tmp_path).orphans()
     assert orphan.project is None and orphan.release is not None
+    with pytest.raises(OSError, match="the recovery copy itself"):
+        orphan.save_release(orphan.release.path)
+    assert orphan.release.path.is_file()
     target = tmp_path / "out" / "saved.npz"
     target.parent.mkdir()
     orphan.save_release(target)
