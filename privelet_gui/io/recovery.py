@@ -2,7 +2,7 @@
 
 While a project has unsaved changes, or a release no file holds yet, the app keeps a copy in
 a *slot* of its own in the recovery folder: ``<id>.json`` (the project as a project file
-holds it, every path absolute, and what the release is), ``<id>.npz`` (the release, as
+holds it, every path absolute, and what the release is), ``<id>-<n>.npz`` (the release, as
 File > Save release writes it) and ``<id>.lock``, which the running app holds locked
 (``flock`` on POSIX, ``msvcrt`` on Windows). The operating system releases that lock when
 the process ends, however it ends, so a copy whose lock can be taken is an *orphan*: its app
@@ -190,8 +190,8 @@ class Orphan:
                 self.release.path.unlink()
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
-        for part in (self.path, self.path.with_suffix(".npz")):
-            remove_abandoned(part)
+        remove_abandoned(self.path)
+        _remove_abandoned_releases(self.path)
         self._lock.release()
         with contextlib.suppress(OSError):
             self._lock.path.unlink()
@@ -207,29 +207,36 @@ class RecoverySlot:
 
     def __init__(self, folder: Path):
         self.folder = folder
-        name = uuid.uuid4().hex
-        self.path = folder / f"{name}.json"
-        self.release_path = folder / f"{name}.npz"
-        self._lock = _Lock(folder / f"{name}.lock")
+        self._name = uuid.uuid4().hex
+        self.path = folder / f"{self._name}.json"
+        self._lock = _Lock(folder / f"{self._name}.lock")
         self._locked = False
-        self._kept: Release | None = None  # the release the slot's file holds
+        self._kept: Release | None = None  # the release the slot's release file holds
+        self.release_path: Path | None = None  # that file: <id>-<n>.npz, the n-th release kept
+        self._releases = 0
 
     def write(self, project: Project | None, project_path: Path | None, release: KeptRelease | None = None) -> None:
         """Replace the copy with ``project`` and ``release`` (either may be None, not both).
 
-        Atomically: a crash during the write keeps the last copy. The release file is written
-        only when the release is another than the one it holds already. Raises OSError when
-        the folder cannot be written (the caller says so and goes on).
+        Atomically: a crash during the write keeps the last copy, its description and its
+        release file matching (another release goes to a file of its own, the old one is deleted
+        once the description names the new). The release file is written only when the release
+        is another than the one it holds already. Raises OSError when the folder cannot be
+        written (the caller says so and goes on).
         """
         if not self._locked:
             self.folder.mkdir(parents=True, exist_ok=True)
             if not self._lock.acquire():  # a fresh random name: only a broken file system gets here
                 raise OSError(f"cannot lock {self._lock.path}")
             self._locked = True
+        replaced = None
         if release is not None and release.release is not self._kept:
-            save_release(release.release, self.release_path, force=True, metadata=release.metadata)
-            self._kept = release.release
-        held = release.release if release is not None else None
+            self._releases += 1
+            path = self.folder / f"{self._name}-{self._releases}.npz"
+            save_release(release.release, path, force=True, metadata=release.metadata)
+            replaced, self.release_path, self._kept = self.release_path, path, release.release
+        elif release is None:
+            replaced, self.release_path, self._kept = self.release_path, None, None
         document = {
             "format": _FORMAT,
             "version": _VERSION,
@@ -237,28 +244,28 @@ class RecoverySlot:
             "project_path": str(project_path.absolute()) if project_path is not None else None,
             # absolute paths: the copy is read from the recovery folder, not beside the project
             "project": project_to_json(_absolute(project)) if project is not None else None,
-            "release": None if release is None or held is None else {
+            "release": None if release is None or self.release_path is None else {
                 "file": self.release_path.name,
-                "epsilon": held.epsilon,
-                "mechanism": held.mechanism,
+                "epsilon": release.release.epsilon,
+                "mechanism": release.release.mechanism,
                 "created": release.metadata.get("created"),
                 "ledger_entry": release.ledger_entry,
             },
         }
         _write_document(self.path, document)
-        if release is None and self._kept is not None:
-            self._kept = None
+        if replaced is not None:
             with contextlib.suppress(FileNotFoundError):
-                self.release_path.unlink()
+                replaced.unlink()
 
     def discard(self) -> None:
         """Remove the copy: the work is saved, discarded or gone with the closing app."""
         if not self._locked:
             return
         for part in (self.path, self.release_path):
-            with contextlib.suppress(FileNotFoundError):
-                part.unlink()
-        self._kept = None
+            if part is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    part.unlink()
+        self._kept, self.release_path = None, None
         self._lock.release()
         self._locked = False
         with contextlib.suppress(OSError):
@@ -267,6 +274,17 @@ class RecoverySlot:
     @property
     def exists(self) -> bool:
         return self._locked and self.path.is_file()
+
+
+def _remove_abandoned_releases(copy: Path) -> None:
+    """Delete the temporary files of release files of the copy ``copy`` (``<id>.json``) whose
+    writer was killed half way (the release files are ``<id>-<n>.npz``)."""
+    stem = copy.stem
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(copy.parent):
+            name = entry.name
+            if name.startswith(f".{stem}-") and name.endswith(".tmp") and ".npz." in name:
+                remove_abandoned(copy.parent / name[1 : name.index(".npz.") + len(".npz")])
 
 
 def _write_document(path: Path, document: Mapping[str, Any]) -> None:

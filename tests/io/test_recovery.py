@@ -64,7 +64,8 @@ def test_a_copy_is_offered_only_once_its_app_is_killed(tmp_path):
     # what a write killed half way leaves: a temporary file named after the dead process
     from privelet_gui.io.atomic import _HOST
 
-    (tmp_path / f".{orphan.path.name}.{_HOST}-{process.pid}-{'0' * 12}.tmp").write_text("{", encoding="utf-8")
+    for name in (orphan.path.name, f"{orphan.path.stem}-1.npz"):
+        (tmp_path / f".{name}.{_HOST}-{process.pid}-{'0' * 12}.tmp").write_text("{", encoding="utf-8")
     assert orphan.project == PROJECT
     assert orphan.project_path == Path("/work/census.privelet")
     assert orphan.problem is None
@@ -196,15 +197,21 @@ def test_a_release_is_kept_beside_the_project_and_saved_where_asked(tmp_path, pr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # nothing left to offer
 
 
-def test_a_dropped_release_leaves_the_copy(tmp_path):
+def test_a_dropped_or_replaced_release_leaves_the_copy(tmp_path):
     slot = RecoveryStore(tmp_path).slot()
     slot.write(PROJECT, None, KeptRelease(_release()))
-    assert slot.release_path.is_file()
+    first = slot.release_path
+    assert first is not None and first.is_file()
     slot.write(PROJECT, None, None)  # exported, or dropped
-    assert not slot.release_path.exists()
+    assert slot.release_path is None and not first.exists()
     assert json.loads(slot.path.read_text(encoding="utf-8"))["release"] is None
     slot.write(PROJECT, None, KeptRelease(_release(2.0)))
-    assert json.loads(slot.path.read_text(encoding="utf-8"))["release"]["epsilon"] == 2.0
+    second = slot.release_path
+    slot.write(PROJECT, None, KeptRelease(_release(3.0)))  # another release: a file of its own, the old one goes
+    third = slot.release_path
+    assert second is not None and third is not None and third != second and not second.exists()
+    described = json.loads(slot.path.read_text(encoding="utf-8"))["release"]
+    assert (described["file"], described["epsilon"]) == (third.name, 3.0)
     slot.discard()
     assert list(tmp_path.iterdir()) == []
 
