@@ -37,8 +37,11 @@ _ERROR_LOG = Path(tempfile.mkdtemp(prefix="privelet-test-errors-"))
 os.environ["PRIVELET_ERROR_LOG"] = str(_ERROR_LOG / "errors.log")
 atexit.register(shutil.rmtree, _ERROR_LOG, True)
 
-# Copies of unsaved work (privelet_gui.io.recovery): never in the user's recovery folder; the
-# app's tests get a fresh folder each (tests/gui/conftest.py).
+# Copies of unsaved work (privelet_gui.io.recovery): never in the user's recovery folder
+# (``users_recovery_folder_untouched``); the app's tests get a fresh folder each (tests/gui/conftest.py).
+from privelet_gui.io.recovery import recovery_folder  # noqa: E402  (before PRIVELET_RECOVERY)
+
+USERS_RECOVERY = recovery_folder()
 _RECOVERY = tempfile.mkdtemp(prefix="privelet-test-recovery-")
 os.environ["PRIVELET_RECOVERY"] = _RECOVERY
 atexit.register(shutil.rmtree, _RECOVERY, True)
@@ -73,6 +76,25 @@ def users_ledger_untouched() -> object:
         pytest.fail(
             f"the user's privacy ledger {USERS_LEDGER} was {'created' if before is None else 'changed'} by the "
             "test run (every test must use a temporary ledger: PRIVELET_LEDGER)", pytrace=False
+        )
+
+
+def _folder_state(folder: Path) -> dict[str, tuple[int, int] | None] | None:
+    """Each file of a folder and its state (None: there is no such folder)."""
+    if not folder.is_dir():
+        return None
+    return {entry.name: _state(folder / entry.name) for entry in os.scandir(folder)}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def users_recovery_folder_untouched() -> object:
+    """Fail the run if the user's own recovery folder was created or changed while the tests ran."""
+    before = _folder_state(USERS_RECOVERY)
+    yield
+    if _folder_state(USERS_RECOVERY) != before:
+        pytest.fail(
+            f"the user's recovery folder {USERS_RECOVERY} was changed by the test run (every test must use "
+            "a temporary one: PRIVELET_RECOVERY)", pytrace=False
         )
 
 
