@@ -470,16 +470,31 @@ def _exact(cell: Any) -> Fraction | float | None:
 def oracle(case: Case) -> tuple[np.ndarray, int]:
     """The frequency matrix of ``case`` counted row by row, and the number of rows counted.
 
-    Raises :class:`OracleError` naming the attribute whose value the engine must refuse.
+    Raises :class:`OracleError` naming the attribute whose value the engine must refuse: the
+    first attribute with a value to refuse in the first chunk holding one (a table counted in
+    chunks is refused at the first chunk that has a bad value, whatever later chunks hold).
     """
     schema = case.schema
     matrix = np.zeros(schema.shape)
     rows = [_first_valid_row(case)] * case.padding + list(range(case.rows))
     kept = [True] * len(rows)
     codes = [[0] * len(schema) for _ in rows]
-    for axis, attribute in enumerate(schema):
+    size = case.chunk_rows or max(len(rows), 1)
+    for start in range(0, len(rows), size):
+        _judge_chunk(case, rows, range(start, min(start + size, len(rows))), kept, codes)
+    for i in range(len(rows)):
+        if kept[i]:
+            matrix[tuple(codes[i])] += 1
+    return matrix, sum(kept)
+
+
+def _judge_chunk(case: Case, rows: list[int], chunk: range, kept: list[bool], codes: list[list[int]]) -> None:
+    """:func:`oracle` on the rows ``chunk`` of ``rows``: attribute by attribute, as the engine
+    checks a chunk."""
+    for axis, attribute in enumerate(case.schema):
         column = case.columns[axis]
-        for i, row in enumerate(rows):
+        for i in chunk:
+            row = rows[i]
             if not kept[i]:
                 continue
             verdict, code = _judge(attribute, column.kind, column.cells[row])
@@ -497,7 +512,3 @@ def oracle(case: Case) -> tuple[np.ndarray, int]:
                     continue
                 raise OracleError(attribute.name)
             codes[i][axis] = code
-    for i in range(len(rows)):
-        if kept[i]:
-            matrix[tuple(codes[i])] += 1
-    return matrix, sum(kept)
