@@ -12,7 +12,6 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -139,9 +138,12 @@ class TableSummary:
 
 def _parse_numbers(texts: np.ndarray) -> np.ndarray:
     """Each text as a float64 (NaN for text that is not a finite number)."""
-    numbers = pd.to_numeric(pd.Series(texts, dtype=object).str.strip(), errors="coerce").to_numpy(
-        dtype=np.float64, na_value=np.nan
-    )
+    return _numbers_of_stripped(pd.Series(texts, dtype=object).str.strip())
+
+
+def _numbers_of_stripped(stripped: pd.Series) -> np.ndarray:
+    """:func:`_parse_numbers` of texts already stripped of surrounding whitespace."""
+    numbers = pd.to_numeric(stripped, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
     return np.where(np.isfinite(numbers), numbers, np.nan)  # "inf" is no number a domain holds
 
 
@@ -154,7 +156,8 @@ class _RawColumn:
     name: str
     markers: tuple[str, ...]  # the table's texts meaning missing when it was read
     empty: int = 0
-    tally: pd.Series | None = None  # the count of every value (None: too many to remember)
+    tally: dict[str, int] | None = None  # the count of every value (None: too many to remember)
+    numbers: dict[str, float] = field(default_factory=dict)  # the values of the tally that are numbers
     texts: dict[str, int] | None = None  # values that are not numbers, once the tally is gone (None: too many)
     marked: dict[str, int] = field(default_factory=dict)  # cells holding each of ``markers``
     distinct_floor: int = 0
@@ -171,11 +174,12 @@ class _RawColumn:
         tally = pd.Series(counts.to_numpy(dtype=np.int64), index=pd.Index(cell_text(pd.Series(counts.index)), dtype=object))
         if tally.index.has_duplicates:  # values of several types with one text (20 and "20")
             tally = tally.groupby(level=0, sort=False).sum()
-        blank = np.asarray(tally.index.str.strip() == "", dtype=bool)
+        stripped = pd.Series(tally.index.to_numpy(dtype=object), dtype=object).str.strip()  # once: blank? number?
+        blank = (stripped == "").to_numpy(dtype=bool)
         self.empty += int(len(column) - counts.sum() + tally.to_numpy()[blank].sum())
         tally = tally[~blank]
         uniques = tally.index.to_numpy(dtype=object)
-        numbers = _parse_numbers(uniques)
+        numbers = _numbers_of_stripped(stripped[~blank])
         plain = np.isnan(numbers)
         marker = np.isin(uniques, np.asarray(self.markers, dtype=object)) if self.markers else np.zeros(len(uniques), bool)
         for value, n in zip(uniques[marker], tally.to_numpy()[marker], strict=True):
@@ -189,14 +193,21 @@ class _RawColumn:
             self.maximum = hi if self.maximum is None else max(self.maximum, hi)
         self.has_numbers = self.has_numbers or not plain.all()
         if self.distinct_floor == 0 and self.texts is None:  # still remembering every value
-            self.tally = tally if self.tally is None else self.tally.add(tally, fill_value=0).astype(np.int64)
+            if self.tally is None:
+                self.tally = dict(zip(uniques.tolist(), tally.to_numpy().tolist(), strict=True))
+            else:  # a dict merge: aligning two Series' indexes cost more than the counting
+                kept_tally = self.tally
+                for value, n in zip(uniques.tolist(), tally.to_numpy().tolist(), strict=True):
+                    kept_tally[value] = kept_tally.get(value, 0) + n
+            self.numbers.update(zip(uniques[~plain].tolist(), numbers[~plain].tolist(), strict=True))
             if len(self.tally) <= MAX_TRACKED_VALUES:
                 return
             # Too many values: keep only the texts that are not numbers (few, in a column of numbers).
-            every = self.tally.index.to_numpy(dtype=object)
+            every = np.array(list(self.tally), dtype=object)
             kept = np.isnan(_parse_numbers(every))
-            self.texts = dict(zip(every[kept].tolist(), self.tally.to_numpy()[kept].tolist(), strict=True))
-            self.distinct_floor, self.tally = len(self.tally), None
+            counts_of = self.tally
+            self.texts = {value: counts_of[value] for value in every[kept].tolist()}
+            self.distinct_floor, self.tally, self.numbers = len(self.tally), None, {}
         else:
             self.distinct_floor = max(self.distinct_floor, len(uniques))
             if self.texts is not None:
@@ -205,23 +216,10 @@ class _RawColumn:
         if self.texts is not None and len(self.texts) > MAX_TRACKED_VALUES:
             self.texts = None
 
-    @cached_property
-    def _counts(self) -> dict[str, int]:
-        """Every value's count (only while the tally is kept), and the numbers among them."""
-        assert self.tally is not None
-        return {str(k): int(v) for k, v in self.tally.items()}
-
-    @cached_property
-    def _numbers(self) -> dict[str, float]:
-        counts = self._counts
-        keys = np.array(list(counts), dtype=object)
-        numbers = _parse_numbers(keys) if len(keys) else np.zeros(0)
-        return {k: float(x) for k, x in zip(keys.tolist(), numbers.tolist(), strict=True) if not np.isnan(x)}
-
     def texts_left(self, markers: Sequence[str]) -> set[str] | None:
         """The texts that are not numbers and do not mean missing (None: too many to know)."""
         if self.tally is not None or self.distinct_floor == 0:
-            texts: set[str] = {v for v in self._counts if v not in self._numbers} if self.tally is not None else set()
+            texts: set[str] = {v for v in self.tally if v not in self.numbers} if self.tally is not None else set()
         elif self.texts is None:
             return None
         else:
@@ -235,8 +233,8 @@ class _RawColumn:
         return self._estimated(markers)
 
     def _exact(self, markers: tuple[str, ...]) -> ColumnSummary:
-        counts = self._counts if self.tally is not None else {}
-        known = self._numbers if self.tally is not None else {}
+        counts = self.tally if self.tally is not None else {}
+        known = self.numbers
         marked = set(markers)
         occurring = tuple((m, counts[m]) for m in markers if counts.get(m))
         left = [v for v in counts if v not in marked]
