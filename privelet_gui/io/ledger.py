@@ -44,6 +44,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..engine import Cancelled, PriveletError, Release
+from ._user_data import user_data_location
 
 __all__ = [
     "COMPOSITION_TEXT",
@@ -74,12 +75,7 @@ _CHUNK = 1 << 20
 
 def ledger_path() -> Path:
     """Where the ledger lives: ``$PRIVELET_LEDGER``, or the user's data folder."""
-    chosen = os.environ.get(LEDGER_ENVIRONMENT)
-    if chosen:
-        return Path(chosen).expanduser()
-    import platformdirs
-
-    return platformdirs.user_data_path("privelet-studio", appauthor=False) / "ledger.sqlite3"
+    return user_data_location(LEDGER_ENVIRONMENT, "ledger.sqlite3")
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from typing import IO, Any
 from ..engine.errors import PriveletError
 from ..engine.release import Release
 from ._json import is_finite_number, loads
+from ._user_data import user_data_location
 from .atomic import atomic_write, remove_abandoned
 from .project import Project, project_from_json, project_to_json
 from .releases import save_release
@@ -56,12 +57,7 @@ _VERSION = 1
 
 def recovery_folder() -> Path:
     """Where copies of unsaved work are kept: ``$PRIVELET_RECOVERY``, or the user's data folder."""
-    chosen = os.environ.get(RECOVERY_ENVIRONMENT)
-    if chosen:
-        return Path(chosen).expanduser()
-    import platformdirs
-
-    return platformdirs.user_data_path("privelet-studio", appauthor=False) / "recovery"
+    return user_data_location(RECOVERY_ENVIRONMENT, "recovery")
 
 
 class _Lock:
