@@ -203,10 +203,8 @@ class _RawColumn:
             if len(self.tally) <= MAX_TRACKED_VALUES:
                 return
             # Too many values: keep only the texts that are not numbers (few, in a column of numbers).
-            every = np.array(list(self.tally), dtype=object)
-            kept = np.isnan(_parse_numbers(every))
-            counts_of = self.tally
-            self.texts = {value: counts_of[value] for value in every[kept].tolist()}
+            numbers_seen = self.numbers
+            self.texts = {value: n for value, n in self.tally.items() if value not in numbers_seen}
             self.distinct_floor, self.tally, self.numbers = len(self.tally), None, {}
         else:
             self.distinct_floor = max(self.distinct_floor, len(uniques))
