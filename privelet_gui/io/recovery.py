@@ -36,6 +36,7 @@ from ..engine.release import Release
 from ._json import is_finite_number, loads
 from ._user_data import user_data_location
 from .atomic import atomic_write, remove_abandoned
+from .ledger import Ledger
 from .project import Project, project_from_json, project_to_json
 from .releases import save_release
 
@@ -151,8 +152,6 @@ class Orphan:
         entry = self.release.ledger_entry
         self.forget_release()
         if entry is not None:
-            from .ledger import Ledger
-
             try:
                 Ledger().set_output(entry, target.resolve())
             except PriveletError as exc:
@@ -181,16 +180,9 @@ class Orphan:
     def discard(self) -> None:
         """Delete the copy (with what a write killed half way left of it): the user recovered
         it (into a slot of their own), or does not want it."""
-        if self.release is not None:
-            with contextlib.suppress(FileNotFoundError):
-                self.release.path.unlink()
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
+        _delete_copy(self.path, self.release.path if self.release is not None else None, self._lock)
         remove_abandoned(self.path)
         _remove_abandoned_releases(self.path)
-        self._lock.release()
-        with contextlib.suppress(OSError):
-            self._lock.path.unlink()
 
     def leave(self) -> None:
         """Leave the copy where it is, for the next start."""
@@ -257,19 +249,23 @@ class RecoverySlot:
         """Remove the copy: the work is saved, discarded or gone with the closing app."""
         if not self._locked:
             return
-        for part in (self.path, self.release_path):
-            if part is not None:
-                with contextlib.suppress(FileNotFoundError):
-                    part.unlink()
-        self._kept, self.release_path = None, None
-        self._lock.release()
-        self._locked = False
-        with contextlib.suppress(OSError):
-            self._lock.path.unlink()
+        _delete_copy(self.path, self.release_path, self._lock)
+        self._kept, self.release_path, self._locked = None, None, False
 
     @property
     def exists(self) -> bool:
         return self._locked and self.path.is_file()
+
+
+def _delete_copy(copy: Path, release: Path | None, lock: _Lock) -> None:
+    """Delete a copy's description and release file, then give up its lock and delete that."""
+    for part in (copy, release):
+        if part is not None:
+            with contextlib.suppress(FileNotFoundError):
+                part.unlink()
+    lock.release()
+    with contextlib.suppress(OSError):  # another app may have it open on Windows: left behind, harmless
+        lock.path.unlink()
 
 
 def _remove_abandoned_releases(copy: Path) -> None:
