@@ -819,6 +819,8 @@ class MainWindow(QMainWindow):
         except PriveletError as exc:
             self.dialogs.error("Not ready to release", exc)
             return False
+        if not self._confirm_domains_from_data(job.spec.epsilon):
+            return False
         self.go_to("release")
         self.releaseStarted.emit()
         control = self._release_control = ReleaseControl()
@@ -852,6 +854,22 @@ class MainWindow(QMainWindow):
         self.release_panel.set_running(True)
         self.data_panel.setEnabled(False)
         return True
+
+    def _confirm_domains_from_data(self, epsilon: float) -> bool:
+        """Before a release whose domains were taken from the data (not private), ask; "Review
+        the domains" opens the Attributes step. True to release."""
+        if not self.document.domains_from_data():
+            return True
+        choice = self.dialogs.choose(
+            "domains-from-data", "Release with domains taken from the data?",
+            f"{self.document.domains_text()}\n\nReleasing anyway spends epsilon {epsilon:g}; the release file "
+            "records which domains came from the data.",
+            [("review", "Review the domains"), ("release", "Release anyway"), ("cancel", "Cancel")])
+        if choice == "review":
+            self.go_to("attributes")
+        if choice != "release":
+            self.statusBar().showMessage("Not released: no epsilon was spent.", 8000)
+        return choice == "release"
 
     def _release_ended(self) -> None:
         self._release_control = None

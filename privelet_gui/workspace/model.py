@@ -1038,6 +1038,24 @@ class Workspace:
         return (f"this table has already spent {spending_summary(check.spent)}; a release at these settings "
                 f"brings it to {check.total_after_text()} (you are asked before its noise is drawn).")
 
+    def domains_from_data(self) -> list[str]:
+        """The included attributes whose domain was taken from the data (not private until
+        replaced with a public domain or confirmed public knowledge)."""
+        return [c.name for c in self.included() if c.domain_from_data]
+
+    def domains_text(self) -> str:
+        """What the release's domains mean for its privacy (empty without attributes)."""
+        derived = self.domains_from_data()
+        if not derived:
+            return "public: every domain was declared or confirmed public knowledge" if self.included() else ""
+        named, rest = (derived[:3], f"{len(derived) - 3} more") if len(derived) > 3 else (derived[:-1], derived[-1])
+        shown = f"{', '.join(named)} and {rest}" if named else rest
+        one = len(derived) == 1
+        return (f"NOT private: the domain{'' if one else 's'} of {shown} {'was' if one else 'were'} taken from the "
+                "data, and a value's mere presence in a domain can reveal a person. Replace "
+                f"{'it' if one else 'them'} with public domains, or confirm in the Attributes step that "
+                f"{'it is' if one else 'they are'} public knowledge.")
+
     def mark_release_saved(self, path: Path | None = None) -> None:
         """The last release was written to a file (``path``): dropping it loses nothing."""
         self.outcome_saved = True

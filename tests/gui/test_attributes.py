@@ -117,6 +117,7 @@ def test_empty_cells_can_be_mapped_to_a_value(window, qtbot, tmp_path):
     editor.missing.activated.emit(editor.missing.currentIndex())
     assert doc.schema()["age"].missing == "30" and doc.schema()["age"].size == 23  # 30..52, no value of its own
     assert "missing cell" not in doc.step_status("attributes").message
+    window.dialogs.choices["domains-from-data"] = "release"  # the domains came from the data
     with qtbot.waitSignal(window.releaseFinished, timeout=30_000):
         assert window.run_release()
     assert window.release_panel.result_labels["rows"].text().startswith("every row was counted")

@@ -339,3 +339,36 @@ def test_an_export_shows_the_rows_written_and_a_cancel_writes_nothing(window, qt
     qtbot.waitUntil(lambda: not window.runner.busy, timeout=10_000)
     assert window.statusBar().currentMessage() == "Export cancelled: cells.csv was not written."
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.npz", "seeded.npz"]  # no file, no temporary
+
+
+def test_a_release_with_domains_from_the_data_is_asked_first_and_declining_spends_nothing(window, qtbot, dialogs):
+    open_sample(window, qtbot, with_schema=False)  # every domain inferred from the data
+    doc = window.document
+    for config in doc.configs:
+        doc.set_attribute(config.column, include=config.column in ("age", "sex"))
+    assert doc.domains_from_data() == ["sex", "age"]  # in the table's column order
+    summary = window.release_panel.setup_labels["domains"].text()
+    assert summary.startswith("NOT private: the domains of sex and age were taken from the data")
+    banner = window.attributes_panel.banner  # the Attributes step says the same, in the same words
+    assert banner.text() == "<b>Not private:</b>" + summary.removeprefix("NOT private:").replace("'", "&#x27;")
+    for answer, step in (("cancel", "privacy"), ("review", "attributes")):
+        window.go_to("privacy")
+        dialogs.choices["domains-from-data"] = answer
+        assert not window.run_release()
+        assert (doc.outcome, Ledger().entries(), window.current_step()) == (None, [], step)
+    assert dialogs.asked.count("domains-from-data") == 2
+    assert "Releasing anyway spends epsilon 1;" in dialogs.texts["domains-from-data"]
+    # "It is public knowledge" on age: the question names sex alone, and the release file says so
+    doc.set_attribute("age", "age: domain confirmed public", domain_from_data=False)
+    dialogs.choices["domains-from-data"] = "release"
+    outcome = release_now(window, qtbot)
+    assert dialogs.texts["domains-from-data"].startswith("NOT private: the domain of sex was taken from the data")
+    assert outcome.release.schema.domain_from_data == ("sex",)
+    assert [e.epsilon for e in Ledger().entries()] == [1.0]
+    # every domain public: nothing asked
+    doc.set_attribute("sex", "sex: domain confirmed public", domain_from_data=False)
+    assert window.release_panel.setup_labels["domains"].text().startswith("public: every domain")
+    dialogs.asked.clear()
+    dialogs.spend_answer = True
+    release_now(window, qtbot)
+    assert "domains-from-data" not in dialogs.asked

@@ -108,6 +108,7 @@ def test_dropped_rows_are_reported_after_the_release(window, qtbot, acs):
         doc.set_attribute(config.column, include=config.column in ("SEX", "INDP_CAT"))
     doc.set_attribute("INDP_CAT", kind="nominal")
     doc.set_missing("INDP_CAT", "drop")
+    window.dialogs.choices["domains-from-data"] = "release"  # the domains came from the data
     with qtbot.waitSignal(window.releaseFinished, timeout=30_000):
         assert window.run_release()
     assert doc.outcome.report.missing_dropped == {"SEX": 0, "INDP_CAT": 4}

@@ -145,6 +145,25 @@ def test_columns_are_included_while_the_matrix_suits_the_table(sample_summary):
             assert cells * size > budget
 
 
+def test_the_release_summary_names_the_domains_taken_from_the_data(sample_summary):
+    ws = Workspace()
+    ws.set_table(sample_summary)  # no schema: every domain inferred from the data
+    for config in ws.configs:
+        ws.set_attribute(config.column, include=False)
+    assert ws.domains_text() == ""  # nothing included, nothing to say
+    for config in ws.configs:
+        ws.set_attribute(config.column, include=config.column in ("sex", "age", "race", "education", "workclass"))
+    assert ws.domains_from_data() == ["sex", "age", "race", "education", "workclass"]
+    assert ws.domains_text().startswith("NOT private: the domains of sex, age, race and 2 more were taken from the data")
+    for column in ("sex", "age", "race", "education"):
+        ws.set_attribute(column, f"{column}: domain confirmed public", domain_from_data=False)
+    assert ws.domains_text().startswith("NOT private: the domain of workclass was taken from the data")
+    assert "Replace it with public domains, or confirm in the Attributes step that it is public knowledge" in ws.domains_text()
+    ws.set_attribute("workclass", "workclass: a public code list", domain_from_data=False)
+    assert ws.domains_from_data() == []
+    assert ws.domains_text() == "public: every domain was declared or confirmed public knowledge"
+
+
 def test_including_every_column_is_one_change_announced_once(sample_summary):
     """A wide table's "Include all" refreshes the views once, not once per column (152 columns
     froze the app for about half a minute), and undoes as one change."""

@@ -6,6 +6,7 @@ own): stop with an error, drop their rows, a value of their own, or one of its v
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 from PySide6.QtCore import QAbstractItemModel, QModelIndex, QPersistentModelIndex, QSignalBlocker, Qt, Signal
@@ -552,13 +553,9 @@ class AttributesPanel(QWidget):
                 f"<b>{cells:,}</b> cells ({fmt_bytes(cells * 8)} in memory)"
                 + (" <span style='color:#c62828'>too large: exclude attributes or coarsen domains</span>" if too_big else "")
             )
-        derived = [c.name for c in included if c.domain_from_data]
+        derived = self._doc.domains_from_data()
         if derived:
-            shown = ", ".join(derived[:3]) + (f" and {len(derived) - 3} more" if len(derived) > 3 else "")
-            self.banner.set_text(
-                f"<b>Not private:</b> the domain of {shown} was taken from the data. Releasing such a "
-                "domain can reveal that a rare value occurs. Use public domains where you can."
-            )
+            self.banner.set_text("<b>Not private:</b>" + html.escape(self._doc.domains_text().removeprefix("NOT private:")))
             self.banner.setToolTip("Taken from the data: " + ", ".join(derived))
         self.banner.setVisible(bool(derived))
         self.banner.setFixedHeight(self._banner_height())

@@ -44,6 +44,7 @@ from PySide6.QtWidgets import (
 from ...engine import Z95, ErrorPreview, PrefixSums, PriveletError, Release, ReleaseSpec, mechanism_name
 from ...engine.noise import NEIGHBOUR_NAMES
 from ...io.releases import count_column
+from ...qt import icons
 from ...qt.widgets import Banner, StepHeader, fmt_count, fmt_number
 from ...workspace.jobs import MEASURE_MAX_CELLS, ReleaseOutcome, check_table_budget
 from ..document import Document
@@ -130,7 +131,7 @@ class ReleasePanel(QWidget):
         self.setup_form = QFormLayout(setup)
         self.setup_form.setLabelAlignment(Qt.AlignmentFlag.AlignRight)
         self.setup_labels: dict[str, QLabel] = {}
-        for key, title in (("table", "Table"), ("attributes", "Attributes"), ("mechanism", "Mechanism"),
+        for key, title in (("table", "Table"), ("attributes", "Attributes"), ("domains", "Domains"), ("mechanism", "Mechanism"),
                            ("epsilon", "Epsilon"), ("ledger", "Privacy ledger"), ("bound", "Worst-case error"),
                            ("post", "Post-processing")):
             label = QLabel()
@@ -309,6 +310,8 @@ class ReleasePanel(QWidget):
         else:
             labels["attributes"].setText("—")
             labels["mechanism"].setText(mechanism_name(doc.mechanism))
+        labels["domains"].setText(doc.domains_text() or "—")
+        labels["domains"].setStyleSheet(f"color: {icons.AMBER};" if doc.domains_from_data() else "")
         labels["epsilon"].setText(f"{doc.epsilon:g}")
         labels["ledger"].setText(doc.spending_text() or "—")
         labels["bound"].setText(self._bound_text())
