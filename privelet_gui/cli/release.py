@@ -213,10 +213,10 @@ def _cmd_release(args: argparse.Namespace) -> int:
     out = check_zarr_target(args.out, force=args.force) if zarr_out else check_writable(args.out, force=args.force)
     schema = load_schema(schema_path)
     spec = _spec_of(args, schema, epsilon)
-    if schema.domain_from_data:
-        note(args, "WARNING: the domains of " + ", ".join(schema.domain_from_data)
-             + " were learned from the data (domain_from_data): this release is NOT private until they "
-               "are replaced with public domains.")
+    if schema.domain_from_data:  # said even with --quiet, as the seed warning is
+        print("WARNING: the domains of " + ", ".join(schema.domain_from_data)
+              + " were learned from the data (domain_from_data): this release is NOT private until they "
+                "are replaced with public domains.", file=sys.stderr)
     if args.seed is not None:
         print(SEED_WARNING, file=sys.stderr)
     if args.mechanism == "privelet" and spec.label == "basic" and args.sa in (None, "auto"):
