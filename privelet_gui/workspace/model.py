@@ -1045,13 +1045,19 @@ class Workspace:
 
     def domains_text(self) -> str:
         """What the release's domains mean for its privacy (empty without attributes)."""
+        if self.domains_from_data():
+            return f"NOT private: {self.domains_warning()}"
+        return "public: every domain was declared or confirmed public knowledge" if self.included() else ""
+
+    def domains_warning(self) -> str:
+        """Which domains were taken from the data and what to do (empty if none was)."""
         derived = self.domains_from_data()
         if not derived:
-            return "public: every domain was declared or confirmed public knowledge" if self.included() else ""
+            return ""
         named, rest = (derived[:3], f"{len(derived) - 3} more") if len(derived) > 3 else (derived[:-1], derived[-1])
         shown = f"{', '.join(named)} and {rest}" if named else rest
         one = len(derived) == 1
-        return (f"NOT private: the domain{'' if one else 's'} of {shown} {'was' if one else 'were'} taken from the "
+        return (f"the domain{'' if one else 's'} of {shown} {'was' if one else 'were'} taken from the "
                 "data, and a value's mere presence in a domain can reveal a person. Replace "
                 f"{'it' if one else 'them'} with public domains, or confirm in the Attributes step that "
                 f"{'it is' if one else 'they are'} public knowledge.")

@@ -555,7 +555,7 @@ class AttributesPanel(QWidget):
             )
         derived = self._doc.domains_from_data()
         if derived:
-            self.banner.set_text("<b>Not private:</b>" + html.escape(self._doc.domains_text().removeprefix("NOT private:")))
+            self.banner.set_text("<b>Not private:</b> " + html.escape(self._doc.domains_warning()))
             self.banner.setToolTip("Taken from the data: " + ", ".join(derived))
         self.banner.setVisible(bool(derived))
         self.banner.setFixedHeight(self._banner_height())
