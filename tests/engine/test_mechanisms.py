@@ -499,3 +499,39 @@ def test_a_release_written_into_its_input_has_the_same_bits(monkeypatch, sa, mec
     np.testing.assert_array_equal(frozen, m)
     np.testing.assert_array_equal(kept.noisy, beside.noisy)
     assert not np.shares_memory(kept.noisy, frozen)
+
+
+@pytest.mark.parametrize("sa, mechanism", [(("a",), "privelet+"), ((), "basic"), ((), "privelet+")],
+                         ids=["blocks", "basic", "one-big-block"])
+def test_a_release_has_its_new_output_prefaulted_while_it_is_written(monkeypatch, sa, mechanism):
+    """The pages of a release's new output are provided by a background thread
+    (``_memory.prefaulted``) while the blocks write it. Not for one big block (its output
+    must grow only as its intermediate is freed: peak memory), nor for a release into its
+    own input (no new memory)."""
+    import contextlib
+
+    from privelet_gui.engine import ReleaseSpec, pipeline
+
+    entered: list[np.ndarray] = []
+    written_inside: list[bool] = []
+
+    @contextlib.contextmanager
+    def recording(array):
+        entered.append(array)
+        yield
+        written_inside.append(bool(array.all()))  # every cell written before the block ended
+
+    monkeypatch.setattr(pipeline, "_SLAB_CELLS", 1 << 8)  # S_A empty takes slabs and pencils
+    monkeypatch.setattr(pipeline, "prefaulted", recording)
+    schema = Schema([OrdinalAttribute.integer_range("a", 0, 19), OrdinalAttribute.integer_range("o", 0, 40)])
+    m = np.random.default_rng(0).integers(1000, 1005, schema.shape).astype(float)  # no noisy cell is 0
+    spec = ReleaseSpec(schema, 1.0, mechanism, sa)
+    release = spec.run(m.copy(), rng=np.random.default_rng(7))
+    if sa == () and mechanism == "privelet+":
+        assert entered == []
+        return
+    assert len(entered) == 1 and written_inside == [True]
+    assert np.shares_memory(entered[0], release.noisy)
+    entered.clear()
+    spec.run(m.copy(), rng=np.random.default_rng(7), overwrite_input=True)
+    assert entered == []

@@ -1,5 +1,7 @@
 """The engine's big arrays: lazily mapped or populated at once, zero-filled, independent."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -184,3 +186,93 @@ def test_release_pages_leaves_ordinary_arrays_alone():
     values = np.ones((4, 1024))
     release_pages(values[1:3])
     assert (values == 1.0).all()
+
+
+def _kernel_populates() -> bool:
+    """Whether this kernel has MADV_POPULATE_WRITE (Linux 5.14 and later)."""
+    if not __import__("sys").platform.startswith("linux") or _memory._libc() is None:
+        return False
+    import ctypes
+
+    probe = _memory.zeros(_MAPPED_BYTES // 8)
+    return _memory._libc().madvise(ctypes.c_void_p(probe.ctypes.data), ctypes.c_size_t(4096), _memory._MADV_POPULATE_WRITE) == 0
+
+
+def _resident_bytes() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS in /proc/self/status")
+
+
+@pytest.mark.skipif(not _kernel_populates(), reason="needs Linux's MADV_POPULATE_WRITE (Linux 5.14 and later)")
+def test_prefaulting_provides_the_pages_and_keeps_what_the_writers_wrote_meanwhile():
+    """The background thread makes the output resident without writing to it: values that
+    writers put there before, during and after its passage all stay."""
+    import threading
+    import time
+
+    from privelet_gui.engine._memory import prefaulted
+
+    cells = 4 * _MAPPED_BYTES // 8  # 256 MiB
+    array = zeros(cells)  # ordinary pages: with huge ones, the writers' few writes would fault in all
+    before = _resident_bytes()
+    array[:: 1 << 16] = 1.0  # written before
+    with prefaulted(array):
+        array[7 :: 1 << 16] = 2.0  # written while it runs
+        deadline = time.monotonic() + 30
+        while _resident_bytes() - before < 0.9 * array.nbytes and time.monotonic() < deadline:
+            time.sleep(0.01)
+        grown = _resident_bytes() - before
+    assert not [t for t in threading.enumerate() if t.name == "privelet-prefault"]  # joined when the block ends
+    assert grown >= 0.9 * array.nbytes, grown  # provided, though the writers touched only 1 page in 128
+    array[11 :: 1 << 16] = 3.0
+    counts = {value: int((array == value).sum()) for value in (1.0, 2.0, 3.0)}
+    assert counts == {1.0: cells >> 16, 2.0: cells >> 16, 3.0: cells >> 16}
+    assert int((array == 0.0).sum()) == cells - 3 * (cells >> 16)
+
+
+@pytest.mark.parametrize("fails_at", [None, 2], ids=["madvise", "older-kernel"])
+def test_prefaulting_goes_in_order_in_pieces_and_never_writes(monkeypatch, fails_at):
+    """In pieces of at most _POPULATE_BYTES, in order from the start; where the kernel refuses,
+    it stops (no fallback that writes: the writers' values would be overwritten)."""
+    import ctypes
+    import threading
+
+    from privelet_gui.engine._memory import output_array, prefaulted
+
+    calls: list[tuple[int, int, int]] = []
+    finished = threading.Event()
+
+    class FakeLibc:
+        def madvise(self, address: ctypes.c_void_p, size: ctypes.c_size_t, advice: int) -> int:
+            if fails_at is not None and len(calls) == fails_at:
+                finished.set()
+                return -1
+            calls.append((int(address.value or 0), int(size.value), advice))
+            if sum(size for _, size, _ in calls) >= array.nbytes:
+                finished.set()
+            return 0
+
+    monkeypatch.setattr(_memory.sys, "platform", "linux")
+    nbytes = 5 * _memory._POPULATE_BYTES + 3 * 4096
+    array = output_array((nbytes // 8,))
+    array[:: 4096] = 5.0
+    monkeypatch.setattr(_memory, "_libc", lambda: FakeLibc())
+    with prefaulted(array):
+        assert finished.wait(10)
+    base = array.ctypes.data
+    assert [address for address, _, _ in calls] == [base + i * _memory._POPULATE_BYTES for i in range(len(calls))]
+    assert all(size <= _memory._POPULATE_BYTES and advice == _memory._MADV_POPULATE_WRITE for _, size, advice in calls)
+    assert sum(size for _, size, _ in calls) == (nbytes if fails_at is None else fails_at * _memory._POPULATE_BYTES)
+    assert (array[:: 4096] == 5.0).all() and int((array != 0).sum()) == array[:: 4096].size
+
+
+def test_small_or_unmapped_arrays_are_not_prefaulted(monkeypatch):
+    from privelet_gui.engine._memory import prefaulted
+
+    monkeypatch.setattr(_memory, "_libc", lambda: pytest.fail("a small array needs no kernel call"))
+    small = np.ones(1000)
+    with prefaulted(small):
+        small[3] = 2.0
+    assert small.sum() == 1001.0
