@@ -1,6 +1,6 @@
 """Memory for the engine's big arrays, and reuse of its per-block buffers.
 
-Two measured problems, two remedies:
+Measured problems and their remedies:
 
 - Big arrays (M, the noisy output: hundreds of MB). numpy asks the kernel for
   transparent huge pages on large allocations; where huge pages are set to
@@ -21,11 +21,13 @@ Two measured problems, two remedies:
   Where the kernel has no huge page at hand it gives ordinary ones. :func:`release_pages`
   gives an intermediate's memory back as soon as it has been read.
 - A release's output faulted in by its writers, a block at a time between their
-  computations, cost 0.75 s of a Privelet+ release on one thread (Brazil shape, 790 MB;
-  0.11 s when populated at once, huge pages or not): :func:`prefaulted` populates it from
-  a background thread, ahead of the writers, while they work. Medians of 5 releases here:
-  Privelet+ 4.05 s to 3.30 s on one thread, 2.68 s to 2.53 s on two; Basic on one thread
-  lost its slow runs (1.85 s or 3.8 s in turn before, 1.84 s after).
+  computations, cost up to 0.75 s of a Privelet+ release on one thread (Brazil shape,
+  790 MB; 0.11 s when populated at once, huge pages or not): :func:`prefaulted` populates
+  it from a background thread, ahead of the writers, while they work. Measured here
+  (in one process, releases alternating with and without it, medians of 6):
+  Privelet+ on one thread 3.73 s to 3.10 s, Basic on one thread 3.97 s to 1.78 s; on both
+  cores of two, no change (2.20 s and 2.25 s, 1.30 s and 1.29 s): the populating then has
+  no idle core to run on.
 - Block buffers (a few MB each, allocated and freed hundreds of times per release).
   glibc returns them to the OS right away and every block pays page faults again
   (about 2x slower). :func:`recycle_block_buffers` raises glibc's trim threshold so
