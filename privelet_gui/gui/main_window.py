@@ -240,6 +240,7 @@ class MainWindow(QMainWindow):
         self.attributes_panel.editHierarchyRequested.connect(self._edit_hierarchy)
         self.attributes_panel.importSchemaRequested.connect(lambda: self.import_schema())
         self.attributes_panel.exportSchemaRequested.connect(lambda: self.export_schema())
+        self.privacy_panel.boundsUpdated.connect(self.release_panel.refresh_bound)
         self.release_panel.runRequested.connect(self.run_release)
         self.release_panel.cancelRequested.connect(self.cancel_task)
         self.release_panel.exportRequested.connect(lambda kind: self.export_release(kind))

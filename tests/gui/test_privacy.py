@@ -8,6 +8,7 @@ import time
 import pytest
 
 from privelet_gui.engine import epsilon_for_variance, paper_bound, recommend_sa, variance_model
+from privelet_gui.formatting import fmt_number
 from privelet_gui.gui.panels.privacy_panel import (
     Z95,
     epsilon_to_slider,
@@ -130,6 +131,30 @@ def test_first_factors_of_a_new_schema_are_computed_off_the_gui_thread(sample_wi
     gate.set()
     qtbot.waitUntil(lambda: "exact" in panel.bounds["privelet"], timeout=10_000)
     assert panel.bounds["privelet"]["exact"] == variance_model(schema).worst_case(doc.epsilon, ())
+
+
+def test_the_release_step_shows_the_worst_case_once_its_factors_are_computed(sample_window, qtbot, monkeypatch):
+    """The Release step's summary said "computing..." until the next edit: the factors came
+    in, the Privacy step showed them, and the Release step was never told (seen in a real
+    window, where a custodian goes from Attributes straight to Release)."""
+    import threading
+
+    from privelet_gui.engine.bounds import VarianceModel
+
+    window = sample_window
+    doc = window.document
+    gate = threading.Event()
+    prepare = VarianceModel.prepare
+    monkeypatch.setattr(VarianceModel, "prepare", lambda model: (gate.wait(10), prepare(model))[1])
+    window.go_to("release")
+    doc.set_attribute("age", lo=0, hi=3_999)  # a schema whose factors are not cached yet
+    bound = window.release_panel.setup_labels["bound"]
+    assert bound.text() == "computing..."
+    gate.set()
+    qtbot.waitUntil(lambda: bound.text() != "computing...", timeout=10_000)
+    spec = doc.release_spec()
+    assert spec is not None and spec.model.ready
+    assert bound.text().startswith(f"variance {fmt_number(spec.worst_case_variance())}, about ± ")
 
 
 def test_the_page_fits_a_modest_window_and_each_column_has_one_number_style(sample_window, qtbot):

@@ -327,6 +327,11 @@ class ReleasePanel(QWidget):
         self.run_button.setEnabled(blocked is None and not self._running)
         self._show_outcome(doc.outcome)
 
+    def refresh_bound(self) -> None:
+        """Show the worst case again: its factors are computed in the background (the
+        Privacy step starts them), after the summary was last drawn."""
+        self.setup_labels["bound"].setText(self._bound_text())
+
     def _bound_text(self) -> str:
         spec = self._doc.release_spec()
         if spec is None:
