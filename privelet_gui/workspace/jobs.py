@@ -90,9 +90,21 @@ class ReleaseJob:
     measure_error: bool = True  # measure the release's error on the true data (custodian only)
 
     @property
+    def unmeasured_reason(self) -> str | None:
+        """Why this release's error will not be measured on the true data, for people (None:
+        it will be). Measuring keeps three more matrices of M's size: only for matrices up to
+        MEASURE_MAX_CELLS."""
+        if not self.measure_error:
+            return '"Measure the error" was off'
+        cells = self.spec.schema.size
+        if cells > MEASURE_MAX_CELLS:
+            return (f"measuring keeps three more matrices of its size, so it is done for up to "
+                    f"{MEASURE_MAX_CELLS:,} cells, and this one has {cells:,}")
+        return None
+
+    @property
     def measures_error(self) -> bool:
-        """Measuring keeps three more matrices of M's size: only for matrices up to MEASURE_MAX_CELLS."""
-        return self.measure_error and self.spec.schema.size <= MEASURE_MAX_CELLS
+        return self.unmeasured_reason is None
 
 
 @dataclass(frozen=True)
@@ -108,6 +120,7 @@ class ReleaseOutcome:
     seconds: float
     counting_seconds: float
     preview: ErrorPreview | None = None  # errors on the true data: shown here only, never exported
+    unmeasured_reason: str | None = None  # why there is no preview, for people
     finished_at: str = field(default_factory=lambda: _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"))
     budget: BudgetCheck | None = None  # the ledger's check this release was made under
     ledger_entry: int | None = None  # its entry in the ledger (the file it is saved to is noted there)
@@ -247,6 +260,7 @@ def run_release(
         # From here on progress is only reported: a cancel no longer stops the release.
         reporting = Progress(progress)
         preview = None
+        unmeasured = job.unmeasured_reason
         if job.measures_error:
             measuring = reporting.slice(end, 1.0)
             skip = control.cancelled if control is not None else should_cancel
@@ -254,6 +268,7 @@ def run_release(
                 preview = measure_release(matrix, release, progress=measuring.report, should_cancel=skip)
             except Cancelled:
                 preview = None  # the release is made: a late cancel only skips measuring its error
+                unmeasured = "measuring was cancelled"
     finally:
         del matrix  # the true counts never leave this function (only error statistics and marginals)
     outcome = ReleaseOutcome(
@@ -266,6 +281,7 @@ def run_release(
         seconds=time.perf_counter() - started - waited,
         counting_seconds=counted - started,
         preview=preview,
+        unmeasured_reason=unmeasured,
         budget=budget,
         ledger_entry=entry,
         spent_after=budget.after(release),

@@ -12,7 +12,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from privelet_gui import io as pio
-from privelet_gui.engine import ReleaseSpec, best_sa, margin95, marginals, paper_workload
+from privelet_gui.engine import ReleaseSpec, best_sa, margin95, marginals, mechanism_name, paper_workload
 from privelet_gui.engine.postprocess import post_processed_counts
 from privelet_gui.gui.panels import privacy_panel
 from privelet_gui.io.project import WorkloadChoice
@@ -206,6 +206,12 @@ def test_the_release_step_describes_the_post_processed_release(sample_window, qt
     assert f"{release.total_shift:+.4g}" in panel.result_labels["total"].text()
     assert "raw release, before the shift" in panel.result_labels["exact"].text()
     assert "total equals the public number of rows" in panel.preview.notice.text()
+    # measuring was off: the notice says so, in one sentence
+    assert panel.preview.notice.text().startswith(
+        f'This release: {mechanism_name(release.mechanism)} at ε = 1; no measured errors: "Measure the error" was off. '
+        "Its total equals"
+    )
+    assert outcome.unmeasured_reason == '"Measure the error" was off'
     sample_window.document.set_privacy(neighbours="add-remove")
     assert "number of rows is private" in panel.setup_labels["post"].text()
 

@@ -128,7 +128,10 @@ def test_the_preview_names_the_mechanism_as_people_write_it(qtbot):
     panel = ErrorPreviewPanel(host)
     qtbot.addWidget(panel)
     panel.set_release(release, None, "census-release.npz")
-    assert panel.notice.text().startswith("census-release.npz: Privelet at ε = 1;")
+    assert panel.notice.text().startswith(
+        "census-release.npz: Privelet at ε = 1; no measured errors: a release file holds noisy counts only, "
+        "and measuring needs the true table. Its total"
+    )
 
 
 def test_a_zarr_release_folder_opens_in_the_workbench(window, qtbot, tmp_path):

@@ -109,6 +109,32 @@ def test_release_job_runs_without_qt_and_keeps_no_counts():
     assert not any(hasattr(outcome, name) for name in ("matrix", "counts", "true"))
 
 
+def test_a_release_job_says_why_its_error_is_not_measured():
+    """The rule behind the error preview's notice: measured unless "Measure the error" is off or
+    the matrix is larger than measuring handles (three more matrices of its size)."""
+    from privelet_gui.engine import OrdinalAttribute, Schema
+    from privelet_gui.workspace.jobs import MEASURE_MAX_CELLS
+
+    table = pio.sample_table_path()
+    options = pio.sniff_table(table)
+    small = ReleaseSpec(pio.load_schema(pio.sample_schema_path()), 1.0, sa=("sex", "race"))
+    assert ReleaseJob(table, options, small).unmeasured_reason is None
+    assert ReleaseJob(table, options, small).measures_error
+    off = ReleaseJob(table, options, small, measure_error=False)
+    assert off.unmeasured_reason == '"Measure the error" was off' and not off.measures_error
+    side = 4097  # 4097 ** 2 > 2 ** 24 cells
+    big = Schema([OrdinalAttribute.integer_range("a", 1, side), OrdinalAttribute.integer_range("b", 1, side)])
+    assert big.size == MEASURE_MAX_CELLS + 2 * 4096 + 1
+    too_big = ReleaseJob(table, options, ReleaseSpec(big, 1.0))
+    assert not too_big.measures_error
+    assert too_big.unmeasured_reason == (
+        f"measuring keeps three more matrices of its size, so it is done for up to {MEASURE_MAX_CELLS:,} cells, "
+        f"and this one has {big.size:,}"
+    )
+    at_limit = Schema([OrdinalAttribute.integer_range("a", 1, 4096), OrdinalAttribute.integer_range("b", 1, 4096)])
+    assert ReleaseJob(table, options, ReleaseSpec(at_limit, 1.0)).measures_error
+
+
 def test_closing_during_a_release_cancels_and_waits(window, qtbot, brazil_csv, dialogs):
     open_brazil(window, qtbot, brazil_csv)
     stages: list[str] = []

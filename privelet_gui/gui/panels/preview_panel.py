@@ -16,7 +16,6 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QTabWid
 
 from ...engine import ErrorPreview, Release, marginal, mechanism_name
 from ...qt.plots import ErrorByCoveragePlot, HeatmapPlot, MarginalComparisonPlot
-from ...workspace.jobs import MEASURE_MAX_CELLS
 from ..tasks import TaskService
 
 __all__ = ["ErrorPreviewPanel", "total_text"]
@@ -24,11 +23,8 @@ __all__ = ["ErrorPreviewPanel", "total_text"]
 # Releases up to this many cells are summed on the GUI thread (a few milliseconds).
 _INSTANT_CELLS = 4_000_000
 
-_NO_TRUE_DATA = (
-    "Measured errors need the true table, so they exist only for a release made here with "
-    f"\"Measure the error\" on, for tables up to {MEASURE_MAX_CELLS:,} cells (a release file holds noisy "
-    "counts only)."
-)
+# Why a release file shows no measured errors.
+_FILE_UNMEASURED = "a release file holds noisy counts only, and measuring needs the true table"
 
 
 def total_text(release: Release) -> str:
@@ -99,8 +95,11 @@ class ErrorPreviewPanel(QWidget):
         self._set_enabled()
 
     # -- data -------------------------------------------------------------------------------------
-    def set_release(self, release: Release | None, preview: ErrorPreview | None, source: str = "") -> None:
-        """Show ``release`` (and, when it was measured on the true data here, ``preview``)."""
+    def set_release(
+        self, release: Release | None, preview: ErrorPreview | None, source: str = "", unmeasured_reason: str | None = None
+    ) -> None:
+        """Show ``release`` (and, when it was measured on the true data here, ``preview``; else
+        ``unmeasured_reason`` says why not, by default that a file has no true data)."""
         for runner in self.runners.values():
             runner.cancel()
         self.release, self.preview = release, preview
@@ -119,7 +118,7 @@ class ErrorPreviewPanel(QWidget):
             measured = (
                 f"errors of the release as published, measured with {preview.queries:,} random queries of the "
                 "paper's workload"
-                if preview is not None else _NO_TRUE_DATA
+                if preview is not None else f"no measured errors: {unmeasured_reason or _FILE_UNMEASURED}"
             )
             self.notice.setText(
                 f"{what}{mechanism_name(release.mechanism)} at ε = {release.epsilon:g}; {measured}. "

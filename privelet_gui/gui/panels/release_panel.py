@@ -358,7 +358,9 @@ class ReleasePanel(QWidget):
         for button in (self.export_opened_csv, self.export_opened_parquet):
             button.setEnabled(not self._running)
 
-    def show_release(self, release: Release | None, preview: ErrorPreview | None = None, source: str = "") -> None:
+    def show_release(
+        self, release: Release | None, preview: ErrorPreview | None = None, source: str = "", unmeasured_reason: str | None = None
+    ) -> None:
         """Show a release in the error preview and the query workbench (a fresh one, or a file)."""
         if release is self._shown:
             return
@@ -366,7 +368,7 @@ class ReleasePanel(QWidget):
             self.opened = None
             self.opened_bar.hide()
         self._shown = release
-        self.preview.set_release(release, preview, source)
+        self.preview.set_release(release, preview, source, unmeasured_reason)
         if release is not None and release.noisy.size > INSTANT_PREFIX_CELLS:
             self.workbench.set_release(release, prefix=None)
             noisy = release.noisy
@@ -382,7 +384,7 @@ class ReleasePanel(QWidget):
             return
         if outcome is not self._outcome_shown:  # a release file opened since stays shown until the next release
             self._outcome_shown = outcome
-            self.show_release(outcome.release, outcome.preview, "This release")
+            self.show_release(outcome.release, outcome.preview, "This release", outcome.unmeasured_reason)
         r = outcome.release
         labels = self.result_labels
         labels["mechanism"].setText(mechanism_name(r.mechanism) + ("  (seeded: for tests only)" if r.seeded else ""))
