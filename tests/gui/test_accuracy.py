@@ -216,6 +216,23 @@ def test_the_release_step_describes_the_post_processed_release(sample_window, qt
     assert "number of rows is private" in panel.setup_labels["post"].text()
 
 
+def test_the_measure_box_says_when_the_matrix_is_too_large_to_measure(sample_window, qtbot):
+    """Ticked, the box promised a measurement that a matrix of more than MEASURE_MAX_CELLS
+    never gets: it says so before the release, with the workspace's reason."""
+    from privelet_gui.gui.panels.release_panel import _MEASURE_TEXT
+
+    doc = sample_window.document
+    box = sample_window.release_panel.measure
+    assert box.isChecked() and box.text() == _MEASURE_TEXT
+    doc.set_attribute("age", lo=0, hi=199)  # 200 ages: 18.4 million cells
+    job = doc.release_job()
+    assert job.spec.schema.size > 1 << 24 and not job.measures_error
+    assert box.text() == f"{_MEASURE_TEXT}; not for this release: {job.unmeasured_reason}"
+    assert f"this one has {job.spec.schema.size:,}" in box.text()
+    doc.set_attribute("age", lo=17, hi=90)
+    assert box.text() == _MEASURE_TEXT
+
+
 @pytest.mark.parametrize("kind", ["nonnegative", "nonnegative-integer"])
 def test_export_counts_from_the_app(sample_window, qtbot, tmp_path, dialogs, kind):
     outcome = _small_release(sample_window, qtbot)

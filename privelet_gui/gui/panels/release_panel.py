@@ -46,7 +46,7 @@ from ...engine.noise import NEIGHBOUR_NAMES
 from ...io.releases import count_column
 from ...qt import icons
 from ...qt.widgets import Banner, StepHeader, fmt_count, fmt_number
-from ...workspace.jobs import MEASURE_MAX_CELLS, ReleaseOutcome, check_table_budget
+from ...workspace.jobs import MEASURE_MAX_CELLS, ReleaseJob, ReleaseOutcome, check_table_budget
 from ..document import Document
 from ..tasks import TaskService
 from ..workbench import INSTANT_PREFIX_CELLS, QueryWorkbench
@@ -68,6 +68,9 @@ COUNT_TEXTS = {
                             "Non-negative and rounded, keeping the total: for users who need both; biased as the "
                             "non-negative counts are (big sums too low)."),
 }
+
+
+_MEASURE_TEXT = "Measure the error on the true data (shown on this computer only)"
 
 
 def post_processing_text(spec: ReleaseSpec) -> str:
@@ -145,7 +148,7 @@ class ReleasePanel(QWidget):
         self.invalid.setToolTip("What to do with rows whose values are outside the declared domains")
         self.invalid.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
         self.setup_form.addRow("Rows outside the domains:", self.invalid)
-        self.measure = QCheckBox("Measure the error on the true data (shown on this computer only)")
+        self.measure = QCheckBox(_MEASURE_TEXT)
         self.measure.setToolTip(
             "After the release, answer the paper's random workload on the true table and on the release "
             f"(and on Basic for comparison): about doubles the time; tables up to {MEASURE_MAX_CELLS:,} cells. "
@@ -318,10 +321,13 @@ class ReleasePanel(QWidget):
         spec = doc.release_spec()
         labels["post"].setText(post_processing_text(spec) if spec is not None else "—")
         try:
-            doc.release_job()
+            job: ReleaseJob | None = doc.release_job()
             blocked = None
         except PriveletError as exc:
-            blocked = str(exc)
+            job, blocked = None, str(exc)
+        # ticked, yet not measured: the matrix is larger than measuring handles
+        skipped = job is not None and job.measure_error and not job.measures_error
+        self.measure.setText(_MEASURE_TEXT + (f"; not for this release: {job.unmeasured_reason}" if job and skipped else ""))
         self.blockers.set_text(f"Not ready: {blocked}" if blocked else "")
         self.blockers.setVisible(bool(blocked))
         self.run_button.setEnabled(blocked is None and not self._running)
