@@ -70,9 +70,6 @@ COUNT_TEXTS = {
 }
 
 
-_MEASURE_TEXT = "Measure the error on the true data (shown on this computer only)"
-
-
 def post_processing_text(spec: ReleaseSpec) -> str:
     """What post-processing a release with these settings gets, for people."""
     if spec.uses_public_total:
@@ -148,15 +145,25 @@ class ReleasePanel(QWidget):
         self.invalid.setToolTip("What to do with rows whose values are outside the declared domains")
         self.invalid.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
         self.setup_form.addRow("Rows outside the domains:", self.invalid)
-        self.measure = QCheckBox(_MEASURE_TEXT)
+        self.measure = QCheckBox("Measure the error on the true data (shown on this computer only)")
         self.measure.setToolTip(
             "After the release, answer the paper's random workload on the true table and on the release "
             f"(and on Basic for comparison): about doubles the time; tables up to {MEASURE_MAX_CELLS:,} cells. "
             "Never exported."
         )
         self.measure.setChecked(document.measure_error)
-        self.measure.toggled.connect(lambda checked: setattr(self._doc, "measure_error", checked))
-        self.setup_form.addRow("After the release:", self.measure)
+        self.measure.toggled.connect(self._measure_toggled)
+        # ticked, yet not measured (the matrix is too large): why, under the box
+        self.measure_note = QLabel()
+        self.measure_note.setWordWrap(True)
+        self.measure_note.setStyleSheet(f"color: {icons.AMBER};")
+        self.measure_note.hide()
+        measure_box = QWidget()
+        measure_layout = QVBoxLayout(measure_box)
+        measure_layout.setContentsMargins(0, 0, 0, 0)
+        measure_layout.addWidget(self.measure)
+        measure_layout.addWidget(self.measure_note)
+        self.setup_form.addRow("After the release:", measure_box)
         run.addWidget(setup)
 
         self.blockers = Banner("error")
@@ -325,13 +332,17 @@ class ReleasePanel(QWidget):
             blocked = None
         except PriveletError as exc:
             job, blocked = None, str(exc)
-        # ticked, yet not measured: the matrix is larger than measuring handles
-        skipped = job is not None and job.measure_error and not job.measures_error
-        self.measure.setText(_MEASURE_TEXT + (f"; not for this release: {job.unmeasured_reason}" if job and skipped else ""))
+        skipped = job.unmeasured_reason if job is not None and job.measure_error else None
+        self.measure_note.setText(f"Not for this release: {skipped}." if skipped else "")
+        self.measure_note.setVisible(bool(skipped))
         self.blockers.set_text(f"Not ready: {blocked}" if blocked else "")
         self.blockers.setVisible(bool(blocked))
         self.run_button.setEnabled(blocked is None and not self._running)
         self._show_outcome(doc.outcome)
+
+    def _measure_toggled(self, checked: bool) -> None:
+        self._doc.measure_error = checked
+        self.refresh()  # the note under the box follows it
 
     def refresh_bound(self) -> None:
         """Show the worst case again: its factors are computed in the background (the
