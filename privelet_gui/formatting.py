@@ -24,6 +24,7 @@ from collections.abc import Iterable
 
 __all__ = [
     "SCIENTIFIC_FROM",
+    "counted",
     "fmt_bytes",
     "fmt_count",
     "fmt_number",
@@ -83,6 +84,15 @@ def fmt_number(x: float | None, digits: int = 4, *, scientific_form: bool | None
     if abs(x) >= 1000:
         return f"{x:,.0f}"
     return f"{x:.{digits}g}"
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``count`` (grouped digits) and ``noun``, in the plural unless the count is one.
+
+    >>> counted(1, "row"), counted(12_000, "row"), counted(5, "hierarchy", "hierarchies")
+    ('1 row', '12,000 rows', '5 hierarchies')
+    """
+    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
 
 
 def fmt_count(x: float | None, *, scientific_form: bool | None = None) -> str:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import numpy as np
 
+from ..formatting import counted
 from . import _memory
 from ._memory import zeros
 from .errors import DomainError, SchemaError
@@ -393,7 +394,7 @@ def _missing_error(attribute: Attribute, column: pd.Series, rows: np.ndarray) ->
     where = attribute.name if attribute.source_column == attribute.name else f"{attribute.name} (column {attribute.source_column!r})"
     own = "a leaf of its hierarchy" if attribute.kind == "nominal" else "a value of its own at the end of the domain"
     return DomainError(
-        f"attribute {where}: {count:,} row(s) have a missing value ({shown}). Choose what missing means for it: "
+        f"attribute {where}: {counted(count, 'row')} {'has' if count == 1 else 'have'} a missing value ({shown}). Choose what missing means for it: "
         f"count it as {own}, or drop those rows (the attribute's Missing setting; in a schema file, \"missing\" "
         "or \"drop_missing\": true)",
         attribute=attribute.name,
@@ -424,7 +425,7 @@ def _domain_error(attribute: Attribute, column: pd.Series, rows: np.ndarray) -> 
         fix += "add the values to the hierarchy, "
     fix += "or drop such rows explicitly"
     return DomainError(
-        f"attribute {where}: {count:,} row(s) hold values outside its domain, e.g. {shown}. Fix: {fix}",
+        f"attribute {where}: {counted(count, 'row')} {'holds a value' if count == 1 else 'hold values'} outside its domain, e.g. {shown}. Fix: {fix}",
         attribute=attribute.name,
         examples=examples,
         count=count,

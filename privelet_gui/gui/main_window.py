@@ -43,6 +43,7 @@ from .. import __version__
 from .. import io as pio
 from ..engine import PriveletError, Release, mechanism_name
 from ..error_log import error_log_path, is_unexpected, log_unexpected_error
+from ..formatting import counted
 from ..io import TableSummary, summarize_table
 from ..io.ledger import BudgetCheck
 from ..io.project import PROJECT_SUFFIX, Project, load_project, save_project
@@ -1006,7 +1007,7 @@ class MainWindow(QMainWindow):
         self.document.import_schema(schema, f"Import the schema {path.name}")
         self.settings.set_last_folder("schema", path)
         self.go_to("attributes")
-        self.statusBar().showMessage(f"Imported {len(schema)} attribute(s) from {path.name}.", 8000)
+        self.statusBar().showMessage(f"Imported {counted(len(schema), 'attribute')} from {path.name}.", 8000)
         return True
 
     def export_schema(self, path: str | Path | None = None) -> bool:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from ..engine import OrdinalAttribute, PriveletError
-from ..formatting import fmt_bytes, fmt_count
+from ..formatting import counted, fmt_bytes, fmt_count
 from ..io import ColumnSummary
 
 if TYPE_CHECKING:
@@ -121,7 +121,7 @@ def _ordinal_issues(
         if outside:
             shown = ", ".join(map(repr, outside[:3])) + (", ..." if len(outside) > 3 else "")
             return [StepIssue("attributes", "values-outside",
-                              f"{name}: {len(outside):,} data value(s) not in the domain ({shown})", severity, name)]
+                              f"{name}: {counted(len(outside), 'data value')} not in the domain ({shown})", severity, name)]
     return []
 
 
@@ -173,7 +173,7 @@ def _attributes(workspace: Workspace) -> StepStatus:
             f"the frequency matrix would have {fmt_count(schema.size)} cells ({fmt_bytes(schema.size * 8)}); "
             "exclude attributes or use coarser domains",
         ))
-    return _summed(issues, f"{len(included)} attribute(s), {fmt_count(schema.size)} cells" if schema else "ready")
+    return _summed(issues, f"{counted(len(included), 'attribute')}, {counted(schema.size, 'cell')}" if schema else "ready")
 
 
 def _hierarchies(workspace: Workspace) -> StepStatus:
@@ -183,7 +183,7 @@ def _hierarchies(workspace: Workspace) -> StepStatus:
     bad = [(c, p) for c in nominal if (p := workspace.hierarchy_problems(c))]
     if bad:
         config, problems = bad[0]
-        more = f" (and {len(bad) - 1} more attribute(s))" if len(bad) > 1 else ""
+        more = f" (and {counted(len(bad) - 1, 'more attribute')})" if len(bad) > 1 else ""
         issues = tuple(
             StepIssue("hierarchies", problem.kind, f"{c.name}: {problem.message}", attribute=c.name)
             for c, found in bad for problem in found
@@ -199,7 +199,7 @@ def _hierarchies(workspace: Workspace) -> StepStatus:
         for c in nominal
         if c.domain_from_data and c.hierarchy is not None and c.hierarchy.is_valid() and c.hierarchy.to_hierarchy().height <= 2
     ]
-    return _summed(flat, f"{len(nominal)} hierarchy(ies) ready")
+    return _summed(flat, f"{counted(len(nominal), 'hierarchy', 'hierarchies')} ready")
 
 
 def _privacy(workspace: Workspace) -> StepStatus:

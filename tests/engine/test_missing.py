@@ -121,7 +121,7 @@ def test_the_report_shows_no_count_under_add_remove():
 
 def test_missing_cells_without_a_choice_stop_the_count_and_say_what_to_choose():
     schema = Schema([NominalAttribute("INDP", Hierarchy.flat(["170", "180"]), missing_values=["N"])])
-    with pytest.raises(DomainError, match=r"2 row\(s\) have a missing value \('N', \(empty\)\).*value of its own|a leaf"):
+    with pytest.raises(DomainError, match=r"2 rows have a missing value \('N', \(empty\)\).*value of its own|a leaf"):
         frequency_matrix(pd.DataFrame({"INDP": ["170", "N", None]}), schema)
     numbers = Schema([OrdinalAttribute.integer_range("AGEP", 0, 99)])
     with pytest.raises(DomainError, match="name texts that mean a missing value"):

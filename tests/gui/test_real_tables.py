@@ -132,7 +132,7 @@ def test_labels_from_a_data_dictionary_to_the_tree_workbench_and_export(window, 
     manufacturing = model.find("4")
     assert model.index_of(manufacturing, HierarchyModel.LABEL).data() == "MFG: Manufacturing"
     assert model.index_of(manufacturing, HierarchyModel.CODE).data() == "4"
-    assert "Labelled 6 code(s) from data_dictionary.json (data dictionary)" in panel.labels_note.text()
+    assert "Labelled 6 codes from data_dictionary.json (data dictionary)" in panel.labels_note.text()
     assert doc.schema()["INDP_CAT"].display_labels[2] == "MFG: Manufacturing"
 
     # F2 on a value edits its label, never its code

@@ -331,3 +331,17 @@ def test_a_schema_with_a_huge_range_opens_without_building_its_values():
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < 50 * 2**20, f"peak {peak / 2**20:.0f} MiB"
+
+
+def test_step_lines_count_as_people_count(workspace):
+    """Step lines say "1 attribute", "5 hierarchies" (not "attribute(s)", "hierarchy(ies)")."""
+    included = [c.column for c in workspace.included()]
+    assert workspace.step_status("hierarchies").message == "5 hierarchies ready"
+    for column in included[1:]:
+        workspace.set_attribute(column, include=False)
+    kept = workspace.included()
+    assert len(kept) == 1
+    assert workspace.step_status("attributes").message == f"1 attribute, {workspace.schema().size} cells"
+    nominal = next(column for column in included if workspace.config(column).kind == "nominal")
+    workspace.set_attribute(nominal, include=True)
+    assert workspace.step_status("hierarchies").message == "1 hierarchy ready"

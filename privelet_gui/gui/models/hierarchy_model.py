@@ -20,6 +20,7 @@ from PySide6.QtCore import QAbstractItemModel, QByteArray, QMimeData, QModelInde
 from PySide6.QtGui import QUndoStack
 
 from ...engine import Hierarchy
+from ...formatting import counted
 from ...workspace.tree import HierarchyTree, Problem, TreeNode, tree_from_hierarchy, tree_from_json, tree_to_json
 from ..undo import UndoStackHistory
 
@@ -332,7 +333,7 @@ class HierarchyModel(QAbstractItemModel):
         shown = f" ({node.display})" if node.display is not None else ""
         if node.is_group:
             if node.children:
-                return f"Group {node.label!r}{shown}: {hi - lo} value(s), axis positions {lo}-{hi - 1}"
+                return f"Group {node.label!r}{shown}: {counted(hi - lo, 'value')}, axis positions {lo}-{hi - 1}"
             return f"Group {node.label!r}{shown} is empty"
         return f"Value {node.label!r}{shown}: axis position {lo}; the data's cells holding {node.label!r} count here"
 

@@ -42,6 +42,7 @@ from PySide6.QtWidgets import (
 from ... import io as pio
 from ...engine import HierarchyError, PriveletError
 from ...engine.builders import flat, group_by_prefix, group_into_ranges, parse_numbers
+from ...formatting import counted
 from ...qt import icons
 from ...qt.widgets import StepHeader, section_label
 from ..document import AttributeConfig, Document
@@ -345,7 +346,7 @@ class HierarchyPanel(QWidget):
             self.problems.addItem(item)
         missing = self._doc.values_missing_from_hierarchy(config)
         self.add_missing.setVisible(bool(missing))
-        self.add_missing.setText(f"Add the {len(missing):,} missing value(s) under the root")
+        self.add_missing.setText(f"Add the {counted(len(missing), 'missing value')} under the root")
         self.add_missing_grouped.setVisible(bool(missing) and model.tree.leaf_depth() > 2)
         self._update_actions()
         self.problemsChanged.emit()
@@ -662,8 +663,8 @@ class HierarchyPanel(QWidget):
             )
             return None
         changed = self.model.tree.set_display_labels(found.labels, f"Import labels from {Path(path).name}")
-        skipped = f"; {len(found.unknown):,} code(s) of the file are not in the hierarchy" if found.unknown else ""
-        self.labels_note.setText(f"Labelled {changed:,} code(s) from {Path(path).name} ({found.source}){skipped}.")
+        skipped = f"; {counted(len(found.unknown), 'code')} of the file {'is' if len(found.unknown) == 1 else 'are'} not in the hierarchy" if found.unknown else ""
+        self.labels_note.setText(f"Labelled {counted(changed, 'code')} from {Path(path).name} ({found.source}){skipped}.")
         return changed
 
     def export_hierarchy(self, path: Path | None = None) -> bool:
