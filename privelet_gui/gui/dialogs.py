@@ -105,10 +105,14 @@ class Dialogs:
         answer = QMessageBox.question(self.parent, title, text)
         return answer == QMessageBox.StandardButton.Yes
 
-    def choose(self, kind: str, title: str, text: str, choices: Sequence[tuple[str, str]]) -> str:
+    def choose(
+        self, kind: str, title: str, text: str, choices: Sequence[tuple[str, str]], *, warning: bool = False
+    ) -> str:
         """Ask with named answers ``(key, button text)``, the first the default and the last the
-        one Escape gives; returns the key chosen. ``kind`` names the question (for tests)."""
-        box = QMessageBox(QMessageBox.Icon.Question, title, text, QMessageBox.StandardButton.NoButton, self.parent)
+        one Escape gives; returns the key chosen. ``kind`` names the question (for tests);
+        ``warning`` shows the warning icon (an answer can cost privacy), not the question mark."""
+        icon = QMessageBox.Icon.Warning if warning else QMessageBox.Icon.Question
+        box = QMessageBox(icon, title, text, QMessageBox.StandardButton.NoButton, self.parent)
         buttons = {}
         for number, (key, label) in enumerate(choices):
             role = QMessageBox.ButtonRole.RejectRole if number == len(choices) - 1 else QMessageBox.ButtonRole.AcceptRole
@@ -275,7 +279,9 @@ class HeadlessDialogs:
     def confirm(self, title: str, text: str) -> bool:
         return True
 
-    def choose(self, kind: str, title: str, text: str, choices: Sequence[tuple[str, str]]) -> str:
+    def choose(
+        self, kind: str, title: str, text: str, choices: Sequence[tuple[str, str]], *, warning: bool = False
+    ) -> str:
         return choices[0][0]
 
     def get_text(self, title: str, label: str, text: str = "") -> str | None:

@@ -866,7 +866,7 @@ class MainWindow(QMainWindow):
             "domains-from-data", "Release with domains taken from the data?",
             f"{self.document.domains_text()}\n\nReleasing anyway spends epsilon {epsilon:g}; the release file "
             "records which domains came from the data.",
-            [("review", "Review the domains"), ("release", "Release anyway"), ("cancel", "Cancel")])
+            [("review", "Review the domains"), ("release", "Release anyway"), ("cancel", "Cancel")], warning=True)
         if choice == "review":
             self.go_to("attributes")
         if choice != "release":

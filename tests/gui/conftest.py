@@ -140,6 +140,7 @@ class FakeDialogs:
         self.save_path_answer: Path | None = None
         self.asked: list[str] = []
         self.texts: dict[str, str] = {}  # the text of the last choose(kind, ...) question of each kind
+        self.warnings: dict[str, bool] = {}  # whether the last question of each kind showed the warning icon
         # answers to choose(kind, ...): the key per kind of question (default: the last choice, Cancel)
         self.choices: dict[str, str] = {"reuse-settings": "fresh", "drop-release": "discard"}
         self.spend_answer = True  # spend more of a table's budget (a fresh ledger per test: asked on a second release)
@@ -158,9 +159,10 @@ class FakeDialogs:
         self.asked.append(title)
         return self.confirm_answer
 
-    def choose(self, kind: str, title: str, text: str, choices: list[tuple[str, str]]) -> str:
+    def choose(self, kind: str, title: str, text: str, choices: list[tuple[str, str]], *, warning: bool = False) -> str:
         self.asked.append(kind)
         self.texts[kind] = text
+        self.warnings[kind] = warning
         return self.choices.get(kind, choices[-1][0])
 
     def get_text(self, title: str, label: str, text: str = "") -> str | None:

@@ -271,7 +271,7 @@ class Answering:
     def _exec(self, box: QMessageBox) -> int:
         self.boxes.append({
             "text": box.text(), "informative": box.informativeText(), "default": box.defaultButton().text(),
-            "escape": box.escapeButton().text(), "buttons": [b.text() for b in box.buttons()],
+            "escape": box.escapeButton().text(), "buttons": [b.text() for b in box.buttons()], "icon": box.icon(),
         })
         next(b for b in box.buttons() if b.text().startswith(self.answer)).click()
         return 0
@@ -292,6 +292,20 @@ def test_the_spending_question_shows_the_totals_and_defaults_to_cancel(qtbot, mo
     assert box["default"] == box["escape"] == "Cancel"  # as the command line's [y/N]
     answering.answer = "Spend epsilon 0.5 more"
     assert dialogs.ask_spend_budget(check)
+
+
+def test_a_question_shows_the_warning_icon_when_asked_to(qtbot, monkeypatch):
+    parent = QWidget()
+    qtbot.addWidget(parent)
+    dialogs = Dialogs(parent, Settings())
+    answering = Answering(monkeypatch, "Release anyway")
+    choices = [("review", "Review the domains"), ("release", "Release anyway"), ("cancel", "Cancel")]
+    assert dialogs.choose("domains-from-data", "Release?", "NOT private", choices, warning=True) == "release"
+    answering.answer = "Cancel"
+    assert dialogs.choose("recover", "Recover?", "text", choices) == "cancel"
+    first, second = answering.boxes
+    assert first["icon"] == QMessageBox.Icon.Warning and second["icon"] == QMessageBox.Icon.Question
+    assert first["default"] == "Review the domains" and first["escape"] == "Cancel"
 
 
 def test_the_seeded_export_question_quotes_the_warning(qtbot, monkeypatch):
@@ -358,6 +372,7 @@ def test_a_release_with_domains_from_the_data_is_asked_first_and_declining_spend
         assert (doc.outcome, Ledger().entries(), window.current_step()) == (None, [], step)
     assert dialogs.asked.count("domains-from-data") == 2
     assert "Releasing anyway spends epsilon 1;" in dialogs.texts["domains-from-data"]
+    assert dialogs.warnings["domains-from-data"]  # not private: the warning icon, not a question mark
     # "It is public knowledge" on age: the question names sex alone, and the release file says so
     doc.set_attribute("age", "age: domain confirmed public", domain_from_data=False)
     dialogs.choices["domains-from-data"] = "release"
