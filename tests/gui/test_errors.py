@@ -32,6 +32,24 @@ def test_malformed_table_shows_an_error_and_the_app_stays_usable(window, qtbot, 
     assert not window.data_panel.error.isVisibleTo(window.data_panel)
 
 
+def test_an_unreadable_file_shows_no_empty_suggestion_button(qtbot, tmp_path):
+    """The missing-values suggestion (a label and a button) belongs to a readable preview: on a
+    file that cannot be read it was left showing, as an empty button (seen in a real window)."""
+    bad = tmp_path / "broken.csv"
+    bad.write_text("age,sex\n30,M\n40,F,extra\n")
+    dialog = ImportDialog(bad)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    assert dialog.banner.isVisibleTo(dialog) and "line 3 has 3 fields" in dialog.banner.text()
+    assert not dialog.use_suggestion.isVisibleTo(dialog) and not dialog.suggestion.isVisibleTo(dialog)
+    bad.write_text("age,sex\n30,M\nN,F\n")  # readable now, and "N" among the numbers
+    dialog.refresh()
+    assert dialog.use_suggestion.isVisibleTo(dialog) and dialog.use_suggestion.text() == "Treat 'N' as missing"
+    bad.write_text("age,sex\n30,M\n40,F,extra\n")
+    dialog.refresh()
+    assert not dialog.use_suggestion.isVisibleTo(dialog)
+
+
 def test_import_dialog_previews_and_reports_bad_options(qtbot, tmp_path):
     good = tmp_path / "people.tsv"
     good.write_text("age\tsex\n30\tF\n41\tM\n")

@@ -188,6 +188,7 @@ class ImportDialog(QDialog):
             self.banner.set_text(f"Cannot read the file with these options: {exc}")
             self.banner.show()
             self.model.set_frame(None)
+            self._suggest(None, ())
             ok.setEnabled(False)
             return
         self._error = None
@@ -200,8 +201,9 @@ class ImportDialog(QDialog):
         ok.setEnabled(len(frame.columns) > 0)
 
     def _suggest(self, frame: Any, named: tuple[str, ...]) -> None:
-        """Propose the texts that alone keep columns of numbers from being numeric (in the preview)."""
-        found = pio.suggest_missing_values(pio.summarize_frame(frame, named))
+        """Propose the texts that alone keep columns of numbers from being numeric (in the preview;
+        nothing without one)."""
+        found = pio.suggest_missing_values(pio.summarize_frame(frame, named)) if frame is not None else {}
         self._suggested = tuple(found)
         if not found:
             self.suggestion.hide()
