@@ -112,22 +112,12 @@ def prefaulted(array: np.ndarray) -> Iterator[None]:
     them, so values the writers have put there stay; where the kernel lacks it (or the
     array is an ordinary small one) nothing is done.
     """
-    libc = _libc() if sys.platform.startswith("linux") and array.nbytes >= _MAPPED_BYTES else None
-    if libc is None:
+    if array.nbytes < _MAPPED_BYTES or not sys.platform.startswith("linux") or _libc() is None:
         yield
         return
     stop = threading.Event()
-    start, end = array.ctypes.data, array.ctypes.data + array.nbytes
-
-    def populate() -> None:
-        position = start
-        while position < end and not stop.is_set():
-            size = min(_POPULATE_BYTES, end - position)
-            if libc.madvise(ctypes.c_void_p(position), ctypes.c_size_t(size), _MADV_POPULATE_WRITE) != 0:
-                return  # an older kernel: the writers fault the pages in themselves
-            position += size
-
-    thread = threading.Thread(target=populate, name="privelet-prefault", daemon=True)
+    # where the kernel refuses (before Linux 5.14), the writers fault the pages in themselves
+    thread = threading.Thread(target=_kernel_populate, args=(array, stop), name="privelet-prefault", daemon=True)
     thread.start()
     try:
         yield
@@ -173,17 +163,26 @@ def _populate(array: np.ndarray) -> None:
     it, holding the GIL if it has it. One call for 790 MB froze the app's window for
     0.26-0.29 s at the start of a big count (stall_bench); a piece takes about 10 ms.
     """
-    libc = _libc() if sys.platform.startswith("linux") else None
-    start, end = array.ctypes.data, array.ctypes.data + array.nbytes
-    # ctypes releases the GIL for each call; 0 means done (EINVAL: an older kernel).
-    while libc is not None and start < end:
-        size = min(_POPULATE_BYTES, end - start)
-        if libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(size), _MADV_POPULATE_WRITE) != 0:
-            break
-        start += size
-    if start < end:
+    covered = _kernel_populate(array)
+    if covered < array.nbytes:
         flat = array.reshape(-1)
-        flat[(start - array.ctypes.data) // 8 :: _PAGE_VALUES] = 0.0  # one write a page, without the GIL
+        flat[covered // 8 :: _PAGE_VALUES] = 0.0  # one write a page, without the GIL
+
+
+def _kernel_populate(array: np.ndarray, stop: threading.Event | None = None) -> int:
+    """Have the kernel fault in the pages of ``array`` (``MADV_POPULATE_WRITE``, which writes
+    nothing), in pieces of :data:`_POPULATE_BYTES` from the start (see :func:`_populate`),
+    until done, refused (not Linux, or before Linux 5.14) or ``stop`` is set; the bytes covered."""
+    libc = _libc() if sys.platform.startswith("linux") else None
+    start = position = array.ctypes.data
+    end = start + array.nbytes
+    # ctypes releases the GIL for each call; 0 means done (EINVAL: an older kernel).
+    while libc is not None and position < end and not (stop is not None and stop.is_set()):
+        size = min(_POPULATE_BYTES, end - position)
+        if libc.madvise(ctypes.c_void_p(position), ctypes.c_size_t(size), _MADV_POPULATE_WRITE) != 0:
+            break
+        position += size
+    return position - start
 
 
 @functools.cache
