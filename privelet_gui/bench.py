@@ -24,8 +24,9 @@ are stated in, each measured in the same run:
 - the two noise samplers (``--samplers`` runs this section alone): the cost per
   coefficient of the exact and the standard sampler, and of their random words alone,
   at the Privelet+ release's own noise rate and at a tenth of its epsilon (where the
-  exact sampler draws 64-bit fair words), and the release with each, all drawing from
-  AES-128 counter mode as every unseeded release does.
+  exact sampler draws 64-bit fair words), the exact one on its numpy passes too where numba
+  gives it the compiled loop, and the release with each, all drawing from AES-128 counter
+  mode as every unseeded release does.
 
 The table's values are synthetic (no real person is in it).
 """
@@ -42,6 +43,7 @@ import tracemalloc
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
+from unittest.mock import patch
 
 import numpy as np
 import pandas as pd
@@ -53,6 +55,7 @@ from .engine import (
     ReleaseSpec,
     Schema,
     VarianceModel,
+    _compiled,
     basic,
     frequency_matrix,
     privelet,
@@ -269,21 +272,23 @@ def bench_samplers(schema: Schema, matrix: np.ndarray, sa: tuple[str, ...], epsi
     spec = ReleaseSpec(schema, epsilon, "privelet+", sa)
     rows = int(matrix.sum())
     names: tuple[Sampler, ...] = ("standard", "exact")
+    compiled = _compiled.add_common_draws() is not None
     for rate_epsilon in (epsilon, epsilon / 10):
         calibration = spec.replace(epsilon=rate_epsilon).calibration(rows)
-        samplers = {name: noise_sampler(name, calibration) for name in names}
+        samplers: dict[str, NoiseSampler] = {name: noise_sampler(name, calibration) for name in names}
         exact = samplers["exact"]
-        words: dict[Sampler, float] = {
-            "standard": 1.0, "exact": exact.words_per_draw if isinstance(exact, ExactSampler) else 1.0
-        }
+        words = {"standard": 1.0, "exact": exact.words_per_draw if isinstance(exact, ExactSampler) else 1.0}
+        if compiled:
+            samplers[_NUMPY_PASSES] = _OnNumpyPasses(exact)
+            words[_NUMPY_PASSES] = words["exact"]
         cost, bits = _sampler_costs(samplers, words, repeat)
         ratio = cost["exact"] / cost["standard"]
+        paths = f"compiled; its numpy passes {cost[_NUMPY_PASSES]:.2f}, " if compiled else "numpy passes, "
         print(
             f"samplers at epsilon {rate_epsilon:g}, scale {float(calibration.scale_units):.3g} grid units (ns per coefficient, "
             f"one thread, warm): standard {cost['standard']:.2f} (its random words alone {bits['standard']:.2f}), exact "
-            f"{cost['exact']:.2f} ({words['exact']:g} word{'' if words['exact'] == 1 else 's'} each: {bits['exact']:.2f}); "
-            f"exact / standard = {ratio:.2f} "
-            "(target <= 3; the default if <= 1.5)"
+            f"{cost['exact']:.2f} ({paths}{words['exact']:g} word{'' if words['exact'] == 1 else 's'} each: "
+            f"{bits['exact']:.2f}); exact / standard = {ratio:.2f} (target <= 3; the default if <= 1.5)"
         )
     release = {name: best_of(repeat, partial(spec.replace(sampler=name).run, matrix)) for name in names}
     print(
@@ -292,9 +297,25 @@ def bench_samplers(schema: Schema, matrix: np.ndarray, sa: tuple[str, ...], epsi
     )
 
 
+_NUMPY_PASSES = "exact, numpy passes"
+
+
+class _OnNumpyPasses:
+    """The exact sampler with its compiled loop turned off: what it costs without the fast extra."""
+
+    name: Sampler = "exact"
+
+    def __init__(self, sampler: NoiseSampler):
+        self.sampler = sampler
+
+    def add(self, units: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        with patch.object(_compiled, "add_common_draws", lambda: None):
+            return self.sampler.add(units, rng)
+
+
 def _sampler_costs(
-    samplers: dict[Sampler, NoiseSampler], words: dict[Sampler, float], repeat: int
-) -> tuple[dict[Sampler, float], dict[Sampler, float]]:
+    samplers: dict[str, NoiseSampler], words: dict[str, float], repeat: int
+) -> tuple[dict[str, float], dict[str, float]]:
     """Nanoseconds per coefficient of each sampler's ``add`` on tile-sized arrays (as the
     pipeline gives them) and of drawing its random words alone, from AES-128 counter mode as
     every unseeded release does. All take turns, so a busy machine slows them alike; each
@@ -336,6 +357,10 @@ def main(argv: list[str] | None = None) -> int:
     schema = brazil_schema()
     sa = ("Age", "Gender")
     print(f"schema {schema.shape}, m = {schema.size:,} cells, n = {args.rows:,} tuples, epsilon = {args.epsilon}")
+    if _compiled.add_common_draws() is None:
+        print("exact sampler: numpy passes (numba is not installed: pip install 'privelet-gui[fast]' for its compiled loop)")
+    else:
+        print("exact sampler: compiled loop (numba)")
     if args.calibration:
         bench_calibration(schema, sa, args.rows)
         return 0

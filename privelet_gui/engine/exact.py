@@ -58,6 +58,7 @@ from functools import lru_cache, partial
 
 import numpy as np
 
+from . import _compiled
 from .errors import PriveletError
 from .noise import Sampler, add_in_limbs
 
@@ -183,7 +184,7 @@ class ExactSampler:
 
     The tables are built when the sampler is made (once per release) and only read
     afterwards: threads share one sampler, each with its own generator (and its own
-    scratch arrays for :meth:`add`'s rounds, 4.4 MiB, kept while the thread lives).
+    scratch arrays for :meth:`add`'s rounds, 6.4 MiB, kept while the thread lives).
 
     Bits per draw: 32 for V's uniform (its first bits; more on a tie) and one word of
     fair bits, 32 bits when M <= 23 (else 64): the sign on top, then the first 8 to 16
@@ -211,6 +212,9 @@ class ExactSampler:
         self._c_bits = min(16, spare) if self._packed else 16
         self._build_quotient_tables()
         self._build_remainder_tables()
+        # C is proved 0 when the fair word without its sign is below this (never when M = 0)
+        self._signless = (1 << (self._fair_bits - 1)) - 1
+        self._open_threshold = self.zero_threshold << (self._fair_bits - 1 - self._c_bits) if self.low_bits else self._signless + 1
 
     @property
     def words_per_draw(self) -> float:
@@ -349,14 +353,29 @@ class ExactSampler:
         self, bits: np.random.BitGenerator, count: int, buffers: _RoundBuffers | None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """:meth:`_parts` (L is None when M = 0), in ``buffers`` if given (else in new arrays)."""
-        m = self.low_bits
+        fair, w, first = self._words(bits, count)
+        return self._decide(bits, fair, w, first, _RoundBuffers(count) if buffers is None else buffers)
+
+    def _words(self, bits: np.random.BitGenerator, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """One round's random words: the fair words, V's 32-bit prefixes and, when C's first bits
+        have no room in the fair word, their own 16-bit words (else None)."""
         fair_words = count if self._fair_bits == 64 else (count + 1) // 2
         prefix_words = (count + 1) // 2
-        c_words = 0 if self._packed or not m else (count + 3) // 4
-        raw = bits.random_raw(fair_words + prefix_words + c_words)
+        own_c = bool(self.low_bits) and not self._packed
+        raw = bits.random_raw(fair_words + prefix_words + ((count + 3) // 4 if own_c else 0))
         fair = raw[:fair_words] if self._fair_bits == 64 else raw[:fair_words].view(np.uint32)[:count]
         w = raw[fair_words : fair_words + prefix_words].view(np.uint32)[:count]
-        scratch = _RoundBuffers(count) if buffers is None else buffers
+        first = raw[fair_words + prefix_words :].view(np.uint16)[:count] if own_c else None
+        return fair, w, first
+
+    def _decide(
+        self, bits: np.random.BitGenerator, fair: np.ndarray, w: np.ndarray, first: np.ndarray | None,
+        scratch: _RoundBuffers,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """(fair words, V, L) from a round's words (:meth:`_words`), drawing more bits where
+        they do not decide V or C."""
+        m = self.low_bits
+        count = fair.size
         kind = fair.dtype.type
         entry, unsure_flags = self._guide_entries(w, scratch, count)
         if m and self._packed:
@@ -378,8 +397,7 @@ class ExactSampler:
         if not m:
             return fair, quotient, None
         remainder = np.bitwise_and(fair, kind((1 << m) - 1), out=scratch.remainder.view(fair.dtype)[:count])
-        if not self._packed:
-            first = raw[fair_words + prefix_words :].view(np.uint16)[:count]
+        if first is not None:
             open_ = np.flatnonzero(first >= self.zero_threshold)
             wc = first[open_]
         if open_.size:  # not proved C = 0
@@ -508,14 +526,51 @@ class ExactSampler:
         flat = units.reshape(-1)  # a copy if units is not C-contiguous: the result is flat
         bits = rng.bit_generator
         buffers = _thread_buffers()
+        # the compiled loop reads C's first bits from the fair word: always so for float64 sums
+        kernel = _compiled.add_common_draws() if self._packed or not self.low_bits else None
         for start in range(0, flat.size, _CHUNK):
             part = flat[start : start + _CHUNK]
-            noise, again = self._float_noise(bits, part.size, buffers)
-            while again.size:  # CKS: start again on "-0"
-                noise[again], still = self._float_noise(bits, again.size, None)
-                again = again[still]
-            part += noise  # |units| < 2**52 and |noise| < 2**52: exact
+            # |units| < 2**52 and |noise| < 2**52: every sum is exact, in whatever order
+            if kernel is None:
+                again = self._add_round(bits, part, buffers)
+            else:
+                again = self._add_round_compiled(kernel, bits, part, buffers)
+            if again.size:  # CKS: start again on "-0"
+                noise = np.zeros(again.size)
+                pending = np.arange(again.size)
+                while pending.size:
+                    noise[pending], still = self._float_noise(bits, pending.size, None)
+                    pending = pending[still]
+                part[again] += noise
         return flat.reshape(units.shape)
+
+    def _add_round(self, bits: np.random.BitGenerator, part: np.ndarray, buffers: _RoundBuffers) -> np.ndarray:
+        """Add one round of draws to ``part`` but its "-0" draws, whose positions it returns."""
+        noise, again = self._float_noise(bits, part.size, buffers)
+        part += noise  # zero at the "-0" draws
+        return again
+
+    def _add_round_compiled(
+        self, kernel: Callable[..., tuple[int, int]], bits: np.random.BitGenerator, part: np.ndarray,
+        buffers: _RoundBuffers,
+    ) -> np.ndarray:
+        """:meth:`_add_round` with the common draws in the compiled ``kernel``
+        (:func:`._compiled.add_common_draws`) and the rest by :meth:`_decide` after it: the same
+        bits in the same order, the same values."""
+        fair, w, _ = self._words(bits, part.size)
+        rare_count, again_count = kernel(
+            part, fair, w, self._word_guide, self.low_bits, self._fair_bits - 1, self._signless,
+            self._open_threshold, buffers.rare, buffers.again,
+        )
+        again = buffers.again[:again_count]
+        if rare_count:
+            rare = buffers.rare[:rare_count]
+            scratch = _RoundBuffers(rare_count)
+            noise, zeros = self._as_floats(*self._decide(bits, fair[rare], w[rare], None, scratch), scratch)
+            part[rare] += noise  # zero at the "-0" draws
+            if zeros.size:
+                again = np.union1d(again, rare[zeros])
+        return again
 
     def _float_noise(
         self, bits: np.random.BitGenerator, count: int, buffers: _RoundBuffers | None
@@ -523,7 +578,13 @@ class ExactSampler:
         """One round of draws as float64 (exact integers), in ``buffers`` if given, and the
         positions of its "-0" draws (to be drawn again; their values there are zeros)."""
         scratch = _RoundBuffers(count) if buffers is None else buffers
-        fair, quotient, remainder = self._round(bits, count, scratch)
+        return self._as_floats(*self._round(bits, count, scratch), scratch)
+
+    def _as_floats(
+        self, fair: np.ndarray, quotient: np.ndarray, remainder: np.ndarray | None, scratch: _RoundBuffers
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_float_noise` of a round's (fair words, V, L)."""
+        count = fair.size
         noise = scratch.noise[:count]
         low = scratch.cells.view(np.float64)[:count]  # the guide's cells are no longer needed
         zeros = scratch.flags[2, :count]
@@ -561,6 +622,9 @@ class _RoundBuffers:
         self.remainder = np.empty(size, dtype=np.uint64)  # L (its 32-bit view for 32-bit fair words)
         self.flags = np.empty((3, size), dtype=bool)  # V open, C open, either (or a "-0")
         self.noise = np.empty(size)
+        # positions of the draws the compiled loop leaves: the rare ones and the "-0" ones
+        self.rare = np.empty(size, dtype=np.int64)
+        self.again = np.empty(size, dtype=np.int64)
 
 
 _local = threading.local()

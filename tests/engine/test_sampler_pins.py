@@ -8,6 +8,8 @@ paths: M = 0 (with many "-0" redraws), 32-bit fair words (M <= 23, C's bits pack
 sign), 64-bit fair words (M > 23), the int64 limbs (M > 37, and int64 units at any M), C's bits
 in a word of their own (M > 55), rounds past the first (more than 2**17 draws), odd counts, a
 transposed layout, and a rate at which C is often non-zero (its corrections and lower bits).
+The exact sampler's float64 sums are pinned on both of its paths: the numpy passes, and the
+compiled loop of the ``fast`` extra (numba), which must give the same values from the same words.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import numpy as np
 import pytest
 from randomgen import AESCounter
 
+from privelet_gui.engine import _compiled
 from privelet_gui.engine import exact as exact_module
 from privelet_gui.engine.exact import ExactSampler, exact_discrete_laplace
 from privelet_gui.engine.noise import StandardSampler
@@ -155,15 +158,44 @@ def _case_id(case: tuple[object, ...]) -> str:
     return "-".join(str(part) for part in case)
 
 
+@pytest.fixture(params=["numpy", "compiled"])
+def exact_path(request, monkeypatch):
+    """Each of the exact sampler's two paths: the numpy passes, or numba's compiled loop."""
+    if request.param == "numpy":
+        monkeypatch.setattr(_compiled, "add_common_draws", lambda: None)
+    elif _compiled.add_common_draws() is None:
+        pytest.skip("numba is not installed (the fast extra): only the numpy path runs here")
+    return request.param
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("case", CASES, ids=_case_id)
-def test_add_gives_the_pinned_values(case, seed):
+def test_add_gives_the_pinned_values(case, seed, exact_path):
     assert _add(*case, seed) == EXPECTED[(*case, seed)]
+
+
+def test_the_compiled_loop_draws_the_float_sums_when_numba_is_there(monkeypatch):
+    # The pins above prove the paths equal only if the compiled one runs: count its rounds.
+    kernel = _compiled.add_common_draws()
+    if kernel is None:
+        pytest.skip("numba is not installed (the fast extra)")
+    rounds = []
+
+    def counted(*args):
+        rounds.append(args[0].size)
+        return kernel(*args)
+
+    monkeypatch.setattr(_compiled, "add_common_draws", lambda: counted)
+    ExactSampler(Fraction(1, 2**20)).add(np.zeros(300_001), _generator("pcg", 1))
+    assert rounds == [2**17, 2**17, 300_001 - 2**18]
+    rounds.clear()
+    ExactSampler(Fraction(1, 2**46)).add(np.zeros(1_000), _generator("pcg", 1))  # limbs: no float sums
+    assert rounds == []
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("case", STRESSED, ids=_case_id)
-def test_add_gives_the_pinned_values_where_c_is_often_non_zero(case, seed, monkeypatch):
+def test_add_gives_the_pinned_values_where_c_is_often_non_zero(case, seed, monkeypatch, exact_path):
     monkeypatch.setattr(exact_module, "_RATE_BITS", 0)
     assert _add("exact", *case, seed) == EXPECTED[("stressed", *case, seed)]
 
@@ -212,7 +244,7 @@ def _pins() -> dict[tuple[object, ...], str]:
 
 
 @pytest.mark.parametrize("theta", [Fraction(1, 300), Fraction(1, 2**20), Fraction(1, 2**32)], ids=str)
-def test_the_binary_search_gives_the_guide_tables_values(theta):
+def test_the_binary_search_gives_the_guide_tables_values(theta, exact_path):
     # Flagging every guide cell sends every draw to the search (assigning guide updates the
     # copy the draws read): the same words must give the same values.
     guided = ExactSampler(theta)
@@ -225,7 +257,7 @@ def test_the_binary_search_gives_the_guide_tables_values(theta):
 
 
 @pytest.mark.parametrize("kind", ["exact", "standard"])
-def test_threads_sharing_a_sampler_draw_what_each_would_alone(kind):
+def test_threads_sharing_a_sampler_draw_what_each_would_alone(kind, exact_path):
     # Each thread keeps its own scratch arrays: two threads adding through one sampler at
     # once give what each gives alone.
     from concurrent.futures import ThreadPoolExecutor

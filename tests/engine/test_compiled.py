@@ -1,0 +1,56 @@
+"""The compiled loop's setup (privelet_gui/engine/_compiled.py); its values are pinned in
+test_sampler_pins.py on both of the exact sampler's paths."""
+
+from __future__ import annotations
+
+import sys
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from privelet_gui.engine import _compiled
+from privelet_gui.engine.exact import ExactSampler
+
+
+@pytest.fixture
+def fresh_loop():
+    """add_common_draws() built again inside the test, and again (as normal) after it."""
+    _compiled.add_common_draws.cache_clear()
+    yield
+    _compiled.add_common_draws.cache_clear()
+
+
+def test_without_numba_the_sampler_runs_its_numpy_passes(fresh_loop, monkeypatch):
+    monkeypatch.setitem(sys.modules, "numba", None)  # import numba raises ImportError
+    assert _compiled.add_common_draws() is None
+    units = np.arange(1_000, dtype=np.float64)
+    noisy = ExactSampler(Fraction(1, 2**20)).add(units.copy(), np.random.default_rng(3))
+    assert np.all(noisy == np.rint(noisy)) and np.any(noisy != units)
+
+
+def test_where_numba_cannot_cache_the_loop_is_compiled_for_this_run(fresh_loop, monkeypatch):
+    numba = pytest.importorskip("numba", reason="numba is not installed (the fast extra)")
+    real_njit = numba.njit
+    asked = []
+
+    def njit(*function, **options):
+        if function:  # numba's own modules, imported while compiling
+            return real_njit(*function, **options)
+        asked.append(options)
+        if options.get("cache"):  # what numba raises in a frozen app or a read-only tree
+            raise RuntimeError("cannot cache function '_add_common_draws': no locator available for file")
+        return real_njit(**options)
+
+    monkeypatch.setattr(numba, "njit", njit)
+    kernel = _compiled.add_common_draws()
+    assert asked == [{"nogil": True, "cache": True}, {"nogil": True}]
+    part = np.zeros(4)
+    fair = np.array([5, 1 << 31 | 5, 0, 1 << 31], dtype=np.uint32)  # +5, -5, 0, "-0"
+    prefixes = np.full(4, 0xFFFF_FFFF, dtype=np.uint32)
+    guide = np.zeros(1 << 16, dtype=np.uint32)
+    guide[-1] = 0x1233  # less the prefix, modulo 2**32: 0x1234, V = 0 (high half), decided (no tie, no flag)
+    rare, again = np.empty(4, dtype=np.int64), np.empty(4, dtype=np.int64)
+    counts = kernel(part, fair, prefixes, guide, 23, 31, (1 << 31) - 1, 1 << 30, rare, again)
+    assert counts == (0, 1) and again[0] == 3
+    np.testing.assert_array_equal(part, [5.0, -5.0, 0.0, 0.0])
