@@ -46,7 +46,10 @@ bit generator (``random_raw``): AES-128 in counter mode keyed from the operating
 system for every release that is not seeded (:mod:`privelet_gui.engine.bits`).
 
 The sum with the rounded coefficient is exact (int64 limbs,
-:func:`~privelet_gui.engine.noise.add_in_limbs`, when it could pass 2**52).
+:func:`~privelet_gui.engine.noise.add_in_limbs`, when it could pass 2**52). Float64 sums
+with numba installed (the ``fast`` extra) add the draws that the guide table and C's first
+bits decide in one compiled loop (:mod:`._compiled`) and decide the rest here, from the
+same words in the same order: the same values.
 """
 
 from __future__ import annotations
