@@ -15,6 +15,7 @@ the user's cache folder where that is read-only, so later processes load it in m
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -69,9 +70,17 @@ def _add_common_draws(
     return rare_count, again_count
 
 
-@functools.cache
+_BUILDING = threading.Lock()
+
+
 def add_common_draws() -> Callable[..., tuple[int, int]] | None:
     """:func:`_add_common_draws` compiled (releasing the GIL), or None without numba."""
+    with _BUILDING:  # a release's threads ask at once: one of them compiles, the others wait for it
+        return _compiled_loop()
+
+
+@functools.cache
+def _compiled_loop() -> Callable[..., tuple[int, int]] | None:
     try:
         import numba
     except ImportError:  # the fast extra is not installed: the numpy passes

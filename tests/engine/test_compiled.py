@@ -4,6 +4,8 @@ test_sampler_pins.py on both of the exact sampler's paths."""
 from __future__ import annotations
 
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 
 import numpy as np
@@ -16,9 +18,24 @@ from privelet_gui.engine.exact import ExactSampler
 @pytest.fixture
 def fresh_loop():
     """add_common_draws() built again inside the test, and again (as normal) after it."""
-    _compiled.add_common_draws.cache_clear()
+    _compiled._compiled_loop.cache_clear()
     yield
-    _compiled.add_common_draws.cache_clear()
+    _compiled._compiled_loop.cache_clear()
+
+
+def test_threads_asking_at_once_share_one_compiled_loop(fresh_loop, monkeypatch):
+    numba = pytest.importorskip("numba", reason="numba is not installed (the fast extra)")
+    real_njit = numba.njit
+
+    def slow_njit(*function, **options):  # a slow build, so that the threads' questions overlap
+        if not function:
+            time.sleep(0.05)
+        return real_njit(*function, **options)
+
+    monkeypatch.setattr(numba, "njit", slow_njit)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        loops = list(pool.map(lambda _: _compiled.add_common_draws(), range(8)))
+    assert loops[0] is not None and all(loop is loops[0] for loop in loops)
 
 
 def test_without_numba_the_sampler_runs_its_numpy_passes(fresh_loop, monkeypatch):
