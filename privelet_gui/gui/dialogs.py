@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from PySide6.QtCore import QObject, Qt, Signal, Slot
-from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
+from PySide6.QtWidgets import QFileDialog, QInputDialog, QLabel, QMessageBox, QWidget
 
 from ..engine import Cancelled, PriveletError
 from ..io.ledger import COMPOSITION_TEXT, BudgetCheck, spending_summary
@@ -85,6 +85,7 @@ class Dialogs:
         else:
             message = error
         box.setInformativeText(_sentence(message))
+        _widen_for(box)
         box.exec()
 
     def ask_save_changes(self, what: str) -> SaveChoice:
@@ -193,6 +194,16 @@ class Dialogs:
             target = target.with_name(target.name + suffix)
         self.settings.set_last_folder(kind, target)
         return target
+
+
+def _widen_for(box: QMessageBox) -> None:
+    """Give ``box``'s explanation room for about 60 characters a line (less if it is shorter):
+    Qt sizes a message box by its main text, and a short title ("Cannot write r.npz") wrapped
+    the explanation a few words a line."""
+    label = box.findChild(QLabel, "qt_msgbox_informativelabel")
+    if label is not None:
+        metrics = label.fontMetrics()
+        label.setMinimumWidth(min(metrics.horizontalAdvance(label.text()), 60 * metrics.averageCharWidth()))
 
 
 class _Pending:

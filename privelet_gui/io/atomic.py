@@ -22,7 +22,7 @@ from typing import IO, Any
 
 from .errors import OutputExistsError
 
-__all__ = ["atomic_write", "check_writable", "remove_abandoned"]
+__all__ = ["atomic_write", "check_folder", "check_writable", "remove_abandoned"]
 
 
 def check_writable(path: str | os.PathLike[str], *, force: bool = False) -> Path:
@@ -36,9 +36,16 @@ def check_writable(path: str | os.PathLike[str], *, force: bool = False) -> Path
         raise IsADirectoryError(f"{target} is a folder; give a file name")
     if target.exists() and not force:
         raise OutputExistsError(target)
-    if not target.parent.is_dir():
-        raise FileNotFoundError(f"cannot write {target}: the folder {target.parent} does not exist")
+    check_folder(target)
     return target
+
+
+def check_folder(target: Path) -> None:
+    """Raise :class:`FileNotFoundError`, naming the fix, when ``target``'s folder does not exist."""
+    if not target.parent.is_dir():
+        raise FileNotFoundError(
+            f"cannot write {target}: the folder {target.parent} does not exist; create it or choose another folder"
+        )
 
 
 @contextlib.contextmanager

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..engine import PriveletError, Release
 from ..engine.progress import Progress, ProgressCallback
-from .atomic import atomic_write, check_writable
+from .atomic import atomic_write, check_folder, check_writable
 from .errors import OutputExistsError, ReleaseFileError
 from .releases import (
     RELEASE_FORMAT,
@@ -105,8 +105,7 @@ def check_zarr_target(path: str | os.PathLike[str], *, force: bool = False) -> P
             raise PriveletError(
                 f"refusing to replace {target}: it is not a Privelet Zarr release; choose another --out name"
             )
-    if not target.parent.is_dir():
-        raise FileNotFoundError(f"cannot write {target}: the folder {target.parent} does not exist")
+    check_folder(target)
     return target
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from PySide6.QtWidgets import QFileDialog, QWidget
+from PySide6.QtWidgets import QFileDialog, QLabel, QMessageBox, QWidget
 
 from privelet_gui import io as pio
 from privelet_gui.gui.dialogs import Dialogs
@@ -110,3 +110,33 @@ def test_every_kind_of_file_the_app_asks_for_has_its_own_filter():
         asked |= set(re.findall(r'(?:open_path|save_path)\(\s*"([a-z-]+)"', source.read_text(encoding="utf-8")))
     assert {"table", "project", "hierarchy", "schema", "workload"} <= asked  # the scan finds the calls
     assert sorted(asked - set(FILTERS)) == []
+
+
+def test_an_error_with_a_short_title_is_wide_enough_to_read(qtbot, tmp_path, monkeypatch):
+    # Seen in a real window: Qt sizes a message box by its main text, so "Cannot write r.npz"
+    # wrapped the explanation at a few words a line ("Cannot write /tmp/" | "x1/nodir/r.npz: the").
+    parent = QWidget()
+    qtbot.addWidget(parent)
+    shown: list[QMessageBox] = []
+
+    def show_instead(box: QMessageBox) -> int:
+        box.show()
+        shown.append(box)
+        return 0
+
+    monkeypatch.setattr(QMessageBox, "exec", show_instead)
+    target = tmp_path / "no-such-folder" / "r.npz"
+    try:
+        pio.check_writable(target)
+    except FileNotFoundError as error:
+        Dialogs(parent, Settings()).error(f"Cannot write {target.name}", error)
+    (box,) = shown
+    label = box.findChild(QLabel, "qt_msgbox_informativelabel")
+    metrics = label.fontMetrics()
+    assert "create it or choose another folder" in label.text()
+    assert label.width() >= 45 * metrics.averageCharWidth()
+    # a short explanation keeps a short box
+    shown.clear()
+    Dialogs(parent, Settings()).error("Cannot open", "no such file")
+    short = shown[0].findChild(QLabel, "qt_msgbox_informativelabel")
+    assert short.width() < 30 * metrics.averageCharWidth()
