@@ -1,4 +1,4 @@
-"""Counting and releasing on local Dask clusters of worker processes (384 MB each).
+"""Counting and releasing on local Dask clusters of worker processes (512 MB each).
 
 What the issue asks, end to end: counts of a table split in several files equal the
 one-machine ``count_table`` exactly (report and errors included); a release with a seed is
@@ -53,7 +53,7 @@ SEED = 11
 
 def gather(client: Client, array: da.Array) -> np.ndarray:
     """A dask array's chunks fetched here one by one and joined here (computing it whole would
-    join it on a worker, which would need more than its 384 MB for the sample's 54 MB matrix)."""
+    join it on a worker, which would need more than its 512 MB for the sample's 54 MB matrix)."""
     parts = array.to_delayed()
     futures = client.compute(parts.ravel().tolist())
     chunks = np.empty(parts.shape, dtype=object)
@@ -188,7 +188,7 @@ def test_privelet_with_sa_empty_goes_axis_by_axis_with_the_same_noise(
 
 
 def test_a_release_larger_than_each_worker_completes_and_is_queryable(client: Client, tmp_path: Path) -> None:
-    """A 1 GB matrix (125 million cells) on workers limited to 384 MB each."""
+    """A 1 GB matrix (125 million cells) on workers limited to 512 MB each."""
     rng = np.random.default_rng(3)
     schema = Schema([
         OrdinalAttribute.integer_range("Age", 0, 99),
@@ -260,7 +260,7 @@ def test_cli_release_of_a_folder_on_a_local_cluster_queries_and_exports_like_a_f
     common = ["--schema", str(sample_schema_path()), "--epsilon", "1", "--sa", "age,sex", "--seed", "5", "-q"]
     zarr_out, npz_out = tmp_path / "r.zarr", tmp_path / "r.npz"
     assert main(["release", str(adult_parts["parquet"]), *common, "--dask", "--dask-workers", "2",
-                 "--dask-memory", "384MB", "--out", str(zarr_out)]) == 0
+                 "--dask-memory", "512MB", "--out", str(zarr_out)]) == 0
     assert main(["release", str(adult_parts["all"]), *common, "--out", str(npz_out)]) == 0
     capsys.readouterr()
     where = ["--where", "age=20..30", "--where", "occupation=Sales", "--json"]
