@@ -12,6 +12,7 @@ re-exported here:
 (100, 2)
 """
 
+from ._compiled import prepare_compiled
 from .advisor import EXHAUSTIVE_UP_TO, Advice, AttributeMultiplier, SaChoice, Suggestion, advise, best_sa
 from .bounds import (
     Z95,
@@ -148,6 +149,7 @@ __all__ = [
     "paper_bound",
     "paper_factors",
     "paper_workload",
+    "prepare_compiled",
     "privelet",
     "privelet_plus",
     "query_variance",

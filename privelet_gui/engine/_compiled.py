@@ -7,20 +7,23 @@ to the coefficients and leaves the rest (the rare draws that need more bits, and
 draws that CKS draws again) to the numpy code, in the same order, so that the same bits
 give the same values either way (tests/engine/test_sampler_pins.py pins both).
 
-numba is imported, and the loop compiled, on the first release that draws (not when the
-engine is imported: that costs 0.3 s); the machine code is cached beside this file, or in
-the user's cache folder where that is read-only, so later processes load it in milliseconds.
+numba is imported, and the loop compiled for both word sizes, on the first release that draws
+or when :func:`prepare_compiled` asks (the app does, on a thread of its own, as it starts),
+never when the engine is imported (that would cost 0.3 s); the machine code is cached beside
+this file, or in the user's cache folder where that is read-only, so later processes load it
+instead of compiling it (0.2 s against 1 s).
 """
 
 from __future__ import annotations
 
 import functools
 import threading
+import warnings
 from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["add_common_draws"]
+__all__ = ["add_common_draws", "prepare_compiled"]
 
 
 def _add_common_draws(
@@ -72,11 +75,26 @@ def _add_common_draws(
 
 _BUILDING = threading.Lock()
 
+# Both word sizes of the fair words (32 bits up to M = 23, else 64), compiled at once.
+_SIGNATURES = [
+    f"UniTuple(int64, 2)(float64[::1], {fair}[::1], uint32[::1], uint32[::1], int64, int64, int64, int64, "
+    "int64[::1], int64[::1])"
+    for fair in ("uint32", "uint64")
+]
+
 
 def add_common_draws() -> Callable[..., tuple[int, int]] | None:
-    """:func:`_add_common_draws` compiled (releasing the GIL), or None without numba."""
+    """:func:`_add_common_draws` compiled (releasing the GIL), or None without numba or where
+    numba cannot compile it (the sampler then runs its numpy passes, which give the same values)."""
     with _BUILDING:  # a release's threads ask at once: one of them compiles, the others wait for it
         return _compiled_loop()
+
+
+def prepare_compiled() -> bool:
+    """Load (or, the first time on a machine, compile) the compiled loop now, so that a release
+    does not: loading numba takes the GIL often enough for half a second to stall a window's
+    thread by 100 to 300 ms. Returns whether the loop is there."""
+    return add_common_draws() is not None
 
 
 @functools.cache
@@ -86,6 +104,11 @@ def _compiled_loop() -> Callable[..., tuple[int, int]] | None:
     except ImportError:  # the fast extra is not installed: the numpy passes
         return None
     try:
-        return numba.njit(nogil=True, cache=True)(_add_common_draws)
-    except RuntimeError:  # no folder to cache it in (numba: "no locator available"): compile each run
-        return numba.njit(nogil=True)(_add_common_draws)
+        try:
+            return numba.njit(_SIGNATURES, nogil=True, cache=True)(_add_common_draws)
+        except RuntimeError:  # no folder to cache it in (numba: "no locator available"): compile each run
+            return numba.njit(_SIGNATURES, nogil=True)(_add_common_draws)
+    except Exception as error:  # a numba that cannot compile it must not stop a release
+        warnings.warn(f"numba could not compile the exact sampler's loop, which runs as numpy passes: {error}",
+                      RuntimeWarning, stacklevel=2)
+        return None

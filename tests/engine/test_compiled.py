@@ -27,10 +27,10 @@ def test_threads_asking_at_once_share_one_compiled_loop(fresh_loop, monkeypatch)
     numba = pytest.importorskip("numba", reason="numba is not installed (the fast extra)")
     real_njit = numba.njit
 
-    def slow_njit(*function, **options):  # a slow build, so that the threads' questions overlap
-        if not function:
+    def slow_njit(*arguments, **options):  # a slow build, so that the threads' questions overlap
+        if not (arguments and callable(arguments[0])):
             time.sleep(0.05)
-        return real_njit(*function, **options)
+        return real_njit(*arguments, **options)
 
     monkeypatch.setattr(numba, "njit", slow_njit)
     with ThreadPoolExecutor(max_workers=4) as pool:
@@ -51,13 +51,13 @@ def test_where_numba_cannot_cache_the_loop_is_compiled_for_this_run(fresh_loop, 
     real_njit = numba.njit
     asked = []
 
-    def njit(*function, **options):
-        if function:  # numba's own modules, imported while compiling
-            return real_njit(*function, **options)
+    def njit(*arguments, **options):
+        if arguments and callable(arguments[0]):  # numba's own modules, imported while compiling
+            return real_njit(*arguments, **options)
         asked.append(options)
         if options.get("cache"):  # what numba raises in a frozen app or a read-only tree
             raise RuntimeError("cannot cache function '_add_common_draws': no locator available for file")
-        return real_njit(**options)
+        return real_njit(*arguments, **options)
 
     monkeypatch.setattr(numba, "njit", njit)
     kernel = _compiled.add_common_draws()
@@ -71,3 +71,28 @@ def test_where_numba_cannot_cache_the_loop_is_compiled_for_this_run(fresh_loop, 
     counts = kernel(part, fair, prefixes, guide, 23, 31, (1 << 31) - 1, 1 << 30, rare, again)
     assert counts == (0, 1) and again[0] == 3
     np.testing.assert_array_equal(part, [5.0, -5.0, 0.0, 0.0])
+
+
+def test_a_numba_that_cannot_compile_the_loop_leaves_the_numpy_passes(fresh_loop, monkeypatch):
+    numba = pytest.importorskip("numba", reason="numba is not installed (the fast extra)")
+    real_njit = numba.njit
+
+    def failing(*arguments, **options):
+        if arguments and callable(arguments[0]):
+            return real_njit(*arguments, **options)
+        raise TypeError("a numba release that types the loop differently")
+
+    monkeypatch.setattr(numba, "njit", failing)
+    with pytest.warns(RuntimeWarning, match="runs as numpy passes: a numba release"):
+        assert _compiled.add_common_draws() is None
+    assert not _compiled.prepare_compiled()  # asked again: the same answer, no second warning
+    units = np.arange(1_000, dtype=np.float64)
+    noisy = ExactSampler(Fraction(1, 2**20)).add(units.copy(), np.random.default_rng(3))
+    assert np.all(noisy == np.rint(noisy)) and np.any(noisy != units)
+
+
+def test_the_loop_is_compiled_for_both_word_sizes_before_any_release(fresh_loop):
+    pytest.importorskip("numba", reason="numba is not installed (the fast extra)")
+    assert _compiled.prepare_compiled()
+    fair_kinds = {str(signature[1].dtype) for signature in _compiled.add_common_draws().signatures}
+    assert fair_kinds == {"uint32", "uint64"}

@@ -199,3 +199,20 @@ def test_help_texts(window):
     assert "Ctrl+Shift+Z" in GUIDE_HTML
     window.show_guide()
     window._guide.close()
+
+
+def test_the_window_loads_the_compiled_noise_loop_on_a_thread_of_its_own(qtbot, dialogs, monkeypatch):
+    # Loading numba when the first release started stalled the window's thread (gui/stall_bench):
+    # the window asks for it as it opens, off its own thread.
+    import threading
+
+    from privelet_gui.gui import main_window
+
+    asked_on: list[str] = []
+    monkeypatch.setattr(main_window, "prepare_compiled", lambda: asked_on.append(threading.current_thread().name) or True)
+    win = main_window.MainWindow()
+    qtbot.addWidget(win)
+    win.dialogs = dialogs
+    qtbot.waitUntil(lambda: bool(asked_on), timeout=5_000)
+    assert asked_on[0] != threading.main_thread().name
+    win.tasks.shutdown()
