@@ -152,7 +152,7 @@ _MADV_HUGEPAGE = 14
 _MADV_POPULATE_WRITE = 23  # Linux 5.14 and later
 _PAGE_VALUES = mmap.PAGESIZE // 8
 #: How much :func:`_populate` faults in per call (a multiple of the page size).
-_POPULATE_BYTES = 32 << 20
+_POPULATE_BYTES = 4 << 20
 
 
 def _populate(array: np.ndarray) -> None:
@@ -161,7 +161,11 @@ def _populate(array: np.ndarray) -> None:
     In pieces of :data:`_POPULATE_BYTES`: populating holds the process's memory-map lock,
     and a thread that maps memory meanwhile (a table reader allocating a chunk) waits for
     it, holding the GIL if it has it. One call for 790 MB froze the app's window for
-    0.26-0.29 s at the start of a big count (stall_bench); a piece takes about 10 ms.
+    0.26-0.29 s at the start of a big count (stall_bench). On a virtual machine whose host
+    provides memory when it is first touched, a piece of 32 MiB took up to 90 ms, and the
+    background prefault of a release's output (:func:`prefaulted`) stalled the window as long,
+    time and again (stall_bench: 99th percentile up to 150 ms); 4 MiB pieces keep the gaps
+    near those without prefaulting (99th percentile 29-40 ms), at no cost to the release.
     """
     covered = _kernel_populate(array)
     if covered < array.nbytes:

@@ -152,7 +152,7 @@ def test_populating_goes_in_pieces_so_that_other_threads_can_map_memory(monkeypa
 
     monkeypatch.setattr(_memory, "_libc", lambda: FakeLibc())
     monkeypatch.setattr(_memory.sys, "platform", "linux")
-    nbytes = 5 * _memory._POPULATE_BYTES + 3 * 4096
+    nbytes = _memory._MAPPED_BYTES + 5 * _memory._POPULATE_BYTES + 3 * 4096  # mapped, and many pieces
     array = _memory.zeros(nbytes // 8, populate=True)
     base = array.ctypes.data
     assert all(size <= _memory._POPULATE_BYTES for _, size in calls)
@@ -255,7 +255,7 @@ def test_prefaulting_goes_in_order_in_pieces_and_never_writes(monkeypatch, fails
             return 0
 
     monkeypatch.setattr(_memory.sys, "platform", "linux")
-    nbytes = 5 * _memory._POPULATE_BYTES + 3 * 4096
+    nbytes = _memory._MAPPED_BYTES + 5 * _memory._POPULATE_BYTES + 3 * 4096  # mapped, and many pieces
     array = output_array((nbytes // 8,))
     array[:: 4096] = 5.0
     monkeypatch.setattr(_memory, "_libc", lambda: FakeLibc())
