@@ -215,9 +215,11 @@ class ExactSampler:
         self._c_bits = min(16, spare) if self._packed else 16
         self._build_quotient_tables()
         self._build_remainder_tables()
-        # C is proved 0 when the fair word without its sign is below this (never when M = 0)
+        # C's first bits sit just below the sign (when packed); C is proved 0 when the fair word
+        # without its sign is below the threshold moved there (never when M = 0)
+        self._c_shift = self._fair_bits - 1 - self._c_bits
         self._signless = (1 << (self._fair_bits - 1)) - 1
-        self._open_threshold = self.zero_threshold << (self._fair_bits - 1 - self._c_bits) if self.low_bits else self._signless + 1
+        self._open_threshold = self.zero_threshold << self._c_shift if self.low_bits else self._signless + 1
 
     @property
     def words_per_draw(self) -> float:
@@ -384,10 +386,10 @@ class ExactSampler:
         if m and self._packed:
             # C's first bits sit just below the sign: the word without its sign is at least
             # the threshold moved there exactly when they are (the bits below do not matter)
-            shift = kind(self._fair_bits - 1 - self._c_bits)
+            shift = kind(self._c_shift)
             # (in the remainder's array, which is not filled yet)
-            unsigned = np.bitwise_and(fair, kind((1 << (self._fair_bits - 1)) - 1), out=scratch.remainder.view(fair.dtype)[:count])
-            open_flags = np.greater_equal(unsigned, kind(self.zero_threshold) << shift, out=scratch.flags[1, :count])
+            unsigned = np.bitwise_and(fair, kind(self._signless), out=scratch.remainder.view(fair.dtype)[:count])
+            open_flags = np.greater_equal(unsigned, kind(self._open_threshold), out=scratch.flags[1, :count])
             # both rare: one pass finds them
             either = np.flatnonzero(np.bitwise_or(unsure_flags, open_flags, out=scratch.flags[2, :count]))
             unsure, open_ = either[unsure_flags[either]], either[open_flags[either]]
