@@ -12,6 +12,9 @@ are stated in, each measured in the same run:
 - the peak additional memory of the release, versus the bytes of M;
 - the floor: drawing one uniform and taking one log per coefficient of the Privelet+
   release, on the same threads, and the release's time over it;
+- what the threads lose to each other: the voluntary context switches of each Privelet+
+  release (a thread waiting for the GIL sleeps), and two one-thread releases run at once in
+  two processes (no GIL shared), against one alone;
 - Privelet (S_A empty: the whole matrix is one block) against Privelet+, and its peak
   additional memory;
 - the cost per cell of every mechanism from 2**21 to 2**27 cells (``--series`` runs this
@@ -36,13 +39,19 @@ from __future__ import annotations
 import argparse
 import gc
 import math
+import multiprocessing
 import os
+import queue
+import resource
 import sys
+import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
+from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Barrier
 from unittest.mock import patch
 
 import numpy as np
@@ -209,6 +218,52 @@ def noise_floor(coefficients: int, threads: int) -> float:
     with ThreadPoolExecutor(max_workers=threads) as pool:
         list(pool.map(draw, range(threads)))
     return time.perf_counter() - started
+
+
+def context_switches(work: Callable[[], object]) -> int:
+    """Voluntary context switches of this process while ``work`` runs (a thread that waits for
+    the GIL, or for a lock, sleeps: one switch each time)."""
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw
+    work()
+    return resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw - before
+
+
+def two_processes(matrix: np.ndarray, schema: Callable[[], Schema], epsilon: float, sa: tuple[str, ...]) -> list[float]:
+    """Seconds of one-thread Privelet+ releases of ``matrix`` in two processes started together
+    (each warmed up first): what two threads could reach if they did not share the GIL.
+    ``schema`` makes the schema in each process (a module-level function: it is pickled)."""
+    context = multiprocessing.get_context("spawn")
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "matrix.npy")
+        np.save(path, matrix)
+        start, results = context.Barrier(2), context.Queue()
+        workers = [context.Process(target=_one_thread_release, args=(path, schema, epsilon, sa, start, results))
+                   for _ in range(2)]
+        for process in workers:
+            process.start()
+        times: list[float] = []
+        while len(times) < len(workers):
+            try:
+                times.append(results.get(timeout=1.0))
+            except queue.Empty:  # a process that died leaves the other waiting at the barrier
+                failed = [process.exitcode for process in workers if process.exitcode not in (None, 0)]
+                if failed:
+                    for process in workers:
+                        process.terminate()
+                    raise RuntimeError(f"a benchmark process failed (exit code {failed[0]}); its error is above") from None
+        for process in workers:
+            process.join()
+    return sorted(times)
+
+
+def _one_thread_release(path: str, make_schema: Callable[[], Schema], epsilon: float, sa: tuple[str, ...], start: Barrier,
+                        results: Queue[float]) -> None:
+    matrix, schema = np.load(path), make_schema()
+    privelet_plus(matrix, schema, epsilon, sa, workers=1)  # the first touch of this process's memory
+    start.wait()
+    started = time.perf_counter()
+    privelet_plus(matrix, schema, epsilon, sa, workers=1)
+    results.put(time.perf_counter() - started)
 
 
 def bench_series(epsilon: float, repeat: int) -> None:
@@ -396,6 +451,15 @@ def main(argv: list[str] | None = None) -> int:
             f"    floor (one uniform and one log per coefficient, {coefficients:,} coefficients, {threads} "
             f"thread{'s' if threads > 1 else ''}): {floor:.3f} s; Privelet+ / floor = {plus / floor:.2f} (target <= 4)"
         )
+
+    switches = {label: context_switches(partial(privelet_plus, matrix, schema, args.epsilon, sa, rng, workers=workers))
+                for workers, label in ((None, "all cores"), (1, "one thread"))}
+    apart = two_processes(matrix, brazil_schema, args.epsilon, sa)
+    print(
+        f"  threads: voluntary context switches per Privelet+ release {switches['all cores']:,} on all cores, "
+        f"{switches['one thread']:,} on one thread; two one-thread releases at once in two processes: "
+        f"{apart[0]:.3f} and {apart[1]:.3f} s (one alone: {times['one thread']:.3f} s)"
+    )
 
     started = time.perf_counter()
     privelet(matrix, schema, args.epsilon, rng)

@@ -1,0 +1,44 @@
+"""The benchmark's measurement of what threads lose to each other (python -m privelet_gui.bench)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from privelet_gui.bench import context_switches, two_processes
+from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, Schema, privelet_plus
+
+
+def small_schema() -> Schema:
+    return Schema([OrdinalAttribute.integer_range("age", 0, 3),
+                   NominalAttribute("job", Hierarchy.from_nested({"*": {"a": ["a1", "a2"], "b": ["b1", "b2", "b3"]}})),
+                   OrdinalAttribute.integer_range("income", 0, 99)])
+
+
+SCHEMA = small_schema()
+
+
+def test_two_processes_time_one_release_each():
+    matrix = np.random.default_rng(0).integers(0, 5, SCHEMA.shape).astype(float)
+    times = two_processes(matrix, small_schema, 1.0, ("age",))
+    assert len(times) == 2 and times == sorted(times) and 0 < times[0] < 60
+
+
+def broken_schema() -> Schema:
+    raise ValueError("no schema here")
+
+
+def test_a_process_that_fails_stops_the_measurement_at_once():
+    started = time.perf_counter()
+    with pytest.raises(RuntimeError, match="a benchmark process failed"):
+        two_processes(np.zeros(SCHEMA.shape), broken_schema, 1.0, ("age",))
+    assert time.perf_counter() - started < 30  # not the other process's wait at the barrier
+
+
+def test_context_switches_count_a_threads_waits():
+    matrix = np.random.default_rng(0).integers(0, 5, SCHEMA.shape).astype(float)
+    assert context_switches(lambda: privelet_plus(matrix, SCHEMA, 1.0, ("age",), workers=1)) >= 0
+    # a sleeping thread switches at least once per sleep
+    assert context_switches(lambda: [time.sleep(0.001) for _ in range(20)]) >= 20
