@@ -42,7 +42,6 @@ import math
 import multiprocessing
 import os
 import queue
-import resource
 import sys
 import tempfile
 import time
@@ -220,9 +219,15 @@ def noise_floor(coefficients: int, threads: int) -> float:
     return time.perf_counter() - started
 
 
-def context_switches(work: Callable[[], object]) -> int:
+def context_switches(work: Callable[[], object]) -> int | None:
     """Voluntary context switches of this process while ``work`` runs (a thread that waits for
-    the GIL, or for a lock, sleeps: one switch each time)."""
+    the GIL, or for a lock, sleeps: one switch each time); None where they are not counted
+    (Windows, which has no ``resource`` module)."""
+    try:
+        import resource
+    except ImportError:
+        work()
+        return None
     before = resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw
     work()
     return resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw - before
@@ -456,8 +461,8 @@ def main(argv: list[str] | None = None) -> int:
                 for workers, label in ((None, "all cores"), (1, "one thread"))}
     apart = two_processes(matrix, brazil_schema, args.epsilon, sa)
     print(
-        f"  threads: voluntary context switches per Privelet+ release {switches['all cores']:,} on all cores, "
-        f"{switches['one thread']:,} on one thread; two one-thread releases at once in two processes: "
+        f"  threads: voluntary context switches per Privelet+ release {switches['all cores']} on all cores, "
+        f"{switches['one thread']} on one thread; two one-thread releases at once in two processes: "
         f"{apart[0]:.3f} and {apart[1]:.3f} s (one alone: {times['one thread']:.3f} s)"
     )
 
