@@ -332,7 +332,7 @@ def bench_samplers(schema: Schema, matrix: np.ndarray, sa: tuple[str, ...], epsi
     spec = ReleaseSpec(schema, epsilon, "privelet+", sa)
     rows = int(matrix.sum())
     names: tuple[Sampler, ...] = ("standard", "exact")
-    compiled = _compiled.add_common_draws() is not None
+    compiled = _compiled.sampler_loops() is not None
     for rate_epsilon in (epsilon, epsilon / 10):
         calibration = spec.replace(epsilon=rate_epsilon).calibration(rows)
         samplers: dict[str, NoiseSampler] = {name: noise_sampler(name, calibration) for name in names}
@@ -361,7 +361,7 @@ _NUMPY_PASSES = "exact, numpy passes"
 
 
 class _OnNumpyPasses:
-    """The exact sampler with its compiled loop turned off: what it costs without the fast extra."""
+    """The exact sampler with its compiled loops turned off: what it costs without the fast extra."""
 
     name: Sampler = "exact"
 
@@ -369,7 +369,7 @@ class _OnNumpyPasses:
         self.sampler = sampler
 
     def add(self, units: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        with patch.object(_compiled, "add_common_draws", lambda: None):
+        with patch.object(_compiled, "sampler_loops", lambda: None):
             return self.sampler.add(units, rng)
 
 
@@ -417,10 +417,11 @@ def main(argv: list[str] | None = None) -> int:
     schema = brazil_schema()
     sa = ("Age", "Gender")
     print(f"schema {schema.shape}, m = {schema.size:,} cells, n = {args.rows:,} tuples, epsilon = {args.epsilon}")
-    if _compiled.add_common_draws() is None:
-        print("exact sampler: numpy passes (numba is not installed: pip install 'privelet-gui[fast]' for its compiled loop)")
+    if _compiled.sampler_loops() is None:
+        print("exact sampler and Haar rows: numpy passes (numba is not installed: pip install 'privelet-gui[fast]' "
+              "for their compiled loops)")
     else:
-        print("exact sampler: compiled loop (numba)")
+        print("exact sampler and Haar rows: compiled loops (numba)")
     if args.calibration:
         bench_calibration(schema, sa, args.rows)
         return 0

@@ -1,29 +1,39 @@
-"""The exact sampler's common draw as one compiled loop, when numba is installed (the ``fast`` extra).
+"""The release's hottest loops compiled, when numba is installed (the ``fast`` extra).
 
 :class:`~privelet_gui.engine.exact.ExactSampler` decides nearly every draw from two words
 and one table look-up; in numpy that takes some thirty passes over each round of draws,
 which hold the GIL between them. Here one loop, which releases the GIL, adds those draws
-to the coefficients and leaves the rest (the rare draws that need more bits, and the "-0"
-draws that CKS draws again) to the numpy code, in the same order, so that the same bits
-give the same values either way (tests/engine/test_sampler_pins.py pins both).
+to the coefficients; a second adds the rare ones (about 0.7 %: V searched in the thresholds,
+C not proved 0) that need no more bits, and a third the others once the sampler has drawn
+their bits, in the numpy passes' order; the "-0" draws that CKS draws again are left to the
+numpy code. The same bits give the same values either way (tests/engine/test_sampler_pins.py
+pins both paths and compares them where ties and open draws are forced).
 
-numba is imported, and the loop compiled for both word sizes, on the first release that draws
-or when :func:`prepare_compiled` asks (the app does, on a thread of its own, as it starts),
-never when the engine is imported (that would cost 0.3 s); the machine code is cached beside
-this file, or in the user's cache folder where that is read-only, so later processes load it
-instead of compiling it (0.2 s against 1 s).
+The Haar transform's finer levels in the pipeline's rows layout
+(:meth:`~privelet_gui.engine.haar.HaarTransform.rows_numerators` and ``rows_inverse``) are
+two more such loops: numpy runs two passes per level over a whole tile, each a GIL hand-over
+between the release's threads; here one row at a time goes through every level while it is
+in the L1 cache. Each value is the same sum or difference of the same two numbers, so the
+results are the same bits (tests/engine/test_haar_rows.py compares them).
+
+numba is imported, and the loops compiled (the sampler's for both word sizes), on the first
+release or when :func:`prepare_compiled` asks (the app does, on a thread of its own, as it
+starts), never when the engine is imported (that would cost 0.3 s); the machine code is
+cached beside this file, or in the user's cache folder where that is read-only, so later
+processes load them instead of compiling them (0.2 s against 1.5 s).
 """
-
 from __future__ import annotations
 
 import functools
 import threading
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-__all__ = ["add_common_draws", "prepare_compiled"]
+__all__ = ["HaarRowsLoops", "SamplerLoops", "haar_rows_loops", "prepare_compiled", "sampler_loops"]
 
 
 def _add_common_draws(
@@ -73,42 +83,225 @@ def _add_common_draws(
     return rare_count, again_count
 
 
-_BUILDING = threading.Lock()
+def _add_rare_draws(
+    part: np.ndarray,
+    fair: np.ndarray,
+    prefixes: np.ndarray,
+    rare: np.ndarray,
+    rare_count: int,
+    word_guide: np.ndarray,
+    ascending: np.ndarray,
+    at_most: np.ndarray,
+    low_bits: int,
+    sign_shift: int,
+    signless: int,
+    open_threshold: int,
+    pending: np.ndarray,
+    quotients: np.ndarray,
+    flags: np.ndarray,
+    again: np.ndarray,
+) -> tuple[int, int]:
+    """Add the draws at the first ``rare_count`` positions ``rare`` that :func:`_add_common_draws`
+    left, where no more bits are needed: V by a binary search of the ``ascending`` thresholds
+    where the guide entry is flagged (``at_most[j]``: the largest of the first j thresholds,
+    0 for none) and C proved 0. The others go to ``pending`` (their positions, ascending) with
+    V so far in ``quotients`` and ``flags`` (1: V ties a threshold, more bits decide it; 2: C
+    is not proved 0) for :meth:`~privelet_gui.engine.exact.ExactSampler._add_round_compiled`;
+    decided "-0" draws go to ``again``. Returns how many of each."""
+    low_mask = (np.int64(1) << low_bits) - 1
+    pending_count = 0
+    again_count = 0
+    for j in range(rare_count):
+        i = rare[j]
+        word = np.int64(fair[i])
+        prefix = np.int64(prefixes[i])
+        entry = (np.int64(word_guide[prefix >> 16]) - prefix) & 0xFFFFFFFF
+        quotient = entry >> 16
+        tie = False
+        if (entry | 0x7FFF0000) >= 0x7FFFFFFF:  # flagged or a tie: the thresholds at most the prefix
+            low, high = 0, ascending.size
+            while low < high:
+                middle = (low + high) >> 1
+                if np.int64(ascending[middle]) <= prefix:
+                    low = middle + 1
+                else:
+                    high = middle
+            quotient = np.int64(ascending.size - low)
+            tie = np.int64(at_most[low]) == prefix
+        opened = (word & signless) >= open_threshold
+        if tie or opened:
+            pending[pending_count] = i
+            quotients[pending_count] = quotient
+            flags[pending_count] = (1 if tie else 0) | (2 if opened else 0)
+            pending_count += 1
+            continue
+        negative = (word >> sign_shift) & 1
+        magnitude = (quotient << low_bits) | (word & low_mask)
+        if magnitude == 0 and negative:
+            again[again_count] = i
+            again_count += 1
+            continue
+        part[i] += float(magnitude * (1 - 2 * negative))
+    return pending_count, again_count
 
-# Both word sizes of the fair words (32 bits up to M = 23, else 64), compiled at once.
-_SIGNATURES = [
-    f"UniTuple(int64, 2)(float64[::1], {fair}[::1], uint32[::1], uint32[::1], int64, int64, int64, int64, "
-    "int64[::1], int64[::1])"
-    for fair in ("uint32", "uint64")
+
+def _add_pending_draws(
+    part: np.ndarray,
+    fair: np.ndarray,
+    pending: np.ndarray,
+    pending_count: int,
+    quotients: np.ndarray,
+    corrections: np.ndarray,
+    low_bits: int,
+    sign_shift: int,
+    again: np.ndarray,
+) -> int:
+    """Add the pending draws of :func:`_add_rare_draws` once their V (``quotients``) and C
+    (``corrections``, whose set bits clear L's) are decided; the "-0" ones go to ``again``
+    (their count is returned)."""
+    low_mask = (np.int64(1) << low_bits) - 1
+    again_count = 0
+    for j in range(pending_count):
+        i = pending[j]
+        word = np.int64(fair[i])
+        negative = (word >> sign_shift) & 1
+        remainder = word & low_mask & ~np.int64(corrections[j])
+        magnitude = (quotients[j] << low_bits) | remainder
+        if magnitude == 0 and negative:
+            again[again_count] = i
+            again_count += 1
+            continue
+        part[i] += float(magnitude * (1 - 2 * negative))
+    return again_count
+
+
+def _haar_rows_forward(rows: np.ndarray, out: np.ndarray, head: np.ndarray, levels: int, coarse: int) -> None:
+    """The finer levels of :meth:`~privelet_gui.engine.haar.HaarTransform.rows_numerators`:
+    each row's pair differences of levels ``levels`` down to ``coarse + 1`` into the flat
+    ``out`` in the level-major layout (level l's details of row r at ``R 2**(l - 1) + r
+    2**(l - 1)``), and the row's ``2**coarse`` subtree sums left into ``head[r]``."""
+    count, width = rows.shape
+    sums = np.empty(width // 2)
+    for r in range(count):
+        values = rows[r]
+        size = width
+        for _ in range(levels, coarse, -1):  # the finest level first
+            half = size // 2
+            details = count * half + r * half
+            for k in range(half):
+                left = values[2 * k]
+                right = values[2 * k + 1]
+                out[details + k] = left - right
+                sums[k] = left + right  # k <= 2k: a pair is read before its sum overwrites it
+            values = sums
+            size = half
+        for k in range(size):
+            head[r, k] = values[k]
+
+
+def _haar_rows_inverse(coefficients: np.ndarray, out: np.ndarray, levels: int, coarse: int) -> None:
+    """The finer levels of :meth:`~privelet_gui.engine.haar.HaarTransform.rows_inverse`:
+    each row of ``out`` holds its ``2**coarse`` coarse means on entry and its values on return,
+    each level's means plus and minus its details (from the flat level-major ``coefficients``)."""
+    count = out.shape[0]
+    for r in range(count):
+        row = out[r]
+        width = 1 << coarse
+        for _ in range(coarse + 1, levels + 1):
+            details = count * width + r * width
+            for k in range(width - 1, -1, -1):  # the last first: mean k is read before 2k overwrites it
+                mean = row[k]
+                detail = coefficients[details + k]
+                row[2 * k + 1] = mean - detail
+                row[2 * k] = mean + detail
+            width *= 2
+
+
+@dataclass(frozen=True)
+class SamplerLoops:
+    """The exact sampler's compiled loops (numba's dispatchers, typed by their signatures in _LOOPS)."""
+
+    add_common: Callable[..., Any]  # _add_common_draws
+    add_rare: Callable[..., Any]  # _add_rare_draws
+    add_pending: Callable[..., Any]  # _add_pending_draws
+
+
+@dataclass(frozen=True)
+class HaarRowsLoops:
+    """The Haar rows layout's compiled loops."""
+
+    forward: Callable[..., Any]  # _haar_rows_forward
+    inverse: Callable[..., Any]  # _haar_rows_inverse
+
+
+@dataclass(frozen=True)
+class _Kernels:
+    sampler: SamplerLoops
+    haar_rows: HaarRowsLoops
+
+
+# Each loop with its signatures; the sampler's for both word sizes of the fair words (32 bits
+# up to M = 23, else 64). All are compiled at once, in this order (that of SamplerLoops' and HaarRowsLoops' fields).
+_LOOPS: list[tuple[Callable[..., object], list[str]]] = [
+    (_add_common_draws, [
+        f"UniTuple(int64, 2)(float64[::1], {fair}[::1], uint32[::1], uint32[::1], int64, int64, int64, int64, "
+        "int64[::1], int64[::1])"
+        for fair in ("uint32", "uint64")
+    ]),
+    (_add_rare_draws, [
+        f"UniTuple(int64, 2)(float64[::1], {fair}[::1], uint32[::1], int64[::1], int64, uint32[::1], uint32[::1], "
+        "uint32[::1], int64, int64, int64, int64, int64[::1], int64[::1], uint8[::1], int64[::1])"
+        for fair in ("uint32", "uint64")
+    ]),
+    (_add_pending_draws, [
+        f"int64(float64[::1], {fair}[::1], int64[::1], int64, int64[::1], uint64[::1], int64, int64, int64[::1])"
+        for fair in ("uint32", "uint64")
+    ]),
+    (_haar_rows_forward, ["void(float64[:, ::1], float64[::1], float64[:, ::1], int64, int64)"]),
+    (_haar_rows_inverse, ["void(float64[::1], float64[:, ::1], int64, int64)"]),
 ]
 
+_BUILDING = threading.Lock()
 
-def add_common_draws() -> Callable[..., tuple[int, int]] | None:
-    """:func:`_add_common_draws` compiled (releasing the GIL), or None without numba or where
-    numba cannot compile it (the sampler then runs its numpy passes, which give the same values)."""
-    with _BUILDING:  # a release's threads ask at once: one of them compiles, the others wait for it
-        return _compiled_loop()
+
+def sampler_loops() -> SamplerLoops | None:
+    """The exact sampler's loops compiled (releasing the GIL), or None without numba or where numba
+    cannot compile them (the sampler then runs its numpy passes, which give the same values)."""
+    kernels = _kernels()
+    return None if kernels is None else kernels.sampler
+
+
+def haar_rows_loops() -> HaarRowsLoops | None:
+    """The Haar rows layout's loops compiled (releasing the GIL), or None (numpy passes, the same values)."""
+    kernels = _kernels()
+    return None if kernels is None else kernels.haar_rows
 
 
 def prepare_compiled() -> bool:
-    """Load (or, the first time on a machine, compile) the compiled loop now, so that a release
+    """Load (or, the first time on a machine, compile) the compiled loops now, so that a release
     does not: loading numba takes the GIL often enough for half a second to stall a window's
-    thread by 100 to 300 ms. Returns whether the loop is there."""
-    return add_common_draws() is not None
+    thread by 100 to 300 ms. Returns whether the loops are there."""
+    return _kernels() is not None
+
+
+def _kernels() -> _Kernels | None:
+    with _BUILDING:  # a release's threads ask at once: one of them compiles, the others wait for it
+        return _compiled_kernels()
 
 
 @functools.cache
-def _compiled_loop() -> Callable[..., tuple[int, int]] | None:
+def _compiled_kernels() -> _Kernels | None:
     try:
         import numba
     except ImportError:  # the fast extra is not installed: the numpy passes
         return None
     try:
         try:
-            return numba.njit(_SIGNATURES, nogil=True, cache=True)(_add_common_draws)
-        except RuntimeError:  # no folder to cache it in (numba: "no locator available"): compile each run
-            return numba.njit(_SIGNATURES, nogil=True)(_add_common_draws)
-    except Exception as error:  # a numba that cannot compile it must not stop a release
-        warnings.warn(f"numba could not compile the exact sampler's loop, which runs as numpy passes: {error}",
+            loops = [numba.njit(signatures, nogil=True, cache=True)(loop) for loop, signatures in _LOOPS]
+        except RuntimeError:  # no folder to cache them in (numba: "no locator available"): compile each run
+            loops = [numba.njit(signatures, nogil=True)(loop) for loop, signatures in _LOOPS]
+    except Exception as error:  # a numba that cannot compile them must not stop a release
+        warnings.warn(f"numba could not compile the release's loops, which run as numpy passes: {error}",
                       RuntimeWarning, stacklevel=2)
         return None
+    return _Kernels(SamplerLoops(*loops[:3]), HaarRowsLoops(*loops[3:]))

@@ -47,9 +47,9 @@ system for every release that is not seeded (:mod:`privelet_gui.engine.bits`).
 
 The sum with the rounded coefficient is exact (int64 limbs,
 :func:`~privelet_gui.engine.noise.add_in_limbs`, when it could pass 2**52). Float64 sums
-with numba installed (the ``fast`` extra) add the draws that the guide table and C's first
-bits decide in one compiled loop (:mod:`._compiled`) and decide the rest here, from the
-same words in the same order: the same values.
+with numba installed (the ``fast`` extra) are formed in compiled loops (:mod:`._compiled`):
+the draws that the guide table and C's first bits decide in one, the rare ones in two more,
+their extra bits drawn here in the order the numpy passes draw them: the same values.
 """
 
 from __future__ import annotations
@@ -187,7 +187,8 @@ class ExactSampler:
 
     The tables are built when the sampler is made (once per release) and only read
     afterwards: threads share one sampler, each with its own generator (and its own
-    scratch arrays for :meth:`add`'s rounds, 6.4 MiB, kept while the thread lives).
+    scratch arrays for :meth:`add`'s rounds, 10.5 MiB of address space of which the
+    rare draws' few MiB are barely touched, kept while the thread lives).
 
     Bits per draw: 32 for V's uniform (its first bits; more on a tie) and one word of
     fair bits, 32 bits when M <= 23 (else 64): the sign on top, then the first 8 to 16
@@ -531,15 +532,15 @@ class ExactSampler:
         flat = units.reshape(-1)  # a copy if units is not C-contiguous: the result is flat
         bits = rng.bit_generator
         buffers = _thread_buffers()
-        # the compiled loop reads C's first bits from the fair word: always so for float64 sums
-        kernel = _compiled.add_common_draws() if self._packed or not self.low_bits else None
+        # the compiled loops read C's first bits from the fair word: always so for float64 sums
+        loops = _compiled.sampler_loops() if self._packed or not self.low_bits else None
         for start in range(0, flat.size, _CHUNK):
             part = flat[start : start + _CHUNK]
             # |units| < 2**52 and |noise| < 2**52: every sum is exact, in whatever order
-            if kernel is None:
+            if loops is None:
                 again = self._add_round(bits, part, buffers)
             else:
-                again = self._add_round_compiled(kernel, bits, part, buffers)
+                again = self._add_round_compiled(loops, bits, part, buffers)
             if again.size:  # CKS: start again on "-0"
                 noise = np.zeros(again.size)
                 pending = np.arange(again.size)
@@ -556,26 +557,46 @@ class ExactSampler:
         return again
 
     def _add_round_compiled(
-        self, kernel: Callable[..., tuple[int, int]], bits: np.random.BitGenerator, part: np.ndarray,
-        buffers: _RoundBuffers,
+        self, loops: _compiled.SamplerLoops, bits: np.random.BitGenerator, part: np.ndarray, buffers: _RoundBuffers,
     ) -> np.ndarray:
-        """:meth:`_add_round` with the common draws in the compiled ``kernel``
-        (:func:`._compiled.add_common_draws`) and the rest by :meth:`_decide` after it: the same
-        bits in the same order, the same values."""
+        """:meth:`_add_round` in the compiled ``loops``: the common draws in one loop, the rare ones
+        after it as :meth:`_decide` decides them, those that need no more bits in a second loop
+        and the others in a third once their bits are drawn here (V's ties, then C's uniforms):
+        the same bits in the same order, the same values."""
         fair, w, _ = self._words(bits, part.size)
-        rare_count, again_count = kernel(
+        rare_count, again_count = loops.add_common(
             part, fair, w, self._word_guide, self.low_bits, self._fair_bits - 1, self._signless,
             self._open_threshold, buffers.rare, buffers.again,
         )
         again = buffers.again[:again_count]
-        if rare_count:
-            rare = buffers.rare[:rare_count]
-            scratch = _RoundBuffers(rare_count)
-            noise, zeros = self._as_floats(*self._decide(bits, fair[rare], w[rare], None, scratch), scratch)
-            part[rare] += noise  # zero at the "-0" draws
-            if zeros.size:
-                again = np.union1d(again, rare[zeros])
-        return again
+        if not rare_count:
+            return again
+        rare = buffers.rare[:rare_count]
+        pending_count, rare_again = loops.add_rare(
+            part, fair, w, rare, rare_count, self._word_guide, self._ascending, self._at_most, self.low_bits,
+            self._fair_bits - 1, self._signless, self._open_threshold, buffers.pending, buffers.quotients,
+            buffers.pending_flags, buffers.rare_again,
+        )
+        if pending_count:
+            pending, quotients = buffers.pending[:pending_count], buffers.quotients[:pending_count]
+            flags = buffers.pending_flags[:pending_count]
+            # _decide's order: V's ties first (their bits), then C's uniforms (theirs)
+            for index in np.flatnonzero(flags & 1).tolist():
+                quotients[index] = self._resolve_quotient(int(w[pending[index]]), int(quotients[index]), bits)
+            corrections = buffers.corrections[:pending_count]
+            corrections[:] = 0
+            opened = np.flatnonzero(flags & 2)
+            if opened.size:
+                kind = fair.dtype.type
+                wc = (fair[pending[opened]] >> kind(self._c_shift)) & kind((1 << self._c_bits) - 1)
+                more = np.uint64(self._c_bits)
+                extended = (wc.astype(np.uint64) << (np.uint64(_WORD) - more)) | (bits.random_raw(opened.size) >> more)
+                corrections[opened] = self._corrections(extended, bits)
+            rare_again += loops.add_pending(
+                part, fair, pending, pending_count, quotients, corrections, self.low_bits, self._fair_bits - 1,
+                buffers.rare_again[rare_again:],
+            )
+        return np.union1d(again, buffers.rare_again[:rare_again]) if rare_again else again
 
     def _float_noise(
         self, bits: np.random.BitGenerator, count: int, buffers: _RoundBuffers | None
@@ -627,9 +648,16 @@ class _RoundBuffers:
         self.remainder = np.empty(size, dtype=np.uint64)  # L (its 32-bit view for 32-bit fair words)
         self.flags = np.empty((3, size), dtype=bool)  # V open, C open, either (or a "-0")
         self.noise = np.empty(size)
-        # positions of the draws the compiled loop leaves: the rare ones and the "-0" ones
+        # positions of the draws the first compiled loop leaves: the rare ones and the "-0" ones
         self.rare = np.empty(size, dtype=np.int64)
         self.again = np.empty(size, dtype=np.int64)
+        # the rare draws that need more bits (positions, V so far, what is open, C) and the
+        # rare "-0" ones; only their first few entries are ever touched
+        self.pending = np.empty(size, dtype=np.int64)
+        self.quotients = np.empty(size, dtype=np.int64)
+        self.pending_flags = np.empty(size, dtype=np.uint8)
+        self.corrections = np.empty(size, dtype=np.uint64)
+        self.rare_again = np.empty(size, dtype=np.int64)
 
 
 _local = threading.local()

@@ -14,6 +14,7 @@ from functools import cache, cached_property
 
 import numpy as np
 
+from . import _compiled
 from .transform import AxisTransform, back, deliver, outer
 
 __all__ = ["HaarTransform", "haar_forward", "haar_inverse", "haar_weights"]
@@ -146,15 +147,20 @@ class HaarTransform(AxisTransform):
         """
         count, width = rows.shape
         coarse = self.rows_head_levels
-        sums = rows
-        for _ in range(self.levels, coarse, -1):  # the finest level first
-            half = width // 2
-            detail = out[count * half : count * width].reshape(count, half)
-            parents = np.empty((count, half))
-            left, right = sums[:, 0::2], sums[:, 1::2]
-            np.subtract(left, right, out=detail)
-            np.add(left, right, out=parents)
-            sums, width = parents, half
+        compiled = _compiled.haar_rows_loops() if coarse < self.levels else None
+        if compiled is not None and _compiled_fits(rows, out):
+            sums, width = np.empty((count, 1 << coarse)), 1 << coarse
+            compiled.forward(rows, out, sums, self.levels, coarse)
+        else:
+            sums = rows
+            for _ in range(self.levels, coarse, -1):  # the finest level first
+                half = width // 2
+                detail = out[count * half : count * width].reshape(count, half)
+                parents = np.empty((count, half))
+                left, right = sums[:, 0::2], sums[:, 1::2]
+                np.subtract(left, right, out=detail)
+                np.add(left, right, out=parents)
+                sums, width = parents, half
         np.einsum("ij,kj->ik", sums, _coarse_forward(coarse), out=out[: count * width].reshape(count, width), optimize=False)
         return out
 
@@ -167,6 +173,11 @@ class HaarTransform(AxisTransform):
         head = coefficients[: count * width].reshape(count, width)
         means = out if coarse == self.levels else np.empty((count, width))
         np.einsum("ij,kj->ik", head, _coarse_inverse(coarse), out=means, optimize=False)  # see _product
+        compiled = _compiled.haar_rows_loops() if coarse < self.levels else None
+        if compiled is not None and _compiled_fits(coefficients, out):
+            out[:, :width] = means
+            compiled.inverse(coefficients.reshape(-1), out, self.levels, coarse)
+            return out
         for level in range(coarse + 1, self.levels + 1):
             detail = coefficients[count * width : 2 * count * width].reshape(count, width)
             finer = out if level == self.levels else np.empty((count, 2 * width))
@@ -401,6 +412,11 @@ def _fine_levels_forward(
         detail[(filled + 1) // 2 :] = 0.0
         sums, filled = parents, (filled + 1) // 2
     return sums, filled
+
+
+def _compiled_fits(*arrays: np.ndarray) -> bool:
+    """Whether the compiled rows loops take these arrays (float64, C-contiguous); others go to numpy."""
+    return all(a.dtype == np.float64 and a.flags.c_contiguous for a in arrays)
 
 
 @cache

@@ -1,5 +1,5 @@
-"""The compiled loop's setup (privelet_gui/engine/_compiled.py); its values are pinned in
-test_sampler_pins.py on both of the exact sampler's paths."""
+"""The compiled loops' setup (privelet_gui/engine/_compiled.py); the sampler's values are pinned in
+test_sampler_pins.py on both of its paths, the Haar rows' compared with numpy's in test_haar_rows.py."""
 
 from __future__ import annotations
 
@@ -17,13 +17,13 @@ from privelet_gui.engine.exact import ExactSampler
 
 @pytest.fixture
 def fresh_loop():
-    """add_common_draws() built again inside the test, and again (as normal) after it."""
-    _compiled._compiled_loop.cache_clear()
+    """The compiled loops built again inside the test, and again (as normal) after it."""
+    _compiled._compiled_kernels.cache_clear()
     yield
-    _compiled._compiled_loop.cache_clear()
+    _compiled._compiled_kernels.cache_clear()
 
 
-def test_threads_asking_at_once_share_one_compiled_loop(fresh_loop, monkeypatch):
+def test_threads_asking_at_once_share_one_build_of_the_loops(fresh_loop, monkeypatch):
     numba = pytest.importorskip("numba", reason="numba is not installed (the fast extra)")
     real_njit = numba.njit
 
@@ -34,13 +34,13 @@ def test_threads_asking_at_once_share_one_compiled_loop(fresh_loop, monkeypatch)
 
     monkeypatch.setattr(numba, "njit", slow_njit)
     with ThreadPoolExecutor(max_workers=4) as pool:
-        loops = list(pool.map(lambda _: _compiled.add_common_draws(), range(8)))
+        loops = list(pool.map(lambda _: _compiled.sampler_loops(), range(8)))
     assert loops[0] is not None and all(loop is loops[0] for loop in loops)
 
 
 def test_without_numba_the_sampler_runs_its_numpy_passes(fresh_loop, monkeypatch):
     monkeypatch.setitem(sys.modules, "numba", None)  # import numba raises ImportError
-    assert _compiled.add_common_draws() is None
+    assert _compiled.sampler_loops() is None and _compiled.haar_rows_loops() is None
     units = np.arange(1_000, dtype=np.float64)
     noisy = ExactSampler(Fraction(1, 2**20)).add(units.copy(), np.random.default_rng(3))
     assert np.all(noisy == np.rint(noisy)) and np.any(noisy != units)
@@ -60,8 +60,8 @@ def test_where_numba_cannot_cache_the_loop_is_compiled_for_this_run(fresh_loop, 
         return real_njit(*arguments, **options)
 
     monkeypatch.setattr(numba, "njit", njit)
-    kernel = _compiled.add_common_draws()
-    assert asked == [{"nogil": True, "cache": True}, {"nogil": True}]
+    kernel = _compiled.sampler_loops().add_common
+    assert asked == [{"nogil": True, "cache": True}] + [{"nogil": True}] * len(_compiled._LOOPS)
     part = np.zeros(4)
     fair = np.array([5, 1 << 31 | 5, 0, 1 << 31], dtype=np.uint32)  # +5, -5, 0, "-0"
     prefixes = np.full(4, 0xFFFF_FFFF, dtype=np.uint32)
@@ -83,8 +83,9 @@ def test_a_numba_that_cannot_compile_the_loop_leaves_the_numpy_passes(fresh_loop
         raise TypeError("a numba release that types the loop differently")
 
     monkeypatch.setattr(numba, "njit", failing)
-    with pytest.warns(RuntimeWarning, match="runs as numpy passes: a numba release"):
-        assert _compiled.add_common_draws() is None
+    with pytest.warns(RuntimeWarning, match="run as numpy passes: a numba release"):
+        assert _compiled.sampler_loops() is None
+    assert _compiled.haar_rows_loops() is None
     assert not _compiled.prepare_compiled()  # asked again: the same answer, no second warning
     units = np.arange(1_000, dtype=np.float64)
     noisy = ExactSampler(Fraction(1, 2**20)).add(units.copy(), np.random.default_rng(3))
@@ -94,5 +95,6 @@ def test_a_numba_that_cannot_compile_the_loop_leaves_the_numpy_passes(fresh_loop
 def test_the_loop_is_compiled_for_both_word_sizes_before_any_release(fresh_loop):
     pytest.importorskip("numba", reason="numba is not installed (the fast extra)")
     assert _compiled.prepare_compiled()
-    fair_kinds = {str(signature[1].dtype) for signature in _compiled.add_common_draws().signatures}
-    assert fair_kinds == {"uint32", "uint64"}
+    loops = _compiled.sampler_loops()
+    for loop in (loops.add_common, loops.add_rare, loops.add_pending):
+        assert {str(signature[1].dtype) for signature in loop.signatures} == {"uint32", "uint64"}

@@ -14,6 +14,7 @@ compiled loop of the ``fast`` extra (numba), which must give the same values fro
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Callable
 from fractions import Fraction
@@ -162,8 +163,8 @@ def _case_id(case: tuple[object, ...]) -> str:
 def exact_path(request, monkeypatch):
     """Each of the exact sampler's two paths: the numpy passes, or numba's compiled loop."""
     if request.param == "numpy":
-        monkeypatch.setattr(_compiled, "add_common_draws", lambda: None)
-    elif _compiled.add_common_draws() is None:
+        monkeypatch.setattr(_compiled, "sampler_loops", lambda: None)
+    elif _compiled.sampler_loops() is None:
         pytest.skip("numba is not installed (the fast extra): only the numpy path runs here")
     return request.param
 
@@ -174,23 +175,26 @@ def test_add_gives_the_pinned_values(case, seed, exact_path):
     assert _add(*case, seed) == EXPECTED[(*case, seed)]
 
 
-def test_the_compiled_loop_draws_the_float_sums_when_numba_is_there(monkeypatch):
-    # The pins above prove the paths equal only if the compiled one runs: count its rounds.
-    kernel = _compiled.add_common_draws()
-    if kernel is None:
+def test_the_compiled_loops_draw_the_float_sums_when_numba_is_there(monkeypatch):
+    # The pins above prove the paths equal only if the compiled ones run: count their rounds.
+    loops = _compiled.sampler_loops()
+    if loops is None:
         pytest.skip("numba is not installed (the fast extra)")
-    rounds = []
+    calls: dict[str, list[int]] = {"add_common": [], "add_rare": [], "add_pending": []}
 
-    def counted(*args):
-        rounds.append(args[0].size)
-        return kernel(*args)
+    def counted(name):
+        def run(*args):
+            calls[name].append(args[0].size)
+            return getattr(loops, name)(*args)
+        return run
 
-    monkeypatch.setattr(_compiled, "add_common_draws", lambda: counted)
+    monkeypatch.setattr(_compiled, "sampler_loops", lambda: dataclasses.replace(loops, **{n: counted(n) for n in calls}))
     ExactSampler(Fraction(1, 2**20)).add(np.zeros(300_001), _generator("pcg", 1))
-    assert rounds == [2**17, 2**17, 300_001 - 2**18]
-    rounds.clear()
+    # every round leaves rare draws (searched V, C not proved 0) to the second and third loops
+    assert calls == {name: [2**17, 2**17, 300_001 - 2**18] for name in calls}
+    calls = {name: [] for name in calls}
     ExactSampler(Fraction(1, 2**46)).add(np.zeros(1_000), _generator("pcg", 1))  # limbs: no float sums
-    assert rounds == []
+    assert calls == {name: [] for name in calls}
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -270,3 +274,55 @@ def test_threads_sharing_a_sampler_draw_what_each_would_alone(kind, exact_path):
         together = list(pool.map(lambda seed: sampler.add(targets[seed].copy(), _generator("pcg", seed)), range(4)))
     for one, other in zip(alone, together, strict=True):
         np.testing.assert_array_equal(one, other)
+
+
+class _ScriptedBits:
+    """A bit generator whose first words are given (a round's fair words and V's prefixes),
+    then a PCG64's: where the rare draws' extra bits come from."""
+
+    def __init__(self, first: np.ndarray, seed: int):
+        self.first: np.ndarray | None = first
+        self.rest = np.random.PCG64(seed)
+
+    def random_raw(self, size: int | None = None):
+        if self.first is not None:
+            first, self.first = self.first, None
+            assert size == first.size
+            return first.copy()
+        return self.rest.random_raw(size)
+
+
+@pytest.mark.parametrize("theta", [Fraction(1, 2**20), Fraction(1, 300), Fraction(1, 37)])
+def test_ties_searches_and_open_draws_take_the_same_bits_on_both_paths(theta, monkeypatch):
+    # Ties of V's prefix with a threshold (their bits drawn first), searched cells, C not proved
+    # 0 and "-0" draws, far more often than chance gives them: both paths, word for word.
+    loops = _compiled.sampler_loops()
+    if loops is None:
+        pytest.skip("numba is not installed (the fast extra)")
+    monkeypatch.setattr(exact_module, "_RATE_BITS", 0)  # C is often non-zero
+    sampler = ExactSampler(theta)
+    count = 4_001
+    source = np.random.default_rng(7)
+    fair = source.integers(0, 2**32, count, dtype=np.uint64).astype(np.uint32)
+    fair[::11] = fair[2::11] = np.uint32(1 << 31)  # the sign alone: L = 0, C proved 0
+    prefixes = source.integers(0, 2**32, count, dtype=np.uint64).astype(np.uint32)
+    thresholds = sampler.quotient_thresholds
+    prefixes[::5] = thresholds[source.integers(0, thresholds.size, prefixes[::5].size)]  # ties
+    prefixes[1::7] = source.integers(0, 1 << 16, prefixes[1::7].size)  # cell 0: searched
+    prefixes[::11] = thresholds[0] + np.uint32(1)  # V = 0 proved: "-0"
+    prefixes[2::11] = thresholds[0]  # V = 0 or 1 by more bits: "-0" or -2**M
+    assert sampler._fair_bits == 32
+    words = np.concatenate([np.resize(fair, count + 1), np.resize(prefixes, count + 1)]).view(np.uint64)
+    results = []
+    for path in ("numpy", "compiled"):
+        bits = _ScriptedBits(words, seed=11)
+        part = np.arange(count, dtype=np.float64)
+        buffers = exact_module._RoundBuffers()
+        again = (sampler._add_round(bits, part, buffers) if path == "numpy"
+                 else sampler._add_round_compiled(loops, bits, part, buffers))
+        results.append((part.view(np.uint64).copy(), np.asarray(again).copy(), bits.rest.random_raw(4)))
+    (numpy_part, numpy_again, numpy_next), (ours, our_again, our_next) = results
+    np.testing.assert_array_equal(ours, numpy_part)
+    np.testing.assert_array_equal(our_again, numpy_again)
+    np.testing.assert_array_equal(our_next, numpy_next)  # the same number of extra words drawn
+    assert np.isin(numpy_again, np.arange(2, count, 11)).any()  # "-0" after a tie: the rare path's own redraws
