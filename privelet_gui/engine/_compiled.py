@@ -3,10 +3,10 @@
 :class:`~privelet_gui.engine.exact.ExactSampler` decides nearly every draw from two words
 and one table look-up; in numpy that takes some thirty passes over each round of draws,
 which hold the GIL between them. Here one loop, which releases the GIL, adds those draws
-to the coefficients; a second adds the rare ones (about 0.7 %: V searched in the thresholds,
-C not proved 0) that need no more bits, and a third the others once the sampler has drawn
-their bits, in the numpy passes' order; the "-0" draws that CKS draws again are left to the
-numpy code. The same bits give the same values either way (tests/engine/test_sampler_pins.py
+to the coefficients; a second finds V of the rare ones it leaves (about 0.7 %: V searched in
+the thresholds, C not proved 0) and what is still open, and a third adds them once the
+sampler has drawn the bits those need, in the numpy passes' order; the "-0" draws that CKS
+draws again are left to the numpy code. The same bits give the same values either way (tests/engine/test_sampler_pins.py
 pins both paths and compares them where ties and open draws are forced).
 
 The Haar transform's finer levels in the pipeline's rows layout
@@ -22,6 +22,7 @@ starts), never when the engine is imported (that would cost 0.3 s); the machine 
 cached beside this file, or in the user's cache folder where that is read-only, so later
 processes load them instead of compiling them (0.2 s against 1.5 s).
 """
+
 from __future__ import annotations
 
 import functools
@@ -83,37 +84,25 @@ def _add_common_draws(
     return rare_count, again_count
 
 
-def _add_rare_draws(
-    part: np.ndarray,
+def _rare_quotients(
     fair: np.ndarray,
     prefixes: np.ndarray,
     rare: np.ndarray,
-    rare_count: int,
     word_guide: np.ndarray,
     ascending: np.ndarray,
     at_most: np.ndarray,
-    low_bits: int,
-    sign_shift: int,
     signless: int,
     open_threshold: int,
-    pending: np.ndarray,
     quotients: np.ndarray,
     flags: np.ndarray,
-    again: np.ndarray,
-) -> tuple[int, int]:
-    """Add the draws at the first ``rare_count`` positions ``rare`` that :func:`_add_common_draws`
-    left, where no more bits are needed: V by a binary search of the ``ascending`` thresholds
-    where the guide entry is flagged (``at_most[j]``: the largest of the first j thresholds,
-    0 for none) and C proved 0. The others go to ``pending`` (their positions, ascending) with
-    V so far in ``quotients`` and ``flags`` (1: V ties a threshold, more bits decide it; 2: C
-    is not proved 0) for :meth:`~privelet_gui.engine.exact.ExactSampler._add_round_compiled`;
-    decided "-0" draws go to ``again``. Returns how many of each."""
-    low_mask = (np.int64(1) << low_bits) - 1
-    pending_count = 0
-    again_count = 0
-    for j in range(rare_count):
+) -> None:
+    """V of each draw at the positions ``rare`` that :func:`_add_common_draws` left (a binary
+    search of the ``ascending`` thresholds where the guide entry is flagged; ``at_most[j]``:
+    the largest of the first j thresholds, 0 for none) into ``quotients``, and what is still
+    open into ``flags``: 1 where V ties a threshold (more bits decide it), 2 where C is not
+    proved 0, 0 where the draw is decided."""
+    for j in range(rare.size):
         i = rare[j]
-        word = np.int64(fair[i])
         prefix = np.int64(prefixes[i])
         entry = (np.int64(word_guide[prefix >> 16]) - prefix) & 0xFFFFFFFF
         quotient = entry >> 16
@@ -128,41 +117,28 @@ def _add_rare_draws(
                     high = middle
             quotient = np.int64(ascending.size - low)
             tie = np.int64(at_most[low]) == prefix
-        opened = (word & signless) >= open_threshold
-        if tie or opened:
-            pending[pending_count] = i
-            quotients[pending_count] = quotient
-            flags[pending_count] = (1 if tie else 0) | (2 if opened else 0)
-            pending_count += 1
-            continue
-        negative = (word >> sign_shift) & 1
-        magnitude = (quotient << low_bits) | (word & low_mask)
-        if magnitude == 0 and negative:
-            again[again_count] = i
-            again_count += 1
-            continue
-        part[i] += float(magnitude * (1 - 2 * negative))
-    return pending_count, again_count
+        opened = (np.int64(fair[i]) & signless) >= open_threshold
+        quotients[j] = quotient
+        flags[j] = (1 if tie else 0) | (2 if opened else 0)
 
 
-def _add_pending_draws(
+def _add_rare_draws(
     part: np.ndarray,
     fair: np.ndarray,
-    pending: np.ndarray,
-    pending_count: int,
+    rare: np.ndarray,
     quotients: np.ndarray,
     corrections: np.ndarray,
     low_bits: int,
     sign_shift: int,
     again: np.ndarray,
 ) -> int:
-    """Add the pending draws of :func:`_add_rare_draws` once their V (``quotients``) and C
+    """Add the draws at the positions ``rare`` once their V (``quotients``) and C
     (``corrections``, whose set bits clear L's) are decided; the "-0" ones go to ``again``
     (their count is returned)."""
     low_mask = (np.int64(1) << low_bits) - 1
     again_count = 0
-    for j in range(pending_count):
-        i = pending[j]
+    for j in range(rare.size):
+        i = rare[j]
         word = np.int64(fair[i])
         negative = (word >> sign_shift) & 1
         remainder = word & low_mask & ~np.int64(corrections[j])
@@ -222,8 +198,8 @@ class SamplerLoops:
     """The exact sampler's compiled loops (numba's dispatchers, typed by their signatures in _LOOPS)."""
 
     add_common: Callable[..., Any]  # _add_common_draws
+    rare_quotients: Callable[..., Any]  # _rare_quotients
     add_rare: Callable[..., Any]  # _add_rare_draws
-    add_pending: Callable[..., Any]  # _add_pending_draws
 
 
 @dataclass(frozen=True)
@@ -248,13 +224,13 @@ _LOOPS: list[tuple[Callable[..., object], list[str]]] = [
         "int64[::1], int64[::1])"
         for fair in ("uint32", "uint64")
     ]),
-    (_add_rare_draws, [
-        f"UniTuple(int64, 2)(float64[::1], {fair}[::1], uint32[::1], int64[::1], int64, uint32[::1], uint32[::1], "
-        "uint32[::1], int64, int64, int64, int64, int64[::1], int64[::1], uint8[::1], int64[::1])"
+    (_rare_quotients, [
+        f"void({fair}[::1], uint32[::1], int64[::1], uint32[::1], uint32[::1], uint32[::1], int64, int64, "
+        "int64[::1], uint8[::1])"
         for fair in ("uint32", "uint64")
     ]),
-    (_add_pending_draws, [
-        f"int64(float64[::1], {fair}[::1], int64[::1], int64, int64[::1], uint64[::1], int64, int64, int64[::1])"
+    (_add_rare_draws, [
+        f"int64(float64[::1], {fair}[::1], int64[::1], int64[::1], uint64[::1], int64, int64, int64[::1])"
         for fair in ("uint32", "uint64")
     ]),
     (_haar_rows_forward, ["void(float64[:, ::1], float64[::1], float64[:, ::1], int64, int64)"]),

@@ -558,10 +558,10 @@ class ExactSampler:
     def _add_round_compiled(
         self, loops: _compiled.SamplerLoops, bits: np.random.BitGenerator, part: np.ndarray, buffers: _RoundBuffers,
     ) -> np.ndarray:
-        """:meth:`_add_round` in the compiled ``loops``: the common draws in one loop, the rare ones
-        after it as :meth:`_decide` decides them, those that need no more bits in a second loop
-        and the others in a third once their bits are drawn here (V's ties, then C's uniforms):
-        the same bits in the same order, the same values."""
+        """:meth:`_add_round` in the compiled ``loops``: the common draws in one loop, then V of
+        the rare ones in a second and, once the bits that :meth:`_decide` draws for them are drawn
+        here (V's ties, then C's uniforms), those draws in a third: the same bits in the same
+        order, the same values."""
         fair, w, _ = self._words(bits, part.size)
         rare_count, again_count = loops.add_common(
             part, fair, w, self._word_guide, self.low_bits, self._fair_bits - 1, self._signless,
@@ -570,31 +570,23 @@ class ExactSampler:
         again = buffers.again[:again_count]
         if not rare_count:
             return again
-        # the rare draws that need more bits (positions, V so far, what is open) and the "-0" ones
-        pending, quotients = np.empty(rare_count, dtype=np.int64), np.empty(rare_count, dtype=np.int64)
-        flags, redraws = np.empty(rare_count, dtype=np.uint8), np.empty(rare_count, dtype=np.int64)
-        pending_count, redraw_count = loops.add_rare(
-            part, fair, w, buffers.rare[:rare_count], rare_count, self._word_guide, self._ascending, self._at_most,
-            self.low_bits, self._fair_bits - 1, self._signless, self._open_threshold, pending, quotients, flags,
-            redraws,
-        )
-        if pending_count:
-            pending, quotients, flags = pending[:pending_count], quotients[:pending_count], flags[:pending_count]
-            # _decide's order: V's ties first (their bits), then C's uniforms (theirs)
-            for index in np.flatnonzero(flags & 1).tolist():
-                quotients[index] = self._resolve_quotient(int(w[pending[index]]), int(quotients[index]), bits)
-            corrections = np.zeros(pending_count, dtype=np.uint64)
-            opened = np.flatnonzero(flags & 2)
-            if opened.size:
-                kind = fair.dtype.type
-                wc = (fair[pending[opened]] >> kind(self._c_shift)) & kind((1 << self._c_bits) - 1)
-                more = np.uint64(self._c_bits)
-                extended = (wc.astype(np.uint64) << (np.uint64(_WORD) - more)) | (bits.random_raw(opened.size) >> more)
-                corrections[opened] = self._corrections(extended, bits)
-            redraw_count += loops.add_pending(
-                part, fair, pending, pending_count, quotients, corrections, self.low_bits, self._fair_bits - 1,
-                redraws[redraw_count:],
-            )
+        rare = buffers.rare[:rare_count]
+        quotients, flags = np.empty(rare_count, dtype=np.int64), np.empty(rare_count, dtype=np.uint8)
+        loops.rare_quotients(fair, w, rare, self._word_guide, self._ascending, self._at_most, self._signless,
+                             self._open_threshold, quotients, flags)
+        # _decide's order: V's ties first (their bits), then C's uniforms (theirs)
+        for index in np.flatnonzero(flags & 1).tolist():
+            quotients[index] = self._resolve_quotient(int(w[rare[index]]), int(quotients[index]), bits)
+        corrections = np.zeros(rare_count, dtype=np.uint64)
+        opened = np.flatnonzero(flags & 2)
+        if opened.size:
+            kind = fair.dtype.type
+            wc = (fair[rare[opened]] >> kind(self._c_shift)) & kind((1 << self._c_bits) - 1)
+            more = np.uint64(self._c_bits)
+            extended = (wc.astype(np.uint64) << (np.uint64(_WORD) - more)) | (bits.random_raw(opened.size) >> more)
+            corrections[opened] = self._corrections(extended, bits)
+        redraws = np.empty(rare_count, dtype=np.int64)
+        redraw_count = loops.add_rare(part, fair, rare, quotients, corrections, self.low_bits, self._fair_bits - 1, redraws)
         return np.union1d(again, redraws[:redraw_count]) if redraw_count else again
 
     def _float_noise(

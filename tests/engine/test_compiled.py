@@ -96,5 +96,6 @@ def test_the_loop_is_compiled_for_both_word_sizes_before_any_release(fresh_loop)
     pytest.importorskip("numba", reason="numba is not installed (the fast extra)")
     assert _compiled.prepare_compiled()
     loops = _compiled.sampler_loops()
-    for loop in (loops.add_common, loops.add_rare, loops.add_pending):
-        assert {str(signature[1].dtype) for signature in loop.signatures} == {"uint32", "uint64"}
+    # each with the fair words at its argument ``fair``
+    for loop, fair in ((loops.add_common, 1), (loops.rare_quotients, 0), (loops.add_rare, 1)):
+        assert {str(signature[fair].dtype) for signature in loop.signatures} == {"uint32", "uint64"}

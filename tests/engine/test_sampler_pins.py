@@ -180,7 +180,7 @@ def test_the_compiled_loops_draw_the_float_sums_when_numba_is_there(monkeypatch)
     loops = _compiled.sampler_loops()
     if loops is None:
         pytest.skip("numba is not installed (the fast extra)")
-    calls: dict[str, list[int]] = {"add_common": [], "add_rare": [], "add_pending": []}
+    calls: dict[str, list[int]] = {"add_common": [], "rare_quotients": [], "add_rare": []}
 
     def counted(name):
         def run(*args):
