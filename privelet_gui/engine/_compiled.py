@@ -13,8 +13,15 @@ The Haar transform's finer levels in the pipeline's rows layout
 (:meth:`~privelet_gui.engine.haar.HaarTransform.rows_numerators` and ``rows_inverse``) are
 two more such loops: numpy runs two passes per level over a whole tile, each a GIL hand-over
 between the release's threads; here one row at a time goes through every level while it is
-in the L1 cache. Each value is the same sum or difference of the same two numbers, so the
-results are the same bits (tests/engine/test_haar_rows.py compares them).
+in the L1 cache, divided to the noise grid (and rounded) on the way forward and scaled on the
+way back. Each value is the same sum, difference, quotient or product of the same two numbers,
+so the results are the same bits (tests/engine/test_haar_rows.py compares them).
+
+A block's counts are checked and summed in one read (and copied into the rows layout's padded
+lines in the same pass), and the nominal transform's numerators computed, by three more. The
+numerators of counts are integers below 2**53 (the check refuses the rest), so every order of
+their sums and differences gives the same bits as numpy's; the check's sum is exact as well,
+and a sum of 2**53 or more is refused by either path (tests/engine/test_count_loops.py).
 
 numba is imported, and the loops compiled (the sampler's for both word sizes), on the first
 release or when :func:`prepare_compiled` asks (the app does, on a thread of its own, as it
@@ -26,6 +33,7 @@ processes load them instead of compiling them (0.2 s against 1.5 s).
 from __future__ import annotations
 
 import functools
+import math
 import threading
 import warnings
 from collections.abc import Callable
@@ -34,7 +42,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["HaarRowsLoops", "SamplerLoops", "haar_rows_loops", "prepare_compiled", "sampler_loops"]
+__all__ = [
+    "CountsLoops",
+    "HaarRowsLoops",
+    "SamplerLoops",
+    "counts_loops",
+    "haar_rows_loops",
+    "prepare_compiled",
+    "sampler_loops",
+]
 
 
 def _add_common_draws(
@@ -151,23 +167,111 @@ def _add_rare_draws(
     return again_count
 
 
-def _haar_rows_forward(rows: np.ndarray, out: np.ndarray, head: np.ndarray, levels: int, coarse: int) -> None:
+
+def _checked_sum(cells: np.ndarray) -> float:
+    """The sum of ``cells``, or -1.0 if one of them is negative, fractional or NaN (an
+    infinity gives an infinite sum). Summed in any order (fastmath's reassociation, which
+    vectorises the loop): non-negative integers add exactly below 2**53, and a sum that
+    reaches 2**53 in one order does in every order (rounding is monotone)."""
+    total = 0.0
+    bad = False
+    for k in range(cells.size):
+        value = cells[k]
+        total += value
+        bad |= (value < 0.0) | (math.floor(value) != value)
+    return -1.0 if bad else total
+
+
+def _checked_padding(cells: np.ndarray, padded: np.ndarray) -> float:
+    """:func:`_checked_sum` of ``cells`` (rows), which are copied into the first columns of
+    ``padded``'s rows, the rest of each row set to zero: one read of the counts."""
+    count, width = cells.shape
+    total = 0.0
+    bad = False
+    for r in range(count):
+        source = cells[r]
+        target = padded[r]
+        row_total = 0.0
+        for k in range(width):
+            value = source[k]
+            row_total += value
+            bad |= (value < 0.0) | (math.floor(value) != value)
+            target[k] = value
+        for k in range(width, target.size):
+            target[k] = 0.0
+        total += row_total
+    return -1.0 if bad else total
+
+
+def _nominal_numerators(
+    leaves: np.ndarray, out: np.ndarray, parent: np.ndarray, fanout: np.ndarray, first_child: np.ndarray,
+    leaf_row: np.ndarray,
+) -> None:
+    """:meth:`~privelet_gui.engine.nominal.NominalTransform.numerators` of counts: ``leaves``
+    (one row per leaf, in leaf order) into ``out`` (one row per node, in level order, where
+    children follow their parent). First each internal node's leaf-sum, bottom-up; then each
+    node's ``f leafsum(N) - leafsum(parent)``, the deepest first, so that a parent's row still
+    holds its leaf-sum when its children read it. ``leaf_row[node]``: the node's row of
+    ``leaves``, -1 for an internal node. (Whole rows at a time: strips of columns measured
+    slower on rows of 1024, whose 8 KiB stride maps a strip's rows to the same cache sets.)"""
+    count = out.shape[0]
+    for node in range(count - 1, -1, -1):
+        children = fanout[node]
+        if children == 0:
+            continue
+        first = first_child[node]
+        target = out[node]
+        for child in range(first, first + children):
+            row = leaf_row[child]
+            source = leaves[row] if row >= 0 else out[child]
+            if child == first:
+                for k in range(target.size):
+                    target[k] = source[k]
+            else:
+                for k in range(target.size):
+                    target[k] += source[k]
+    if leaf_row[0] >= 0:  # the root is the only leaf
+        for k in range(out.shape[1]):
+            out[0, k] = leaves[0, k]
+    for node in range(count - 1, 0, -1):
+        above = parent[node]
+        scale = float(fanout[above])
+        row = leaf_row[node]
+        own = leaves[row] if row >= 0 else out[node]
+        target = out[node]
+        sums = out[above]
+        for k in range(target.size):
+            target[k] = scale * own[k] - sums[k]
+
+
+def _haar_rows_forward(
+    rows: np.ndarray, out: np.ndarray, head: np.ndarray, levels: int, coarse: int, divisors: np.ndarray, rint: bool,
+) -> None:
     """The finer levels of :meth:`~privelet_gui.engine.haar.HaarTransform.rows_numerators`:
     each row's pair differences of levels ``levels`` down to ``coarse + 1`` into the flat
     ``out`` in the level-major layout (level l's details of row r at ``R 2**(l - 1) + r
-    2**(l - 1)``), and the row's ``2**coarse`` subtree sums left into ``head[r]``."""
+    2**(l - 1)``), and the row's ``2**coarse`` subtree sums left into ``head[r]``. With
+    ``divisors`` (not empty: level l's of row r at ``[l - coarse - 1, r]``) each difference is
+    divided as it is written, and rounded to the nearest integer (ties to even) with ``rint``."""
     count, width = rows.shape
     sums = np.empty(width // 2)
+    divide = divisors.shape[0] > 0
     for r in range(count):
         values = rows[r]
         size = width
-        for _ in range(levels, coarse, -1):  # the finest level first
+        for level in range(levels, coarse, -1):  # the finest level first
             half = size // 2
             details = count * half + r * half
+            divisor = divisors[level - coarse - 1, r] if divide else 1.0
             for k in range(half):
                 left = values[2 * k]
                 right = values[2 * k + 1]
-                out[details + k] = left - right
+                difference = left - right
+                if divide:
+                    difference = difference / divisor
+                    if rint:
+                        difference = np.rint(difference)
+                out[details + k] = difference
                 sums[k] = left + right  # k <= 2k: a pair is read before its sum overwrites it
             values = sums
             size = half
@@ -175,19 +279,25 @@ def _haar_rows_forward(rows: np.ndarray, out: np.ndarray, head: np.ndarray, leve
             head[r, k] = values[k]
 
 
-def _haar_rows_inverse(coefficients: np.ndarray, out: np.ndarray, levels: int, coarse: int) -> None:
+def _haar_rows_inverse(coefficients: np.ndarray, out: np.ndarray, levels: int, coarse: int, factors: np.ndarray) -> None:
     """The finer levels of :meth:`~privelet_gui.engine.haar.HaarTransform.rows_inverse`:
     each row of ``out`` holds its ``2**coarse`` coarse means on entry and its values on return,
-    each level's means plus and minus its details (from the flat level-major ``coefficients``)."""
+    each level's means plus and minus its details (from the flat level-major ``coefficients``),
+    each detail first multiplied by its level's and row's factor where ``factors`` is not empty
+    (level l's of row r at ``[l - coarse - 1, r]``)."""
     count = out.shape[0]
+    scale = factors.shape[0] > 0
     for r in range(count):
         row = out[r]
         width = 1 << coarse
-        for _ in range(coarse + 1, levels + 1):
+        for level in range(coarse + 1, levels + 1):
             details = count * width + r * width
+            factor = factors[level - coarse - 1, r] if scale else 1.0
             for k in range(width - 1, -1, -1):  # the last first: mean k is read before 2k overwrites it
                 mean = row[k]
                 detail = coefficients[details + k]
+                if scale:
+                    detail = detail * factor
                 row[2 * k + 1] = mean - detail
                 row[2 * k] = mean + detail
             width *= 2
@@ -211,13 +321,26 @@ class HaarRowsLoops:
 
 
 @dataclass(frozen=True)
+class CountsLoops:
+    """The compiled loops over a block's counts."""
+
+    checked_sum: Callable[..., Any]  # _checked_sum
+    checked_padding: Callable[..., Any]  # _checked_padding
+    nominal_numerators: Callable[..., Any]  # _nominal_numerators
+
+
+@dataclass(frozen=True)
 class _Kernels:
     sampler: SamplerLoops
     haar_rows: HaarRowsLoops
+    counts: CountsLoops
 
 
+_READ_ONLY_1D = "Array(float64, 1, 'C', readonly=True)"
+_READ_ONLY_2D = "Array(float64, 2, 'C', readonly=True)"
 # Each loop with its signatures; the sampler's for both word sizes of the fair words (32 bits
-# up to M = 23, else 64). All are compiled at once, in this order (that of SamplerLoops' and HaarRowsLoops' fields).
+# up to M = 23, else 64). All are compiled at once, in this order (that of SamplerLoops',
+# HaarRowsLoops' and CountsLoops' fields).
 _LOOPS: list[tuple[Callable[..., object], list[str]]] = [
     (_add_common_draws, [
         f"UniTuple(int64, 2)(float64[::1], {fair}[::1], uint32[::1], uint32[::1], int64, int64, int64, int64, "
@@ -233,9 +356,17 @@ _LOOPS: list[tuple[Callable[..., object], list[str]]] = [
         f"int64(float64[::1], {fair}[::1], int64[::1], int64[::1], uint64[::1], int64, int64, int64[::1])"
         for fair in ("uint32", "uint64")
     ]),
-    (_haar_rows_forward, ["void(float64[:, ::1], float64[::1], float64[:, ::1], int64, int64)"]),
-    (_haar_rows_inverse, ["void(float64[::1], float64[:, ::1], int64, int64)"]),
+    (_haar_rows_forward, ["void(float64[:, ::1], float64[::1], float64[:, ::1], int64, int64, float64[:, ::1], boolean)"]),
+    (_haar_rows_inverse, ["void(float64[::1], float64[:, ::1], int64, int64, float64[:, ::1])"]),
+    # the counts read-only (a frozen or memory-mapped matrix): that type takes writable arrays too
+    (_checked_sum, [f"float64({_READ_ONLY_1D})"]),
+    (_checked_padding, [f"float64({_READ_ONLY_2D}, float64[:, ::1])"]),
+    (_nominal_numerators, [
+        f"void({_READ_ONLY_2D}, float64[:, ::1], int64[::1], int64[::1], int64[::1], int64[::1])"
+    ]),
 ]
+# The checks' sums may be taken in any order (see _checked_sum): numba then vectorises them.
+_FASTMATH: dict[Callable[..., object], set[str]] = {_checked_sum: {"reassoc"}, _checked_padding: {"reassoc"}}
 
 _BUILDING = threading.Lock()
 
@@ -245,6 +376,12 @@ def sampler_loops() -> SamplerLoops | None:
     cannot compile them (the sampler then runs its numpy passes, which give the same values)."""
     kernels = _kernels()
     return None if kernels is None else kernels.sampler
+
+
+def counts_loops() -> CountsLoops | None:
+    """The loops over a block's counts compiled (releasing the GIL), or None (numpy passes, the same values)."""
+    kernels = _kernels()
+    return None if kernels is None else kernels.counts
 
 
 def haar_rows_loops() -> HaarRowsLoops | None:
@@ -273,11 +410,13 @@ def _compiled_kernels() -> _Kernels | None:
         return None
     try:
         try:
-            loops = [numba.njit(signatures, nogil=True, cache=True)(loop) for loop, signatures in _LOOPS]
+            loops = [numba.njit(signatures, nogil=True, cache=True, fastmath=_FASTMATH.get(loop, False))(loop)
+                     for loop, signatures in _LOOPS]
         except RuntimeError:  # no folder to cache them in (numba: "no locator available"): compile each run
-            loops = [numba.njit(signatures, nogil=True)(loop) for loop, signatures in _LOOPS]
+            loops = [numba.njit(signatures, nogil=True, fastmath=_FASTMATH.get(loop, False))(loop)
+                     for loop, signatures in _LOOPS]
     except Exception as error:  # a numba that cannot compile them must not stop a release
         warnings.warn(f"numba could not compile the release's loops, which run as numpy passes: {error}",
                       RuntimeWarning, stacklevel=2)
         return None
-    return _Kernels(SamplerLoops(*loops[:3]), HaarRowsLoops(*loops[3:]))
+    return _Kernels(SamplerLoops(*loops[:3]), HaarRowsLoops(*loops[3:5]), CountsLoops(*loops[5:]))

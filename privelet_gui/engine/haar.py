@@ -135,7 +135,9 @@ class HaarTransform(AxisTransform):
         with the base, one small matrix product per tile does them."""
         return min(self.levels, _COARSE_LEVELS)
 
-    def rows_numerators(self, rows: np.ndarray, out: np.ndarray) -> np.ndarray:
+    def rows_numerators(
+        self, rows: np.ndarray, out: np.ndarray, *, divisors: np.ndarray | None = None, rint: bool = False
+    ) -> np.ndarray:
         """Numerators along each of ``rows`` (C-contiguous, shape ``(R, n_coefficients)``: the
         values, then zero padding), written to the flat ``out`` in the *level-major* layout.
 
@@ -144,29 +146,40 @@ class HaarTransform(AxisTransform):
         (``R 2**c``), level c + 2's (``R 2**(c + 1)``), and so on to level ``levels``: level l
         fills ``out[R 2**(l - 1) : R 2**l]``. Every level's pairs are then one strided run of
         ``rows`` and its details one contiguous run of ``out``. Exact for integers (below 2**53).
+
+        With ``divisors`` (shape ``(levels - c, R)``: level l's divisor of row r at ``[l - c - 1,
+        r]``) the finer levels' details are divided as they are written, and rounded to the
+        nearest integer with ``rint`` (the release's grid units, without another pass over them);
+        the head is left as numerators.
         """
         count, width = rows.shape
         coarse = self.rows_head_levels
         compiled = _compiled.haar_rows_loops() if coarse < self.levels else None
         if compiled is not None and _compiled_fits(rows, out):
             sums, width = np.empty((count, 1 << coarse)), 1 << coarse
-            compiled.forward(rows, out, sums, self.levels, coarse)
+            compiled.forward(rows, out, sums, self.levels, coarse, _table(divisors), rint)
         else:
             sums = rows
-            for _ in range(self.levels, coarse, -1):  # the finest level first
+            for level in range(self.levels, coarse, -1):  # the finest level first
                 half = width // 2
                 detail = out[count * half : count * width].reshape(count, half)
                 parents = np.empty((count, half))
                 left, right = sums[:, 0::2], sums[:, 1::2]
                 np.subtract(left, right, out=detail)
                 np.add(left, right, out=parents)
+                if divisors is not None:
+                    np.divide(detail, divisors[level - coarse - 1][:, None], out=detail)
+                    if rint:
+                        np.rint(detail, out=detail)
                 sums, width = parents, half
         np.einsum("ij,kj->ik", sums, _coarse_forward(coarse), out=out[: count * width].reshape(count, width), optimize=False)
         return out
 
-    def rows_inverse(self, coefficients: np.ndarray, out: np.ndarray) -> np.ndarray:
+    def rows_inverse(self, coefficients: np.ndarray, out: np.ndarray, *, factors: np.ndarray | None = None) -> np.ndarray:
         """Values along rows (into ``out``, shape ``(R, n_coefficients)``, padding included) from
-        coefficients in the level-major layout of :meth:`rows_numerators`."""
+        coefficients in the level-major layout of :meth:`rows_numerators`. With ``factors``
+        (shaped as its ``divisors``) each finer level's details are multiplied by their row's
+        factor first (``coefficients`` may be overwritten)."""
         count = out.shape[0]
         coarse = self.rows_head_levels
         width = 1 << coarse
@@ -176,10 +189,12 @@ class HaarTransform(AxisTransform):
         compiled = _compiled.haar_rows_loops() if coarse < self.levels else None
         if compiled is not None and _compiled_fits(coefficients, out):
             out[:, :width] = means
-            compiled.inverse(coefficients.reshape(-1), out, self.levels, coarse)
+            compiled.inverse(coefficients.reshape(-1), out, self.levels, coarse, _table(factors))
             return out
         for level in range(coarse + 1, self.levels + 1):
             detail = coefficients[count * width : 2 * count * width].reshape(count, width)
+            if factors is not None:
+                np.multiply(detail, factors[level - coarse - 1][:, None], out=detail)
             finer = out if level == self.levels else np.empty((count, 2 * width))
             np.add(means, detail, out=finer[:, 0::2])
             np.subtract(means, detail, out=finer[:, 1::2])
@@ -412,6 +427,16 @@ def _fine_levels_forward(
         detail[(filled + 1) // 2 :] = 0.0
         sums, filled = parents, (filled + 1) // 2
     return sums, filled
+
+
+def _table(levels_by_row: np.ndarray | None) -> np.ndarray:
+    """Per-level, per-row numbers as the compiled loops take them: C-contiguous float64, empty for none."""
+    if levels_by_row is None:
+        return _NO_TABLE
+    return np.ascontiguousarray(levels_by_row, dtype=np.float64)
+
+
+_NO_TABLE = np.empty((0, 0))
 
 
 def _compiled_fits(*arrays: np.ndarray) -> bool:

@@ -16,6 +16,7 @@ from functools import cached_property
 
 import numpy as np
 
+from . import _compiled
 from .hierarchy import Hierarchy
 from .transform import AxisTransform, along, back, deliver, outer
 
@@ -168,6 +169,29 @@ class NominalTransform(AxisTransform):
                 np.multiply(children, along(depth.child_fanout, 0, block.ndim), out=block)
                 block -= np.repeat(sums[depth.parents], depth.fanouts, axis=0)
         return back(sums, axis)
+
+    def count_numerators(self, x: np.ndarray, axis: int = -1) -> np.ndarray:
+        """:meth:`numerators` of checked counts, by the compiled loop where numba is installed
+        (one pass for the leaf-sums, one for the numerators, releasing the GIL): exact
+        integers, the same bits as numpy's passes."""
+        loops = _compiled.counts_loops()
+        if loops is None:
+            return self.numerators(x, axis)
+        leaves = outer(x, axis)
+        out = np.empty((self.n_coefficients, *leaves.shape[1:]))
+        columns = math.prod(leaves.shape[1:])
+        loops.nominal_numerators(leaves.reshape(self.size, columns), out.reshape(self.n_coefficients, columns),
+                                 *self._tree_arrays)
+        return back(out, axis)
+
+    @cached_property
+    def _tree_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The hierarchy as the compiled loop takes it: each node's parent, fan-out, first child
+        and row among the leaves (-1 for an internal node), as int64."""
+        lay = self._layout
+        leaf_row = np.full(self.n_coefficients, -1, dtype=np.int64)
+        leaf_row[lay.leaf_nodes] = np.arange(self.size)
+        return (lay.parent.astype(np.int64), lay.fanout.astype(np.int64), lay.first_child.astype(np.int64), leaf_row)
 
     def inverse(
         self,

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _memory, bits
+from . import _compiled, _memory, bits
 from ._memory import output_array, prefaulted, recycle_block_buffers, release_pages
 from .errors import PriveletError
 from .haar import HaarTransform
@@ -297,8 +297,33 @@ def check_memory(needed: int) -> None:
 
 
 def _checked_total(cells: np.ndarray) -> int:
-    """The total of ``cells`` after checking, a cache-sized piece at a time, that they are
-    non-negative integer counts (what privacy and exact rounding assume)."""
+    """The total of ``cells`` after checking that they are non-negative integer counts (what
+    privacy and exact rounding assume): in one compiled pass where numba is installed."""
+    loops = _compiled.counts_loops()
+    if loops is not None and cells.dtype == np.float64 and cells.flags.c_contiguous:
+        total = loops.checked_sum(cells.reshape(-1))
+        if 0.0 <= total < EXACT_LIMIT:
+            return int(total)
+    return _checked_total_by_pieces(cells)  # also says what is wrong
+
+
+def _checked_padding(cells: np.ndarray, padded: np.ndarray) -> int:
+    """:func:`_checked_total` of ``cells``, copied into the first columns of ``padded`` (the
+    same shape but longer lines), the rest zero: in one compiled pass where numba is installed."""
+    loops = _compiled.counts_loops()
+    width = cells.shape[-1]
+    if loops is not None and cells.dtype == np.float64 and cells.flags.c_contiguous:
+        total = loops.checked_padding(cells.reshape(-1, width), padded.reshape(-1, padded.shape[-1]))
+        if 0.0 <= total < EXACT_LIMIT:
+            return int(total)
+    total = _checked_total_by_pieces(cells)
+    padded[..., width:] = 0.0
+    padded[..., :width] = cells
+    return total
+
+
+def _checked_total_by_pieces(cells: np.ndarray) -> int:
+    """:func:`_checked_total` in numpy, a cache-sized piece at a time; raises what is wrong."""
     flat = cells.reshape(-1)
     scratch = np.empty(min(flat.size, _CHECK_CELLS))
     total = 0.0
@@ -334,18 +359,32 @@ _Part = tuple[slice, tuple[int, ...], "np.ndarray | float", "np.ndarray | float"
 class _Scaling:
     """How a tile's coefficients are divided by ``d 2**k`` and multiplied by ``g / W``: for
     each part of the tile's flat layout (a run, seen with ``shape``), a divisor and a factor
-    that broadcast over it (a few numbers each, never a table of the tile's size)."""
+    that broadcast over it (a few numbers each, never a table of the tile's size).
+
+    In the Haar rows layout the finer levels' divisors and factors are also tables
+    (``rows_levels``: level by line, as :meth:`HaarTransform.rows_numerators` takes them),
+    which the rows transforms apply as they write; :meth:`divide` and :meth:`scale` then do
+    the head alone (``own_parts``)."""
 
     parts: tuple[_Part, ...]
     integral: bool  # every d is 1 and k <= 0: numerators / divisors are integers already
+    rows_levels: tuple[np.ndarray, np.ndarray] | None = None  # (divisors, factors) of the finer levels
+
+    @property
+    def own_parts(self) -> tuple[_Part, ...]:
+        """The parts the pipeline divides and scales itself (all but those the rows transforms do)."""
+        return self.parts if self.rows_levels is None else self.parts[:1]
 
     def divide(self, flat: np.ndarray) -> None:
-        for run, shape, divisor, _ in self.parts:
+        """Grid units of :attr:`own_parts`: each divided, and rounded unless :attr:`integral`."""
+        for run, shape, divisor, _ in self.own_parts:
             view = flat[run].reshape(shape)
             np.divide(view, divisor, out=view)
+            if not self.integral:
+                np.rint(view, out=view)
 
     def scale(self, flat: np.ndarray) -> None:
-        for run, shape, _, factor in self.parts:
+        for run, shape, _, factor in self.own_parts:
             view = flat[run].reshape(shape)
             np.multiply(view, factor, out=view)
 
@@ -409,18 +448,21 @@ class _Plane:
         return self.plan.axis_name(self.last) if self.last is not None else ""
 
     # -- forward and inverse along the plane's outer axes -----------------------------------------
-    def forward(self, cells: np.ndarray) -> np.ndarray:
-        """The plane's array: ``cells`` (padded along a rows axis) transformed along the outer
-        axes; ``cells`` themselves when there is nothing to do (never written to then)."""
+    def checked_forward(self, cells: np.ndarray) -> tuple[np.ndarray, int]:
+        """The plane's array and the total of ``cells``, once they are checked (negative,
+        fractional, not finite or too many counts: PriveletError): ``cells`` (padded along a
+        rows axis, in the same read as the check) transformed along the outer axes; ``cells``
+        themselves when there is nothing to do (never written to then)."""
         transforms = self.plan.transforms
         z = np.asarray(cells, dtype=np.float64)
         if self.haar is not None:
-            padded = np.zeros((*self.shape[:-1], self.haar.n_coefficients))
-            padded[..., : cells.shape[-1]] = cells
-            z = padded
+            z = np.empty((*self.shape[:-1], self.haar.n_coefficients))
+            total = _checked_padding(cells, z)
+        else:
+            total = _checked_total(cells)
         for axis in self.outer:
-            z = transforms[axis].numerators(z, axis)
-        return z if z is cells or z.flags.c_contiguous else np.ascontiguousarray(z)
+            z = transforms[axis].count_numerators(z, axis)
+        return (z if z is cells or z.flags.c_contiguous else np.ascontiguousarray(z)), total
 
     @property
     def in_place(self) -> bool:
@@ -439,13 +481,18 @@ class _Plane:
         np.copyto(out, v)
 
     # -- tiles along the last axis ------------------------------------------------------------------
-    def tile_numerators(self, z: np.ndarray, number: int, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def tile_numerators(self, z: np.ndarray, number: int, out: np.ndarray,
+                        scaling: _Scaling | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The numerators of tile ``number`` of the plane's array: flat (the tile's layout),
         and as the array the inverse takes (the same memory). Written to ``out`` (flat, the
-        tile's size) where the layout allows it."""
+        tile's size) where the layout allows it. With the tile's ``scaling``, the rows layout's
+        finer levels come as grid units already (its ``rows_levels``; the rest stays numerators)."""
         tile = self.tiles[number]
         if self.haar is not None:
-            self.haar.rows_numerators(z.reshape(-1, self.haar.n_coefficients)[tile], out)
+            levels = scaling.rows_levels if scaling is not None else None
+            self.haar.rows_numerators(z.reshape(-1, self.haar.n_coefficients)[tile], out,
+                                      divisors=None if levels is None else levels[0],
+                                      rint=scaling is not None and not scaling.integral)
             return out, out
         if self.last is None:
             np.copyto(out, z.reshape(-1)[tile])
@@ -453,12 +500,16 @@ class _Plane:
         numerators = self.plan.transforms[self.last].numerators(z[tile], self.last)
         return numerators.ravel(order="K"), numerators  # the flat view is the result's memory order
 
-    def tile_inverse(self, shaped: np.ndarray, number: int, z: np.ndarray, out: np.ndarray) -> None:
+    def tile_inverse(self, shaped: np.ndarray, number: int, z: np.ndarray, out: np.ndarray,
+                     scaling: _Scaling | None = None) -> None:
         """Undo :meth:`tile_numerators` on the noisy ``shaped`` coefficients of tile ``number``:
-        the values back into the plane's array ``z`` (:attr:`in_place`) or into ``out``."""
+        the values back into the plane's array ``z`` (:attr:`in_place`) or into ``out``. With the
+        tile's ``scaling``, the rows layout's finer levels are scaled here (its ``rows_levels``)."""
         tile = self.tiles[number]
         if self.haar is not None:
-            self.haar.rows_inverse(shaped, z.reshape(-1, self.haar.n_coefficients)[tile])
+            levels = scaling.rows_levels if scaling is not None else None
+            self.haar.rows_inverse(shaped, z.reshape(-1, self.haar.n_coefficients)[tile],
+                                   factors=None if levels is None else levels[1])
         elif self.last is None:
             out.reshape(-1)[tile] = shaped
         else:
@@ -487,7 +538,9 @@ class _Plane:
                 divisor = _outer_or_number(line_divisor, column_divisor[half : half + 1])
                 factor = _outer_or_number(line_factor, column_factor[half : half + 1])
                 parts.append((slice(lines * half, 2 * lines * half), (lines, half), divisor, factor))
-            return _Scaling(tuple(_merge_numbers(parts)), integral)
+            # the same numbers, one per level and line, for the rows transforms
+            by_level = (_per_line([d for _, _, d, _ in parts[1:]], lines), _per_line([f for _, _, _, f in parts[1:]], lines))
+            return _Scaling(tuple(_merge_numbers(parts)), integral, by_level)
         if self.last is None:  # Basic: numbers
             divisor = float(math.prod(float(v) for v in divisors))
             factor = float(math.prod(float(v) for v in factors))
@@ -541,6 +594,14 @@ def _outer_or_number(per_line: np.ndarray | float, per_column: np.ndarray) -> np
         return (per_line * float(per_column[0]))[:, None]
     line = per_line[:, None] if isinstance(per_line, np.ndarray) else per_line
     return line * per_column[None, :]
+
+
+def _per_line(levels: list[np.ndarray | float], lines: int) -> np.ndarray:
+    """Each level's number, or column of one number per line, as a row of ``lines`` numbers."""
+    table = np.empty((len(levels), lines))
+    for row, values in zip(table, levels, strict=True):
+        row[...] = np.reshape(values, -1)
+    return table
 
 
 def _merge_numbers(parts: list[_Part]) -> list[_Part]:
@@ -614,18 +675,20 @@ class _BlockPipeline:
     # -- small blocks ----------------------------------------------------------------------------------
     def run(self, cells: np.ndarray, rng: np.random.Generator, out: np.ndarray, progress: Progress | None = None) -> int:
         """Release one small block into ``out``; returns the block's total."""
-        total = _checked_total(cells)
-        bound = total * self.plan.growth
         plane = self.plane(cells.shape, self.plan.transformed_axes)
+        z, total = plane.checked_forward(cells)
+        bound = total * self.plan.growth
         steps = progress or Progress()
-        z = plane.forward(cells)
         scratch = np.empty(max(plane.tile_sizes))
         stage = (f"transforming {plane.last_name}, adding noise, inverting" if plane.last is not None else "adding noise")
         count = len(plane.tiles)
+        divided = rounds_by_one_division(bound, self.calibration.grid_exponent)
         for number in range(count):
-            flat, shaped = plane.tile_numerators(z, number, scratch[: plane.tile_sizes[number]])
-            self.noisy(flat, self.scaling(plane, number), rng, bound)
-            plane.tile_inverse(shaped, number, z, out)
+            scaling = self.scaling(plane, number)
+            flat, shaped = plane.tile_numerators(z, number, scratch[: plane.tile_sizes[number]],
+                                                 scaling if divided else None)
+            self.noisy(flat, scaling, rng, bound)
+            plane.tile_inverse(shaped, number, z, out, scaling)
             if count > 1:  # "1 of 1 tiles done" says nothing (and reads like a count of rows)
                 steps.report((number + 1) / count, f"{stage}: {number + 1:,} of {count:,} tiles done")
         if plane.in_place:
@@ -635,7 +698,9 @@ class _BlockPipeline:
     def noisy(self, flat: np.ndarray, scaling: _Scaling, rng: np.random.Generator, bound: float) -> None:
         """Replace flat numerators z by noisy coefficients ``g (round(z / (d 2**k)) + Z) / W``:
         exact grid units, integer noise summed exactly (float64 or int64 limbs); only the exact
-        noisy integer is then converted and scaled (post-processing).
+        noisy integer is then converted and scaled (post-processing). In the rows layout the
+        finer levels come as grid units already and are scaled by the inverse (``scaling``'s
+        ``rows_levels``): here the head alone is divided and scaled.
 
         ``bound`` bounds every ``|z|``: below 2**52 grid units (times ``2**-k``), one
         correctly rounded division and ``rint`` give the nearest integer exactly
@@ -645,8 +710,6 @@ class _BlockPipeline:
         units = flat
         if rounds_by_one_division(bound, k):
             scaling.divide(flat)
-            if not scaling.integral:
-                np.rint(flat, out=flat)
         else:
             units = round_to_grid(flat, scaling.divisors(flat.size) * 2.0**-k, k)
         noisy = self.sampler.add(units, rng)
@@ -751,8 +814,7 @@ class _BigBlock:
     def forward_slab(self, cells: np.ndarray, row: np.ndarray) -> int:
         """Check one slab's counts and transform them along A into its ``row``; their total."""
         plane = self.plane
-        total = _checked_total(cells)
-        z = plane.forward(cells.reshape(self.slab_shape))
+        z, total = plane.checked_forward(cells.reshape(self.slab_shape))
         for tile in range(len(plane.tiles)):
             part = row[plane.offsets[tile] : plane.offsets[tile + 1]]
             flat, _ = plane.tile_numerators(z, tile, part)

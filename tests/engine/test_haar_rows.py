@@ -97,3 +97,47 @@ def test_a_release_runs_the_compiled_loops_when_numba_is_there(monkeypatch):
     schema = Schema([OrdinalAttribute("Income", range(1001))])
     privelet_plus(np.ones(1001), schema, 1.0, (), np.random.default_rng(1))
     assert calls == ["forward", "inverse"]
+
+
+def _levels_by_row(transform: HaarTransform, count: int, seed: int) -> np.ndarray:
+    """A per-level, per-row table as the pipeline makes them: small integers times a power of two."""
+    finer = transform.levels - transform.rows_head_levels
+    return np.random.default_rng(seed).integers(1, 40, (finer, count)) * 2.0**-7
+
+
+@pytest.mark.parametrize("rint", [False, True])
+@pytest.mark.parametrize("size", SIZES)
+def test_the_finer_levels_are_divided_and_rounded_as_they_are_written(size, rint, rows_path):
+    """``divisors``: each finer level's details divided by their row's divisor (and rounded),
+    the same bits as dividing the numerators afterwards; the head is left as numerators."""
+    transform = HaarTransform(size)
+    count = 37
+    rows = _padded_counts(transform, count, seed=size)
+    divisors = _levels_by_row(transform, count, seed=size)
+    expected = transform.rows_numerators(rows, np.empty(rows.size))
+    head = count << transform.rows_head_levels
+    for level, divisor in enumerate(divisors, transform.rows_head_levels + 1):
+        details = expected[count << (level - 1) : count << level].reshape(count, -1)
+        np.divide(details, divisor[:, None], out=details)
+        if rint:
+            np.rint(details, out=details)
+    ours = transform.rows_numerators(rows, np.full(rows.size, np.nan), divisors=divisors, rint=rint)
+    np.testing.assert_array_equal(ours.view(np.uint64), expected.view(np.uint64))
+    assert rint or size <= 32 or not np.all(ours[head:] == np.rint(ours[head:]))  # the divisions show
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_the_finer_levels_are_scaled_as_they_are_read(size, rows_path):
+    """``factors``: the inverse of details multiplied by their row's factor first, the same bits
+    as multiplying them beforehand."""
+    transform = HaarTransform(size)
+    count = 37
+    coefficients = np.random.default_rng(size).laplace(0.0, 1e6, count * transform.n_coefficients)
+    factors = _levels_by_row(transform, count, seed=size + 1) * np.pi
+    scaled = coefficients.copy()
+    for level, factor in enumerate(factors, transform.rows_head_levels + 1):
+        details = scaled[count << (level - 1) : count << level].reshape(count, -1)
+        np.multiply(details, factor[:, None], out=details)
+    expected = transform.rows_inverse(scaled, np.empty((count, transform.n_coefficients)))
+    ours = transform.rows_inverse(coefficients.copy(), np.empty((count, transform.n_coefficients)), factors=factors)
+    np.testing.assert_array_equal(ours.view(np.uint64), expected.view(np.uint64))

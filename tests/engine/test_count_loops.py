@@ -1,0 +1,218 @@
+"""The compiled loops over a block's counts (privelet_gui/engine/_compiled.py): the check and sum,
+the check fused with the rows layout's padding, and the nominal transform's numerators. Each
+must give what numpy's passes give, to the bit, and refuse the same counts with the same words."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from privelet_gui.engine import (
+    Hierarchy,
+    HierarchyNode,
+    NominalAttribute,
+    OrdinalAttribute,
+    PriveletError,
+    Schema,
+    _compiled,
+    basic,
+    privelet,
+    privelet_plus,
+)
+from privelet_gui.engine import pipeline as pipeline_module
+from privelet_gui.engine.nominal import NominalTransform
+
+from .strategies import hierarchies
+
+
+def _require_compiled() -> None:
+    if _compiled.counts_loops() is None:
+        pytest.skip("numba is not installed (the fast extra): only the numpy path runs here")
+
+
+@pytest.fixture(params=["numpy", "compiled"])
+def counts_path(request, monkeypatch):
+    """Each path of the loops over counts: numpy's passes, or the compiled loops."""
+    if request.param == "numpy":
+        monkeypatch.setattr(_compiled, "counts_loops", lambda: None)
+    else:
+        _require_compiled()
+    return request.param
+
+
+def _counts(shape: tuple[int, ...], seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 1_000, shape).astype(np.float64)
+
+
+# -- the check and sum ------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape", [(1,), (7,), (3, 1001), (2, 5, 64), (1 << 17,)])
+def test_the_checked_total_is_the_exact_sum(shape, counts_path):
+    cells = _counts(shape, seed=len(shape))
+    assert pipeline_module._checked_total(cells) == int(cells.astype(np.int64).sum())
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (4, 1001), (37, 7)])
+@pytest.mark.parametrize("width", [0, 1, 23])
+def test_the_checked_padding_copies_the_counts_and_zeroes_the_rest(shape, width, counts_path):
+    cells = _counts(shape, seed=shape[0] + width)
+    padded = np.full((*shape[:-1], shape[-1] + width), np.nan)
+    assert pipeline_module._checked_padding(cells, padded) == int(cells.astype(np.int64).sum())
+    np.testing.assert_array_equal(padded[..., : shape[-1]], cells)
+    np.testing.assert_array_equal(padded[..., shape[-1] :], 0.0)
+
+
+BAD_COUNTS = [
+    (-1.0, "negative or fractional"),
+    (0.5, "negative or fractional"),
+    (2.0**60, "too large for exact rounding"),
+    (np.nan, "NaN or infinite"),
+    (np.inf, "NaN or infinite"),
+    (-np.inf, "NaN or infinite"),
+]
+
+
+@pytest.mark.parametrize("value, words", BAD_COUNTS)
+@pytest.mark.parametrize("position", [0, 1000, -1])
+def test_both_checks_refuse_what_numpys_refuses_with_its_words(value, words, position, counts_path):
+    cells = _counts((3, 1001), seed=5)
+    cells.reshape(-1)[position] = value
+    with pytest.raises(PriveletError, match=words):
+        pipeline_module._checked_total(cells)
+    with pytest.raises(PriveletError, match=words):
+        pipeline_module._checked_padding(cells, np.empty((3, 1024)))
+
+
+def test_negative_zero_is_a_count_on_both_paths(counts_path):
+    cells = np.array([[-0.0, 3.0], [2.0, 0.0]])
+    assert pipeline_module._checked_total(cells) == 5
+    assert pipeline_module._checked_padding(cells, np.empty((2, 4))) == 5
+
+
+def test_a_total_of_2_to_the_53_is_refused_in_any_order_of_summing():
+    """The compiled sum adds in another order than numpy's: it must still refuse exactly the
+    totals that reach 2**53 (and accept those just below), where rounding could hide them."""
+    _require_compiled()
+    below = np.full(1 << 12, 2.0**41)  # sums to 2**53 exactly
+    below[-1] -= 1.0
+    assert pipeline_module._checked_total(below) == 2**53 - 1
+    with pytest.raises(PriveletError, match="too large for exact rounding"):
+        pipeline_module._checked_total(np.full(1 << 12, 2.0**41))
+    with pytest.raises(PriveletError, match="too large for exact rounding"):
+        pipeline_module._checked_padding(np.full((1 << 6, 1 << 6), 2.0**41), np.empty((1 << 6, 1 << 7)))
+
+
+def test_counts_that_are_not_one_run_of_memory_are_checked_by_numpy():
+    _require_compiled()
+    cells = _counts((6, 8), seed=1)
+    view = cells[:, ::2]
+    assert pipeline_module._checked_total(view) == int(view.sum())
+    cells[2, 2] = 0.25
+    with pytest.raises(PriveletError, match="negative or fractional"):
+        pipeline_module._checked_total(view)
+
+
+# -- the nominal numerators ---------------------------------------------------------------------------
+def _uneven_hierarchy() -> Hierarchy:
+    """Leaves at depths 2 to 4, only children, and a group of one leaf."""
+    return Hierarchy(HierarchyNode("root", (
+        HierarchyNode("a", (HierarchyNode("a1"), HierarchyNode("a2"), HierarchyNode("a3"))),
+        HierarchyNode("b", (HierarchyNode("b1", (HierarchyNode("b1x"), HierarchyNode("b1y"))),)),
+        HierarchyNode("c"),
+        HierarchyNode("d", (HierarchyNode("d1"),)),
+    )))
+
+
+HIERARCHIES = {
+    "one node": Hierarchy(HierarchyNode("only")),
+    "flat": Hierarchy.flat([f"v{i}" for i in range(9)]),
+    "uneven": _uneven_hierarchy(),
+    "brazil occupations": None,  # built from the benchmark's generator below
+}
+
+
+def _hierarchy(name: str) -> Hierarchy:
+    if name == "brazil occupations":
+        from privelet_gui.bench import occupation_hierarchy
+
+        return occupation_hierarchy(np.random.default_rng(0))
+    return HIERARCHIES[name]
+
+
+@pytest.mark.parametrize("name", list(HIERARCHIES))
+@pytest.mark.parametrize("axis, others", [(0, (1,)), (0, (1024,)), (1, (3, 5)), (2, (2, 1, 33)), (-1, (4,))])
+def test_count_numerators_are_numpys_numerators_to_the_bit(name, axis, others):
+    _require_compiled()
+    transform = NominalTransform(_hierarchy(name))
+    shape = list(others)
+    shape.insert(axis if axis >= 0 else len(shape), transform.size)
+    counts = _counts(tuple(shape), seed=transform.size)
+    ours = transform.count_numerators(counts, axis)
+    np.testing.assert_array_equal(ours.view(np.uint64), transform.numerators(counts, axis).view(np.uint64))
+
+
+@settings(max_examples=60, deadline=None)
+@given(hierarchy=hierarchies(max_leaves=20, max_depth=5), columns=st.integers(1, 40), seed=st.integers(0, 2**32 - 1))
+def test_count_numerators_of_any_hierarchy_are_numpys(hierarchy, columns, seed):
+    _require_compiled()
+    transform = NominalTransform(hierarchy)
+    counts = np.random.default_rng(seed).integers(0, 2**20, (transform.size, columns)).astype(np.float64)
+    np.testing.assert_array_equal(transform.count_numerators(counts, 0), transform.numerators(counts, 0))
+
+
+# -- whole releases ------------------------------------------------------------------------------------
+def _schema() -> Schema:
+    return Schema([
+        OrdinalAttribute.integer_range("age", 0, 9),
+        NominalAttribute("job", _uneven_hierarchy()),
+        NominalAttribute("sector", Hierarchy.flat(["x", "y", "z"])),
+        OrdinalAttribute.integer_range("income", 0, 99),
+    ])
+
+
+# Digests of seeded releases made by the engine before these loops were compiled (and before
+# the Haar rows loops divided and scaled as they write): neither path may change a bit.
+PINNED_RELEASES = {
+    ("privelet+", ("age",)): "c59a007a6ec82626b188",  # blocks: the rows layout after a nominal plane
+    ("privelet+", ("age", "sector")): "4b2d46d2d8ca19341de2",
+    ("privelet", ()): "f96978658c8ed6bd12de",  # one big block in three passes
+    ("basic", ()): "c852f0f899bae04ad4ce",
+}
+
+
+@pytest.mark.parametrize("mechanism, sa", list(PINNED_RELEASES))
+@pytest.mark.parametrize("path", ["numpy", "compiled"])
+def test_a_seeded_release_keeps_its_bits_on_either_path(mechanism, sa, path, monkeypatch):
+    if path == "numpy":
+        monkeypatch.setattr(_compiled, "counts_loops", lambda: None)
+        monkeypatch.setattr(_compiled, "haar_rows_loops", lambda: None)
+    else:
+        _require_compiled()
+    schema = _schema()
+    counts = np.random.default_rng(11).integers(0, 1000, schema.shape).astype(np.float64)
+    rng = np.random.default_rng(2026)
+    if mechanism == "privelet":
+        noisy = privelet(counts, schema, 0.5, rng).noisy
+    elif mechanism == "basic":
+        noisy = basic(counts, 0.5, rng).noisy
+    else:
+        noisy = privelet_plus(counts, schema, 0.5, sa, rng).noisy
+    digest = hashlib.sha256(np.ascontiguousarray(noisy, dtype="<f8").tobytes()).hexdigest()[:20]
+    assert digest == PINNED_RELEASES[mechanism, sa]
+
+
+def test_read_only_counts_take_the_compiled_loops(monkeypatch):
+    """A frozen or memory-mapped matrix is read by the compiled loops as it is (no copy, no
+    fallback): numba's read-only array type."""
+    _require_compiled()
+    counts = _counts((4, 33), seed=3)
+    counts.flags.writeable = False
+    loops = _compiled.counts_loops()
+    assert loops.checked_sum(counts.reshape(-1)) == counts.sum()
+    padded = np.empty((4, 64))
+    assert loops.checked_padding(counts, padded) == counts.sum()
+    transform = NominalTransform(Hierarchy.flat([f"v{i}" for i in range(33)]))
+    np.testing.assert_array_equal(transform.count_numerators(counts, 1), transform.numerators(counts, 1))
