@@ -44,9 +44,11 @@ import numpy as np
 
 __all__ = [
     "CountsLoops",
+    "GridLoops",
     "HaarRowsLoops",
     "SamplerLoops",
     "counts_loops",
+    "grid_loops",
     "haar_rows_loops",
     "prepare_compiled",
     "sampler_loops",
@@ -303,6 +305,27 @@ def _haar_rows_inverse(coefficients: np.ndarray, out: np.ndarray, levels: int, c
             width *= 2
 
 
+def _grid_units(rows: np.ndarray, divisors_rows: np.ndarray, divisors_columns: np.ndarray) -> None:
+    """Each ``rows[r, c]`` divided by ``divisors_rows[r] * divisors_columns[c]`` and rounded to
+    the nearest integer (ties to even): a big block's pencil in grid units."""
+    count, width = rows.shape
+    for r in range(count):
+        row = rows[r]
+        first = divisors_rows[r]
+        for c in range(width):
+            row[c] = np.rint(row[c] / (first * divisors_columns[c]))
+
+
+def _grid_scale(rows: np.ndarray, factors_rows: np.ndarray, factors_columns: np.ndarray) -> None:
+    """Each ``rows[r, c]`` multiplied by ``factors_rows[r]``, then by ``factors_columns[c]``."""
+    count, width = rows.shape
+    for r in range(count):
+        row = rows[r]
+        first = factors_rows[r]
+        for c in range(width):
+            row[c] = row[c] * first * factors_columns[c]
+
+
 @dataclass(frozen=True)
 class SamplerLoops:
     """The exact sampler's compiled loops (numba's dispatchers, typed by their signatures in _LOOPS)."""
@@ -330,17 +353,26 @@ class CountsLoops:
 
 
 @dataclass(frozen=True)
+class GridLoops:
+    """The compiled loops to and from the noise grid of a big block's pencil."""
+
+    units: Callable[..., Any]  # _grid_units
+    scale: Callable[..., Any]  # _grid_scale
+
+
+@dataclass(frozen=True)
 class _Kernels:
     sampler: SamplerLoops
     haar_rows: HaarRowsLoops
     counts: CountsLoops
+    grid: GridLoops
 
 
 _READ_ONLY_1D = "Array(float64, 1, 'C', readonly=True)"
 _READ_ONLY_2D = "Array(float64, 2, 'C', readonly=True)"
 # Each loop with its signatures; the sampler's for both word sizes of the fair words (32 bits
 # up to M = 23, else 64). All are compiled at once, in this order (that of SamplerLoops',
-# HaarRowsLoops' and CountsLoops' fields).
+# HaarRowsLoops', CountsLoops' and GridLoops' fields).
 _LOOPS: list[tuple[Callable[..., object], list[str]]] = [
     (_add_common_draws, [
         f"UniTuple(int64, 2)(float64[::1], {fair}[::1], uint32[::1], uint32[::1], int64, int64, int64, int64, "
@@ -364,6 +396,8 @@ _LOOPS: list[tuple[Callable[..., object], list[str]]] = [
     (_nominal_numerators, [
         f"void({_READ_ONLY_2D}, float64[:, ::1], int64[::1], int64[::1], int64[::1], int64[::1])"
     ]),
+    (_grid_units, [f"void(float64[:, ::1], float64[::1], {_READ_ONLY_1D})"]),
+    (_grid_scale, [f"void(float64[:, ::1], float64[::1], {_READ_ONLY_1D})"]),
 ]
 # The checks' sums may be taken in any order (see _checked_sum): numba then vectorises them.
 _FASTMATH: dict[Callable[..., object], set[str]] = {_checked_sum: {"reassoc"}, _checked_padding: {"reassoc"}}
@@ -382,6 +416,12 @@ def counts_loops() -> CountsLoops | None:
     """The loops over a block's counts compiled (releasing the GIL), or None (numpy passes, the same values)."""
     kernels = _kernels()
     return None if kernels is None else kernels.counts
+
+
+def grid_loops() -> GridLoops | None:
+    """The pencils' loops to and from the noise grid compiled (releasing the GIL), or None (numpy passes)."""
+    kernels = _kernels()
+    return None if kernels is None else kernels.grid
 
 
 def haar_rows_loops() -> HaarRowsLoops | None:
@@ -419,4 +459,5 @@ def _compiled_kernels() -> _Kernels | None:
         warnings.warn(f"numba could not compile the release's loops, which run as numpy passes: {error}",
                       RuntimeWarning, stacklevel=2)
         return None
-    return _Kernels(SamplerLoops(*loops[:3]), HaarRowsLoops(*loops[3:5]), CountsLoops(*loops[5:]))
+    return _Kernels(SamplerLoops(*loops[:3]), HaarRowsLoops(*loops[3:5]), CountsLoops(*loops[5:8]),
+                    GridLoops(*loops[8:]))

@@ -140,8 +140,8 @@ class AxisTransform(ABC):
         return self.n_coefficients
 
     def kept_numerators(self, x: np.ndarray, axis: int = 0) -> np.ndarray:
-        """``numerators(x, axis)[kept]`` along ``axis``."""
-        return self.numerators(x, axis)
+        """``numerators(x, axis)[kept]`` along ``axis``, of checked counts (as :meth:`count_numerators`)."""
+        return self.count_numerators(x, axis)
 
     def kept_inverse(self, c: np.ndarray, axis: int = 0, *, out: np.ndarray | None = None) -> np.ndarray:
         """Values along ``axis`` from the kept coefficients."""

@@ -1,9 +1,11 @@
 """The compiled loops over a block's counts (privelet_gui/engine/_compiled.py): the check and sum,
-the check fused with the rows layout's padding, and the nominal transform's numerators. Each
-must give what numpy's passes give, to the bit, and refuse the same counts with the same words."""
+the check fused with the rows layout's padding, and the nominal transform's numerators; and a
+big block's pencils to and from the noise grid. Each must give what numpy's passes give, to the
+bit, and refuse the same counts with the same words."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 
 import numpy as np
@@ -163,6 +165,81 @@ def test_count_numerators_of_any_hierarchy_are_numpys(hierarchy, columns, seed):
     np.testing.assert_array_equal(transform.count_numerators(counts, 0), transform.numerators(counts, 0))
 
 
+# -- a pencil to and from the noise grid ------------------------------------------------------------------
+def _pencil(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A pencil's numerators as the B axes' transforms leave them (the last B axis outermost in
+    memory, the positions innermost), with per-B and per-position divisors as the pipeline's."""
+    rng = np.random.default_rng(seed)
+    memory = rng.integers(-(2**40), 2**40, (3, 105, 67)).astype(np.float64)  # (B1, B0, positions)
+    z = memory.transpose(1, 0, 2)  # seen as (B0, B1, positions)
+    per_b = rng.integers(1, 9, (105, 3)) * 2.0**-20
+    per_position = rng.integers(1, 9, 67) * 2.0
+    return z, per_b, per_position
+
+
+def _both_paths(work, monkeypatch):
+    """``work()``'s result with the compiled grid loops, then with numpy's passes."""
+    _require_compiled()
+    compiled = work()
+    monkeypatch.setattr(_compiled, "grid_loops", lambda: None)
+    return compiled, work()
+
+
+def test_a_pencil_is_divided_and_rounded_the_same_on_either_path(monkeypatch):
+    def work() -> np.ndarray:
+        z, per_b, per_position = _pencil(seed=1)
+        pipeline_module._grid_units(z, per_b, per_position)
+        return z
+
+    compiled, numpys = _both_paths(work, monkeypatch)
+    np.testing.assert_array_equal(compiled.view(np.uint64), numpys.view(np.uint64))
+    z, per_b, per_position = _pencil(seed=1)
+    np.testing.assert_array_equal(compiled, np.rint(z / (per_b[..., None] * per_position)))
+
+
+def test_a_pencil_is_scaled_the_same_on_either_path(monkeypatch):
+    def work() -> np.ndarray:
+        z, per_b, per_position = _pencil(seed=2)
+        pipeline_module._scale(z, per_b * np.pi, per_position / 3.0)
+        return z
+
+    compiled, numpys = _both_paths(work, monkeypatch)
+    np.testing.assert_array_equal(compiled.view(np.uint64), numpys.view(np.uint64))
+    z, per_b, per_position = _pencil(seed=2)
+    np.testing.assert_array_equal(compiled, z * (per_b * np.pi)[..., None] * (per_position / 3.0))
+
+
+def test_a_pencil_whose_positions_are_not_innermost_goes_to_numpy():
+    _require_compiled()
+    z, per_b, per_position = _pencil(seed=3)
+    assert pipeline_module._pencil_rows(z, per_b) is not None
+    across = np.ascontiguousarray(np.moveaxis(z, 2, 0))  # positions outermost in memory
+    assert pipeline_module._pencil_rows(np.moveaxis(across, 0, 2), per_b) is None
+    expected = np.rint(z / (per_b[..., None] * per_position))
+    z_moved = np.moveaxis(across, 0, 2)
+    pipeline_module._grid_units(z_moved, per_b, per_position)
+    np.testing.assert_array_equal(z_moved, expected)
+
+
+def test_a_big_block_release_runs_the_compiled_grid_loops(monkeypatch):
+    # The comparisons above prove the paths equal only if the pipeline takes the compiled one.
+    _require_compiled()
+    loops = _compiled.grid_loops()
+    calls: list[str] = []
+
+    def counted(name, loop):
+        def run(*arguments):
+            calls.append(name)
+            return loop(*arguments)
+        return run
+
+    counting = dataclasses.replace(loops, units=counted("units", loops.units), scale=counted("scale", loops.scale))
+    monkeypatch.setattr(_compiled, "grid_loops", lambda: counting)
+    schema = _schema()
+    privelet(_counts(schema.shape, seed=4), schema, 0.5, np.random.default_rng(1))
+    assert calls and calls.count("units") == calls.count("scale")
+
+
 # -- whole releases ------------------------------------------------------------------------------------
 def _schema() -> Schema:
     return Schema([
@@ -174,7 +251,8 @@ def _schema() -> Schema:
 
 
 # Digests of seeded releases made by the engine before these loops were compiled (and before
-# the Haar rows loops divided and scaled as they write): neither path may change a bit.
+# the Haar rows loops divided and scaled as they write, and the pencils' grid loops): neither
+# path may change a bit. (The matrix is small enough for one pencil whatever _PENCIL_CELLS.)
 PINNED_RELEASES = {
     ("privelet+", ("age",)): "c59a007a6ec82626b188",  # blocks: the rows layout after a nominal plane
     ("privelet+", ("age", "sector")): "4b2d46d2d8ca19341de2",
@@ -189,6 +267,7 @@ def test_a_seeded_release_keeps_its_bits_on_either_path(mechanism, sa, path, mon
     if path == "numpy":
         monkeypatch.setattr(_compiled, "counts_loops", lambda: None)
         monkeypatch.setattr(_compiled, "haar_rows_loops", lambda: None)
+        monkeypatch.setattr(_compiled, "grid_loops", lambda: None)
     else:
         _require_compiled()
     schema = _schema()
