@@ -18,7 +18,8 @@ way back. Each value is the same sum, difference, quotient or product of the sam
 so the results are the same bits (tests/engine/test_haar_rows.py compares them).
 
 A block's counts are checked and summed in one read (and copied into the rows layout's padded
-lines in the same pass), and the nominal transform's numerators computed, by three more. The
+lines in the same pass), and the nominal transform's numerators and the Haar transform's kept
+numerators (a big block's pencils) computed, by four more. The
 numerators of counts are integers below 2**53 (the check refuses the rest), so every order of
 their sums and differences gives the same bits as numpy's; the check's sum is exact as well,
 and a sum of 2**53 or more is refused by either path (tests/engine/test_count_loops.py).
@@ -305,6 +306,42 @@ def _haar_rows_inverse(coefficients: np.ndarray, out: np.ndarray, levels: int, c
             width *= 2
 
 
+def _haar_kept_numerators(values: np.ndarray, out: np.ndarray, level_counts: np.ndarray, sums: np.ndarray) -> None:
+    """:meth:`~privelet_gui.engine.haar.HaarTransform.kept_numerators` of counts along the rows
+    of ``values`` (one row per value, the columns side by side) into ``out`` (one row per kept
+    coefficient): every level's pair differences, the finest first, each level's subtree sums
+    into ``sums`` (scratch, half as many rows as ``values``; a pair is read before its sum
+    overwrites a row), then the base. The numpy code does the coarse levels as one matrix
+    product; on counts both are the same exact integers."""
+    levels = level_counts.size
+    columns = values.shape[1]
+    filled = values.shape[0]
+    start = out.shape[0]
+    for level in range(levels, 0, -1):
+        kept = level_counts[level - 1]
+        start -= kept
+        pairs = filled // 2
+        for pair in range(pairs):
+            left = values[2 * pair] if level == levels else sums[2 * pair]
+            right = values[2 * pair + 1] if level == levels else sums[2 * pair + 1]
+            detail = out[start + pair]
+            parent = sums[pair]
+            for k in range(columns):
+                a = left[k]
+                b = right[k]
+                detail[k] = a - b
+                parent[k] = a + b
+        if filled % 2:  # the last subtree's right sibling is all padding
+            last = values[filled - 1] if level == levels else sums[filled - 1]
+            for k in range(columns):
+                out[start + pairs, k] = last[k]
+                sums[pairs, k] = last[k]
+        filled = kept
+    base = values[0] if levels == 0 else sums[0]
+    for k in range(columns):
+        out[0, k] = base[k]
+
+
 def _grid_units(rows: np.ndarray, divisors_rows: np.ndarray, divisors_columns: np.ndarray) -> None:
     """Each ``rows[r, c]`` divided by ``divisors_rows[r] * divisors_columns[c]`` and rounded to
     the nearest integer (ties to even): a big block's pencil in grid units."""
@@ -350,6 +387,7 @@ class CountsLoops:
     checked_sum: Callable[..., Any]  # _checked_sum
     checked_padding: Callable[..., Any]  # _checked_padding
     nominal_numerators: Callable[..., Any]  # _nominal_numerators
+    haar_kept_numerators: Callable[..., Any]  # _haar_kept_numerators
 
 
 @dataclass(frozen=True)
@@ -396,6 +434,7 @@ _LOOPS: list[tuple[Callable[..., object], list[str]]] = [
     (_nominal_numerators, [
         f"void({_READ_ONLY_2D}, float64[:, ::1], int64[::1], int64[::1], int64[::1], int64[::1])"
     ]),
+    (_haar_kept_numerators, [f"void({_READ_ONLY_2D}, float64[:, ::1], int64[::1], float64[:, ::1])"]),
     (_grid_units, [f"void(float64[:, ::1], float64[::1], {_READ_ONLY_1D})"]),
     (_grid_scale, [f"void(float64[:, ::1], float64[::1], {_READ_ONLY_1D})"]),
 ]
@@ -459,5 +498,5 @@ def _compiled_kernels() -> _Kernels | None:
         warnings.warn(f"numba could not compile the release's loops, which run as numpy passes: {error}",
                       RuntimeWarning, stacklevel=2)
         return None
-    return _Kernels(SamplerLoops(*loops[:3]), HaarRowsLoops(*loops[3:5]), CountsLoops(*loops[5:8]),
-                    GridLoops(*loops[8:]))
+    return _Kernels(SamplerLoops(*loops[:3]), HaarRowsLoops(*loops[3:5]), CountsLoops(*loops[5:9]),
+                    GridLoops(*loops[9:]))

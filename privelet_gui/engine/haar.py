@@ -221,14 +221,26 @@ class HaarTransform(AxisTransform):
         first = [np.arange(1 << (level - 1), (1 << (level - 1)) + n) for level, n in enumerate(self.level_counts, 1)]
         return np.concatenate([[0], *first]).astype(np.intp)
 
+    @cached_property
+    def _level_counts_array(self) -> np.ndarray:
+        return np.array(self.level_counts, dtype=np.int64)
+
     @property
     def n_kept(self) -> int:
         return 1 + sum(self.level_counts)
 
     def kept_numerators(self, x: np.ndarray, axis: int = 0) -> np.ndarray:
-        """``numerators(x, axis)[kept]`` along ``axis``, computed without the padding-only details."""
+        """``numerators(x, axis)[kept]`` along ``axis`` of checked counts, computed without the
+        padding-only details: by a compiled loop where numba is installed and ``axis`` is
+        outermost in memory (the same exact integers)."""
         sums = np.moveaxis(np.asarray(x, dtype=np.float64), axis, 0)
         out = np.empty((self.n_kept, *sums.shape[1:]))
+        loops = _compiled.counts_loops()
+        if loops is not None and sums.flags.c_contiguous:
+            columns = math.prod(sums.shape[1:])
+            loops.haar_kept_numerators(sums.reshape(self.size, columns), out.reshape(self.n_kept, columns),
+                                       self._level_counts_array, np.empty(((self.size + 1) // 2, columns)))
+            return back(out, axis)
         coarse = self._product_levels(sums)
         offsets = np.cumsum([1, *self.level_counts])  # where each level's details start
         filled = self.size

@@ -26,6 +26,7 @@ from privelet_gui.engine import (
     privelet_plus,
 )
 from privelet_gui.engine import pipeline as pipeline_module
+from privelet_gui.engine.haar import HaarTransform
 from privelet_gui.engine.nominal import NominalTransform
 
 from .strategies import hierarchies
@@ -163,6 +164,25 @@ def test_count_numerators_of_any_hierarchy_are_numpys(hierarchy, columns, seed):
     transform = NominalTransform(hierarchy)
     counts = np.random.default_rng(seed).integers(0, 2**20, (transform.size, columns)).astype(np.float64)
     np.testing.assert_array_equal(transform.count_numerators(counts, 0), transform.numerators(counts, 0))
+
+
+# -- the Haar kept numerators (a big block's pencils) ----------------------------------------------------
+@pytest.mark.parametrize("size", [1, 2, 3, 7, 32, 33, 101, 1001, 1024])
+@pytest.mark.parametrize("shape, axis", [((5,), 0), ((2, 9), 0), ((3,), 1), ((4, 3), 1)])
+def test_haar_kept_numerators_are_numpys_to_the_bit(size, shape, axis, monkeypatch):
+    """The compiled loop runs every level (the numpy code does the coarse ones as a matrix
+    product): on counts both give the same exact integers. An axis that is not outermost in
+    memory goes to numpy."""
+    _require_compiled()
+    transform = HaarTransform(size)
+    full = list(shape)
+    full.insert(axis, size)
+    counts = np.random.default_rng(size).integers(0, 2**30, full).astype(np.float64)
+    compiled = transform.kept_numerators(counts, axis)
+    monkeypatch.setattr(_compiled, "counts_loops", lambda: None)
+    numpys = transform.kept_numerators(counts, axis)
+    np.testing.assert_array_equal(compiled.view(np.uint64), numpys.view(np.uint64))
+    np.testing.assert_array_equal(numpys, np.take(transform.numerators(counts, axis), transform.kept, axis=axis))
 
 
 # -- a pencil to and from the noise grid ------------------------------------------------------------------
