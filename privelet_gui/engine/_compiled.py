@@ -19,10 +19,13 @@ so the results are the same bits (tests/engine/test_haar_rows.py compares them).
 
 A block's counts are checked and summed in one read (and copied into the rows layout's padded
 lines in the same pass), and the nominal transform's numerators and the Haar transform's kept
-numerators (a big block's pencils) computed, by four more. The
-numerators of counts are integers below 2**53 (the check refuses the rest), so every order of
-their sums and differences gives the same bits as numpy's; the check's sum is exact as well,
-and a sum of 2**53 or more is refused by either path (tests/engine/test_count_loops.py).
+numerators (a big block's pencils) computed, by four more. The numerators of counts are
+integers below 2**53 (the check refuses the rest), so every order of their sums and differences
+gives the same bits as numpy's; the check's sum is exact as well, and a sum of 2**53 or more is
+refused by either path. The nominal inverse sums noisy floats: its loop follows numpy's order
+(the children of a group one after the other, as numpy's reduction along the first axis of
+rows of two or more values does), and is taken only where numpy visits the groups one by one
+(tests/engine/test_block_loops.py compares them all).
 
 numba is imported, and the loops compiled (the sampler's for both word sizes), on the first
 release or when :func:`prepare_compiled` asks (the app does, on a thread of its own, as it
@@ -44,11 +47,11 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "CountsLoops",
+    "BlockLoops",
     "GridLoops",
     "HaarRowsLoops",
     "SamplerLoops",
-    "counts_loops",
+    "block_loops",
     "grid_loops",
     "haar_rows_loops",
     "prepare_compiled",
@@ -306,6 +309,41 @@ def _haar_rows_inverse(coefficients: np.ndarray, out: np.ndarray, levels: int, c
             width *= 2
 
 
+def _nominal_inverse(
+    sums: np.ndarray, out: np.ndarray, group_parent: np.ndarray, group_first: np.ndarray, group_fanout: np.ndarray,
+    leaf_row: np.ndarray, shift: np.ndarray,
+) -> None:
+    """:meth:`~privelet_gui.engine.nominal.NominalTransform.inverse` with mean subtraction where
+    numpy visits every sibling group in turn: ``sums`` (one row per node of coefficients, its
+    workspace) top-down, group after group (parents first), each child plus ``(parent - sum of
+    the group) / fanout`` with the group summed child after child, as numpy's reduction along
+    the first axis sums rows; a leaf's value goes to its row of ``out``, whose rows may be
+    shorter than ``sums``' (a padded array's first columns: the others are never computed)."""
+    width = out.shape[1]
+    if group_parent.size == 0:  # the root is the only leaf
+        for k in range(width):
+            out[0, k] = sums[0, k]
+    for group in range(group_parent.size):
+        parent = sums[group_parent[group]]
+        first = group_first[group]
+        fanout = group_fanout[group]
+        for k in range(width):
+            shift[k] = sums[first, k]
+        for child in range(first + 1, first + fanout):
+            row = sums[child]
+            for k in range(width):
+                shift[k] += row[k]
+        divisor = float(fanout)
+        for k in range(width):
+            shift[k] = (parent[k] - shift[k]) / divisor
+        for child in range(first, first + fanout):
+            row = sums[child]
+            leaf = leaf_row[child]
+            target = out[leaf] if leaf >= 0 else row
+            for k in range(width):
+                target[k] = row[k] + shift[k]
+
+
 def _haar_kept_numerators(values: np.ndarray, out: np.ndarray, level_counts: np.ndarray, sums: np.ndarray) -> None:
     """:meth:`~privelet_gui.engine.haar.HaarTransform.kept_numerators` of counts along the rows
     of ``values`` (one row per value, the columns side by side) into ``out`` (one row per kept
@@ -381,12 +419,13 @@ class HaarRowsLoops:
 
 
 @dataclass(frozen=True)
-class CountsLoops:
-    """The compiled loops over a block's counts."""
+class BlockLoops:
+    """The compiled loops of a block's checks and transforms (those the Haar rows loops do not do)."""
 
     checked_sum: Callable[..., Any]  # _checked_sum
     checked_padding: Callable[..., Any]  # _checked_padding
     nominal_numerators: Callable[..., Any]  # _nominal_numerators
+    nominal_inverse: Callable[..., Any]  # _nominal_inverse
     haar_kept_numerators: Callable[..., Any]  # _haar_kept_numerators
 
 
@@ -402,7 +441,7 @@ class GridLoops:
 class _Kernels:
     sampler: SamplerLoops
     haar_rows: HaarRowsLoops
-    counts: CountsLoops
+    counts: BlockLoops
     grid: GridLoops
 
 
@@ -410,7 +449,7 @@ _READ_ONLY_1D = "Array(float64, 1, 'C', readonly=True)"
 _READ_ONLY_2D = "Array(float64, 2, 'C', readonly=True)"
 # Each loop with its signatures; the sampler's for both word sizes of the fair words (32 bits
 # up to M = 23, else 64). All are compiled at once, in this order (that of SamplerLoops',
-# HaarRowsLoops', CountsLoops' and GridLoops' fields).
+# HaarRowsLoops', BlockLoops' and GridLoops' fields).
 _LOOPS: list[tuple[Callable[..., object], list[str]]] = [
     (_add_common_draws, [
         f"UniTuple(int64, 2)(float64[::1], {fair}[::1], uint32[::1], uint32[::1], int64, int64, int64, int64, "
@@ -434,6 +473,9 @@ _LOOPS: list[tuple[Callable[..., object], list[str]]] = [
     (_nominal_numerators, [
         f"void({_READ_ONLY_2D}, float64[:, ::1], int64[::1], int64[::1], int64[::1], int64[::1])"
     ]),
+    (_nominal_inverse, [
+        "void(float64[:, ::1], float64[:, ::1], int64[::1], int64[::1], int64[::1], int64[::1], float64[::1])"
+    ]),
     (_haar_kept_numerators, [f"void({_READ_ONLY_2D}, float64[:, ::1], int64[::1], float64[:, ::1])"]),
     (_grid_units, [f"void(float64[:, ::1], float64[::1], {_READ_ONLY_1D})"]),
     (_grid_scale, [f"void(float64[:, ::1], float64[::1], {_READ_ONLY_1D})"]),
@@ -451,8 +493,9 @@ def sampler_loops() -> SamplerLoops | None:
     return None if kernels is None else kernels.sampler
 
 
-def counts_loops() -> CountsLoops | None:
-    """The loops over a block's counts compiled (releasing the GIL), or None (numpy passes, the same values)."""
+def block_loops() -> BlockLoops | None:
+    """The loops of a block's checks and transforms compiled (releasing the GIL), or None (numpy
+    passes, the same values)."""
     kernels = _kernels()
     return None if kernels is None else kernels.counts
 
@@ -498,5 +541,5 @@ def _compiled_kernels() -> _Kernels | None:
         warnings.warn(f"numba could not compile the release's loops, which run as numpy passes: {error}",
                       RuntimeWarning, stacklevel=2)
         return None
-    return _Kernels(SamplerLoops(*loops[:3]), HaarRowsLoops(*loops[3:5]), CountsLoops(*loops[5:9]),
-                    GridLoops(*loops[9:]))
+    return _Kernels(SamplerLoops(*loops[:3]), HaarRowsLoops(*loops[3:5]), BlockLoops(*loops[5:10]),
+                    GridLoops(*loops[10:]))

@@ -235,7 +235,7 @@ class HaarTransform(AxisTransform):
         outermost in memory (the same exact integers)."""
         sums = np.moveaxis(np.asarray(x, dtype=np.float64), axis, 0)
         out = np.empty((self.n_kept, *sums.shape[1:]))
-        loops = _compiled.counts_loops()
+        loops = _compiled.block_loops()
         if loops is not None and sums.flags.c_contiguous:
             columns = math.prod(sums.shape[1:])
             loops.haar_kept_numerators(sums.reshape(self.size, columns), out.reshape(self.n_kept, columns),

@@ -174,7 +174,7 @@ class NominalTransform(AxisTransform):
         """:meth:`numerators` of checked counts, by the compiled loop where numba is installed
         (one pass for the leaf-sums, one for the numerators, releasing the GIL): exact
         integers, the same bits as numpy's passes."""
-        loops = _compiled.counts_loops()
+        loops = _compiled.block_loops()
         if loops is None:
             return self.numerators(x, axis)
         leaves = outer(x, axis)
@@ -202,12 +202,22 @@ class NominalTransform(AxisTransform):
         overwrite_input: bool = False,
         out: np.ndarray | None = None,
     ) -> np.ndarray:
-        """Leaf values from coefficients, with mean subtraction in every sibling group."""
+        """Leaf values from coefficients, with mean subtraction in every sibling group.
+
+        ``out`` may be narrower than the result along its last axis (when that is not ``axis``):
+        it then receives the first positions (a padded array's values), the others never computed
+        where the compiled loop runs (numba installed, mean subtraction, and numpy's own order of
+        summing followed: :meth:`_compiled_inverse`).
+        """
         c = np.asarray(c, dtype=np.float64)
         if c.shape[axis] != self.n_coefficients:
             raise ValueError(f"expected {self.n_coefficients} nominal coefficients along axis {axis}, got {c.shape[axis]}")
         sums = outer(c, axis, copy=not overwrite_input)
         row_cells = math.prod(sums.shape[1:])
+        if mean_subtraction:
+            done = self._compiled_inverse(sums, axis, out)
+            if done is not None:
+                return done
         for depth in self._depths:
             # leafsum(N) = c_N - mean(c of N's sibling group) + leafsum(parent) / f, top-down
             block = sums[depth.block]
@@ -223,7 +233,39 @@ class NominalTransform(AxisTransform):
             if mean_subtraction:
                 shift -= np.add.reduceat(block, depth.offsets, axis=0) / fanouts
             block += np.repeat(shift, depth.fanouts, axis=0)
-        return deliver(back(sums[self._leaves], axis), out)
+        values = back(sums[self._leaves], axis)
+        if out is not None and out.shape[-1] < values.shape[-1]:
+            values = values[..., : out.shape[-1]]
+        return deliver(values, out)
+
+    def _compiled_inverse(self, sums: np.ndarray, axis: int, out: np.ndarray | None) -> np.ndarray | None:
+        """:meth:`inverse` with mean subtraction of ``sums`` (the coefficients with ``axis``
+        first, C-contiguous: the workspace) in one compiled pass, into ``out`` or a new array;
+        None where it does not apply: without numba, where numpy would sum the sibling groups
+        another way than child after child (rows of one value, or a depth it does by reduceat),
+        or where ``out``'s layout does not fit."""
+        loops = _compiled.block_loops()
+        row_cells = math.prod(sums.shape[1:])
+        if loops is None or row_cells < 2 or not all(depth.loop_groups(row_cells) for depth in self._depths):
+            return None
+        leaves = np.empty((self.size, *sums.shape[1:])) if out is None else np.moveaxis(out, axis, 0)
+        width = leaves.shape[-1]
+        if not leaves.flags.c_contiguous or leaves.dtype != np.float64 or (
+                width < sums.shape[-1] and row_cells != sums.shape[-1]):  # a narrower out: one line only
+            return None
+        columns = row_cells if width == sums.shape[-1] else width
+        loops.nominal_inverse(sums.reshape(self.n_coefficients, row_cells), leaves.reshape(self.size, columns),
+                              *self._groups_arrays, self._tree_arrays[3], np.empty(columns))
+        return back(leaves, axis) if out is None else out
+
+    @cached_property
+    def _groups_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every sibling group, top-down as :meth:`inverse` visits them: its parent, first child
+        and fan-out, as int64."""
+        groups = [(parent, depth.block.start + start, fanout) for depth in self._depths
+                  for parent, start, fanout in depth.groups]
+        parent, first, fanout = (np.array([g[i] for g in groups], dtype=np.int64) for i in range(3))
+        return parent, first, fanout
 
     # -- exact variance of node queries ----------------------------------------------
     @cached_property

@@ -54,6 +54,7 @@ from .errors import PriveletError
 from .haar import HaarTransform
 from .hn import TransformPlan
 from .noise import NoiseCalibration, NoiseSampler, Sampler, noise_sampler, round_to_grid, rounds_by_one_division
+from .nominal import NominalTransform
 from .progress import Progress
 
 __all__ = [
@@ -303,7 +304,7 @@ def check_memory(needed: int) -> None:
 def _checked_total(cells: np.ndarray) -> int:
     """The total of ``cells`` after checking that they are non-negative integer counts (what
     privacy and exact rounding assume): in one compiled pass where numba is installed."""
-    loops = _compiled.counts_loops()
+    loops = _compiled.block_loops()
     if loops is not None and cells.dtype == np.float64 and cells.flags.c_contiguous:
         total = loops.checked_sum(cells.reshape(-1))
         if 0.0 <= total < EXACT_LIMIT:
@@ -314,7 +315,7 @@ def _checked_total(cells: np.ndarray) -> int:
 def _checked_padding(cells: np.ndarray, padded: np.ndarray) -> int:
     """:func:`_checked_total` of ``cells``, copied into the first columns of ``padded`` (the
     same shape but longer lines), the rest zero: in one compiled pass where numba is installed."""
-    loops = _compiled.counts_loops()
+    loops = _compiled.block_loops()
     width = cells.shape[-1]
     if loops is not None and cells.dtype == np.float64 and cells.flags.c_contiguous:
         total = loops.checked_padding(cells.reshape(-1, width), padded.reshape(-1, padded.shape[-1]))
@@ -475,11 +476,17 @@ class _Plane:
         return self.haar is not None or bool(self.outer)
 
     def inverse(self, z: np.ndarray, out: np.ndarray) -> None:
-        """Undo :meth:`forward` on the plane's own array ``z``, the values into ``out``."""
+        """Undo :meth:`checked_forward` on the plane's own array ``z``, the values into ``out``
+        (the last inverse writes them there, less a rows axis's padding, where it can)."""
         transforms = self.plan.transforms
         v = z
-        for axis in reversed(self.outer):
+        for axis in reversed(self.outer[1:]):
             v = transforms[axis].inverse(v, axis, overwrite_input=True)
+        if self.outer and isinstance(transforms[self.outer[0]], NominalTransform):
+            transforms[self.outer[0]].inverse(v, self.outer[0], overwrite_input=True, out=out)
+            return
+        if self.outer:
+            v = transforms[self.outer[0]].inverse(v, self.outer[0], overwrite_input=True)
         if self.haar is not None:
             v = v[..., : self.shape[-1]]
         np.copyto(out, v)
@@ -895,9 +902,10 @@ class _BigBlock:
         if noisy is not flat:
             flat[...] = noisy
         _scale(z, factors_b, factors_a[tile])
-        for axis in reversed(self.pencil_axes):
+        first, *others = self.pencil_axes
+        for axis in reversed(others):
             z = transforms[axis].kept_inverse(z, axis)
-        np.copyto(pencil, z)
+        transforms[first].kept_inverse(z, first, out=pencil)  # the values straight into the pencil
 
     def _pencil_vectors(self, pipeline: _BlockPipeline) -> tuple[np.ndarray, np.ndarray]:
         """The pencil axes' divisors ``d 2**k`` and factors ``g / W`` over a pencil's B extent."""

@@ -33,7 +33,7 @@ from .strategies import hierarchies
 
 
 def _require_compiled() -> None:
-    if _compiled.counts_loops() is None:
+    if _compiled.block_loops() is None:
         pytest.skip("numba is not installed (the fast extra): only the numpy path runs here")
 
 
@@ -41,7 +41,7 @@ def _require_compiled() -> None:
 def counts_path(request, monkeypatch):
     """Each path of the loops over counts: numpy's passes, or the compiled loops."""
     if request.param == "numpy":
-        monkeypatch.setattr(_compiled, "counts_loops", lambda: None)
+        monkeypatch.setattr(_compiled, "block_loops", lambda: None)
     else:
         _require_compiled()
     return request.param
@@ -166,6 +166,86 @@ def test_count_numerators_of_any_hierarchy_are_numpys(hierarchy, columns, seed):
     np.testing.assert_array_equal(transform.count_numerators(counts, 0), transform.numerators(counts, 0))
 
 
+# -- the nominal inverse --------------------------------------------------------------------------------
+def _inverse_both_ways(transform: NominalTransform, coefficients: np.ndarray, axis: int, monkeypatch,
+                       out_shape: tuple[int, ...] | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+    """The inverse on the compiled path, on numpy's, and how often the compiled loop ran."""
+    loops = _compiled.block_loops()
+    calls: list[int] = []
+
+    def counted(*arguments):
+        calls.append(1)
+        return loops.nominal_inverse(*arguments)
+
+    monkeypatch.setattr(_compiled, "block_loops", lambda: dataclasses.replace(loops, nominal_inverse=counted))
+
+    def run() -> np.ndarray:
+        out = None if out_shape is None else np.full(out_shape, np.nan)
+        return transform.inverse(coefficients.copy(), axis, overwrite_input=True, out=out)
+
+    compiled = run()
+    monkeypatch.setattr(_compiled, "block_loops", lambda: None)
+    return compiled, run(), len(calls)
+
+
+@pytest.mark.parametrize("name", list(HIERARCHIES))
+@pytest.mark.parametrize("axis, others", [(0, (4096,)), (0, (2, 3000)), (1, (3, 5000)), (2, (1, 1, 8192))])
+def test_the_nominal_inverse_is_numpys_to_the_bit(name, axis, others, monkeypatch):
+    """Noisy coefficients (fractions of every size), rows long enough for numpy to sum each
+    sibling group child after child: the compiled loop runs and gives numpy's bits."""
+    _require_compiled()
+    transform = NominalTransform(_hierarchy(name))
+    shape = list(others)
+    shape.insert(axis, transform.n_coefficients)
+    rng = np.random.default_rng(transform.size)
+    coefficients = rng.laplace(0.0, 1.0, shape) * 10.0 ** rng.integers(-6, 9, shape)
+    compiled, numpys, calls = _inverse_both_ways(transform, coefficients, axis, monkeypatch)
+    assert calls == 1
+    np.testing.assert_array_equal(compiled.view(np.uint64), numpys.view(np.uint64))
+
+
+@settings(max_examples=60, deadline=None)
+@given(hierarchy=hierarchies(max_leaves=20, max_depth=5), columns=st.integers(1, 6000), seed=st.integers(0, 2**32 - 1))
+def test_the_nominal_inverse_of_any_hierarchy_is_numpys(hierarchy, columns, seed):
+    """Where the compiled loop applies, and where it leaves the work to numpy (rows of one
+    value, groups numpy sums by reduceat), the bits are numpy's."""
+    _require_compiled()
+    transform = NominalTransform(hierarchy)
+    rng = np.random.default_rng(seed)
+    coefficients = rng.laplace(0.0, 1e3, (transform.n_coefficients, columns))
+    with pytest.MonkeyPatch.context() as patch:
+        compiled, numpys, _ = _inverse_both_ways(transform, coefficients, 0, patch)
+    np.testing.assert_array_equal(compiled.view(np.uint64), numpys.view(np.uint64))
+
+
+def test_a_narrower_out_receives_the_first_positions_on_either_path(monkeypatch):
+    """The pipeline's rows layout: lines padded to 1024, the output 1001 wide."""
+    _require_compiled()
+    transform = NominalTransform(_hierarchy("brazil occupations"))
+    coefficients = np.random.default_rng(3).laplace(0.0, 1e4, (1, transform.n_coefficients, 1024))
+    full = transform.inverse(coefficients.copy(), 1)
+    compiled, numpys, calls = _inverse_both_ways(transform, coefficients, 1, monkeypatch, out_shape=(1, transform.size, 1001))
+    assert calls == 1
+    np.testing.assert_array_equal(compiled.view(np.uint64), numpys.view(np.uint64))
+    np.testing.assert_array_equal(numpys, full[..., :1001])
+
+
+def test_a_release_inverts_its_nominal_plane_with_the_compiled_loop(monkeypatch):
+    _require_compiled()
+    loops = _compiled.block_loops()
+    calls: list[int] = []
+
+    def counted(*arguments):
+        calls.append(1)
+        return loops.nominal_inverse(*arguments)
+
+    monkeypatch.setattr(_compiled, "block_loops", lambda: dataclasses.replace(loops, nominal_inverse=counted))
+    occupations = _hierarchy("brazil occupations")
+    schema = Schema([NominalAttribute("Occupation", occupations), OrdinalAttribute.integer_range("Income", 0, 1000)])
+    privelet_plus(_counts(schema.shape, seed=8), schema, 1.0, (), np.random.default_rng(1))
+    assert calls
+
+
 # -- the Haar kept numerators (a big block's pencils) ----------------------------------------------------
 @pytest.mark.parametrize("size", [1, 2, 3, 7, 32, 33, 101, 1001, 1024])
 @pytest.mark.parametrize("shape, axis", [((5,), 0), ((2, 9), 0), ((3,), 1), ((4, 3), 1)])
@@ -179,7 +259,7 @@ def test_haar_kept_numerators_are_numpys_to_the_bit(size, shape, axis, monkeypat
     full.insert(axis, size)
     counts = np.random.default_rng(size).integers(0, 2**30, full).astype(np.float64)
     compiled = transform.kept_numerators(counts, axis)
-    monkeypatch.setattr(_compiled, "counts_loops", lambda: None)
+    monkeypatch.setattr(_compiled, "block_loops", lambda: None)
     numpys = transform.kept_numerators(counts, axis)
     np.testing.assert_array_equal(compiled.view(np.uint64), numpys.view(np.uint64))
     np.testing.assert_array_equal(numpys, np.take(transform.numerators(counts, axis), transform.kept, axis=axis))
@@ -285,7 +365,7 @@ PINNED_RELEASES = {
 @pytest.mark.parametrize("path", ["numpy", "compiled"])
 def test_a_seeded_release_keeps_its_bits_on_either_path(mechanism, sa, path, monkeypatch):
     if path == "numpy":
-        monkeypatch.setattr(_compiled, "counts_loops", lambda: None)
+        monkeypatch.setattr(_compiled, "block_loops", lambda: None)
         monkeypatch.setattr(_compiled, "haar_rows_loops", lambda: None)
         monkeypatch.setattr(_compiled, "grid_loops", lambda: None)
     else:
@@ -309,7 +389,7 @@ def test_read_only_counts_take_the_compiled_loops(monkeypatch):
     _require_compiled()
     counts = _counts((4, 33), seed=3)
     counts.flags.writeable = False
-    loops = _compiled.counts_loops()
+    loops = _compiled.block_loops()
     assert loops.checked_sum(counts.reshape(-1)) == counts.sum()
     padded = np.empty((4, 64))
     assert loops.checked_padding(counts, padded) == counts.sum()
