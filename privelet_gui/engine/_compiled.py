@@ -380,6 +380,33 @@ def _haar_kept_numerators(values: np.ndarray, out: np.ndarray, level_counts: np.
         out[0, k] = base[k]
 
 
+def _haar_kept_inverse(
+    coefficients: np.ndarray, means: np.ndarray, out: np.ndarray, counts: np.ndarray, starts: np.ndarray,
+    scratch: np.ndarray,
+) -> None:
+    """The finer levels of :meth:`~privelet_gui.engine.haar.HaarTransform.kept_inverse` along
+    rows (the columns side by side): from the coarse ``means``, each level's values, ``counts[i]``
+    of them, are its means plus (even) and minus (odd) its details (the rows of ``coefficients``
+    from ``starts[i]``); the finest into ``out``, the others into ``scratch`` (two halves, used in
+    turn)."""
+    columns = means.shape[1]
+    half = scratch.shape[0] // 2
+    levels = counts.size
+    for level in range(levels):
+        count = counts[level]
+        start = starts[level]
+        for value in range(count):
+            mean = means[value // 2] if level == 0 else scratch[(level - 1) % 2 * half + value // 2]
+            detail = coefficients[start + value // 2]
+            target = out[value] if level == levels - 1 else scratch[level % 2 * half + value]
+            if value % 2 == 0:
+                for k in range(columns):
+                    target[k] = mean[k] + detail[k]
+            else:
+                for k in range(columns):
+                    target[k] = mean[k] - detail[k]
+
+
 def _grid_units(rows: np.ndarray, divisors_rows: np.ndarray, divisors_columns: np.ndarray) -> None:
     """Each ``rows[r, c]`` divided by ``divisors_rows[r] * divisors_columns[c]`` and rounded to
     the nearest integer (ties to even): a big block's pencil in grid units."""
@@ -427,6 +454,7 @@ class BlockLoops:
     nominal_numerators: Callable[..., Any]  # _nominal_numerators
     nominal_inverse: Callable[..., Any]  # _nominal_inverse
     haar_kept_numerators: Callable[..., Any]  # _haar_kept_numerators
+    haar_kept_inverse: Callable[..., Any]  # _haar_kept_inverse
 
 
 @dataclass(frozen=True)
@@ -477,6 +505,9 @@ _LOOPS: list[tuple[Callable[..., object], list[str]]] = [
         "void(float64[:, ::1], float64[:, ::1], int64[::1], int64[::1], int64[::1], int64[::1], float64[::1])"
     ]),
     (_haar_kept_numerators, [f"void({_READ_ONLY_2D}, float64[:, ::1], int64[::1], float64[:, ::1])"]),
+    (_haar_kept_inverse, [
+        f"void({_READ_ONLY_2D}, {_READ_ONLY_2D}, float64[:, ::1], int64[::1], int64[::1], float64[:, ::1])"
+    ]),
     (_grid_units, [f"void(float64[:, ::1], float64[::1], {_READ_ONLY_1D})"]),
     (_grid_scale, [f"void(float64[:, ::1], float64[::1], {_READ_ONLY_1D})"]),
 ]
@@ -541,5 +572,5 @@ def _compiled_kernels() -> _Kernels | None:
         warnings.warn(f"numba could not compile the release's loops, which run as numpy passes: {error}",
                       RuntimeWarning, stacklevel=2)
         return None
-    return _Kernels(SamplerLoops(*loops[:3]), HaarRowsLoops(*loops[3:5]), BlockLoops(*loops[5:10]),
-                    GridLoops(*loops[10:]))
+    return _Kernels(SamplerLoops(*loops[:3]), HaarRowsLoops(*loops[3:5]), BlockLoops(*loops[5:11]),
+                    GridLoops(*loops[11:]))

@@ -261,7 +261,9 @@ class HaarTransform(AxisTransform):
         return back(out, axis)
 
     def kept_inverse(self, c: np.ndarray, axis: int = 0, *, out: np.ndarray | None = None) -> np.ndarray:
-        """Values along ``axis`` from the kept coefficients (:meth:`kept_numerators`' layout)."""
+        """Values along ``axis`` from the kept coefficients (:meth:`kept_numerators`' layout): the
+        coarse levels by a matrix product, the finer ones by a compiled loop where numba is
+        installed (the same bits as numpy's passes)."""
         cv = outer(c, axis)
         coarse = self._product_levels(cv)
         head_rows = self.kept[self.kept < 1 << coarse]
@@ -271,6 +273,18 @@ class HaarTransform(AxisTransform):
         if coarse == self.levels:
             return deliver(back(means, axis), out)
         offsets = np.cumsum([1, *self.level_counts])
+        loops = _compiled.block_loops()
+        values = np.empty((self.size, *cv.shape[1:])) if out is None else np.moveaxis(out, axis, 0)
+        if loops is not None and values.flags.c_contiguous and values.dtype == np.float64:
+            # the finer levels in one compiled loop: the same sums and differences, the GIL released
+            levels = range(coarse + 1, self.levels + 1)
+            counts = np.array([-(-self.size // (1 << (self.levels - level))) for level in levels], dtype=np.int64)
+            columns = math.prod(cv.shape[1:])
+            loops.haar_kept_inverse(cv.reshape(self.n_kept, columns), means.reshape(count, columns),
+                                    values.reshape(self.size, columns), counts,
+                                    np.array([offsets[level - 1] for level in levels], dtype=np.int64),
+                                    np.empty((2 * int(counts[:-1].max(initial=0)), columns)))
+            return back(values, axis) if out is None else out
         details = [cv[offsets[level - 1] : offsets[level]] for level in range(coarse + 1, self.levels + 1)]
         return self._finer_levels(means, details, axis, out)
 

@@ -265,6 +265,40 @@ def test_haar_kept_numerators_are_numpys_to_the_bit(size, shape, axis, monkeypat
     np.testing.assert_array_equal(numpys, np.take(transform.numerators(counts, axis), transform.kept, axis=axis))
 
 
+@pytest.mark.parametrize("size", [1, 2, 3, 7, 32, 33, 101, 1001, 1024])
+@pytest.mark.parametrize("shape, axis", [((5,), 0), ((2, 3000), 0), ((3,), 1), ((4, 3), 1), ((), 0)])
+@pytest.mark.parametrize("into", [False, True])
+def test_haar_kept_inverse_is_numpys_to_the_bit(size, shape, axis, into, monkeypatch):
+    """Noisy kept coefficients: the compiled finer levels give numpy's bits, into a new array
+    or into ``out``."""
+    _require_compiled()
+    transform = HaarTransform(size)
+    full = list(shape)
+    full.insert(axis, transform.n_kept)
+    coefficients = np.random.default_rng(size).laplace(0.0, 1e5, full)
+    values_shape = tuple(size if a == axis else n for a, n in enumerate(full))
+
+    def run() -> np.ndarray:
+        out = np.full(values_shape, np.nan) if into else None
+        return transform.kept_inverse(coefficients, axis, out=out)
+
+    compiled = run()
+    monkeypatch.setattr(_compiled, "block_loops", lambda: None)
+    numpys = run()
+    np.testing.assert_array_equal(compiled.view(np.uint64), numpys.view(np.uint64))
+    np.testing.assert_allclose(numpys, transform.inverse(_padded_kept(transform, coefficients, axis), axis)
+                               .take(range(size), axis=axis), rtol=1e-9, atol=1e-6)
+
+
+def _padded_kept(transform: HaarTransform, kept: np.ndarray, axis: int) -> np.ndarray:
+    """Kept coefficients with zeros for the padding-only ones: every coefficient, in level order."""
+    full = np.zeros(tuple(transform.n_coefficients if a == axis else n for a, n in enumerate(kept.shape)))
+    index = [slice(None)] * kept.ndim
+    index[axis] = transform.kept
+    full[tuple(index)] = kept
+    return full
+
+
 # -- a pencil to and from the noise grid ------------------------------------------------------------------
 def _pencil(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A pencil's numerators as the B axes' transforms leave them (the last B axis outermost in
