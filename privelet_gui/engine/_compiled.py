@@ -251,29 +251,32 @@ def _nominal_numerators(
 
 
 def _haar_rows_forward(
-    rows: np.ndarray, out: np.ndarray, head: np.ndarray, levels: int, coarse: int, divisors: np.ndarray, rint: bool,
+    rows: np.ndarray, out: np.ndarray, levels: int, coarse: int, divisors: np.ndarray, rint: bool,
 ) -> None:
-    """The finer levels of :meth:`~privelet_gui.engine.haar.HaarTransform.rows_numerators`:
-    each row's pair differences of levels ``levels`` down to ``coarse + 1`` into the flat
-    ``out`` in the level-major layout (level l's details of row r at ``R 2**(l - 1) + r
-    2**(l - 1)``), and the row's ``2**coarse`` subtree sums left into ``head[r]``. With
-    ``divisors`` (not empty: level l's of row r at ``[l - coarse - 1, r]``) each difference is
-    divided as it is written, and rounded to the nearest integer (ties to even) with ``rint``."""
+    """:meth:`~privelet_gui.engine.haar.HaarTransform.rows_numerators` of counts: each row's
+    pair differences of levels ``levels`` down to 1 into the flat ``out`` in the level-major
+    layout (level l's details of row r at ``R 2**(l - 1) + r 2**(l - 1)`` above level
+    ``coarse``, at ``r 2**coarse + 2**(l - 1)`` in the head, the row's total at ``r 2**coarse``).
+    With ``divisors`` (not empty: level l's of row r at ``[l - coarse - 1, r]``) each difference
+    above ``coarse`` is divided as it is written, and rounded to the nearest integer (ties to
+    even) with ``rint``. (The numpy code does the head as a matrix product: on counts, the same
+    exact integers.)"""
     count, width = rows.shape
     sums = np.empty(width // 2)
     divide = divisors.shape[0] > 0
+    head_width = 1 << coarse
     for r in range(count):
         values = rows[r]
         size = width
-        for level in range(levels, coarse, -1):  # the finest level first
+        for level in range(levels, 0, -1):  # the finest level first
             half = size // 2
-            details = count * half + r * half
-            divisor = divisors[level - coarse - 1, r] if divide else 1.0
+            details = count * half + r * half if level > coarse else r * head_width + half
+            divisor = divisors[level - coarse - 1, r] if divide and level > coarse else 1.0
             for k in range(half):
                 left = values[2 * k]
                 right = values[2 * k + 1]
                 difference = left - right
-                if divide:
+                if divide and level > coarse:
                     difference = difference / divisor
                     if rint:
                         difference = np.rint(difference)
@@ -281,8 +284,7 @@ def _haar_rows_forward(
                 sums[k] = left + right  # k <= 2k: a pair is read before its sum overwrites it
             values = sums
             size = half
-        for k in range(size):
-            head[r, k] = values[k]
+        out[r * head_width] = values[0]
 
 
 def _haar_rows_inverse(coefficients: np.ndarray, out: np.ndarray, levels: int, coarse: int, factors: np.ndarray) -> None:
@@ -493,7 +495,7 @@ _LOOPS: list[tuple[Callable[..., object], list[str]]] = [
         f"int64(float64[::1], {fair}[::1], int64[::1], int64[::1], uint64[::1], int64, int64, int64[::1])"
         for fair in ("uint32", "uint64")
     ]),
-    (_haar_rows_forward, ["void(float64[:, ::1], float64[::1], float64[:, ::1], int64, int64, float64[:, ::1], boolean)"]),
+    (_haar_rows_forward, ["void(float64[:, ::1], float64[::1], int64, int64, float64[:, ::1], boolean)"]),
     (_haar_rows_inverse, ["void(float64[::1], float64[:, ::1], int64, int64, float64[:, ::1])"]),
     # the counts read-only (a frozen or memory-mapped matrix): that type takes writable arrays too
     (_checked_sum, [f"float64({_READ_ONLY_1D})"]),

@@ -156,22 +156,21 @@ class HaarTransform(AxisTransform):
         coarse = self.rows_head_levels
         compiled = _compiled.haar_rows_loops() if coarse < self.levels else None
         if compiled is not None and _compiled_fits(rows, out):
-            sums, width = np.empty((count, 1 << coarse)), 1 << coarse
-            compiled.forward(rows, out, sums, self.levels, coarse, _table(divisors), rint)
-        else:
-            sums = rows
-            for level in range(self.levels, coarse, -1):  # the finest level first
-                half = width // 2
-                detail = out[count * half : count * width].reshape(count, half)
-                parents = np.empty((count, half))
-                left, right = sums[:, 0::2], sums[:, 1::2]
-                np.subtract(left, right, out=detail)
-                np.add(left, right, out=parents)
-                if divisors is not None:
-                    np.divide(detail, divisors[level - coarse - 1][:, None], out=detail)
-                    if rint:
-                        np.rint(detail, out=detail)
-                sums, width = parents, half
+            compiled.forward(rows, out, self.levels, coarse, _table(divisors), rint)  # the head too
+            return out
+        sums = rows
+        for level in range(self.levels, coarse, -1):  # the finest level first
+            half = width // 2
+            detail = out[count * half : count * width].reshape(count, half)
+            parents = np.empty((count, half))
+            left, right = sums[:, 0::2], sums[:, 1::2]
+            np.subtract(left, right, out=detail)
+            np.add(left, right, out=parents)
+            if divisors is not None:
+                np.divide(detail, divisors[level - coarse - 1][:, None], out=detail)
+                if rint:
+                    np.rint(detail, out=detail)
+            sums, width = parents, half
         np.einsum("ij,kj->ik", sums, _coarse_forward(coarse), out=out[: count * width].reshape(count, width), optimize=False)
         return out
 
