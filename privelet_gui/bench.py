@@ -418,10 +418,10 @@ def main(argv: list[str] | None = None) -> int:
     sa = ("Age", "Gender")
     print(f"schema {schema.shape}, m = {schema.size:,} cells, n = {args.rows:,} tuples, epsilon = {args.epsilon}")
     if _compiled.sampler_loops() is None:
-        print("exact sampler and Haar rows: numpy passes (numba is not installed: pip install 'privelet-gui[fast]' "
-              "for their compiled loops)")
+        print("exact sampler, checks and transforms: numpy passes (numba is not installed: "
+              "pip install 'privelet-gui[fast]' for their compiled loops)")
     else:
-        print("exact sampler and Haar rows: compiled loops (numba)")
+        print("exact sampler, checks and transforms: compiled loops (numba)")
     if args.calibration:
         bench_calibration(schema, sa, args.rows)
         return 0
