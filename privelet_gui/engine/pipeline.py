@@ -43,13 +43,14 @@ import os
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, wait
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import _compiled, _memory, bits
 from ._memory import output_array, prefaulted, recycle_block_buffers, release_pages
+from ._threads import kept_pool
 from .errors import PriveletError
 from .haar import HaarTransform
 from .hn import TransformPlan
@@ -1040,19 +1041,20 @@ def _run_parts(fill: Callable[[int], None], count: int, workers: int, steps: Pro
             fill(number)
             steps.report((number + 1) / count, label(number + 1))
         return
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="privelet") as pool:
-        window: deque[Future[None]] = deque()
-        submitted = 0
-        try:
-            for number in range(count):
-                while submitted < count and len(window) < 2 * workers:
-                    window.append(pool.submit(fill, submitted))
-                    submitted += 1
-                window.popleft().result()
-                steps.report((number + 1) / count, label(number + 1))
-        finally:  # on error or cancel: drop queued blocks; the pool waits for running ones
-            for future in window:
-                future.cancel()
+    pool = kept_pool(workers)
+    window: deque[Future[None]] = deque()
+    submitted = 0
+    try:
+        for number in range(count):
+            while submitted < count and len(window) < 2 * workers:
+                window.append(pool.submit(fill, submitted))
+                submitted += 1
+            window.popleft().result()
+            steps.report((number + 1) / count, label(number + 1))
+    finally:  # on error or cancel: drop queued parts and wait for running ones (they write the output)
+        for future in window:
+            future.cancel()
+        wait(window)
 
 
 def _along(vector: np.ndarray, axis: int, ndim: int) -> np.ndarray:

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait
 from typing import Any, TypeVar
 
 import numpy as np
 
+from ._threads import kept_pool
 from .errors import PriveletError
 
 __all__ = [
@@ -95,8 +96,13 @@ def _by_slabs(work: Callable[[tuple[int, ...]], T], indices: list[tuple[int, ...
     """``work`` on every slab index, in order, on ``workers`` threads (numpy releases the GIL)."""
     if workers == 1 or len(indices) == 1:
         return [work(index) for index in indices]
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="privelet-sum") as pool:
-        return list(pool.map(work, indices))
+    futures = [kept_pool(workers).submit(work, index) for index in indices]
+    try:
+        return [future.result() for future in futures]
+    finally:  # after an error, no slab is still being written when this returns
+        for future in futures:
+            future.cancel()
+        wait(futures)
 
 
 def nonnegative_counts(counts: np.ndarray, total: float | None = None) -> np.ndarray:
