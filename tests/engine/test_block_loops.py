@@ -5,7 +5,6 @@ bit, and refuse the same counts with the same words."""
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 
 import numpy as np
@@ -29,6 +28,7 @@ from privelet_gui.engine import pipeline as pipeline_module
 from privelet_gui.engine.haar import HaarTransform
 from privelet_gui.engine.nominal import NominalTransform
 
+from .loops import counting_loops
 from .strategies import hierarchies
 
 
@@ -170,14 +170,7 @@ def test_count_numerators_of_any_hierarchy_are_numpys(hierarchy, columns, seed):
 def _inverse_both_ways(transform: NominalTransform, coefficients: np.ndarray, axis: int, monkeypatch,
                        out_shape: tuple[int, ...] | None = None) -> tuple[np.ndarray, np.ndarray, int]:
     """The inverse on the compiled path, on numpy's, and how often the compiled loop ran."""
-    loops = _compiled.block_loops()
-    calls: list[int] = []
-
-    def counted(*arguments):
-        calls.append(1)
-        return loops.nominal_inverse(*arguments)
-
-    monkeypatch.setattr(_compiled, "block_loops", lambda: dataclasses.replace(loops, nominal_inverse=counted))
+    calls = counting_loops(monkeypatch, "block_loops", "nominal_inverse")
 
     def run() -> np.ndarray:
         out = None if out_shape is None else np.full(out_shape, np.nan)
@@ -232,14 +225,7 @@ def test_a_narrower_out_receives_the_first_positions_on_either_path(monkeypatch)
 
 def test_a_release_inverts_its_nominal_plane_with_the_compiled_loop(monkeypatch):
     _require_compiled()
-    loops = _compiled.block_loops()
-    calls: list[int] = []
-
-    def counted(*arguments):
-        calls.append(1)
-        return loops.nominal_inverse(*arguments)
-
-    monkeypatch.setattr(_compiled, "block_loops", lambda: dataclasses.replace(loops, nominal_inverse=counted))
+    calls = counting_loops(monkeypatch, "block_loops", "nominal_inverse")
     occupations = _hierarchy("brazil occupations")
     schema = Schema([NominalAttribute("Occupation", occupations), OrdinalAttribute.integer_range("Income", 0, 1000)])
     privelet_plus(_counts(schema.shape, seed=8), schema, 1.0, (), np.random.default_rng(1))
@@ -358,17 +344,7 @@ def test_a_pencil_whose_positions_are_not_innermost_goes_to_numpy():
 def test_a_big_block_release_runs_the_compiled_grid_loops(monkeypatch):
     # The comparisons above prove the paths equal only if the pipeline takes the compiled one.
     _require_compiled()
-    loops = _compiled.grid_loops()
-    calls: list[str] = []
-
-    def counted(name, loop):
-        def run(*arguments):
-            calls.append(name)
-            return loop(*arguments)
-        return run
-
-    counting = dataclasses.replace(loops, units=counted("units", loops.units), scale=counted("scale", loops.scale))
-    monkeypatch.setattr(_compiled, "grid_loops", lambda: counting)
+    calls = counting_loops(monkeypatch, "grid_loops", "units", "scale")
     schema = _schema()
     privelet(_counts(schema.shape, seed=4), schema, 0.5, np.random.default_rng(1))
     assert calls and calls.count("units") == calls.count("scale")

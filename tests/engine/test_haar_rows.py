@@ -4,13 +4,13 @@ the same bits."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 
 from privelet_gui.engine import OrdinalAttribute, Schema, _compiled, privelet_plus
 from privelet_gui.engine.haar import HaarTransform
+
+from .loops import counting_loops
 
 # sizes with no finer level (coarse levels only), one, several, and a power of two
 SIZES = [2, 7, 32, 33, 300, 1001, 1024]
@@ -81,19 +81,9 @@ def test_the_compiled_loops_give_numpys_bits(size, monkeypatch):
 
 def test_a_release_runs_the_compiled_loops_when_numba_is_there(monkeypatch):
     # The comparisons above prove the paths equal only if the pipeline takes the compiled one.
-    loops = _compiled.haar_rows_loops()
-    if loops is None:
+    if _compiled.haar_rows_loops() is None:
         pytest.skip("numba is not installed (the fast extra)")
-    calls: list[str] = []
-
-    def counted(name, loop):
-        def run(*arguments):
-            calls.append(name)
-            return loop(*arguments)
-        return run
-
-    counting = dataclasses.replace(loops, forward=counted("forward", loops.forward), inverse=counted("inverse", loops.inverse))
-    monkeypatch.setattr(_compiled, "haar_rows_loops", lambda: counting)
+    calls = counting_loops(monkeypatch, "haar_rows_loops", "forward", "inverse")
     schema = Schema([OrdinalAttribute("Income", range(1001))])
     privelet_plus(np.ones(1001), schema, 1.0, (), np.random.default_rng(1))
     assert calls == ["forward", "inverse"]

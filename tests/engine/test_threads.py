@@ -12,10 +12,17 @@ import time
 import numpy as np
 import pytest
 
-from privelet_gui.engine import Cancelled, Hierarchy, NominalAttribute, OrdinalAttribute, Schema, privelet_plus
-from privelet_gui.engine import _threads
+from privelet_gui.engine import (
+    Cancelled,
+    Hierarchy,
+    NominalAttribute,
+    OrdinalAttribute,
+    Schema,
+    _threads,
+    postprocess,
+    privelet_plus,
+)
 from privelet_gui.engine import pipeline as pipeline_module
-from privelet_gui.engine import postprocess
 from privelet_gui.engine.progress import Progress
 
 
