@@ -213,41 +213,44 @@ def _nominal_numerators(
     leaves: np.ndarray, out: np.ndarray, parent: np.ndarray, fanout: np.ndarray, first_child: np.ndarray,
     leaf_row: np.ndarray,
 ) -> None:
-    """:meth:`~privelet_gui.engine.nominal.NominalTransform.numerators` of counts: ``leaves``
-    (one row per leaf, in leaf order) into ``out`` (one row per node, in level order, where
-    children follow their parent). First each internal node's leaf-sum, bottom-up; then each
-    node's ``f leafsum(N) - leafsum(parent)``, the deepest first, so that a parent's row still
-    holds its leaf-sum when its children read it. ``leaf_row[node]``: the node's row of
-    ``leaves``, -1 for an internal node. (Whole rows at a time: strips of columns measured
-    slower on rows of 1024, whose 8 KiB stride maps a strip's rows to the same cache sets.)"""
+    """:meth:`~privelet_gui.engine.nominal.NominalTransform.numerators` of counts along the middle
+    axis of ``leaves`` (outer positions, leaves in leaf order, inner positions: the array as it
+    is, no transposing copy) into ``out`` (nodes in level order, where children follow their
+    parent, then the outer and inner positions: numpy's layout). For each outer position, first
+    each internal node's leaf-sum, bottom-up; then each node's ``f leafsum(N) - leafsum(parent)``,
+    the deepest first, so that a parent's row still holds its leaf-sum when its children read it.
+    ``leaf_row[node]``: the node's row of ``leaves``, -1 for an internal node. (Whole rows at a
+    time: strips of columns measured slower on rows of 1024, whose 8 KiB stride maps a strip's
+    rows to the same cache sets.)"""
     count = out.shape[0]
-    for node in range(count - 1, -1, -1):
-        children = fanout[node]
-        if children == 0:
-            continue
-        first = first_child[node]
-        target = out[node]
-        for child in range(first, first + children):
-            row = leaf_row[child]
-            source = leaves[row] if row >= 0 else out[child]
-            if child == first:
-                for k in range(target.size):
-                    target[k] = source[k]
-            else:
-                for k in range(target.size):
-                    target[k] += source[k]
-    if leaf_row[0] >= 0:  # the root is the only leaf
-        for k in range(out.shape[1]):
-            out[0, k] = leaves[0, k]
-    for node in range(count - 1, 0, -1):
-        above = parent[node]
-        scale = float(fanout[above])
-        row = leaf_row[node]
-        own = leaves[row] if row >= 0 else out[node]
-        target = out[node]
-        sums = out[above]
-        for k in range(target.size):
-            target[k] = scale * own[k] - sums[k]
+    for outer in range(leaves.shape[0]):
+        for node in range(count - 1, -1, -1):
+            children = fanout[node]
+            if children == 0:
+                continue
+            first = first_child[node]
+            target = out[node, outer]
+            for child in range(first, first + children):
+                row = leaf_row[child]
+                source = leaves[outer, row] if row >= 0 else out[child, outer]
+                if child == first:
+                    for k in range(target.size):
+                        target[k] = source[k]
+                else:
+                    for k in range(target.size):
+                        target[k] += source[k]
+        if leaf_row[0] >= 0:  # the root is the only leaf
+            for k in range(out.shape[2]):
+                out[0, outer, k] = leaves[outer, 0, k]
+        for node in range(count - 1, 0, -1):
+            above = parent[node]
+            scale = float(fanout[above])
+            row = leaf_row[node]
+            own = leaves[outer, row] if row >= 0 else out[node, outer]
+            target = out[node, outer]
+            sums = out[above, outer]
+            for k in range(target.size):
+                target[k] = scale * own[k] - sums[k]
 
 
 def _haar_rows_forward(
@@ -316,34 +319,36 @@ def _nominal_inverse(
     leaf_row: np.ndarray, shift: np.ndarray,
 ) -> None:
     """:meth:`~privelet_gui.engine.nominal.NominalTransform.inverse` with mean subtraction where
-    numpy visits every sibling group in turn: ``sums`` (one row per node of coefficients, its
-    workspace) top-down, group after group (parents first), each child plus ``(parent - sum of
-    the group) / fanout`` with the group summed child after child, as numpy's reduction along
-    the first axis sums rows; a leaf's value goes to its row of ``out``, whose rows may be
-    shorter than ``sums``' (a padded array's first columns: the others are never computed)."""
-    width = out.shape[1]
-    if group_parent.size == 0:  # the root is the only leaf
-        for k in range(width):
-            out[0, k] = sums[0, k]
-    for group in range(group_parent.size):
-        parent = sums[group_parent[group]]
-        first = group_first[group]
-        fanout = group_fanout[group]
-        for k in range(width):
-            shift[k] = sums[first, k]
-        for child in range(first + 1, first + fanout):
-            row = sums[child]
+    numpy visits every sibling group in turn: ``sums`` (nodes, then outer and inner positions:
+    numpy's layout of the coefficients, and the workspace) top-down, group after group (parents
+    first), each child plus ``(parent - sum of the group) / fanout`` with the group summed child
+    after child, as numpy's reduction along the first axis sums rows. A leaf's values go to
+    ``out`` (outer positions, leaves, inner positions: the values' own layout), whose rows may
+    be shorter than ``sums``' (a padded array's first columns: the others are never computed)."""
+    width = out.shape[2]
+    for outer in range(out.shape[0]):
+        if group_parent.size == 0:  # the root is the only leaf
             for k in range(width):
-                shift[k] += row[k]
-        divisor = float(fanout)
-        for k in range(width):
-            shift[k] = (parent[k] - shift[k]) / divisor
-        for child in range(first, first + fanout):
-            row = sums[child]
-            leaf = leaf_row[child]
-            target = out[leaf] if leaf >= 0 else row
+                out[outer, 0, k] = sums[0, outer, k]
+        for group in range(group_parent.size):
+            parent = sums[group_parent[group], outer]
+            first = group_first[group]
+            fanout = group_fanout[group]
             for k in range(width):
-                target[k] = row[k] + shift[k]
+                shift[k] = sums[first, outer, k]
+            for child in range(first + 1, first + fanout):
+                row = sums[child, outer]
+                for k in range(width):
+                    shift[k] += row[k]
+            divisor = float(fanout)
+            for k in range(width):
+                shift[k] = (parent[k] - shift[k]) / divisor
+            for child in range(first, first + fanout):
+                row = sums[child, outer]
+                leaf = leaf_row[child]
+                target = out[outer, leaf] if leaf >= 0 else row
+                for k in range(width):
+                    target[k] = row[k] + shift[k]
 
 
 def _haar_kept_numerators(values: np.ndarray, out: np.ndarray, level_counts: np.ndarray, sums: np.ndarray) -> None:
@@ -477,6 +482,7 @@ class _Kernels:
 
 _READ_ONLY_1D = "Array(float64, 1, 'C', readonly=True)"
 _READ_ONLY_2D = "Array(float64, 2, 'C', readonly=True)"
+_READ_ONLY_3D = "Array(float64, 3, 'C', readonly=True)"
 # Each loop with its signatures; the sampler's for both word sizes of the fair words (32 bits
 # up to M = 23, else 64). All are compiled at once, in this order (that of SamplerLoops',
 # HaarRowsLoops', BlockLoops' and GridLoops' fields).
@@ -501,10 +507,10 @@ _LOOPS: list[tuple[Callable[..., object], list[str]]] = [
     (_checked_sum, [f"float64({_READ_ONLY_1D})"]),
     (_checked_padding, [f"float64({_READ_ONLY_2D}, float64[:, ::1])"]),
     (_nominal_numerators, [
-        f"void({_READ_ONLY_2D}, float64[:, ::1], int64[::1], int64[::1], int64[::1], int64[::1])"
+        f"void({_READ_ONLY_3D}, float64[:, :, ::1], int64[::1], int64[::1], int64[::1], int64[::1])"
     ]),
     (_nominal_inverse, [
-        "void(float64[:, ::1], float64[:, ::1], int64[::1], int64[::1], int64[::1], int64[::1], float64[::1])"
+        "void(float64[:, :, ::1], float64[:, :, ::1], int64[::1], int64[::1], int64[::1], int64[::1], float64[::1])"
     ]),
     (_haar_kept_numerators, [f"void({_READ_ONLY_2D}, float64[:, ::1], int64[::1], float64[:, ::1])"]),
     (_haar_kept_inverse, [

@@ -172,15 +172,18 @@ class NominalTransform(AxisTransform):
 
     def count_numerators(self, x: np.ndarray, axis: int = -1) -> np.ndarray:
         """:meth:`numerators` of checked counts, by the compiled loop where numba is installed
-        (one pass for the leaf-sums, one for the numerators, releasing the GIL): exact
-        integers, the same bits as numpy's passes."""
+        (one pass for the leaf-sums, one for the numerators, releasing the GIL, reading ``x``
+        in its own C order without a transposing copy): exact integers, the same bits as
+        numpy's passes, in numpy's layout (``axis`` first in memory)."""
         loops = _compiled.block_loops()
         if loops is None:
             return self.numerators(x, axis)
-        leaves = outer(x, axis)
-        out = np.empty((self.n_coefficients, *leaves.shape[1:]))
-        columns = math.prod(leaves.shape[1:])
-        loops.nominal_numerators(leaves.reshape(self.size, columns), out.reshape(self.n_coefficients, columns),
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        axis %= x.ndim
+        others = (*x.shape[:axis], *x.shape[axis + 1 :])
+        out = np.empty((self.n_coefficients, *others))
+        before, after = math.prod(x.shape[:axis]), math.prod(x.shape[axis + 1 :])
+        loops.nominal_numerators(x.reshape(before, self.size, after), out.reshape(self.n_coefficients, before, after),
                                  *self._tree_arrays)
         return back(out, axis)
 
@@ -240,23 +243,29 @@ class NominalTransform(AxisTransform):
 
     def _compiled_inverse(self, sums: np.ndarray, axis: int, out: np.ndarray | None) -> np.ndarray | None:
         """:meth:`inverse` with mean subtraction of ``sums`` (the coefficients with ``axis``
-        first, C-contiguous: the workspace) in one compiled pass, into ``out`` or a new array;
-        None where it does not apply: without numba, where numpy would sum the sibling groups
-        another way than child after child (rows of one value, or a depth it does by reduceat),
-        or where ``out``'s layout does not fit."""
+        first, C-contiguous: the workspace) in one compiled pass, into ``out`` or a new array in
+        the values' own C order (no transposing copy for the next axis's transform); None where
+        it does not apply: without numba, where numpy would sum the sibling groups another way
+        than child after child (rows of one value, or a depth it does by reduceat), or where
+        ``out``'s layout does not fit."""
         loops = _compiled.block_loops()
         row_cells = math.prod(sums.shape[1:])
         if loops is None or row_cells < 2 or not all(depth.loop_groups(row_cells) for depth in self._depths):
             return None
-        leaves = np.empty((self.size, *sums.shape[1:])) if out is None else np.moveaxis(out, axis, 0)
-        width = leaves.shape[-1]
-        if not leaves.flags.c_contiguous or leaves.dtype != np.float64 or (
-                width < sums.shape[-1] and row_cells != sums.shape[-1]):  # a narrower out: one line only
+        axis %= sums.ndim
+        before, inner = sums.shape[1 : axis + 1], sums.shape[axis + 1 :]
+        values = np.empty((*before, self.size, *inner)) if out is None else out
+        same = values.shape == (*before, self.size, *inner)
+        # narrower along the last axis (not ``axis``): the first positions of each row, one row per leaf
+        narrower = (bool(inner) and math.prod(inner[:-1]) == 1 and values.shape[:-1] == (*before, self.size, *inner[:-1])
+                    and values.shape[-1] < inner[-1])
+        if not (same or narrower) or not values.flags.c_contiguous or values.dtype != np.float64:
             return None
-        columns = row_cells if width == sums.shape[-1] else width
-        loops.nominal_inverse(sums.reshape(self.n_coefficients, row_cells), leaves.reshape(self.size, columns),
-                              *self._groups_arrays, self._tree_arrays[3], np.empty(columns))
-        return back(leaves, axis) if out is None else out
+        positions = math.prod(values.shape[axis + 1 :])
+        loops.nominal_inverse(sums.reshape(self.n_coefficients, math.prod(before), math.prod(inner)),
+                              values.reshape(math.prod(before), self.size, positions),
+                              *self._groups_arrays, self._tree_arrays[3], np.empty(positions))
+        return values
 
     @cached_property
     def _groups_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
