@@ -19,6 +19,7 @@ from privelet_gui.engine import (
     OrdinalAttribute,
     PriveletError,
     Schema,
+    TransformPlan,
     _compiled,
     basic,
     privelet,
@@ -405,3 +406,32 @@ def test_read_only_counts_take_the_compiled_loops(monkeypatch):
     assert loops.checked_padding(counts, padded) == counts.sum()
     transform = NominalTransform(Hierarchy.flat([f"v{i}" for i in range(33)]))
     np.testing.assert_array_equal(transform.count_numerators(counts, 1), transform.numerators(counts, 1))
+
+
+@pytest.mark.parametrize("path", ["numpy", "compiled"])
+def test_small_blocks_round_the_same_by_either_exact_path(path, monkeypatch):
+    """A block whose bound passes 2**52 grid units rounds by round_to_grid's correction on every
+    coefficient instead of the rows loops' fused division; the rows loops still scale the
+    finer levels on the way back. Both roundings are exact: the same bits."""
+    if path == "numpy":
+        monkeypatch.setattr(_compiled, "block_loops", lambda: None)
+        monkeypatch.setattr(_compiled, "haar_rows_loops", lambda: None)
+    else:
+        _require_compiled()
+    monkeypatch.setattr(pipeline_module, "_BLOCK_CELLS", 1 << 11)  # one age a block: small blocks
+    schema = _schema()
+    counts = _counts(schema.shape, seed=12)
+    assert not pipeline_module.is_tiled(TransformPlan(schema, ("age",)), (1, *schema.shape[1:]))
+    fused = privelet_plus(counts, schema, 0.5, ("age",), np.random.default_rng(7)).noisy
+    calls: list[int] = []
+    real = pipeline_module.round_to_grid
+
+    def counted(*arguments, **options):
+        calls.append(1)
+        return real(*arguments, **options)
+
+    monkeypatch.setattr(pipeline_module, "round_to_grid", counted)
+    monkeypatch.setattr(pipeline_module, "rounds_by_one_division", lambda largest, grid_exponent: False)
+    corrected = privelet_plus(counts, schema, 0.5, ("age",), np.random.default_rng(7)).noisy
+    assert calls
+    np.testing.assert_array_equal(corrected.view(np.uint64), fused.view(np.uint64))
