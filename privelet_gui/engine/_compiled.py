@@ -9,13 +9,14 @@ sampler has drawn the bits those need, in the numpy passes' order; the "-0" draw
 draws again are left to the numpy code. The same bits give the same values either way (tests/engine/test_sampler_pins.py
 pins both paths and compares them where ties and open draws are forced).
 
-The Haar transform's finer levels in the pipeline's rows layout
+The Haar transform's levels in the pipeline's rows layout
 (:meth:`~privelet_gui.engine.haar.HaarTransform.rows_numerators` and ``rows_inverse``) are
 two more such loops: numpy runs two passes per level over a whole tile, each a GIL hand-over
 between the release's threads; here one row at a time goes through every level while it is
 in the L1 cache, divided to the noise grid (and rounded) on the way forward and scaled on the
 way back. Each value is the same sum, difference, quotient or product of the same two numbers,
-so the results are the same bits (tests/engine/test_haar_rows.py compares them).
+so the results are the same bits (tests/engine/test_haar_rows.py compares them); the forward's
+head, which numpy does as a matrix product, is exact integers either way.
 
 A block's counts are checked and summed in one read (and copied into the rows layout's padded
 lines in the same pass), and the nominal transform's numerators and the Haar transform's kept
@@ -24,14 +25,17 @@ integers below 2**53 (the check refuses the rest), so every order of their sums 
 gives the same bits as numpy's; the check's sum is exact as well, and a sum of 2**53 or more is
 refused by either path. The nominal inverse sums noisy floats: its loop follows numpy's order
 (the children of a group one after the other, as numpy's reduction along the first axis of
-rows of two or more values does), and is taken only where numpy visits the groups one by one
-(tests/engine/test_block_loops.py compares them all).
+rows of two or more values does), and is taken only where numpy visits the groups one by one.
+A big block's pencils are divided to the grid and scaled in one pass each, and the finer
+levels of their Haar inverse computed, by three more: the same quotients, products, sums and
+differences (tests/engine/test_block_loops.py compares them all).
 
 numba is imported, and the loops compiled (the sampler's for both word sizes), on the first
 release or when :func:`prepare_compiled` asks (the app does, on a thread of its own, as it
 starts), never when the engine is imported (that would cost 0.3 s); the machine code is
 cached beside this file, or in the user's cache folder where that is read-only, so later
-processes load them instead of compiling them (0.2 s against 1.5 s).
+processes load them instead of compiling them (the engine's import and the loops in a fresh
+process: 0.4 to 0.5 s against 3.4 s the first time on a machine, measured here).
 """
 
 from __future__ import annotations
