@@ -480,7 +480,7 @@ class GridLoops:
 class _Kernels:
     sampler: SamplerLoops
     haar_rows: HaarRowsLoops
-    counts: BlockLoops
+    block: BlockLoops
     grid: GridLoops
 
 
@@ -540,7 +540,7 @@ def block_loops() -> BlockLoops | None:
     """The loops of a block's checks and transforms compiled (releasing the GIL), or None (numpy
     passes, the same values)."""
     kernels = _kernels()
-    return None if kernels is None else kernels.counts
+    return None if kernels is None else kernels.block
 
 
 def grid_loops() -> GridLoops | None:

@@ -87,7 +87,7 @@ class HaarTransform(AxisTransform):
             raise ValueError(f"expected {self.n_coefficients} Haar coefficients along axis {axis}, got {cv.shape[0]}")
         coarse = self._product_levels(cv)
         # Means of the subtrees below the coarse levels (only those covering real values).
-        count = -(-self.size // (1 << (self.levels - coarse)))
+        count = self._covering(coarse)
         head = cv[: 1 << coarse].reshape(1 << coarse, -1)
         means = _product(_coarse_inverse(coarse)[:count], head).reshape((count, *cv.shape[1:]))
         if coarse == self.levels:
@@ -117,7 +117,7 @@ class HaarTransform(AxisTransform):
         tail = means.shape[1:]
         values = np.empty((self.size, *tail)) if out is None else np.moveaxis(out, axis, 0)
         for level, detail in zip(range(self.levels - len(details) + 1, self.levels + 1), details, strict=True):
-            count = -(-self.size // (1 << (self.levels - level)))
+            count = self._covering(level)
             finer = values if level == self.levels else np.empty((count, *tail))
             evens, odds = (count + 1) // 2, count // 2
             np.add(means[:evens], detail[:evens], out=finer[0:count:2])
@@ -211,7 +211,7 @@ class HaarTransform(AxisTransform):
     def level_counts(self) -> tuple[int, ...]:
         """Details of each level 1..levels that cover a real value; the others cover padding only:
         their numerators are zero and they change no real value, so the pipeline leaves them out."""
-        return tuple(-(-self.size // (1 << (self.levels - level + 1))) for level in range(1, self.levels + 1))
+        return tuple(self._covering(level - 1) for level in range(1, self.levels + 1))
 
     @cached_property
     def kept(self) -> np.ndarray:
@@ -219,6 +219,11 @@ class HaarTransform(AxisTransform):
         first ``level_counts[l - 1]`` details of each level l."""
         first = [np.arange(1 << (level - 1), (1 << (level - 1)) + n) for level, n in enumerate(self.level_counts, 1)]
         return np.concatenate([[0], *first]).astype(np.intp)
+
+    def _covering(self, level: int) -> int:
+        """How many of the ``2**level`` subtrees at ``level`` (the means there) cover a real value:
+        the others hold padding only."""
+        return -(-self.size // (1 << (self.levels - level)))
 
     @cached_property
     def _level_counts_array(self) -> np.ndarray:
@@ -266,24 +271,25 @@ class HaarTransform(AxisTransform):
         cv = outer(c, axis)
         coarse = self._product_levels(cv)
         head_rows = self.kept[self.kept < 1 << coarse]
-        count = -(-self.size // (1 << (self.levels - coarse)))
+        count = self._covering(coarse)
         head = cv[: head_rows.size].reshape(head_rows.size, -1)
         means = _product(_coarse_inverse(coarse)[:count][:, head_rows], head).reshape((count, *cv.shape[1:]))
         if coarse == self.levels:
             return deliver(back(means, axis), out)
         offsets = np.cumsum([1, *self.level_counts])
         loops = _compiled.block_loops()
-        values = np.empty((self.size, *cv.shape[1:])) if out is None else np.moveaxis(out, axis, 0)
-        if loops is not None and values.flags.c_contiguous and values.dtype == np.float64:
-            # the finer levels in one compiled loop: the same sums and differences, the GIL released
-            levels = range(coarse + 1, self.levels + 1)
-            counts = np.array([-(-self.size // (1 << (self.levels - level))) for level in levels], dtype=np.int64)
-            columns = math.prod(cv.shape[1:])
-            loops.haar_kept_inverse(cv.reshape(self.n_kept, columns), means.reshape(count, columns),
-                                    values.reshape(self.size, columns), counts,
-                                    np.array([offsets[level - 1] for level in levels], dtype=np.int64),
-                                    np.empty((2 * int(counts[:-1].max(initial=0)), columns)))
-            return back(values, axis) if out is None else out
+        if loops is not None:
+            values = np.empty((self.size, *cv.shape[1:])) if out is None else np.moveaxis(out, axis, 0)
+            if values.flags.c_contiguous and values.dtype == np.float64:
+                # the finer levels in one compiled loop: the same sums and differences, the GIL released
+                levels = range(coarse + 1, self.levels + 1)
+                counts = np.array([self._covering(level) for level in levels], dtype=np.int64)
+                columns = math.prod(cv.shape[1:])
+                loops.haar_kept_inverse(cv.reshape(self.n_kept, columns), means.reshape(count, columns),
+                                        values.reshape(self.size, columns), counts,
+                                        np.array([offsets[level - 1] for level in levels], dtype=np.int64),
+                                        np.empty((2 * int(counts[:-1].max(initial=0)), columns)))
+                return back(values, axis) if out is None else out
         details = [cv[offsets[level - 1] : offsets[level]] for level in range(coarse + 1, self.levels + 1)]
         return self._finer_levels(means, details, axis, out)
 
