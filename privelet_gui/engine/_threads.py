@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import Any
 
-__all__ = ["kept_pool"]
+__all__ = ["kept_pool", "settle"]
 
 _POOLS: dict[tuple[int, int], ThreadPoolExecutor] = {}
 _LOCK = threading.Lock()
@@ -29,3 +31,12 @@ def kept_pool(workers: int) -> ThreadPoolExecutor:
         if pool is None:
             pool = _POOLS[key] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="privelet")
         return pool
+
+
+def settle(futures: Iterable[Future[Any]]) -> None:
+    """After an error or a cancel: drop the parts not started and wait for the running ones, so
+    that nothing still writes the output (or a slab) when the caller returns."""
+    futures = list(futures)
+    for future in futures:
+        future.cancel()
+    wait(futures)

@@ -43,14 +43,14 @@ import os
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, wait
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import _compiled, _memory, bits
 from ._memory import output_array, prefaulted, recycle_block_buffers, release_pages
-from ._threads import kept_pool
+from ._threads import kept_pool, settle
 from .errors import PriveletError
 from .haar import HaarTransform
 from .hn import TransformPlan
@@ -1051,10 +1051,8 @@ def _run_parts(fill: Callable[[int], None], count: int, workers: int, steps: Pro
                 submitted += 1
             window.popleft().result()
             steps.report((number + 1) / count, label(number + 1))
-    finally:  # on error or cancel: drop queued parts and wait for running ones (they write the output)
-        for future in window:
-            future.cancel()
-        wait(window)
+    finally:  # on error or cancel (a no-op once every part is done)
+        settle(window)
 
 
 def _along(vector: np.ndarray, axis: int, ndim: int) -> np.ndarray:

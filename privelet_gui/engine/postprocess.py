@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from concurrent.futures import wait
 from typing import Any, TypeVar
 
 import numpy as np
 
-from ._threads import kept_pool
+from ._threads import kept_pool, settle
 from .errors import PriveletError
 
 __all__ = [
@@ -100,9 +99,7 @@ def _by_slabs(work: Callable[[tuple[int, ...]], T], indices: list[tuple[int, ...
     try:
         return [future.result() for future in futures]
     finally:  # after an error, no slab is still being written when this returns
-        for future in futures:
-            future.cancel()
-        wait(futures)
+        settle(futures)
 
 
 def nonnegative_counts(counts: np.ndarray, total: float | None = None) -> np.ndarray:
