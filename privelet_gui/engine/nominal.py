@@ -17,6 +17,7 @@ from functools import cached_property
 import numpy as np
 
 from . import _compiled
+from .haar import HaarTransform
 from .hierarchy import Hierarchy
 from .transform import AxisTransform, along, back, deliver, outer
 
@@ -186,6 +187,42 @@ class NominalTransform(AxisTransform):
         loops.nominal_numerators(x.reshape(before, self.size, after), out.reshape(self.n_coefficients, before, after),
                                  *self._tree_arrays)
         return back(out, axis)
+
+    def checked_leaf_sums(self, lines: np.ndarray, padded: int) -> tuple[np.ndarray, float] | None:
+        """The first half of :meth:`rows_numerators`, where the compiled loops run (numba
+        installed, a hierarchy of two nodes or more): the leaf-sums of the internal nodes of
+        ``lines`` (outer positions, leaves, a line of counts each: C-contiguous float64), their
+        lines zero-padded to ``padded``; and the counts' checked total from the same read (-1.0
+        if one is negative, fractional or NaN). None elsewhere."""
+        loops = _compiled.block_loops()
+        if loops is None or self.n_coefficients < 2:
+            return None
+        _, fanout, first_child, leaf_row = self._tree_arrays
+        internal_row = self._internal_rows
+        sums = np.empty((int(internal_row.max()) + 1, lines.shape[0], padded))
+        return sums, loops.nominal_leaf_sums(lines, sums, fanout, first_child, leaf_row, internal_row)
+
+    def rows_numerators(self, lines: np.ndarray, sums: np.ndarray, haar: HaarTransform, first: int, out: np.ndarray,
+                        divisors: np.ndarray | None, rint: bool) -> None:
+        """:meth:`numerators` of checked counts ``lines`` (as :meth:`checked_leaf_sums` took them, with
+        its ``sums``) along the leaves, then ``haar``'s :meth:`~HaarTransform.rows_numerators` of
+        the padded lines ``first`` on (line ``outer * n_coefficients + node``) into the flat ``out``
+        (``divisors`` and ``rint`` as there): one compiled pass, the same bits as those two
+        transforms one after the other."""
+        loops = _compiled.block_loops()
+        assert loops is not None, "rows_numerators follows checked_leaf_sums"
+        parent, fanout, _, leaf_row = self._tree_arrays
+        table = np.empty((0, 0)) if divisors is None else divisors
+        loops.nominal_haar_numerators(lines, sums, out, parent, fanout, leaf_row, self._internal_rows, first,
+                                      haar.levels, haar.rows_head_levels, table, rint)
+
+    @cached_property
+    def _internal_rows(self) -> np.ndarray:
+        """Each internal node's row of :meth:`checked_leaf_sums`' sums (level order), -1 for a leaf."""
+        internal = self._layout.fanout > 0
+        rows = np.full(self.n_coefficients, -1, dtype=np.int64)
+        rows[internal] = np.arange(int(internal.sum()))
+        return rows
 
     @cached_property
     def _tree_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -17,7 +17,10 @@ How a block is released (:class:`_BlockPipeline`):
   transformed in a level-major layout (:meth:`HaarTransform.rows_numerators`), so that
   every numpy operation runs over one long evenly strided run of memory (strided
   lines cost twice as much, and powers of two as rows far more: cache-set conflicts).
-  The tiles draw from the block's noise stream one after the other.
+  The tiles draw from the block's noise stream one after the other. A plane of a nominal
+  axis and the rows axis skips the padded copy and the nominal plane: the counts are checked
+  while the nominal axis's leaf-sums are taken, and each tile's numerators along both axes are
+  formed from the counts in one compiled pass (:meth:`_Plane.rows_numerators`).
 - *Big blocks* (S_A empty, or a block of millions of cells): in three passes, over a
   split of the transformed axes into leading *pencil* axes B and the rest A, chosen so
   that the intermediate (values along B, coefficients along A) is the smallest. Pass 1
@@ -428,6 +431,10 @@ class _Plane:
             sizes[-1] = self.haar.n_coefficients  # the padded lines
         self.z_shape = tuple(sizes)
         self.tiles: list[tuple[slice, ...]]
+        # a nominal axis just before the rows axis: both transforms' numerators in one pass
+        first = transforms[axes[0]] if len(axes) == 2 else None
+        self.rows_nominal = (first if self.haar is not None and isinstance(first, NominalTransform)
+                             and axes[0] == len(shape) - 2 else None)
         if self.haar is not None:
             width = self.haar.n_coefficients
             lines = math.prod(sizes[:-1])
@@ -469,6 +476,40 @@ class _Plane:
         for axis in self.outer:
             z = transforms[axis].count_numerators(z, axis)
         return (z if z is cells or z.flags.c_contiguous else np.ascontiguousarray(z)), total
+
+    def checked_leaf_sums(self, cells: np.ndarray) -> tuple[np.ndarray, int] | None:
+        """Where one compiled pass forms the tiles' numerators (:meth:`rows_numerators`: a plane
+        of a nominal axis and the rows axis, numba installed, float64 counts in one run of
+        memory): the nominal axis's leaf-sums and the total of ``cells``, checked as
+        :meth:`checked_forward` checks them, in one read. None elsewhere."""
+        nominal = self.rows_nominal
+        if nominal is None or cells.dtype != np.float64 or not cells.flags.c_contiguous:
+            return None
+        assert self.haar is not None
+        found = nominal.checked_leaf_sums(self._lines(cells), self.haar.n_coefficients)
+        if found is None:
+            return None
+        sums, total = found
+        if not 0.0 <= total < EXACT_LIMIT:
+            return sums, _checked_total_by_pieces(cells)  # says what is wrong
+        return sums, int(total)
+
+    def rows_numerators(self, cells: np.ndarray, sums: np.ndarray, number: int, out: np.ndarray,
+                        scaling: _Scaling | None = None) -> np.ndarray:
+        """:meth:`tile_numerators` of tile ``number`` into ``out`` (flat, the tile's size) from the
+        counts and :meth:`checked_leaf_sums`' ``sums``, in one pass: the padded copy and the
+        nominal plane are never made. ``scaling`` as there."""
+        assert self.rows_nominal is not None and self.haar is not None
+        levels = scaling.rows_levels if scaling is not None else None
+        self.rows_nominal.rows_numerators(self._lines(cells), sums, self.haar, self.tiles[number][0].start, out,
+                                          None if levels is None else levels[0],
+                                          rint=scaling is not None and not scaling.integral)
+        return out
+
+    def _lines(self, cells: np.ndarray) -> np.ndarray:
+        """The counts as outer positions, then the nominal axis's leaves, then a line each."""
+        assert self.rows_nominal is not None
+        return cells.reshape(-1, self.rows_nominal.size, self.shape[-1])
 
     @property
     def in_place(self) -> bool:
@@ -695,7 +736,12 @@ class _BlockPipeline:
     def run(self, cells: np.ndarray, rng: np.random.Generator, out: np.ndarray, progress: Progress | None = None) -> int:
         """Release one small block into ``out``; returns the block's total."""
         plane = self.plane(cells.shape, self.plan.transformed_axes)
-        z, total = plane.checked_forward(cells)
+        leaf_sums = plane.checked_leaf_sums(cells)
+        if leaf_sums is None:
+            z, total = plane.checked_forward(cells)
+        else:  # the tiles' numerators come from the counts: the plane's array is the inverse's alone
+            sums, total = leaf_sums
+            z = np.empty(plane.z_shape)
         bound = total * self.plan.growth
         steps = progress or Progress()
         scratch = np.empty(max(plane.tile_sizes))
@@ -704,8 +750,11 @@ class _BlockPipeline:
         divided = rounds_by_one_division(bound, self.calibration.grid_exponent)
         for number in range(count):
             scaling = self.scaling(plane, number)
-            flat, shaped = plane.tile_numerators(z, number, scratch[: plane.tile_sizes[number]],
-                                                 scaling if divided else None)
+            part = scratch[: plane.tile_sizes[number]]
+            if leaf_sums is None:
+                flat, shaped = plane.tile_numerators(z, number, part, scaling if divided else None)
+            else:
+                flat = shaped = plane.rows_numerators(cells, sums, number, part, scaling if divided else None)
             self.noisy(flat, scaling, rng, bound)
             plane.tile_inverse(shaped, number, z, out, scaling)
             if count > 1:  # "1 of 1 tiles done" says nothing (and reads like a count of rows)
@@ -833,9 +882,17 @@ class _BigBlock:
     def forward_slab(self, cells: np.ndarray, row: np.ndarray) -> int:
         """Check one slab's counts and transform them along A into its ``row``; their total."""
         plane = self.plane
-        z, total = plane.checked_forward(cells.reshape(self.slab_shape))
+        slab = cells.reshape(self.slab_shape)
+        leaf_sums = plane.checked_leaf_sums(slab)
+        if leaf_sums is None:
+            z, total = plane.checked_forward(slab)
+        else:
+            sums, total = leaf_sums
         for tile in range(len(plane.tiles)):
             part = row[plane.offsets[tile] : plane.offsets[tile + 1]]
+            if leaf_sums is not None:
+                plane.rows_numerators(slab, sums, tile, part)
+                continue
             flat, _ = plane.tile_numerators(z, tile, part)
             if flat is not part:
                 part[...] = flat

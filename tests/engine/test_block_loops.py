@@ -6,6 +6,7 @@ bit, and refuse the same counts with the same words."""
 from __future__ import annotations
 
 import hashlib
+import math
 
 import numpy as np
 import pytest
@@ -165,6 +166,115 @@ def test_count_numerators_of_any_hierarchy_are_numpys(hierarchy, columns, seed):
     transform = NominalTransform(hierarchy)
     counts = np.random.default_rng(seed).integers(0, 2**20, (transform.size, columns)).astype(np.float64)
     np.testing.assert_array_equal(transform.count_numerators(counts, 0), transform.numerators(counts, 0))
+
+
+# -- a rows plane's numerators in one pass ------------------------------------------------------------
+def _rows_plane(hierarchy: Hierarchy, outer: int, width: int) -> pipeline_module._Plane:
+    """The plane of a block (outer S_A positions, a nominal axis, an ordinal rows axis)."""
+    schema = Schema([OrdinalAttribute.integer_range("a", 0, outer - 1), NominalAttribute("n", hierarchy),
+                     OrdinalAttribute.integer_range("o", 0, width - 1)])
+    plan = TransformPlan(schema, ("a",))
+    return pipeline_module._Plane(plan, schema.shape, plan.transformed_axes)
+
+
+def _numpys_tiles(plane: pipeline_module._Plane, cells: np.ndarray, table: np.ndarray | None, rint: bool,
+                  monkeypatch) -> tuple[np.ndarray, int]:
+    """Every tile's numerators by numpy's passes (check and padding, the nominal plane, each
+    tile's Haar levels), tile after tile, and the total."""
+    with monkeypatch.context() as numpy_only:
+        numpy_only.setattr(_compiled, "block_loops", lambda: None)
+        numpy_only.setattr(_compiled, "haar_rows_loops", lambda: None)
+        z, total = plane.checked_forward(cells)
+        lines = z.reshape(-1, plane.haar.n_coefficients)
+        out = np.empty(plane.size)
+        for number, (tile,) in enumerate(plane.tiles):
+            part = out[plane.offsets[number] : plane.offsets[number + 1]]
+            plane.haar.rows_numerators(lines[tile], part, divisors=None if table is None else table[:, tile], rint=rint)
+    return out, total
+
+
+@settings(max_examples=80, deadline=None)
+@given(hierarchy=hierarchies(max_leaves=20, max_depth=5), outer=st.integers(1, 3),
+       width=st.sampled_from([1, 2, 3, 31, 32, 33, 64, 100, 1001]), divided=st.booleans(), rint=st.booleans(),
+       seed=st.integers(0, 2**32 - 1))
+def test_a_rows_planes_numerators_in_one_pass_are_numpys_to_the_bit(hierarchy, outer, width, divided, rint, seed):
+    _require_compiled()
+    if NominalTransform(hierarchy).n_coefficients < 2:
+        return  # a hierarchy of one node: the passes of old (no internal node to sum)
+    plane = _rows_plane(hierarchy, outer, width)
+    assert plane.rows_nominal is not None
+    rng = np.random.default_rng(seed)
+    cells = rng.integers(0, 2**20, plane.shape).astype(np.float64)
+    lines = math.prod(plane.z_shape[:-1])
+    levels = plane.haar.levels - plane.haar.rows_head_levels
+    # divisors d 2**k as the pipeline makes them: small integers times powers of two
+    table = (rng.integers(1, 40, (levels, lines)) * 2.0 ** rng.integers(-3, 4, (levels, lines))) if divided else None
+    with pytest.MonkeyPatch.context() as patch:
+        expected, expected_total = _numpys_tiles(plane, cells, table, divided and rint, patch)
+    found = plane.checked_leaf_sums(cells)
+    assert found is not None
+    sums, total = found
+    assert total == expected_total == int(cells.astype(np.int64).sum())
+    out = np.full(plane.size, np.nan)
+    for number, (tile,) in enumerate(plane.tiles):
+        part = out[plane.offsets[number] : plane.offsets[number + 1]]
+        scaling = None if table is None else pipeline_module._Scaling((), not rint, (table[:, tile], table[:, tile]))
+        assert plane.rows_numerators(cells, sums, number, part, scaling) is part
+    np.testing.assert_array_equal(out.view(np.uint64), expected.view(np.uint64))
+
+
+def test_many_tiles_and_negative_zero_counts_give_numpys_bits(monkeypatch):
+    """Lines spread over several tiles (the last one short), and -0.0 counts (a count of zero
+    whose sign the numerators carry): the same bits as numpy's passes."""
+    _require_compiled()
+    monkeypatch.setattr(pipeline_module, "_TILE_CELLS", 1 << 12)
+    plane = _rows_plane(_uneven_hierarchy(), 3, 300)
+    assert len(plane.tiles) > 3 and plane.tile_sizes[-1] < plane.tile_sizes[0]
+    cells = _counts(plane.shape, seed=9)
+    cells[cells < 200] = -0.0
+    expected, total = _numpys_tiles(plane, cells, None, False, monkeypatch)
+    sums, found_total = plane.checked_leaf_sums(cells)
+    out = np.full(plane.size, np.nan)
+    for number in range(len(plane.tiles)):
+        plane.rows_numerators(cells, sums, number, out[plane.offsets[number] : plane.offsets[number + 1]])
+    assert found_total == total
+    np.testing.assert_array_equal(out.view(np.uint64), expected.view(np.uint64))
+
+
+@pytest.mark.parametrize("value, words", BAD_COUNTS)
+@pytest.mark.parametrize("position", [0, 1000, -1])
+def test_the_one_pass_check_refuses_what_numpys_refuses_with_its_words(value, words, position):
+    _require_compiled()
+    plane = _rows_plane(_uneven_hierarchy(), 2, 101)
+    cells = _counts(plane.shape, seed=5)
+    cells.reshape(-1)[position] = value
+    with pytest.raises(PriveletError, match=words):
+        plane.checked_leaf_sums(cells)
+
+
+def test_the_one_pass_check_refuses_a_total_of_2_to_the_53():
+    _require_compiled()
+    plane = _rows_plane(Hierarchy.flat(["x", "y"]), 1, 1 << 11)
+    cells = np.full(plane.shape, 2.0**41)  # 2**12 counts: a total of 2**53
+    with pytest.raises(PriveletError, match="too large for exact rounding"):
+        plane.checked_leaf_sums(cells)
+    cells[0, 0, 0] -= 1.0
+    assert plane.checked_leaf_sums(cells)[1] == 2**53 - 1
+
+
+def test_planes_the_one_pass_does_not_serve_keep_their_passes():
+    """A nominal axis not next to the rows axis, two axes before it, no rows axis, one node,
+    or counts not in one run of memory: the passes of old."""
+    _require_compiled()
+    schema = _schema()  # age, job (nominal), sector (nominal), income (ordinal)
+    for sa in [("age",), ("age", "sector"), ("income",)]:
+        plan = TransformPlan(schema, sa)
+        shape = tuple(1 if a in plan.identity_axes else n for a, n in enumerate(schema.shape))
+        assert pipeline_module._Plane(plan, shape, plan.transformed_axes).rows_nominal is None
+    one = _rows_plane(Hierarchy(HierarchyNode("only")), 1, 9)
+    assert one.rows_nominal is not None and one.checked_leaf_sums(np.ones(one.shape)) is None
+    plane = _rows_plane(_uneven_hierarchy(), 2, 40)
+    assert plane.checked_leaf_sums(np.ones((2, plane.shape[1], 80))[..., ::2]) is None
 
 
 # -- the nominal inverse --------------------------------------------------------------------------------
@@ -392,6 +502,36 @@ def test_a_seeded_release_keeps_its_bits_on_either_path(mechanism, sa, path, mon
         noisy = privelet_plus(counts, schema, 0.5, sa, rng).noisy
     digest = hashlib.sha256(np.ascontiguousarray(noisy, dtype="<f8").tobytes()).hexdigest()[:20]
     assert digest == PINNED_RELEASES[mechanism, sa]
+
+
+@pytest.mark.parametrize("sa, block_cells", [(("age", "job"), 1 << 11), ((), 1 << 19)])
+def test_a_release_of_a_nominal_and_a_rows_axis_takes_the_one_pass(sa, block_cells, monkeypatch):
+    """Small blocks whose plane is a nominal and the rows axis, and a big block whose slabs are
+    (S_A empty): the one pass runs, and the release has numpy's passes' bits."""
+    _require_compiled()
+    monkeypatch.setattr(pipeline_module, "_BLOCK_CELLS", block_cells)
+    schema = _schema()
+    if not sa:  # pencils along age and sector (their coefficients fit a pencil), slabs along the rest
+        wide = NominalAttribute("product", Hierarchy.from_nested({"all": {f"g{g}": [f"p{g}.{i}" for i in range(30)]
+                                                                          for g in range(5)}}))
+        schema = Schema([schema["age"], schema["sector"], wide, OrdinalAttribute.integer_range("income", 0, 59)])
+    counts = _counts(schema.shape, seed=3)
+
+    def release() -> np.ndarray:
+        return privelet_plus(counts, schema, 0.5, sa, np.random.default_rng(1)).noisy
+
+    with monkeypatch.context() as numpy_only:
+        for accessor in ("block_loops", "haar_rows_loops", "grid_loops"):
+            numpy_only.setattr(_compiled, accessor, lambda: None)
+        expected = release()
+    calls = counting_loops(monkeypatch, "block_loops", "nominal_leaf_sums", "nominal_haar_numerators",
+                           "checked_padding", "nominal_numerators")
+    np.testing.assert_array_equal(release().view(np.uint64), expected.view(np.uint64))
+    passes = calls.count("nominal_haar_numerators")
+    assert passes > 1 and calls.count("nominal_leaf_sums") == passes
+    assert "checked_padding" not in calls
+    # (a big block's pencils take the nominal numerators of their own axis: not the plane's)
+    assert "nominal_numerators" not in calls or not sa
 
 
 def test_read_only_counts_take_the_compiled_loops(monkeypatch):
