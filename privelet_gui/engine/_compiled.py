@@ -400,22 +400,30 @@ def _haar_rows_inverse(coefficients: np.ndarray, out: np.ndarray, levels: int, c
     each row of ``out`` holds its ``2**coarse`` coarse means on entry and its values on return,
     each level's means plus and minus its details (from the flat level-major ``coefficients``),
     each detail first multiplied by its level's and row's factor where ``factors`` is not empty
-    (level l's of row r at ``[l - coarse - 1, r]``)."""
-    count = out.shape[0]
+    (level l's of row r at ``[l - coarse - 1, r]``). Each level reads its means from one
+    scratch row and writes the next level's to the other (the last to ``out``): a loop that
+    reads and writes the same row cannot be vectorised."""
+    count, width_out = out.shape
     scale = factors.shape[0] > 0
+    means = np.empty(width_out)
+    finer = np.empty(width_out)
     for r in range(count):
         row = out[r]
         width = 1 << coarse
+        for k in range(width):
+            means[k] = row[k]
         for level in range(coarse + 1, levels + 1):
             details = count * width + r * width
             factor = factors[level - coarse - 1, r] if scale else 1.0
-            for k in range(width - 1, -1, -1):  # the last first: mean k is read before 2k overwrites it
-                mean = row[k]
+            target = row if level == levels else finer
+            for k in range(width):
+                mean = means[k]
                 detail = coefficients[details + k]
                 if scale:
                     detail = detail * factor
-                row[2 * k + 1] = mean - detail
-                row[2 * k] = mean + detail
+                target[2 * k] = mean + detail
+                target[2 * k + 1] = mean - detail
+            means, finer = finer, means
             width *= 2
 
 
