@@ -6,8 +6,8 @@ are stated in, each measured in the same run:
 
 - counting n tuples into M versus a bare ``np.bincount`` over precomputed flat codes, on
   all cores (as by default) and on one thread, the three timed in turn;
-- a Privelet+ release (S_A = {Age, Gender}) versus this project's Basic and a
-  textbook Basic (``M + rng.laplace(0, 2 / epsilon, M.shape)``, which leaks through
+- a Privelet+ release (S_A = {Age, Gender}) versus this project's Basic and the floor below,
+  the three timed in turn, and a textbook Basic (``M + rng.laplace(0, 2 / epsilon, M.shape)``, which leaks through
   floating point and is never used for releases);
 - the peak additional memory of the release, versus the bytes of M;
 - the floor: drawing one uniform and taking one log per coefficient of the Privelet+
@@ -15,8 +15,8 @@ are stated in, each measured in the same run:
 - what the threads lose to each other: the voluntary context switches of each Privelet+
   release (a thread waiting for the GIL sleeps), and two one-thread releases run at once in
   two processes (no GIL shared), against one alone;
-- Privelet (S_A empty: the whole matrix is one block) against Privelet+, and its peak
-  additional memory;
+- Privelet (S_A empty: the whole matrix is one block) against Privelet+, the two timed in
+  turn, and its peak additional memory;
 - the cost per cell of every mechanism from 2**21 to 2**27 cells (``--series`` runs this
   section alone): the Brazil shape with fewer or more ages (one S_A block per age and
   gender for Privelet+), the smaller ones the best of more timings (up to 20);
@@ -46,7 +46,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from multiprocessing.queues import Queue
@@ -129,6 +129,20 @@ def best_of(repeat: int, work: Callable[[], object]) -> float:
     return best
 
 
+def best_in_turn(repeat: int, timers: Mapping[str, Callable[[], float]]) -> dict[str, float]:
+    """The best of ``repeat`` seconds of each timer (a callable that runs its work and returns
+    the seconds it took), the timers taking turns after one untimed round (the first touch of
+    a fresh process's memory costs up to 10x): on a shared machine a slow spell then slows
+    all of them, not one, and the ratios between them hold."""
+    for timer in timers.values():
+        timer()
+    best = dict.fromkeys(timers, math.inf)
+    for _ in range(repeat):
+        for name, timer in timers.items():
+            best[name] = min(best[name], timer())
+    return best
+
+
 def peak_additional_bytes(work: Callable[[], object]) -> int:
     """Peak resident memory added while ``work`` runs.
 
@@ -180,17 +194,11 @@ def bench_counting(schema: Schema, rows: int, repeat: int) -> np.ndarray:
         ],
         schema.shape,
     )
-    runs: dict[str, Callable[[], object]] = {
-        "bare": lambda: np.bincount(flat, minlength=schema.size),
-        "all cores": lambda: frequency_matrix(table, schema),
-        "one thread": lambda: frequency_matrix(table, schema, workers=1),
-    }
-    for work in runs.values():
-        work()
-    best = dict.fromkeys(runs, float("inf"))
-    for _ in range(repeat):
-        for name, work in runs.items():
-            best[name] = min(best[name], best_of(1, work))
+    best = best_in_turn(repeat, {
+        "bare": partial(best_of, 1, lambda: np.bincount(flat, minlength=schema.size)),
+        "all cores": partial(best_of, 1, lambda: frequency_matrix(table, schema)),
+        "one thread": partial(best_of, 1, lambda: frequency_matrix(table, schema, workers=1)),
+    })
     bare, counting, serial = best["bare"], best["all cores"], best["one thread"]
     print(
         f"counting: frequency_matrix {counting:.3f} s, bare np.bincount {bare:.3f} s, ratio {counting / bare:.2f} "
@@ -444,14 +452,18 @@ def main(argv: list[str] | None = None) -> int:
     textbook = best_of(args.repeat, lambda: matrix + rng.laplace(0.0, 2.0 / args.epsilon, matrix.shape))
     print(f"release: textbook Basic {textbook:.3f} s (one thread)")
     plus_spec = ReleaseSpec(schema, args.epsilon, "privelet+", sa)
-    times = {}
+    times: dict[str, dict[str, float]] = {}
+    coefficients = math.prod(t.n_coefficients for t in plus_spec.plan.transforms)
     for workers, label in ((None, "all cores"), (1, "one thread")):
-        plus = best_of(args.repeat, partial(privelet_plus, matrix, schema, args.epsilon, sa, rng, workers=workers))
-        ours = best_of(args.repeat, partial(basic, matrix, args.epsilon, rng, workers=workers))
         threads = worker_count(workers)
-        coefficients = math.prod(t.n_coefficients for t in plus_spec.plan.transforms)
-        floor = min(noise_floor(coefficients, threads) for _ in range(args.repeat))
-        times[label] = plus
+        timers = {
+            "Privelet+": partial(best_of, 1, partial(privelet_plus, matrix, schema, args.epsilon, sa, rng, workers=workers)),
+            "Basic": partial(best_of, 1, partial(basic, matrix, args.epsilon, rng, workers=workers)),
+            "floor": partial(noise_floor, coefficients, threads),
+        }
+        best = best_in_turn(args.repeat, timers)
+        plus, ours, floor = best["Privelet+"], best["Basic"], best["floor"]
+        times[label] = best
         print(
             f"  {label}: Privelet+ {plus:.3f} s, Basic {ours:.3f} s; Privelet+ / Basic = {plus / ours:.2f} "
             f"(target <= 1.3), Privelet+ / textbook = {plus / textbook:.2f} (target <= 1)"
@@ -467,15 +479,17 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"  threads: voluntary context switches per Privelet+ release {switches['all cores']} on all cores, "
         f"{switches['one thread']} on one thread; two one-thread releases at once in two processes: "
-        f"{apart[0]:.3f} and {apart[1]:.3f} s (one alone: {times['one thread']:.3f} s)"
+        f"{apart[0]:.3f} and {apart[1]:.3f} s (one alone: {times['one thread']['Privelet+']:.3f} s)"
     )
 
-    started = time.perf_counter()
-    privelet(matrix, schema, args.epsilon, rng)
-    print(f"  for reference, Privelet (S_A empty, all cores, one run): {time.perf_counter() - started:.3f} s")
-    empty = best_of(args.repeat, partial(privelet, matrix, schema, args.epsilon, rng))
-    print(f"  Privelet (S_A empty, all cores, best of {args.repeat}): {empty:.3f} s; "
-          f"Privelet / Privelet+ = {empty / times['all cores']:.2f} (target <= 2)")
+    # in turn with Privelet+ alone: its freed gigabytes would slow the next release of the turn
+    pair = best_in_turn(args.repeat, {
+        "Privelet": partial(best_of, 1, partial(privelet, matrix, schema, args.epsilon, rng)),
+        "Privelet+": partial(best_of, 1, partial(privelet_plus, matrix, schema, args.epsilon, sa, rng)),
+    })
+    print(f"  Privelet (S_A empty, all cores, best of {args.repeat}, in turn with Privelet+): {pair['Privelet']:.3f} s "
+          f"(Privelet+ {pair['Privelet+']:.3f} s); Privelet / Privelet+ = {pair['Privelet'] / pair['Privelet+']:.2f} "
+          "(target <= 2)")
 
     peak = peak_additional_bytes(lambda: privelet_plus(matrix, schema, args.epsilon, sa, rng))
     print(

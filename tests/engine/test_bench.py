@@ -1,4 +1,5 @@
-"""The benchmark's measurement of what threads lose to each other (python -m privelet_gui.bench)."""
+"""The benchmark's measurements (python -m privelet_gui.bench): what threads lose to each other, and
+figures whose ratios are stated timed in turn."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from privelet_gui.bench import context_switches, two_processes
+from privelet_gui.bench import best_in_turn, context_switches, two_processes
 from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, Schema
 
 
@@ -40,3 +41,18 @@ def test_a_process_that_fails_stops_the_measurement_at_once():
 def test_context_switches_count_a_threads_waits():
     # a sleeping thread switches at least once per sleep
     assert context_switches(lambda: [time.sleep(0.001) for _ in range(20)]) >= 20
+
+
+def test_timers_take_turns_after_an_untimed_round_and_keep_their_best():
+    calls: list[str] = []
+    seconds = {"a": iter([0.5, 3.0, 5.0, 4.0]), "b": iter([0.1, 2.0, 1.0, 7.0])}
+
+    def timer(name: str):
+        def run() -> float:
+            calls.append(name)
+            return next(seconds[name])
+        return run
+
+    best = best_in_turn(3, {"a": timer("a"), "b": timer("b")})
+    assert calls == ["a", "b"] * 4  # the first round (the fastest here) is not counted
+    assert best == {"a": 3.0, "b": 1.0}
