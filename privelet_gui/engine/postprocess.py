@@ -38,6 +38,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+Index = TypeVar("Index")  # a slab of the matrix, or a piece of its memory
 
 #: The kinds of counts an export can hold: the release's own, projected onto non-negative
 #: counts with the same total, rounded to whole counts, or both.
@@ -83,16 +84,24 @@ def shift_to_total(noisy: np.ndarray, total: float, *, workers: int = 1) -> floa
     (0.5, [2.0, 0.0, 2.5, 1.5])
     """
     shift = (float(total) - matrix_sum(noisy, workers=workers)) / noisy.size
+    # Every cell gets the same addition, so any cut gives the same bits: in one run of memory,
+    # one piece per thread (a small matrix is one sum slab, which would leave a thread idle).
+    target = noisy.reshape(-1) if noisy.flags.c_contiguous else noisy
+    if target.ndim == 1:
+        step = -(-target.size // max(workers, 1))
+        pieces: list[tuple[int | slice, ...]] = [(slice(start, start + step),) for start in range(0, target.size, step)]
+    else:
+        pieces = list(np.ndindex(*sum_slabs(noisy.shape)))
 
-    def add(index: tuple[int, ...]) -> None:
-        noisy[index] += shift
+    def add(index: tuple[int | slice, ...]) -> None:
+        target[index] += shift
 
-    _by_slabs(add, list(np.ndindex(*sum_slabs(noisy.shape))), workers)
+    _by_slabs(add, pieces, workers)
     return shift
 
 
-def _by_slabs(work: Callable[[tuple[int, ...]], T], indices: list[tuple[int, ...]], workers: int) -> list[T]:
-    """``work`` on every slab index, in order, on ``workers`` threads (numpy releases the GIL)."""
+def _by_slabs(work: Callable[[Index], T], indices: list[Index], workers: int) -> list[T]:
+    """``work`` on every index (of a slab, or a piece), in order, on ``workers`` threads (numpy releases the GIL)."""
     if workers == 1 or len(indices) == 1:
         return [work(index) for index in indices]
     futures = [kept_pool(workers).submit(work, index) for index in indices]

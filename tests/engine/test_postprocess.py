@@ -13,7 +13,13 @@ from privelet_gui.engine import (
     TransformPlan,
     VarianceModel,
 )
-from privelet_gui.engine.postprocess import integer_counts, nonnegative_counts, post_processed_counts, shift_to_total
+from privelet_gui.engine.postprocess import (
+    integer_counts,
+    matrix_sum,
+    nonnegative_counts,
+    post_processed_counts,
+    shift_to_total,
+)
 
 from .strategies import box_indicator, inverse_matrix, schemas
 
@@ -163,3 +169,15 @@ def test_no_public_total_when_rows_may_be_dropped():
         ReleaseSpec(plain, 1.0, public_total=True, invalid="drop")
     release = ReleaseSpec(dropping, 1.0).run(np.ones(4), rng=np.random.default_rng(0))
     assert release.total_shift is None and not release.public_total
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_the_shift_is_the_same_on_any_number_of_threads_and_any_layout(order, workers):
+    """Threads add the shift to pieces of the memory (or to sum slabs, where the matrix is not one
+    run of memory): every cell gets the same addition, to the bit."""
+    noisy = np.array(np.random.default_rng(4).normal(0.0, 1e3, (3, 7, 1001)), order=order)
+    shift = (12_345.0 - matrix_sum(noisy)) / noisy.size
+    expected = noisy + shift
+    assert shift_to_total(noisy, 12_345.0, workers=workers) == shift
+    np.testing.assert_array_equal(noisy.view(np.uint64), expected.view(np.uint64))
