@@ -273,7 +273,8 @@ def _peak_bytes(plan: TransformPlan, blocks: list[tuple[slice, ...]], threads: i
     """About the most memory a release holds at once besides M itself (bytes).
 
     The noisy output (unless it is written into M: not ``output``), and per running small
-    block about three times its coefficients (its padded copy, its plane, a tile's buffers).
+    block about three times its coefficients (its padded copy or its nominal leaf-sums, its plane,
+    a tile's buffers).
     A big block: its intermediate (freed behind pass 3 as the output fills), and per thread
     a slab's buffers and a pencil tile's. Each running thread also holds a sampler's round
     of draws.
