@@ -48,6 +48,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -361,6 +362,9 @@ def _too_large(total: float) -> PriveletError:
     )
 
 
+# A tile's numerators: (tile number, flat buffer of the tile's size, scaling or None) -> (flat, shaped).
+_TileNumerators = Callable[[int, np.ndarray, "_Scaling | None"], tuple[np.ndarray, np.ndarray]]
+
 # A run of a tile's flat coefficients, the shape to see it with, its divisor and its factor.
 _Part = tuple[slice, tuple[int, ...], "np.ndarray | float", "np.ndarray | float"]
 
@@ -506,6 +510,23 @@ class _Plane:
                                           None if levels is None else levels[0],
                                           rint=scaling is not None and not scaling.integral)
         return out
+
+    def checked_tiles(self, cells: np.ndarray) -> tuple[_TileNumerators, np.ndarray | None, int]:
+        """``cells`` checked (as :meth:`checked_forward`), and how each tile's numerators are then
+        formed: ``numerators(number, out, scaling)`` gives :meth:`tile_numerators`' pair, in one
+        pass from the counts where :meth:`checked_leaf_sums` serves the plane; also the plane's
+        array the tiles are formed from (None when they come from the counts) and the total."""
+        leaf_sums = self.checked_leaf_sums(cells)
+        if leaf_sums is None:
+            z, total = self.checked_forward(cells)
+            return partial(self.tile_numerators, z), z, total
+        sums, total = leaf_sums
+
+        def numerators(number: int, out: np.ndarray, scaling: _Scaling | None = None) -> tuple[np.ndarray, np.ndarray]:
+            flat = self.rows_numerators(cells, sums, number, out, scaling)
+            return flat, flat
+
+        return numerators, None, total
 
     def _lines(self, cells: np.ndarray) -> np.ndarray:
         """The counts as outer positions, then the nominal axis's leaves, then a line each."""
@@ -737,12 +758,9 @@ class _BlockPipeline:
     def run(self, cells: np.ndarray, rng: np.random.Generator, out: np.ndarray, progress: Progress | None = None) -> int:
         """Release one small block into ``out``; returns the block's total."""
         plane = self.plane(cells.shape, self.plan.transformed_axes)
-        leaf_sums = plane.checked_leaf_sums(cells)
-        if leaf_sums is None:
-            z, total = plane.checked_forward(cells)
-        else:  # the tiles' numerators come from the counts: the plane's array is the inverse's alone
-            sums, total = leaf_sums
-            z = np.empty(plane.z_shape)
+        numerators, formed_from, total = plane.checked_tiles(cells)
+        # where the tiles come from the counts, the plane's array is the inverse's alone
+        z = np.empty(plane.z_shape) if formed_from is None else formed_from
         bound = total * self.plan.growth
         steps = progress or Progress()
         scratch = np.empty(max(plane.tile_sizes))
@@ -751,11 +769,7 @@ class _BlockPipeline:
         divided = rounds_by_one_division(bound, self.calibration.grid_exponent)
         for number in range(count):
             scaling = self.scaling(plane, number)
-            part = scratch[: plane.tile_sizes[number]]
-            if leaf_sums is None:
-                flat, shaped = plane.tile_numerators(z, number, part, scaling if divided else None)
-            else:
-                flat = shaped = plane.rows_numerators(cells, sums, number, part, scaling if divided else None)
+            flat, shaped = numerators(number, scratch[: plane.tile_sizes[number]], scaling if divided else None)
             self.noisy(flat, scaling, rng, bound)
             plane.tile_inverse(shaped, number, z, out, scaling)
             if count > 1:  # "1 of 1 tiles done" says nothing (and reads like a count of rows)
@@ -883,18 +897,10 @@ class _BigBlock:
     def forward_slab(self, cells: np.ndarray, row: np.ndarray) -> int:
         """Check one slab's counts and transform them along A into its ``row``; their total."""
         plane = self.plane
-        slab = cells.reshape(self.slab_shape)
-        leaf_sums = plane.checked_leaf_sums(slab)
-        if leaf_sums is None:
-            z, total = plane.checked_forward(slab)
-        else:
-            sums, total = leaf_sums
+        numerators, _, total = plane.checked_tiles(cells.reshape(self.slab_shape))
         for tile in range(len(plane.tiles)):
             part = row[plane.offsets[tile] : plane.offsets[tile + 1]]
-            if leaf_sums is not None:
-                plane.rows_numerators(slab, sums, tile, part)
-                continue
-            flat, _ = plane.tile_numerators(z, tile, part)
+            flat, _ = numerators(tile, part, None)
             if flat is not part:
                 part[...] = flat
         return total
