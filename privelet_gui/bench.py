@@ -7,8 +7,8 @@ are stated in, each measured in the same run:
 - counting n tuples into M versus a bare ``np.bincount`` over precomputed flat codes, on
   all cores (as by default) and on one thread, the three timed in turn;
 - a Privelet+ release (S_A = {Age, Gender}) versus this project's Basic and the floor below,
-  the three timed in turn, and a textbook Basic (``M + rng.laplace(0, 2 / epsilon, M.shape)``, which leaks through
-  floating point and is never used for releases);
+  the three timed in turn, and a textbook Basic (``M + rng.laplace(0, 2 / epsilon, M.shape)``,
+  which leaks through floating point and is never used for releases);
 - the peak additional memory of the release, versus the bytes of M;
 - the floor: drawing one uniform and taking one log per coefficient of the Privelet+
   release, on the same threads, and the release's time over it;
