@@ -156,7 +156,7 @@ class HaarTransform(AxisTransform):
         coarse = self.rows_head_levels
         compiled = _compiled.haar_rows_loops() if coarse < self.levels else None
         if compiled is not None and _compiled_fits(rows, out):
-            compiled.forward(rows, out, self.levels, coarse, _table(divisors), rint)  # the head too
+            compiled.forward(rows, out, self.levels, coarse, loop_table(divisors), rint)  # the head too
             return out
         sums = rows
         for level in range(self.levels, coarse, -1):  # the finest level first
@@ -188,7 +188,7 @@ class HaarTransform(AxisTransform):
         compiled = _compiled.haar_rows_loops() if coarse < self.levels else None
         if compiled is not None and _compiled_fits(coefficients, out):
             out[:, :width] = means
-            compiled.inverse(coefficients.reshape(-1), out, self.levels, coarse, _table(factors))
+            compiled.inverse(coefficients.reshape(-1), out, self.levels, coarse, loop_table(factors))
             return out
         for level in range(coarse + 1, self.levels + 1):
             detail = coefficients[count * width : 2 * count * width].reshape(count, width)
@@ -460,7 +460,7 @@ def _fine_levels_forward(
     return sums, filled
 
 
-def _table(levels_by_row: np.ndarray | None) -> np.ndarray:
+def loop_table(levels_by_row: np.ndarray | None) -> np.ndarray:
     """Per-level, per-row numbers as the compiled loops take them: C-contiguous float64, empty for none."""
     if levels_by_row is None:
         return _NO_TABLE

@@ -17,7 +17,7 @@ from functools import cached_property
 import numpy as np
 
 from . import _compiled
-from .haar import HaarTransform
+from .haar import HaarTransform, loop_table
 from .hierarchy import Hierarchy
 from .transform import AxisTransform, along, back, deliver, outer
 
@@ -212,9 +212,8 @@ class NominalTransform(AxisTransform):
         loops = _compiled.block_loops()
         assert loops is not None, "rows_numerators follows checked_leaf_sums"
         parent, fanout, _, leaf_row = self._tree_arrays
-        table = np.empty((0, 0)) if divisors is None else divisors
         loops.nominal_haar_numerators(lines, sums, out, parent, fanout, leaf_row, self._internal_rows, first,
-                                      haar.levels, haar.rows_head_levels, table, rint)
+                                      haar.levels, haar.rows_head_levels, loop_table(divisors), rint)
 
     @cached_property
     def _internal_rows(self) -> np.ndarray:
