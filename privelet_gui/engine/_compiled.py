@@ -3,11 +3,17 @@
 :class:`~privelet_gui.engine.exact.ExactSampler` decides nearly every draw from two words
 and one table look-up; in numpy that takes some thirty passes over each round of draws,
 which hold the GIL between them. Here one loop, which releases the GIL, adds those draws
-to the coefficients; a second finds V of the rare ones it leaves (about 0.7 %: V searched in
-the thresholds, C not proved 0) and what is still open, and a third adds them once the
-sampler has drawn the bits those need, in the numpy passes' order; the "-0" draws that CKS
-draws again are left to the numpy code. The same bits give the same values either way (tests/engine/test_sampler_pins.py
-pins both paths and compares them where ties and open draws are forced).
+to the coefficients and, in the same call, finds V of the rare ones it leaves (about 0.7 %: V
+searched in the thresholds, C not proved 0) and what is still open; two more decide C for the
+draws it is not proved 0 for, and the last adds the rare draws, once the sampler has drawn the
+bits they need, in the numpy passes' order; the "-0" draws that CKS draws again are left to the
+numpy code. Every Python step between these calls counts: after a loop over a round's arrays
+each numpy call took 10 to 20 us here instead of 1 (the interpreter's and numpy's code and
+data evicted from the CPU's caches), and a round's forty such steps were a tenth of the
+sampler's time; in these loops the exact sampler takes 5.3 ns a draw instead of 6.0 (epsilon 1,
+one thread, Brazil's scale; 6.6 instead of 7.3 at epsilon 0.1). The same bits give the same
+values either way (tests/engine/test_sampler_pins.py pins both paths and compares them where
+ties and open draws are forced).
 
 The Haar transform's levels in the pipeline's rows layout
 (:meth:`~privelet_gui.engine.haar.HaarTransform.rows_numerators` and ``rows_inverse``) are
@@ -46,7 +52,6 @@ process: 0.4 to 0.5 s against 3.4 s the first time on a machine, measured here).
 
 from __future__ import annotations
 
-import functools
 import math
 import threading
 import warnings
@@ -69,30 +74,30 @@ __all__ = [
 ]
 
 
-def _add_common_draws(
-    part: np.ndarray,
-    fair: np.ndarray,
-    prefixes: np.ndarray,
-    word_guide: np.ndarray,
-    low_bits: int,
-    sign_shift: int,
-    signless: int,
-    open_threshold: int,
-    rare: np.ndarray,
-    again: np.ndarray,
-) -> tuple[int, int]:
+# The exact sampler's round (ExactSampler._add_round_compiled): the rows of its int64 scratch
+# array (ROUND_ROWS of them, each a round long), and the entries of its parameters.
+RARE, AGAIN, QUOTIENTS, CORRECTIONS, TIES, OPENED, COUNTS, LOWER = range(8)
+ROUND_ROWS = 8
+LOW_BITS, SIGN_SHIFT, SIGNLESS, OPEN_THRESHOLD, C_SHIFT, C_BITS = range(6)
+
+
+def _add_common_draws(part: np.ndarray, fair: np.ndarray, prefixes: np.ndarray, word_guide: np.ndarray,
+                      params: np.ndarray, rare: np.ndarray, again: np.ndarray) -> tuple[int, int]:
     """Add each draw of the round that the guide table and C's first bits decide to ``part``.
 
-    ``fair`` and ``prefixes`` are the round's fair words (the sign on bit ``sign_shift``, then
-    C's first bits, then L's ``low_bits`` digits) and V's 32-bit prefixes; C is proved 0 when
-    the fair word without its sign (``word & signless``) is below ``open_threshold``. The other
-    draws go to ``rare`` (V's prefix ties or needs a search, or C is not proved 0) and to
-    ``again`` (the sign set on a zero magnitude: CKS draws it again), by position, ascending;
-    their ``part`` values are left as they were. Returns how many of each.
+    ``fair`` and ``prefixes`` are the round's fair words (the sign on bit ``SIGN_SHIFT``, then
+    C's first bits, then L's ``LOW_BITS`` digits) and V's 32-bit prefixes; C is proved 0 when
+    the fair word without its sign (``word & SIGNLESS``) is below ``OPEN_THRESHOLD`` (the
+    entries of ``params``). The other draws go to ``rare`` (V's prefix ties or needs a search,
+    or C is not proved 0) and to ``again`` (the sign set on a zero magnitude: CKS draws it
+    again), by position, ascending; their ``part`` values are left as they were. Returns how
+    many of each.
 
     (Short-circuit ``and``/``or`` on purpose: numba makes the bitwise forms two to three
     times slower here.)
     """
+    low_bits, sign_shift = params[LOW_BITS], params[SIGN_SHIFT]
+    signless, open_threshold = params[SIGNLESS], params[OPEN_THRESHOLD]
     low_mask = (np.int64(1) << low_bits) - 1
     rare_count = 0
     again_count = 0
@@ -116,29 +121,32 @@ def _add_common_draws(
     return rare_count, again_count
 
 
-def _rare_quotients(
-    fair: np.ndarray,
-    prefixes: np.ndarray,
-    rare: np.ndarray,
-    word_guide: np.ndarray,
-    ascending: np.ndarray,
-    at_most: np.ndarray,
-    signless: int,
-    open_threshold: int,
-    quotients: np.ndarray,
-    flags: np.ndarray,
-) -> None:
-    """V of each draw at the positions ``rare`` that :func:`_add_common_draws` left (a binary
-    search of the ``ascending`` thresholds where the guide entry is flagged; ``at_most[j]``:
-    the largest of the first j thresholds, 0 for none) into ``quotients``, and what is still
-    open into ``flags``: 1 where V ties a threshold (more bits decide it), 2 where C is not
-    proved 0, 0 where the draw is decided."""
-    for j in range(rare.size):
+def _add_round_draws(part: np.ndarray, fair: np.ndarray, prefixes: np.ndarray, word_guide: np.ndarray,
+                     ascending: np.ndarray, at_most: np.ndarray, params: np.ndarray, scratch: np.ndarray,
+                     first_c: np.ndarray) -> tuple[int, int, int, int]:
+    """:func:`_add_common_draws` (into the rows ``RARE`` and ``AGAIN`` of ``scratch``), then the
+    rare draws it leaves sorted out, in one call (each Python step between compiled ones costs
+    10 to 20 us here: it runs with caches that the round's arrays have just filled).
+
+    For each rare draw, by its place among them: V (a binary search of the ``ascending``
+    thresholds where the guide entry is flagged; ``at_most[j]``: the largest of the first j
+    thresholds, 0 for none) into row ``QUOTIENTS`` and a zero C into ``CORRECTIONS``. The
+    places of the draws whose V's prefix ties a threshold (more bits decide V) go to row
+    ``TIES``, those of the draws whose C is not proved 0 to ``OPENED``, with C's first
+    ``C_BITS`` bits (from bit ``C_SHIFT`` of the fair word) into ``first_c``. Returns how many
+    rare, "-0", tied and opened draws there are."""
+    rare = scratch[RARE]
+    rare_count, again_count = _add_common_draws(part, fair, prefixes, word_guide, params, rare, scratch[AGAIN])
+    signless, open_threshold = params[SIGNLESS], params[OPEN_THRESHOLD]
+    c_shift = np.uint64(params[C_SHIFT])
+    c_mask = (np.uint64(1) << np.uint64(params[C_BITS])) - np.uint64(1)
+    tie_count = 0
+    open_count = 0
+    for j in range(rare_count):
         i = rare[j]
         prefix = np.int64(prefixes[i])
         entry = (np.int64(word_guide[prefix >> 16]) - prefix) & 0xFFFFFFFF
         quotient = entry >> 16
-        tie = False
         if (entry | 0x7FFF0000) >= 0x7FFFFFFF:  # flagged or a tie: the thresholds at most the prefix
             low, high = 0, ascending.size
             while low < high:
@@ -148,40 +156,94 @@ def _rare_quotients(
                 else:
                     high = middle
             quotient = np.int64(ascending.size - low)
-            tie = np.int64(at_most[low]) == prefix
-        opened = (np.int64(fair[i]) & signless) >= open_threshold
-        quotients[j] = quotient
-        flags[j] = (1 if tie else 0) | (2 if opened else 0)
+            if np.int64(at_most[low]) == prefix:
+                scratch[TIES, tie_count] = j
+                tie_count += 1
+        scratch[QUOTIENTS, j] = quotient
+        scratch[CORRECTIONS, j] = 0
+        if (np.int64(fair[i]) & signless) >= open_threshold:
+            scratch[OPENED, open_count] = j
+            first_c[open_count] = (np.uint64(fair[i]) >> c_shift) & c_mask
+            open_count += 1
+    return rare_count, again_count, tie_count, open_count
 
 
-def _add_rare_draws(
-    part: np.ndarray,
-    fair: np.ndarray,
-    rare: np.ndarray,
-    quotients: np.ndarray,
-    corrections: np.ndarray,
-    low_bits: int,
-    sign_shift: int,
-    again: np.ndarray,
-) -> int:
-    """Add the draws at the positions ``rare`` once their V (``quotients``) and C
-    (``corrections``, whose set bits clear L's) are decided; the "-0" ones go to ``again``
-    (their count is returned)."""
+def _open_counts(extended: np.ndarray, more: np.ndarray, params: np.ndarray, below_thresholds: np.ndarray,
+                 tie_by_count: np.ndarray, top_by_count: np.ndarray, scratch: np.ndarray) -> tuple[int, int]:
+    """For the opened draws (C not proved 0): their uniform's first 64 bits, C's first bits
+    (``extended``, as :func:`_add_round_draws` left them) followed by the top bits of a fresh
+    word each (``more``), into ``extended``; the count of ``below_thresholds`` below each into
+    row ``COUNTS`` of ``scratch`` (numpy's ``searchsorted``, left), and the places of those equal
+    to the threshold they may tie with (``tie_by_count``: more bits decide them) into ``TIES``.
+    Without a tie, :func:`_open_tops` follows in the same call. Returns how many ties there are
+    and what :func:`_open_tops` returns (-1 when it is left to the caller, after the ties)."""
+    c_bits = np.uint64(params[C_BITS])
+    up = np.uint64(64) - c_bits
+    tie_count = 0
+    for k in range(extended.size):
+        uniform = (extended[k] << up) | (more[k] >> c_bits)
+        extended[k] = uniform
+        low, high = 0, below_thresholds.size
+        while low < high:
+            middle = (low + high) >> 1
+            if below_thresholds[middle] < uniform:
+                low = middle + 1
+            else:
+                high = middle
+        scratch[COUNTS, k] = low
+        if tie_by_count[low] == uniform:
+            scratch[TIES, tie_count] = k
+            tie_count += 1
+    if tie_count:
+        return tie_count, -1
+    return 0, _open_tops(top_by_count, scratch, extended.size)
+
+
+def _open_tops(top_by_count: np.ndarray, scratch: np.ndarray, open_count: int) -> int:
+    """C's highest set bit (``top_by_count`` of each opened draw's count in row ``COUNTS``) as the
+    correction of its rare draw (row ``CORRECTIONS``), and the places among the opened draws of
+    those with bits below it to decide (a count above 1) into row ``LOWER``; returns how many."""
+    lower_count = 0
+    for k in range(open_count):
+        count = scratch[COUNTS, k]
+        scratch[CORRECTIONS, scratch[OPENED, k]] = np.int64(top_by_count[count])
+        if count > 1:
+            scratch[LOWER, lower_count] = k
+            lower_count += 1
+    return lower_count
+
+
+def _lower_rows(words: np.ndarray, lower_by_count: np.ndarray, scratch: np.ndarray) -> int:
+    """Of the opened draws in row ``LOWER`` (one fresh word each, ``words``), the rows of those
+    whose word is not below ``R(top, 0)`` (``lower_by_count`` of their count: C has more set
+    bits, followed down in Python) into row ``TIES``; returns how many."""
+    row_count = 0
+    for row in range(words.size):
+        if words[row] >= lower_by_count[scratch[COUNTS, scratch[LOWER, row]]]:
+            scratch[TIES, row_count] = row
+            row_count += 1
+    return row_count
+
+
+def _add_rare_draws(part: np.ndarray, fair: np.ndarray, params: np.ndarray, scratch: np.ndarray, rare_count: int) -> int:
+    """Add the rare draws (row ``RARE``) once their V (``QUOTIENTS``) and C (``CORRECTIONS``,
+    whose set bits clear L's) are decided; the "-0" ones go to row ``LOWER`` (their count is
+    returned)."""
+    low_bits, sign_shift = params[LOW_BITS], params[SIGN_SHIFT]
     low_mask = (np.int64(1) << low_bits) - 1
     again_count = 0
-    for j in range(rare.size):
-        i = rare[j]
+    for j in range(rare_count):
+        i = scratch[RARE, j]
         word = np.int64(fair[i])
         negative = (word >> sign_shift) & 1
-        remainder = word & low_mask & ~np.int64(corrections[j])
-        magnitude = (quotients[j] << low_bits) | remainder
+        remainder = word & low_mask & ~scratch[CORRECTIONS, j]
+        magnitude = (scratch[QUOTIENTS, j] << low_bits) | remainder
         if magnitude == 0 and negative:
-            again[again_count] = i
+            scratch[LOWER, again_count] = i
             again_count += 1
             continue
         part[i] += float(magnitude * (1 - 2 * negative))
     return again_count
-
 
 
 def _checked_sum(cells: np.ndarray) -> float:
@@ -552,8 +614,10 @@ def _grid_scale(rows: np.ndarray, factors_rows: np.ndarray, factors_columns: np.
 class SamplerLoops:
     """The exact sampler's compiled loops (numba's dispatchers, typed by their signatures in _LOOPS)."""
 
-    add_common: Callable[..., Any]  # _add_common_draws
-    rare_quotients: Callable[..., Any]  # _rare_quotients
+    add_round: Callable[..., Any]  # _add_round_draws
+    open_counts: Callable[..., Any]  # _open_counts
+    open_tops: Callable[..., Any]  # _open_tops
+    lower_rows: Callable[..., Any]  # _lower_rows
     add_rare: Callable[..., Any]  # _add_rare_draws
 
 
@@ -602,20 +666,16 @@ _READ_ONLY_3D = "Array(float64, 3, 'C', readonly=True)"
 # up to M = 23, else 64). All are compiled at once, in this order (that of SamplerLoops',
 # HaarRowsLoops', BlockLoops' and GridLoops' fields).
 _LOOPS: list[tuple[Callable[..., object], list[str]]] = [
-    (_add_common_draws, [
-        f"UniTuple(int64, 2)(float64[::1], {fair}[::1], uint32[::1], uint32[::1], int64, int64, int64, int64, "
-        "int64[::1], int64[::1])"
+    (_add_round_draws, [
+        f"UniTuple(int64, 4)(float64[::1], {fair}[::1], uint32[::1], uint32[::1], uint32[::1], uint32[::1], "
+        "int64[::1], int64[:, ::1], uint64[::1])"
         for fair in ("uint32", "uint64")
     ]),
-    (_rare_quotients, [
-        f"void({fair}[::1], uint32[::1], int64[::1], uint32[::1], uint32[::1], uint32[::1], int64, int64, "
-        "int64[::1], uint8[::1])"
-        for fair in ("uint32", "uint64")
-    ]),
-    (_add_rare_draws, [
-        f"int64(float64[::1], {fair}[::1], int64[::1], int64[::1], uint64[::1], int64, int64, int64[::1])"
-        for fair in ("uint32", "uint64")
-    ]),
+    (_open_counts, ["UniTuple(int64, 2)(uint64[::1], uint64[::1], int64[::1], uint64[::1], uint64[::1], uint64[::1], "
+                    "int64[:, ::1])"]),
+    (_open_tops, ["int64(uint64[::1], int64[:, ::1], int64)"]),
+    (_lower_rows, ["int64(uint64[::1], uint64[::1], int64[:, ::1])"]),
+    (_add_rare_draws, [f"int64(float64[::1], {fair}[::1], int64[::1], int64[:, ::1], int64)" for fair in ("uint32", "uint64")]),
     (_haar_rows_forward, ["void(float64[:, ::1], float64[::1], int64, int64, float64[:, ::1], boolean)"]),
     (_haar_rows_inverse, ["void(float64[::1], float64[:, ::1], int64, int64, float64[:, ::1])"]),
     # the counts read-only (a frozen or memory-mapped matrix): that type takes writable arrays too
@@ -643,9 +703,11 @@ _LOOPS: list[tuple[Callable[..., object], list[str]]] = [
 _FASTMATH: dict[Callable[..., object], set[str]] = {_checked_sum: {"reassoc"}, _checked_padding: {"reassoc"}}
 
 # Functions the loops call (see _compiled_kernels).
-_HELPERS: list[Callable[..., object]] = [_haar_row_forward]
+_HELPERS: list[Callable[..., object]] = [_haar_row_forward, _add_common_draws, _open_tops]
 
 _BUILDING = threading.Lock()
+# What _compiled_kernels gave (None: the numpy passes), once it has run; empty before.
+_built: list[_Kernels | None] = []
 
 
 def sampler_loops() -> SamplerLoops | None:
@@ -682,11 +744,14 @@ def prepare_compiled() -> bool:
 
 
 def _kernels() -> _Kernels | None:
-    with _BUILDING:  # a release's threads ask at once: one of them compiles, the others wait for it
-        return _compiled_kernels()
+    # asked for every tile of a release: once built, no lock for the threads to meet at
+    if not _built:
+        with _BUILDING:  # a release's threads ask at once: one of them compiles, the others wait for it
+            if not _built:
+                _built.append(_compiled_kernels())
+    return _built[0]
 
 
-@functools.cache
 def _compiled_kernels() -> _Kernels | None:
     try:
         import numba
@@ -707,5 +772,5 @@ def _compiled_kernels() -> _Kernels | None:
         warnings.warn(f"numba could not compile the release's loops, which run as numpy passes: {error}",
                       RuntimeWarning, stacklevel=2)
         return None
-    return _Kernels(SamplerLoops(*loops[:3]), HaarRowsLoops(*loops[3:5]), BlockLoops(*loops[5:13]),
-                    GridLoops(*loops[13:]))
+    return _Kernels(SamplerLoops(*loops[:5]), HaarRowsLoops(*loops[5:7]), BlockLoops(*loops[7:15]),
+                    GridLoops(*loops[15:]))

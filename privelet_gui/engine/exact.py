@@ -48,8 +48,9 @@ system for every release that is not seeded (:mod:`privelet_gui.engine.bits`).
 The sum with the rounded coefficient is exact (int64 limbs,
 :func:`~privelet_gui.engine.noise.add_in_limbs`, when it could pass 2**52). Float64 sums
 with numba installed (the ``fast`` extra) are formed in compiled loops (:mod:`._compiled`):
-the draws that the guide table and C's first bits decide in one, the rare ones in two more,
-their extra bits drawn here in the order the numpy passes draw them: the same values.
+the draws that the guide table and C's first bits decide in one, which also sorts out the
+rare ones, and those in three more, their extra bits drawn here in the order the numpy passes
+draw them: the same values.
 """
 
 from __future__ import annotations
@@ -187,7 +188,7 @@ class ExactSampler:
 
     The tables are built when the sampler is made (once per release) and only read
     afterwards: threads share one sampler, each with its own generator (and its own
-    scratch arrays for :meth:`add`'s rounds, 6.4 MiB, kept while the thread lives).
+    scratch arrays for :meth:`add`'s rounds, 9 MiB, kept while the thread lives).
 
     Bits per draw: 32 for V's uniform (its first bits; more on a tie) and one word of
     fair bits, 32 bits when M <= 23 (else 64): the sign on top, then the first 8 to 16
@@ -220,6 +221,10 @@ class ExactSampler:
         self._c_shift = self._fair_bits - 1 - self._c_bits
         self._signless = (1 << (self._fair_bits - 1)) - 1
         self._open_threshold = self.zero_threshold << self._c_shift if self.low_bits else self._signless + 1
+        params = {_compiled.LOW_BITS: self.low_bits, _compiled.SIGN_SHIFT: self._fair_bits - 1,
+                  _compiled.SIGNLESS: self._signless, _compiled.OPEN_THRESHOLD: self._open_threshold,
+                  _compiled.C_SHIFT: self._c_shift, _compiled.C_BITS: self._c_bits}
+        self._round_params = np.array([params[entry] for entry in sorted(params)], dtype=np.int64)
 
     @property
     def words_per_draw(self) -> float:
@@ -530,16 +535,19 @@ class ExactSampler:
             return add_in_limbs(units.reshape(-1), quotient, remainder, shift).reshape(units.shape)
         flat = units.reshape(-1)  # a copy if units is not C-contiguous: the result is flat
         bits = rng.bit_generator
-        buffers = _thread_buffers()
         # the compiled loops read C's first bits from the fair word: always so for float64 sums
         loops = _compiled.sampler_loops() if self._packed or not self.low_bits else None
+        buffers = _thread_buffers() if loops is None else None
+        scratch = _thread_scratch() if loops is not None else None
         for start in range(0, flat.size, _CHUNK):
             part = flat[start : start + _CHUNK]
             # |units| < 2**52 and |noise| < 2**52: every sum is exact, in whatever order
             if loops is None:
+                assert buffers is not None
                 again = self._add_round(bits, part, buffers)
             else:
-                again = self._add_round_compiled(loops, bits, part, buffers)
+                assert scratch is not None
+                again = self._add_round_compiled(loops, bits, part, scratch)
             if again.size:  # CKS: start again on "-0"
                 noise = np.zeros(again.size)
                 pending = np.arange(again.size)
@@ -556,38 +564,47 @@ class ExactSampler:
         return again
 
     def _add_round_compiled(
-        self, loops: _compiled.SamplerLoops, bits: np.random.BitGenerator, part: np.ndarray, buffers: _RoundBuffers,
+        self, loops: _compiled.SamplerLoops, bits: np.random.BitGenerator, part: np.ndarray, scratch: _RoundScratch,
     ) -> np.ndarray:
-        """:meth:`_add_round` in the compiled ``loops``: the common draws in one loop, then V of
-        the rare ones in a second and, once the bits that :meth:`_decide` draws for them are drawn
-        here (V's ties, then C's uniforms), those draws in a third: the same bits in the same
-        order, the same values."""
+        """:meth:`_add_round` in the compiled ``loops``: the common draws added and the rare ones
+        sorted out in one loop; once the bits that :meth:`_decide` draws for those are drawn here
+        (V's ties, then C's uniforms, then the words for C's lower bits), they are added by the
+        last. The same bits in the same order, the same values; a round takes four compiled calls
+        and three of the generator, where :meth:`_decide`'s order took some forty numpy calls."""
         fair, w, _ = self._words(bits, part.size)
-        rare_count, again_count = loops.add_common(
-            part, fair, w, self._word_guide, self.low_bits, self._fair_bits - 1, self._signless,
-            self._open_threshold, buffers.rare, buffers.again,
-        )
-        again = buffers.again[:again_count]
+        rows, params = scratch.rows, self._round_params
+        rare_count, again_count, tie_count, open_count = loops.add_round(
+            part, fair, w, self._word_guide, self._ascending, self._at_most, params, rows, scratch.first_c)
+        again = rows[_compiled.AGAIN, :again_count]
         if not rare_count:
             return again
-        rare = buffers.rare[:rare_count]
-        quotients, flags = np.empty(rare_count, dtype=np.int64), np.empty(rare_count, dtype=np.uint8)
-        loops.rare_quotients(fair, w, rare, self._word_guide, self._ascending, self._at_most, self._signless,
-                             self._open_threshold, quotients, flags)
-        # _decide's order: V's ties first (their bits), then C's uniforms (theirs)
-        for index in np.flatnonzero(flags & 1).tolist():
+        rare, quotients = rows[_compiled.RARE], rows[_compiled.QUOTIENTS]
+        for index in rows[_compiled.TIES, :tie_count].tolist():  # V's ties first (their bits)
             quotients[index] = self._resolve_quotient(int(w[rare[index]]), int(quotients[index]), bits)
-        corrections = np.zeros(rare_count, dtype=np.uint64)
-        opened = np.flatnonzero(flags & 2)
-        if opened.size:
-            kind = fair.dtype.type
-            wc = (fair[rare[opened]] >> kind(self._c_shift)) & kind((1 << self._c_bits) - 1)
-            more = np.uint64(self._c_bits)
-            extended = (wc.astype(np.uint64) << (np.uint64(_WORD) - more)) | (bits.random_raw(opened.size) >> more)
-            corrections[opened] = self._corrections(extended, bits)
-        redraws = np.empty(rare_count, dtype=np.int64)
-        redraw_count = loops.add_rare(part, fair, rare, quotients, corrections, self.low_bits, self._fair_bits - 1, redraws)
-        return np.union1d(again, redraws[:redraw_count]) if redraw_count else again
+        if open_count:  # then C's uniforms (theirs)
+            self._open_corrections(loops, bits, scratch, open_count)
+        redraw_count = loops.add_rare(part, fair, params, rows, rare_count)
+        return np.union1d(again, rows[_compiled.LOWER, :redraw_count]) if redraw_count else again
+
+    def _open_corrections(self, loops: _compiled.SamplerLoops, bits: np.random.BitGenerator, scratch: _RoundScratch,
+                          open_count: int) -> None:
+        """:meth:`_corrections` of the round's opened draws (C not proved 0), into the scratch's
+        row of corrections: the same bits, drawn in the same order."""
+        rows, extended = scratch.rows, scratch.first_c[:open_count]
+        top_ties, lower_count = loops.open_counts(extended, bits.random_raw(open_count), self._round_params,
+                                                  self.below_thresholds, self._tie_by_count, self._top_by_count, rows)
+        if top_ties:
+            counts = rows[_compiled.COUNTS]
+            for index in rows[_compiled.TIES, :top_ties].tolist():
+                counts[index] = self._resolve_top(int(extended[index]), bits) + 1
+            lower_count = loops.open_tops(self._top_by_count, rows, open_count)
+        if not lower_count:
+            return
+        words = bits.random_raw(lower_count)
+        for row in rows[_compiled.TIES, : loops.lower_rows(words, self._lower_by_count, rows)].tolist():
+            opened = int(rows[_compiled.LOWER, row])
+            lower = self._lower_bits(int(rows[_compiled.COUNTS, opened]) - 1, int(words[row]), bits)
+            rows[_compiled.CORRECTIONS, rows[_compiled.OPENED, opened]] |= lower
 
     def _float_noise(
         self, bits: np.random.BitGenerator, count: int, buffers: _RoundBuffers | None
@@ -639,20 +656,35 @@ class _RoundBuffers:
         self.remainder = np.empty(size, dtype=np.uint64)  # L (its 32-bit view for 32-bit fair words)
         self.flags = np.empty((3, size), dtype=bool)  # V open, C open, either (or a "-0")
         self.noise = np.empty(size)
-        # positions of the draws the first compiled loop leaves: the rare ones and the "-0" ones
-        self.rare = np.empty(size, dtype=np.int64)
-        self.again = np.empty(size, dtype=np.int64)
+
+
+class _RoundScratch:
+    """Scratch arrays for one round of the compiled loops' draws (:meth:`ExactSampler._add_round_compiled`),
+    reused round after round by one thread: the rows named in :mod:`._compiled` (the rare draws'
+    places and values), and C's first bits of the opened ones, then their uniforms' first 64 bits."""
+
+    def __init__(self, size: int = _CHUNK):
+        self.rows = np.empty((_compiled.ROUND_ROWS, size), dtype=np.int64)
+        self.first_c = np.empty(size, dtype=np.uint64)
 
 
 _local = threading.local()
 
 
 def _thread_buffers() -> _RoundBuffers:
-    """This thread's :class:`_RoundBuffers` (made on its first round)."""
+    """This thread's :class:`_RoundBuffers` (made on its first round of numpy passes)."""
     buffers: _RoundBuffers | None = getattr(_local, "buffers", None)
     if buffers is None:
         buffers = _local.buffers = _RoundBuffers()
     return buffers
+
+
+def _thread_scratch() -> _RoundScratch:
+    """This thread's :class:`_RoundScratch` (made on its first round of compiled loops)."""
+    scratch: _RoundScratch | None = getattr(_local, "scratch", None)
+    if scratch is None:
+        scratch = _local.scratch = _RoundScratch()
+    return scratch
 
 
 @lru_cache(maxsize=32)

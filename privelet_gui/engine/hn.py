@@ -55,7 +55,7 @@ class TransformPlan:
         """Shape of M."""
         return tuple(t.size for t in self.transforms)
 
-    @property
+    @cached_property
     def transformed_axes(self) -> tuple[int, ...]:
         return tuple(i for i, t in enumerate(self.transforms) if t.kind != "identity")
 
@@ -82,9 +82,9 @@ class TransformPlan:
         """Largest product of per-axis denominators (weighted coefficient = z / denominator)."""
         return math.prod(t.max_denominator for t in self.transforms)
 
-    @property
+    @cached_property
     def growth(self) -> float:
-        """max |z| <= growth * n for a matrix of n tuples."""
+        """max |z| <= growth * n for a matrix of n tuples (asked by every block of a release)."""
         return math.prod(t.growth for t in self.transforms)
 
     def numerators(self, matrix: np.ndarray) -> np.ndarray:

@@ -103,9 +103,10 @@ _PENCIL_AXES_CELLS = 1 << 10
 # Cells checked at once: the check's temporaries stay in the L2 cache.
 _CHECK_CELLS = 1 << 16
 # What a sampler holds per thread besides its input: the exact sampler's round of 2**17 draws
-# keeps its scratch arrays (6.4 MiB, kept while the thread lives) and its add() peaks at 7.9 MiB
-# (epsilon 0.1) to 8.6 MiB (epsilon 1), measured with tracemalloc on a new thread.
-_SAMPLER_BYTES = 9 << 20
+# keeps its scratch arrays (9 MiB for the compiled loops, kept while the thread lives; 4.4 MiB for
+# the numpy passes) and its add() peaks at 10.0 MiB (epsilon 1) to 10.5 MiB (epsilon 0.1), measured
+# with tracemalloc on a new thread (the numpy passes: 5.4 to 5.9 MiB).
+_SAMPLER_BYTES = 11 << 20
 
 
 def release_blocks(

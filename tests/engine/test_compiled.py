@@ -18,9 +18,9 @@ from privelet_gui.engine.exact import ExactSampler
 @pytest.fixture
 def fresh_loop():
     """The compiled loops built again inside the test, and again (as normal) after it."""
-    _compiled._compiled_kernels.cache_clear()
+    _compiled._built.clear()
     yield
-    _compiled._compiled_kernels.cache_clear()
+    _compiled._built.clear()
 
 
 def test_threads_asking_at_once_share_one_build_of_the_loops(fresh_loop, monkeypatch):
@@ -60,7 +60,7 @@ def test_where_numba_cannot_cache_the_loop_is_compiled_for_this_run(fresh_loop, 
         return real_njit(*arguments, **options)
 
     monkeypatch.setattr(numba, "njit", njit)
-    kernel = _compiled.sampler_loops().add_common
+    kernel = _compiled.sampler_loops().add_round
     helpers = [{"inline": "always"}] * len(_compiled._HELPERS)  # compiled into their callers
     assert asked == helpers + [{"nogil": True, "cache": True, "fastmath": False}] + [
         {"nogil": True, "fastmath": _compiled._FASTMATH.get(loop, False)} for loop, _ in _compiled._LOOPS]
@@ -69,9 +69,13 @@ def test_where_numba_cannot_cache_the_loop_is_compiled_for_this_run(fresh_loop, 
     prefixes = np.full(4, 0xFFFF_FFFF, dtype=np.uint32)
     guide = np.zeros(1 << 16, dtype=np.uint32)
     guide[-1] = 0x1233  # less the prefix, modulo 2**32: 0x1234, V = 0 (high half), decided (no tie, no flag)
-    rare, again = np.empty(4, dtype=np.int64), np.empty(4, dtype=np.int64)
-    counts = kernel(part, fair, prefixes, guide, 23, 31, (1 << 31) - 1, 1 << 30, rare, again)
-    assert counts == (0, 1) and again[0] == 3
+    thresholds = np.zeros(1, dtype=np.uint32)  # no draw is searched
+    params = np.empty(6, dtype=np.int64)
+    params[[_compiled.LOW_BITS, _compiled.SIGN_SHIFT, _compiled.SIGNLESS, _compiled.OPEN_THRESHOLD, _compiled.C_SHIFT,
+            _compiled.C_BITS]] = 23, 31, (1 << 31) - 1, 1 << 30, 23, 8
+    scratch = np.empty((_compiled.ROUND_ROWS, 4), dtype=np.int64)
+    counts = kernel(part, fair, prefixes, guide, thresholds, thresholds, params, scratch, np.empty(4, dtype=np.uint64))
+    assert counts == (0, 1, 0, 0) and scratch[_compiled.AGAIN, 0] == 3  # no rare draw, one "-0"
     np.testing.assert_array_equal(part, [5.0, -5.0, 0.0, 0.0])
 
 
@@ -99,5 +103,5 @@ def test_the_loop_is_compiled_for_both_word_sizes_before_any_release(fresh_loop)
     assert _compiled.prepare_compiled()
     loops = _compiled.sampler_loops()
     # each with the fair words at its argument ``fair``
-    for loop, fair in ((loops.add_common, 1), (loops.rare_quotients, 0), (loops.add_rare, 1)):
+    for loop, fair in ((loops.add_round, 1), (loops.add_rare, 1)):
         assert {str(signature[fair].dtype) for signature in loop.signatures} == {"uint32", "uint64"}

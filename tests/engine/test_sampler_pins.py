@@ -180,7 +180,7 @@ def test_the_compiled_loops_draw_the_float_sums_when_numba_is_there(monkeypatch)
     loops = _compiled.sampler_loops()
     if loops is None:
         pytest.skip("numba is not installed (the fast extra)")
-    calls: dict[str, list[int]] = {"add_common": [], "rare_quotients": [], "add_rare": []}
+    calls: dict[str, list[int]] = {"add_round": [], "open_counts": [], "add_rare": []}
 
     def counted(name):
         def run(*args):
@@ -190,8 +190,11 @@ def test_the_compiled_loops_draw_the_float_sums_when_numba_is_there(monkeypatch)
 
     monkeypatch.setattr(_compiled, "sampler_loops", lambda: dataclasses.replace(loops, **{n: counted(n) for n in calls}))
     ExactSampler(Fraction(1, 2**20)).add(np.zeros(300_001), _generator("pcg", 1))
-    # every round leaves rare draws (searched V, C not proved 0) to the second and third loops
-    assert calls == {name: [2**17, 2**17, 300_001 - 2**18] for name in calls}
+    # every round leaves rare draws (searched V, C not proved 0) to the later loops
+    rounds = [2**17, 2**17, 300_001 - 2**18]
+    assert calls["add_round"] == calls["add_rare"] == rounds
+    # about 2**-9 of the draws have C not proved 0 (the loop gets their uniforms' first bits)
+    assert len(calls["open_counts"]) == 3 and all(0 < opened < size / 2**7 for opened, size in zip(calls["open_counts"], rounds, strict=True))
     calls = {name: [] for name in calls}
     ExactSampler(Fraction(1, 2**46)).add(np.zeros(1_000), _generator("pcg", 1))  # limbs: no float sums
     assert calls == {name: [] for name in calls}
@@ -277,18 +280,19 @@ def test_threads_sharing_a_sampler_draw_what_each_would_alone(kind, exact_path):
 
 
 class _ScriptedBits:
-    """A bit generator whose first words are given (a round's fair words and V's prefixes),
-    then a PCG64's: where the rare draws' extra bits come from."""
+    """A bit generator whose first calls' words are given (a round's fair words and V's
+    prefixes, then perhaps the opened draws' next words), then a PCG64's: where the rare
+    draws' extra bits come from."""
 
-    def __init__(self, first: np.ndarray, seed: int):
-        self.first: np.ndarray | None = first
+    def __init__(self, first: np.ndarray, seed: int, *then: np.ndarray):
+        self.scripted = [first, *then]
         self.rest = np.random.PCG64(seed)
 
     def random_raw(self, size: int | None = None):
-        if self.first is not None:
-            first, self.first = self.first, None
-            assert size == first.size
-            return first.copy()
+        if self.scripted:
+            words = self.scripted.pop(0)
+            assert size == words.size
+            return words.copy()
         return self.rest.random_raw(size)
 
 
@@ -317,12 +321,49 @@ def test_ties_searches_and_open_draws_take_the_same_bits_on_both_paths(theta, mo
     for path in ("numpy", "compiled"):
         bits = _ScriptedBits(words, seed=11)
         part = np.arange(count, dtype=np.float64)
-        buffers = exact_module._RoundBuffers()
-        again = (sampler._add_round(bits, part, buffers) if path == "numpy"
-                 else sampler._add_round_compiled(loops, bits, part, buffers))
+        again = (sampler._add_round(bits, part, exact_module._RoundBuffers()) if path == "numpy"
+                 else sampler._add_round_compiled(loops, bits, part, exact_module._RoundScratch()))
         results.append((part.view(np.uint64).copy(), np.asarray(again).copy(), bits.rest.random_raw(4)))
     (numpy_part, numpy_again, numpy_next), (ours, our_again, our_next) = results
     np.testing.assert_array_equal(ours, numpy_part)
     np.testing.assert_array_equal(our_again, numpy_again)
     np.testing.assert_array_equal(our_next, numpy_next)  # the same number of extra words drawn
     assert np.isin(numpy_again, np.arange(2, count, 11)).any()  # "-0" after a tie: the rare path's own redraws
+
+
+def test_uniforms_equal_to_a_threshold_of_c_take_the_same_bits_on_both_paths(monkeypatch):
+    # C's uniform equal to one of its thresholds in all its first 64 bits (chance: 2**-64 a draw)
+    # is decided by more bits (_resolve_top) before C's lower bits are drawn: forced here for half
+    # of a round whose draws all have C not proved 0, both paths word for word.
+    loops = _compiled.sampler_loops()
+    if loops is None:
+        pytest.skip("numba is not installed (the fast extra)")
+    monkeypatch.setattr(exact_module, "_RATE_BITS", 0)  # C is often non-zero: thresholds far apart
+    sampler = ExactSampler(Fraction(1, 37))
+    assert sampler._fair_bits == 32 and sampler._packed
+    count, c_bits = 64, sampler._c_bits
+    source = np.random.default_rng(3)
+    thresholds = sampler.below_thresholds[source.integers(0, sampler.below_thresholds.size, count)]
+    # the fair words: sign 0, C's first bits those of the threshold, L's digits random
+    first_c = (thresholds >> np.uint64(64 - c_bits)).astype(np.uint32)
+    assert np.all(first_c >= sampler.zero_threshold)  # C not proved 0: every draw opened
+    fair = (first_c << np.uint32(sampler._c_shift)) | source.integers(0, 1 << sampler.low_bits, count).astype(np.uint32)
+    prefixes = source.integers(0, 2**32, count, dtype=np.uint64).astype(np.uint32)
+    # the opened draws' next words: their top bits complete the threshold (a tie) or not
+    more = (thresholds << np.uint64(c_bits)) | source.integers(0, 1 << c_bits, count).astype(np.uint64)
+    more[1::2] = source.integers(0, 2**63, count // 2, dtype=np.uint64)
+    words = np.concatenate([fair, prefixes]).view(np.uint64)
+    results = []
+    for path in ("numpy", "compiled"):
+        bits = _ScriptedBits(words, 5, more)
+        part = np.zeros(count)
+        again = (sampler._add_round(bits, part, exact_module._RoundBuffers()) if path == "numpy"
+                 else sampler._add_round_compiled(loops, bits, part, exact_module._RoundScratch()))
+        results.append((part.view(np.uint64).copy(), np.asarray(again).copy(), bits.rest.random_raw(4)))
+        assert not bits.scripted  # both words' calls were made, with the counts scripted
+    (numpy_part, numpy_again, numpy_next), (ours, our_again, our_next) = results
+    np.testing.assert_array_equal(ours, numpy_part)
+    np.testing.assert_array_equal(our_again, numpy_again)
+    np.testing.assert_array_equal(our_next, numpy_next)
+    ties = (sampler._tie_by_count.take(np.searchsorted(sampler.below_thresholds, thresholds)) == thresholds)
+    assert ties[::2].all()  # the forced ones do tie (the loop for them ran)
