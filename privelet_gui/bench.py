@@ -19,7 +19,8 @@ are stated in, each measured in the same run:
   turn, and its peak additional memory;
 - the cost per cell of every mechanism from 2**21 to 2**27 cells (``--series`` runs this
   section alone): the Brazil shape with fewer or more ages (one S_A block per age and
-  gender for Privelet+), the smaller ones the best of more timings (up to 20);
+  gender for Privelet+), each the best of four timings at least (a spike of the machine's,
+  up to 1.5x a release here, lasts a release or two), the smaller ones of more (up to 20);
 - the first exact worst-case variance of the schema;
 - the calibration over epsilon (``--calibration`` runs this section alone): how much the
   effective noise scale exceeds lambda, from epsilon = 1e-12 to 1e12, for Basic,
@@ -297,7 +298,7 @@ def bench_series(epsilon: float, repeat: int) -> None:
         cells = []
         # Short releases (tens of ms at 2**21 cells) swing more with the machine's noise: more
         # timings for them, about as many seconds' worth as the biggest gets (at most 20).
-        timings = min(20, max(repeat, round(repeat * 2**27 / matrix.size / 8)))
+        timings = min(20, max(4, repeat, round(repeat * 2**27 / matrix.size / 8)))
         for name, spec in specs.items():
             seconds = best_of(timings, partial(spec.run, matrix, rng=rng))
             series[name].append(seconds / matrix.size * 1e9)
@@ -500,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  Privelet (S_A empty): peak additional {peak / 2**20:,.0f} MiB, ratio {peak / matrix.nbytes:.2f} (target <= 2)")
     bench_calibration(schema, sa, args.rows)
     bench_samplers(schema, matrix, sa, args.epsilon, args.repeat)
-    bench_series(args.epsilon, min(args.repeat, 2))
+    bench_series(args.epsilon, args.repeat)
     return 0
 
 
