@@ -22,13 +22,15 @@ given: such a release is reproducible and marked ``seeded`` (not private).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 from randomgen import AESCounter
 
 from .errors import PriveletError
 
-__all__ = ["BIT_SOURCE", "is_secure", "release_generator", "secure_generator", "spawn"]
+__all__ = ["BIT_SOURCE", "is_secure", "release_generator", "secure_generator", "spawn", "spawn_lazily"]
 
 #: How release files and the README name the bit source of unseeded releases.
 BIT_SOURCE = "aes128-ctr/os-key"
@@ -62,13 +64,29 @@ def spawn(generator: np.random.Generator, count: int) -> list[np.random.Generato
     built from a SeedSequence: its spawned children (reproducible from the seed). Any
     other generator: children seeded from its own output (reproducible too).
     """
+    return [make() for make in spawn_lazily(generator, count)]
+
+
+def spawn_lazily(generator: np.random.Generator, count: int) -> list[Callable[[], np.random.Generator]]:
+    """:func:`spawn`'s children, each made when it is called: their keys or seeds are drawn from
+    ``generator`` now, in order, so a child is the same whenever it is made. Making one takes 10
+    to 60 us (an AES key schedule and its buffers; a SeedSequence's mixing), twice that with cold
+    caches: a release's threads make their own blocks' instead of the thread that starts the
+    release making them all before any block can start (202 blocks at Brazil scale: 12 to 25 ms)."""
     bits = generator.bit_generator
     if isinstance(bits, AESCounter):
         words = bits.random_raw(2 * count).tolist()
-        keys = [words[2 * number] | words[2 * number + 1] << 64 for number in range(count)]
-        return [np.random.Generator(AESCounter(key=key, counter=0)) for key in keys]
-    try:
-        return generator.spawn(count)
-    except (TypeError, ValueError, AttributeError):  # a generator built without a SeedSequence
-        seeds = generator.integers(0, 2**63, size=count)
-        return [np.random.Generator(np.random.PCG64(int(seed))) for seed in seeds]
+        return [partial(_aes_generator, words[2 * number] | words[2 * number + 1] << 64) for number in range(count)]
+    seeds = getattr(bits, "seed_seq", None)
+    if isinstance(seeds, np.random.SeedSequence):  # as Generator.spawn makes them
+        return [partial(_seeded_generator, type(bits), child) for child in seeds.spawn(count)]
+    # a generator built without a SeedSequence
+    return [partial(_seeded_generator, np.random.PCG64, int(seed)) for seed in generator.integers(0, 2**63, size=count)]
+
+
+def _aes_generator(key: int) -> np.random.Generator:
+    return np.random.Generator(AESCounter(key=key, counter=0))
+
+
+def _seeded_generator(kind: type[np.random.BitGenerator], seed: int | np.random.SeedSequence) -> np.random.Generator:
+    return np.random.Generator(kind(seed))

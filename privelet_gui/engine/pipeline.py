@@ -138,7 +138,7 @@ def release_blocks(
     check_memory(_peak_bytes(plan, blocks, threads, output=not in_place))
     recycle_block_buffers()
     pipeline = _BlockPipeline(plan, calibration, sampler)
-    streams = _spawn(generator, len(blocks))
+    streams = _stream_makers(generator, len(blocks))
     noisy = matrix if in_place else output_array(matrix.shape)
     totals = [0] * len(blocks)
     if pipeline.is_big(_extent(blocks[0], matrix.shape), len(blocks)):
@@ -146,16 +146,16 @@ def release_blocks(
         # and prefaulting the intermediate in pass 1 measured 2-4% slower (S_A empty, Brazil).
         for number, index in enumerate(blocks):  # one big block at a time, on every thread
             part = steps.slice(number / len(blocks), (number + 1) / len(blocks))
-            totals[number] = pipeline.run_big(matrix[index], streams[number], noisy[index], part, threads)
+            totals[number] = pipeline.run_big(matrix[index], streams[number](), noisy[index], part, threads)
         return noisy, sum(totals)
     with contextlib.nullcontext() if in_place else prefaulted(noisy):
         if len(blocks) == 1:  # one small block: its tiles report progress
-            totals[0] = pipeline.run(matrix, streams[0], noisy, steps)
+            totals[0] = pipeline.run(matrix, streams[0](), noisy, steps)
         else:
 
             def fill(number: int) -> None:
                 index = blocks[number]
-                totals[number] = pipeline.run(matrix[index], streams[number], noisy[index])
+                totals[number] = pipeline.run(matrix[index], streams[number](), noisy[index])
 
             _run_parts(fill, len(blocks), threads, steps, "transform, noise and inverse", "block")
     return noisy, sum(totals)
@@ -173,7 +173,7 @@ def block_indices(plan: TransformPlan) -> list[tuple[slice, ...]]:
 
 def spawn_streams(generator: np.random.Generator, count: int) -> list[np.random.Generator]:
     """``count`` independent child generators of ``generator``, as the pipeline spawns them."""
-    return _spawn(generator, count)
+    return bits.spawn(generator, count)
 
 
 def is_tiled(plan: TransformPlan, shape: tuple[int, ...]) -> bool:
@@ -829,12 +829,12 @@ class _BlockPipeline:
         if bound >= EXACT_LIMIT:
             raise _too_large(total)
         pencils = big.pencils
-        streams = _spawn(rng, len(pencils))
+        streams = _stream_makers(rng, len(pencils))
 
         def pencil(number: int) -> None:
             tile = pencils[number]
             values = np.ascontiguousarray(rows[:, tile])
-            big.noisy_pencil(self, values, tile, streams[number], bound)
+            big.noisy_pencil(self, values, tile, streams[number](), bound)
             rows[:, tile] = values
 
         _run_parts(pencil, len(pencils), threads, steps.slice(0.3, 0.8), stages[1], "tile")
@@ -1075,9 +1075,10 @@ def _pencil_axes(plan: TransformPlan, shape: tuple[int, ...]) -> tuple[int, ...]
     return best
 
 
-def _spawn(generator: np.random.Generator, count: int) -> list[np.random.Generator]:
-    """Independent child generators, one per block or tile (:func:`.bits.spawn`)."""
-    return bits.spawn(generator, count)
+def _stream_makers(generator: np.random.Generator, count: int) -> list[Callable[[], np.random.Generator]]:
+    """Independent child generators, one per block or tile, each made by the thread that uses it
+    (:func:`.bits.spawn_lazily`: the same children as :func:`spawn_streams`)."""
+    return bits.spawn_lazily(generator, count)
 
 
 def worker_count(workers: int | None) -> int:

@@ -6,10 +6,11 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from randomgen import AESCounter
 
 from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, PriveletError, ReleaseSpec, Schema
 from privelet_gui.engine import exact as exact_module
-from privelet_gui.engine.bits import is_secure, release_generator, secure_generator, spawn
+from privelet_gui.engine.bits import is_secure, release_generator, secure_generator, spawn, spawn_lazily
 from privelet_gui.engine.exact import ExactSampler, _LazyUniform, _threshold, exact_discrete_laplace, exp_neg_bounds
 from privelet_gui.engine.noise import StandardSampler, discrete_laplace_variance
 
@@ -203,6 +204,33 @@ def test_the_bit_source_is_aes_keyed_by_the_os_and_streams_are_disjoint():
     # seeded generators spawn reproducibly
     again = [g.random() for g in spawn(np.random.default_rng(4), 2)]
     assert again == [g.random() for g in spawn(np.random.default_rng(4), 2)]
+
+
+@pytest.mark.parametrize("parent", ["aes", "seed sequence", "no seed sequence"])
+def test_children_made_when_needed_are_those_spawned_at_once(parent):
+    # The release's threads make their blocks' generators themselves, in any order: the same
+    # children as numpy's spawn (and as before, for a generator without a SeedSequence), and the
+    # parent left where spawning leaves it.
+    def make_parent() -> np.random.Generator:
+        if parent == "aes":
+            return np.random.Generator(AESCounter(key=12345, counter=0))
+        if parent == "seed sequence":
+            return np.random.default_rng(7)
+        legacy = np.random.MT19937()
+        legacy._legacy_seeding(7)  # as numpy's RandomState seeds it: no SeedSequence to spawn from
+        return np.random.Generator(legacy)
+
+    eager_parent, lazy_parent = make_parent(), make_parent()
+    eager = [child.bit_generator.random_raw(3).tolist() for child in spawn(eager_parent, 4)]
+    makers = spawn_lazily(lazy_parent, 4)
+    lazy = {number: makers[number]().bit_generator.random_raw(3).tolist() for number in (2, 0, 3, 1)}
+    assert [lazy[number] for number in range(4)] == eager
+    assert lazy_parent.bit_generator.random_raw(2).tolist() == eager_parent.bit_generator.random_raw(2).tolist()
+    if parent == "seed sequence":
+        assert eager == [child.bit_generator.random_raw(3).tolist() for child in np.random.default_rng(7).spawn(4)]
+    if parent == "no seed sequence":
+        seeds = make_parent().integers(0, 2**63, size=4)
+        assert eager == [np.random.PCG64(int(seed)).random_raw(3).tolist() for seed in seeds]
 
 
 @pytest.mark.parametrize("sampler", ["exact", "standard"])
