@@ -589,15 +589,36 @@ def _haar_kept_inverse(
                     target[k] = mean[k] - detail[k]
 
 
-def _grid_units(rows: np.ndarray, divisors_rows: np.ndarray, divisors_columns: np.ndarray) -> None:
+# float64 bits: those of infinity, and all but the sign
+_INFINITY_BITS = np.uint64(0x7FF0000000000000)
+_MAGNITUDE_BITS = np.uint64(0x7FFFFFFFFFFFFFFF)
+
+
+def _grid_units(rows: np.ndarray, bits: np.ndarray, divisors_rows: np.ndarray, divisors_columns: np.ndarray,
+                limit_bits: int) -> bool:
     """Each ``rows[r, c]`` divided by ``divisors_rows[r] * divisors_columns[c]`` and rounded to
-    the nearest integer (ties to even): a big block's pencil in grid units."""
+    the nearest integer (ties to even): a big block's pencil in grid units; but only if every
+    ``|rows[r, c]|`` is below the limit whose float64 bits are ``limit_bits`` (one division then
+    rounds exactly; those of infinity where that is known), else nothing is changed. Returns
+    whether they were divided. The magnitudes are compared as the bits of ``rows`` (``bits``:
+    the same memory) without their sign, whose order is the numbers' own: an integer maximum,
+    which vectorises (a float one does not without fastmath; 0.16 against 0.38 ms for numpy's
+    max and min over a pencil of 2**19 coefficients here)."""
     count, width = rows.shape
+    if limit_bits < _INFINITY_BITS:
+        largest = np.uint64(0)
+        for r in range(count):
+            row = bits[r]
+            for c in range(width):
+                largest = max(largest, row[c] & _MAGNITUDE_BITS)
+        if not largest < limit_bits:
+            return False
     for r in range(count):
         row = rows[r]
         first = divisors_rows[r]
         for c in range(width):
             row[c] = np.rint(row[c] / (first * divisors_columns[c]))
+    return True
 
 
 def _grid_scale(rows: np.ndarray, factors_rows: np.ndarray, factors_columns: np.ndarray) -> None:
@@ -696,7 +717,7 @@ _LOOPS: list[tuple[Callable[..., object], list[str]]] = [
     (_haar_kept_inverse, [
         f"void({_READ_ONLY_2D}, {_READ_ONLY_2D}, float64[:, ::1], int64[::1], int64[::1], float64[:, ::1])"
     ]),
-    (_grid_units, [f"void(float64[:, ::1], float64[::1], {_READ_ONLY_1D})"]),
+    (_grid_units, [f"boolean(float64[:, ::1], uint64[:, ::1], float64[::1], {_READ_ONLY_1D}, uint64)"]),
     (_grid_scale, [f"void(float64[:, ::1], float64[::1], {_READ_ONLY_1D})"]),
 ]
 # The checks' sums may be taken in any order (see _checked_sum): numba then vectorises them.

@@ -537,17 +537,13 @@ class ExactSampler:
         bits = rng.bit_generator
         # the compiled loops read C's first bits from the fair word: always so for float64 sums
         loops = _compiled.sampler_loops() if self._packed or not self.low_bits else None
-        buffers = _thread_buffers() if loops is None else None
-        scratch = _thread_scratch() if loops is not None else None
+        add_round: Callable[[np.ndarray], np.ndarray] = (
+            partial(self._add_round, bits, buffers=_thread_buffers()) if loops is None
+            else partial(self._add_round_compiled, loops, bits, scratch=_thread_scratch()))
         for start in range(0, flat.size, _CHUNK):
             part = flat[start : start + _CHUNK]
             # |units| < 2**52 and |noise| < 2**52: every sum is exact, in whatever order
-            if loops is None:
-                assert buffers is not None
-                again = self._add_round(bits, part, buffers)
-            else:
-                assert scratch is not None
-                again = self._add_round_compiled(loops, bits, part, scratch)
+            again = add_round(part)
             if again.size:  # CKS: start again on "-0"
                 noise = np.zeros(again.size)
                 pending = np.arange(again.size)

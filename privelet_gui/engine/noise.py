@@ -76,6 +76,7 @@ __all__ = [
     "discrete_laplace_variance",
     "multiplicity",
     "noise_sampler",
+    "one_division_limit",
     "round_to_grid",
     "rounds_by_one_division",
 ]
@@ -258,7 +259,13 @@ def calibrate(epsilon: float, rho: float, influence: int, *, neighbours: Neighbo
 def rounds_by_one_division(largest: float, grid_exponent: int) -> bool:
     """Whether numerators of magnitude at most ``largest`` round to the grid ``2**k`` exactly
     by one correctly rounded division and ``rint`` (:func:`round_to_grid`'s proof)."""
-    return math.ldexp(largest, max(-grid_exponent, 0)) < _FLOAT_EXACT
+    return largest < one_division_limit(grid_exponent)
+
+
+def one_division_limit(grid_exponent: int) -> float:
+    """The magnitude that numerators must stay below for :func:`rounds_by_one_division`:
+    ``2**52 / 2**max(-k, 0)`` (a power of two, so the comparison is the proof's own)."""
+    return math.ldexp(_FLOAT_EXACT, -max(-grid_exponent, 0))
 
 
 def round_to_grid(numerators: np.ndarray, denominators: np.ndarray | float, grid_exponent: int) -> np.ndarray:

@@ -58,7 +58,15 @@ from ._threads import kept_pool, settle
 from .errors import PriveletError
 from .haar import HaarTransform
 from .hn import TransformPlan
-from .noise import NoiseCalibration, NoiseSampler, Sampler, noise_sampler, round_to_grid, rounds_by_one_division
+from .noise import (
+    NoiseCalibration,
+    NoiseSampler,
+    Sampler,
+    noise_sampler,
+    one_division_limit,
+    round_to_grid,
+    rounds_by_one_division,
+)
 from .nominal import NominalTransform
 from .progress import Progress
 
@@ -946,32 +954,38 @@ class _BigBlock:
         if not np.shares_memory(flat, z):  # not one run of memory (the transforms give one)
             z = np.ascontiguousarray(z)
             flat = z.reshape(-1)
-        k = pipeline.calibration.grid_exponent
-        divisors_b, factors_b = self._pencil_vectors(pipeline)
-        divisors_a, factors_a = self._plane_vectors(pipeline)
-        integral = pipeline.integral(self.plan.transformed_axes)
-        if not rounds_by_one_division(bound, k) and flat.size:
-            # The bound over every pencil is far above most pencils' largest coefficient, which
-            # decides the same (round_to_grid's) proof.
-            bound = max(float(flat.max()), -float(flat.min()))
-        if rounds_by_one_division(bound, k):
-            if integral:
-                np.divide(z, 2.0**k, out=z)
-            else:
-                _grid_units(z, divisors_b, divisors_a[tile])
-            units = flat
-        else:
-            every = np.empty_like(z)  # z's memory order, so that its flat view matches ``flat``
-            every[...] = 2.0**k if integral else divisors_b[..., None] * divisors_a[tile]
-            units = round_to_grid(flat, every.ravel(order="K") * 2.0**-k, k)
+        units = self._units(pipeline, z, flat, tile, bound)
         noisy = pipeline.sampler.add(units, rng)
         if noisy is not flat:
             flat[...] = noisy
+        _, factors_b = self._pencil_vectors(pipeline)
+        _, factors_a = self._plane_vectors(pipeline)
         _scale(z, factors_b, factors_a[tile])
         first, *others = self.pencil_axes
         for axis in reversed(others):
             z = transforms[axis].kept_inverse(z, axis)
         transforms[first].kept_inverse(z, first, out=pencil)  # the values straight into the pencil
+
+    def _units(self, pipeline: _BlockPipeline, z: np.ndarray, flat: np.ndarray, tile: slice, bound: float) -> np.ndarray:
+        """A pencil's numerators ``z`` (``flat``: the same memory, in its order) in grid units:
+        divided and rounded in place where one division rounds them exactly, else exactly by
+        :func:`round_to_grid` (a new array). ``bound`` bounds every pencil's numerators; above
+        :func:`one_division_limit` (a whole matrix of counts, S_A empty), the pencil's own largest
+        decides, found in the same compiled call as the division (most pencils are far below)."""
+        k = pipeline.calibration.grid_exponent
+        divisors_b, _ = self._pencil_vectors(pipeline)
+        divisors_a, _ = self._plane_vectors(pipeline)
+        limit = None if rounds_by_one_division(bound, k) else one_division_limit(k)
+        integral = pipeline.integral(self.plan.transformed_axes)
+        if integral:
+            if limit is None or _largest(flat) < limit:
+                np.divide(z, 2.0**k, out=z)
+                return flat
+        elif _grid_units(z, divisors_b, divisors_a[tile], limit):
+            return flat
+        every = np.empty_like(z)  # z's memory order, so that its flat view matches ``flat``
+        every[...] = 2.0**k if integral else divisors_b[..., None] * divisors_a[tile]
+        return round_to_grid(flat, every.ravel(order="K") * 2.0**-k, k)
 
     def _pencil_vectors(self, pipeline: _BlockPipeline) -> tuple[np.ndarray, np.ndarray]:
         """The pencil axes' divisors ``d 2**k`` and factors ``g / W`` over a pencil's B extent."""
@@ -997,18 +1011,29 @@ class _BigBlock:
         return cached
 
 
-def _grid_units(z: np.ndarray, divisors_b: np.ndarray, divisors_a: np.ndarray) -> None:
+def _grid_units(z: np.ndarray, divisors_b: np.ndarray, divisors_a: np.ndarray, limit: float | None) -> bool:
     """A pencil's numerators ``z`` (B axes, then positions) divided by ``divisors_b[..., None]
     * divisors_a`` (one exact product per coefficient: small integers times 2**k, so one
-    rounding) and rounded to the nearest integer, in place: one compiled pass where numba is
-    installed, the same bits as numpy's three."""
+    rounding) and rounded to the nearest integer, in place, if every ``|z|`` is below ``limit``
+    (None: known to be); returns whether it did (else ``z`` is left as it was). One compiled
+    call where numba is installed (a pass to check, one to divide), the same bits as numpy's
+    passes."""
     loops = _compiled.grid_loops()
     rows = _pencil_rows(z, divisors_b) if loops is not None else None
     if loops is None or rows is None:
+        if limit is not None and not _largest(z) < limit:
+            return False
         np.divide(z, divisors_b[..., None] * divisors_a, out=z)
         np.rint(z, out=z)
-    else:
-        loops.units(*rows, divisors_a)
+        return True
+    pencil, per_b = rows
+    limit_bits = np.float64(math.inf if limit is None else limit).view(np.uint64)
+    return bool(loops.units(pencil, pencil.view(np.uint64), per_b, divisors_a, limit_bits))
+
+
+def _largest(values: np.ndarray) -> float:
+    """The largest magnitude among ``values`` (0 for none)."""
+    return max(float(values.max()), -float(values.min())) if values.size else 0.0
 
 
 def _scale(z: np.ndarray, factors_b: np.ndarray, factors_a: np.ndarray) -> None:

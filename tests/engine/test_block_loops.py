@@ -416,16 +416,33 @@ def _both_paths(work, monkeypatch):
     return compiled, work()
 
 
-def test_a_pencil_is_divided_and_rounded_the_same_on_either_path(monkeypatch):
+@pytest.mark.parametrize("limit", ["known", "above the largest"])
+def test_a_pencil_is_divided_and_rounded_the_same_on_either_path(limit, monkeypatch):
     def work() -> np.ndarray:
         z, per_b, per_position = _pencil(seed=1)
-        pipeline_module._grid_units(z, per_b, per_position)
+        largest = float(np.abs(z).max())
+        assert pipeline_module._grid_units(z, per_b, per_position, None if limit == "known" else np.nextafter(largest, np.inf))
         return z
 
     compiled, numpys = _both_paths(work, monkeypatch)
     np.testing.assert_array_equal(compiled.view(np.uint64), numpys.view(np.uint64))
     z, per_b, per_position = _pencil(seed=1)
     np.testing.assert_array_equal(compiled, np.rint(z / (per_b[..., None] * per_position)))
+
+
+def test_a_pencil_at_or_above_the_limit_is_left_as_it_was_on_either_path(monkeypatch):
+    # One division would not round it exactly: round_to_grid's correction does it instead.
+    def work() -> tuple[bool, np.ndarray]:
+        z, per_b, per_position = _pencil(seed=6)
+        z[40, 1, 33] = -(2.0**40)  # the largest magnitude, negative, mid-pencil
+        return pipeline_module._grid_units(z, per_b, per_position, 2.0**40), z
+
+    (compiled_done, compiled), (numpy_done, numpys) = _both_paths(work, monkeypatch)
+    z, _, _ = _pencil(seed=6)
+    z[40, 1, 33] = -(2.0**40)
+    assert not compiled_done and not numpy_done
+    np.testing.assert_array_equal(compiled, z)
+    np.testing.assert_array_equal(numpys, z)
 
 
 def test_a_pencil_is_scaled_the_same_on_either_path(monkeypatch):
@@ -448,7 +465,7 @@ def test_a_pencil_whose_positions_are_not_innermost_goes_to_numpy():
     assert pipeline_module._pencil_rows(np.moveaxis(across, 0, 2), per_b) is None
     expected = np.rint(z / (per_b[..., None] * per_position))
     z_moved = np.moveaxis(across, 0, 2)
-    pipeline_module._grid_units(z_moved, per_b, per_position)
+    assert pipeline_module._grid_units(z_moved, per_b, per_position, None)
     np.testing.assert_array_equal(z_moved, expected)
 
 

@@ -368,6 +368,7 @@ def test_a_big_blocks_pencils_round_the_same_by_either_exact_path(monkeypatch):
 
     monkeypatch.setattr(pipeline, "round_to_grid", counted)
     monkeypatch.setattr(pipeline, "rounds_by_one_division", lambda largest, grid_exponent: False)
+    monkeypatch.setattr(pipeline, "one_division_limit", lambda grid_exponent: 0.0)  # no pencil below it
     corrected = privelet(m, schema, 1.0, np.random.default_rng(5)).noisy
     assert len(calls) >= len(pipeline._BigBlock(TransformPlan(schema), schema.shape).pencils)
     np.testing.assert_array_equal(fast, corrected)
