@@ -326,7 +326,8 @@ def _nominal_numerators(
 
 
 def _haar_rows_forward(
-    rows: np.ndarray, out: np.ndarray, levels: int, coarse: int, divisors: np.ndarray, rint: bool,
+    rows: np.ndarray, out: np.ndarray, levels: int, coarse: int, divisors: np.ndarray, head_divisors: np.ndarray,
+    rint: bool,
 ) -> None:
     """:meth:`~privelet_gui.engine.haar.HaarTransform.rows_numerators` of counts: each row's
     pair differences of levels ``levels`` down to 1 into the flat ``out`` in the level-major
@@ -334,42 +335,51 @@ def _haar_rows_forward(
     ``coarse``, at ``r 2**coarse + 2**(l - 1)`` in the head, the row's total at ``r 2**coarse``).
     With ``divisors`` (not empty: level l's of row r at ``[l - coarse - 1, r]``) each difference
     above ``coarse`` is divided as it is written, and rounded to the nearest integer (ties to
-    even) with ``rint``. (The numpy code does the head as a matrix product: on counts, the same
-    exact integers.)"""
+    even) with ``rint``; so is each value of the head with ``head_divisors`` (not empty: row r's
+    at ``[r, j]``, j its place in the row's head). (The numpy code does the head as a matrix
+    product: on counts, the same exact integers.)"""
     count, width = rows.shape
     sums = np.empty(width // 2)
     for r in range(count):
-        _haar_row_forward(rows[r], sums, out, 0, count, r, levels, coarse, divisors, r, rint)
+        _haar_row_forward(rows[r], sums, out, 0, count, r, levels, coarse, divisors, head_divisors, r, rint)
 
 
 def _haar_row_forward(
     values: np.ndarray, sums: np.ndarray, out: np.ndarray, base: int, count: int, r: int, levels: int, coarse: int,
-    divisors: np.ndarray, column: int, rint: bool,
+    divisors: np.ndarray, head_divisors: np.ndarray, column: int, rint: bool,
 ) -> None:
     """Row ``r`` of :func:`_haar_rows_forward` for a tile of ``count`` rows whose layout starts
     at ``out[base]``: ``values`` (the row, read only) through every level, the finest first,
     with ``sums`` (half a row) for the pair sums; its divisors are column ``column`` of
-    ``divisors``. (Compiled into the loops that call it: see :func:`_compiled_kernels`.)"""
+    ``divisors`` and row ``column`` of ``head_divisors``. (Compiled into the loops that call it:
+    see :func:`_compiled_kernels`.)"""
     head_width = 1 << coarse
     divide = divisors.shape[0] > 0
+    divide_head = head_divisors.shape[0] > 0
     size = values.size
     for level in range(levels, 0, -1):  # the finest level first
         half = size // 2
-        details = base + (count * half + r * half if level > coarse else r * head_width + half)
-        divisor = divisors[level - coarse - 1, column] if divide and level > coarse else 1.0
+        finer = level > coarse
+        details = base + (count * half + r * half if finer else r * head_width + half)
+        divisor = divisors[level - coarse - 1, column] if divide and finer else 1.0
         for k in range(half):
             left = values[2 * k]
             right = values[2 * k + 1]
             difference = left - right
-            if divide and level > coarse:
-                difference = difference / divisor
+            if (divide and finer) or (divide_head and not finer):
+                difference = difference / (divisor if finer else head_divisors[column, half + k])
                 if rint:
                     difference = np.rint(difference)
             out[details + k] = difference
             sums[k] = left + right  # k <= 2k: a pair is read before its sum overwrites it
         values = sums
         size = half
-    out[base + r * head_width] = values[0]
+    total = values[0]
+    if divide_head:
+        total = total / head_divisors[column, 0]
+        if rint:
+            total = np.rint(total)
+    out[base + r * head_width] = total
 
 
 def _nominal_leaf_sums(
@@ -417,7 +427,7 @@ def _nominal_leaf_sums(
 def _nominal_haar_numerators(
     leaves: np.ndarray, sums: np.ndarray, out: np.ndarray, parent: np.ndarray, fanout: np.ndarray,
     leaf_row: np.ndarray, internal_row: np.ndarray, first: int, levels: int, coarse: int, divisors: np.ndarray,
-    rint: bool,
+    head_divisors: np.ndarray, rint: bool,
 ) -> None:
     """A tile of a plane's nominal numerators (the axis before the last) and the Haar
     transform's along its padded lines in one pass: lines ``first`` to ``first + R - 1`` (line
@@ -425,7 +435,7 @@ def _nominal_haar_numerators(
     level-major layout of R lines. Each line's nominal numerators ``f leafsum(N) -
     leafsum(parent)`` (the root: its leaf-sum) are formed in a row of their own from the counts
     and :func:`_nominal_leaf_sums`' ``sums``, and go through every Haar level while they are in
-    the L1 cache (:func:`_haar_row_forward`, with ``divisors`` and ``rint`` as
+    the L1 cache (:func:`_haar_row_forward`, with ``divisors``, ``head_divisors`` and ``rint`` as
     :func:`_haar_rows_forward` takes them). The same exact integers, quotients and roundings as
     :func:`_nominal_numerators` then :func:`_haar_rows_forward` on the padded counts."""
     width = leaves.shape[2]
@@ -454,7 +464,7 @@ def _nominal_haar_numerators(
                 own = sums[internal_row[node], outer]
                 for k in range(padded):
                     row[k] = scale * own[k] - above[k]
-        _haar_row_forward(row, half_row, out, 0, count, r, levels, coarse, divisors, r, rint)
+        _haar_row_forward(row, half_row, out, 0, count, r, levels, coarse, divisors, head_divisors, r, rint)
 
 
 def _haar_rows_inverse(coefficients: np.ndarray, out: np.ndarray, levels: int, coarse: int, factors: np.ndarray) -> None:
@@ -697,7 +707,7 @@ _LOOPS: list[tuple[Callable[..., object], list[str]]] = [
     (_open_tops, ["int64(uint64[::1], int64[:, ::1], int64)"]),
     (_lower_rows, ["int64(uint64[::1], uint64[::1], int64[:, ::1])"]),
     (_add_rare_draws, [f"int64(float64[::1], {fair}[::1], int64[::1], int64[:, ::1], int64)" for fair in ("uint32", "uint64")]),
-    (_haar_rows_forward, ["void(float64[:, ::1], float64[::1], int64, int64, float64[:, ::1], boolean)"]),
+    (_haar_rows_forward, ["void(float64[:, ::1], float64[::1], int64, int64, float64[:, ::1], float64[:, ::1], boolean)"]),
     (_haar_rows_inverse, ["void(float64[::1], float64[:, ::1], int64, int64, float64[:, ::1])"]),
     # the counts read-only (a frozen or memory-mapped matrix): that type takes writable arrays too
     (_checked_sum, [f"float64({_READ_ONLY_1D})"]),
@@ -705,7 +715,7 @@ _LOOPS: list[tuple[Callable[..., object], list[str]]] = [
     (_nominal_leaf_sums, [f"float64({_READ_ONLY_3D}, float64[:, :, ::1], int64[::1], int64[::1], int64[::1], int64[::1])"]),
     (_nominal_haar_numerators, [
         f"void({_READ_ONLY_3D}, {_READ_ONLY_3D}, float64[::1], int64[::1], int64[::1], int64[::1], int64[::1], int64, "
-        "int64, int64, float64[:, ::1], boolean)"
+        "int64, int64, float64[:, ::1], float64[:, ::1], boolean)"
     ]),
     (_nominal_numerators, [
         f"void({_READ_ONLY_3D}, float64[:, :, ::1], int64[::1], int64[::1], int64[::1], int64[::1])"

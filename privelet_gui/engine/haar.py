@@ -136,7 +136,8 @@ class HaarTransform(AxisTransform):
         return min(self.levels, _COARSE_LEVELS)
 
     def rows_numerators(
-        self, rows: np.ndarray, out: np.ndarray, *, divisors: np.ndarray | None = None, rint: bool = False
+        self, rows: np.ndarray, out: np.ndarray, *, divisors: np.ndarray | None = None,
+        head_divisors: np.ndarray | None = None, rint: bool = False,
     ) -> np.ndarray:
         """Numerators along each of ``rows`` (C-contiguous, shape ``(R, n_coefficients)``: the
         values, then zero padding), written to the flat ``out`` in the *level-major* layout.
@@ -150,13 +151,14 @@ class HaarTransform(AxisTransform):
         With ``divisors`` (shape ``(levels - c, R)``: level l's divisor of row r at ``[l - c - 1,
         r]``) the finer levels' details are divided as they are written, and rounded to the
         nearest integer with ``rint`` (the release's grid units, without another pass over them);
-        the head is left as numerators.
+        and with ``head_divisors`` (shape ``(R, 2**c)``: row r's head as it lies in the layout) the
+        head, after it is formed.
         """
         count, width = rows.shape
         coarse = self.rows_head_levels
         compiled = _compiled.haar_rows_loops() if coarse < self.levels else None
-        if compiled is not None and _compiled_fits(rows, out):
-            compiled.forward(rows, out, self.levels, coarse, loop_table(divisors), rint)  # the head too
+        if compiled is not None and _compiled_fits(rows, out):  # the head too
+            compiled.forward(rows, out, self.levels, coarse, loop_table(divisors), loop_table(head_divisors), rint)
             return out
         sums = rows
         for level in range(self.levels, coarse, -1):  # the finest level first
@@ -171,7 +173,12 @@ class HaarTransform(AxisTransform):
                 if rint:
                     np.rint(detail, out=detail)
             sums, width = parents, half
-        np.einsum("ij,kj->ik", sums, _coarse_forward(coarse), out=out[: count * width].reshape(count, width), optimize=False)
+        head = out[: count * width].reshape(count, width)
+        np.einsum("ij,kj->ik", sums, _coarse_forward(coarse), out=head, optimize=False)
+        if head_divisors is not None:
+            np.divide(head, head_divisors, out=head)
+            if rint:
+                np.rint(head, out=head)
         return out
 
     def rows_inverse(self, coefficients: np.ndarray, out: np.ndarray, *, factors: np.ndarray | None = None) -> np.ndarray:

@@ -203,17 +203,18 @@ class NominalTransform(AxisTransform):
         return sums, loops.nominal_leaf_sums(lines, sums, fanout, first_child, leaf_row, internal_row)
 
     def rows_numerators(self, lines: np.ndarray, sums: np.ndarray, haar: HaarTransform, first: int, out: np.ndarray,
-                        divisors: np.ndarray | None, rint: bool) -> None:
+                        divisors: np.ndarray | None, head_divisors: np.ndarray | None, rint: bool) -> None:
         """:meth:`numerators` of checked counts ``lines`` (as :meth:`checked_leaf_sums` took them, with
         its ``sums``) along the leaves, then ``haar``'s :meth:`~HaarTransform.rows_numerators` of
         the padded lines ``first`` on (line ``outer * n_coefficients + node``) into the flat ``out``
-        (``divisors`` and ``rint`` as there): one compiled pass, the same bits as those two
-        transforms one after the other."""
+        (``divisors``, ``head_divisors`` and ``rint`` as there): one compiled pass, the same bits as
+        those two transforms one after the other."""
         loops = _compiled.block_loops()
         assert loops is not None, "rows_numerators follows checked_leaf_sums"
         parent, fanout, _, leaf_row = self._tree_arrays
         loops.nominal_haar_numerators(lines, sums, out, parent, fanout, leaf_row, self._internal_rows, first,
-                                      haar.levels, haar.rows_head_levels, loop_table(divisors), rint)
+                                      haar.levels, haar.rows_head_levels, loop_table(divisors),
+                                      loop_table(head_divisors), rint)
 
     @cached_property
     def _internal_rows(self) -> np.ndarray:

@@ -49,6 +49,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import partial
+from typing import NamedTuple
 
 import numpy as np
 
@@ -378,36 +379,42 @@ _TileNumerators = Callable[[int, np.ndarray, "_Scaling | None"], tuple[np.ndarra
 _Part = tuple[slice, tuple[int, ...], "np.ndarray | float", "np.ndarray | float"]
 
 
+class _RowsLevels(NamedTuple):
+    """What the Haar rows transforms apply as they write (:meth:`HaarTransform.rows_numerators`
+    and ``rows_inverse``): the finer levels' divisors and factors, level by line, and the head's
+    divisors, line by place in the head."""
+
+    divisors: np.ndarray
+    factors: np.ndarray
+    head_divisors: np.ndarray
+
+
 @dataclass(frozen=True)
 class _Scaling:
     """How a tile's coefficients are divided by ``d 2**k`` and multiplied by ``g / W``: for
     each part of the tile's flat layout (a run, seen with ``shape``), a divisor and a factor
     that broadcast over it (a few numbers each, never a table of the tile's size).
 
-    In the Haar rows layout the finer levels' divisors and factors are also tables
-    (``rows_levels``: level by line, as :meth:`HaarTransform.rows_numerators` takes them),
-    which the rows transforms apply as they write; :meth:`divide` and :meth:`scale` then do
-    the head alone (``own_parts``)."""
+    In the Haar rows layout the same numbers are also tables (``rows_levels``), which the rows
+    transforms apply as they write: :meth:`divide` then has nothing left to do, and :meth:`scale`
+    does the head alone (the rows inverse forms it by a matrix product)."""
 
     parts: tuple[_Part, ...]
     integral: bool  # every d is 1 and k <= 0: numerators / divisors are integers already
-    rows_levels: tuple[np.ndarray, np.ndarray] | None = None  # (divisors, factors) of the finer levels
-
-    @property
-    def own_parts(self) -> tuple[_Part, ...]:
-        """The parts the pipeline divides and scales itself (all but those the rows transforms do)."""
-        return self.parts if self.rows_levels is None else self.parts[:1]
+    rows_levels: _RowsLevels | None = None
 
     def divide(self, flat: np.ndarray) -> None:
-        """Grid units of :attr:`own_parts`: each divided, and rounded unless :attr:`integral`."""
-        for run, shape, divisor, _ in self.own_parts:
+        """Grid units of the parts the rows transforms do not divide: each divided, and rounded
+        unless :attr:`integral`."""
+        for run, shape, divisor, _ in self.parts if self.rows_levels is None else ():
             view = flat[run].reshape(shape)
             np.divide(view, divisor, out=view)
             if not self.integral:
                 np.rint(view, out=view)
 
     def scale(self, flat: np.ndarray) -> None:
-        for run, shape, _, factor in self.own_parts:
+        """The parts the rows transforms do not scale (in the rows layout, the head) multiplied by their factors."""
+        for run, shape, _, factor in self.parts if self.rows_levels is None else self.parts[:1]:
             view = flat[run].reshape(shape)
             np.multiply(view, factor, out=view)
 
@@ -516,7 +523,8 @@ class _Plane:
         assert self.rows_nominal is not None and self.haar is not None
         levels = scaling.rows_levels if scaling is not None else None
         self.rows_nominal.rows_numerators(self._lines(cells), sums, self.haar, self.tiles[number][0].start, out,
-                                          None if levels is None else levels[0],
+                                          None if levels is None else levels.divisors,
+                                          None if levels is None else levels.head_divisors,
                                           rint=scaling is not None and not scaling.integral)
         return out
 
@@ -570,12 +578,13 @@ class _Plane:
         """The numerators of tile ``number`` of the plane's array: flat (the tile's layout),
         and as the array the inverse takes (the same memory). Written to ``out`` (flat, the
         tile's size) where the layout allows it. With the tile's ``scaling``, the rows layout's
-        finer levels come as grid units already (its ``rows_levels``; the rest stays numerators)."""
+        coefficients come as grid units already (its ``rows_levels``; other layouts stay numerators)."""
         tile = self.tiles[number]
         if self.haar is not None:
             levels = scaling.rows_levels if scaling is not None else None
             self.haar.rows_numerators(z.reshape(-1, self.haar.n_coefficients)[tile], out,
-                                      divisors=None if levels is None else levels[0],
+                                      divisors=None if levels is None else levels.divisors,
+                                      head_divisors=None if levels is None else levels.head_divisors,
                                       rint=scaling is not None and not scaling.integral)
             return out, out
         if self.last is None:
@@ -593,7 +602,7 @@ class _Plane:
         if self.haar is not None:
             levels = scaling.rows_levels if scaling is not None else None
             self.haar.rows_inverse(shaped, z.reshape(-1, self.haar.n_coefficients)[tile],
-                                   factors=None if levels is None else levels[1])
+                                   factors=None if levels is None else levels.factors)
         elif self.last is None:
             out.reshape(-1)[tile] = shaped
         else:
@@ -622,8 +631,11 @@ class _Plane:
                 divisor = _outer_or_number(line_divisor, column_divisor[half : half + 1])
                 factor = _outer_or_number(line_factor, column_factor[half : half + 1])
                 parts.append((slice(lines * half, 2 * lines * half), (lines, half), divisor, factor))
-            # the same numbers, one per level and line, for the rows transforms
-            by_level = (_per_line([d for _, _, d, _ in parts[1:]], lines), _per_line([f for _, _, _, f in parts[1:]], lines))
+            # the same numbers, one per level and line (and one per place of each line's head), for
+            # the rows transforms
+            by_level = _RowsLevels(_per_line([d for _, _, d, _ in parts[1:]], lines),
+                                   _per_line([f for _, _, _, f in parts[1:]], lines),
+                                   np.ascontiguousarray(np.broadcast_to(divisor_head, (lines, width)), dtype=np.float64))
             return _Scaling(tuple(_merge_numbers(parts)), integral, by_level)
         if self.last is None:  # Basic: numbers
             divisor = float(math.prod(float(v) for v in divisors))
@@ -791,8 +803,8 @@ class _BlockPipeline:
         """Replace flat numerators z by noisy coefficients ``g (round(z / (d 2**k)) + Z) / W``:
         exact grid units, integer noise summed exactly (float64 or int64 limbs); only the exact
         noisy integer is then converted and scaled (post-processing). In the rows layout the
-        finer levels come as grid units already and are scaled by the inverse (``scaling``'s
-        ``rows_levels``): here the head alone is divided and scaled.
+        coefficients come as grid units already and the finer levels are scaled by the inverse
+        (``scaling``'s ``rows_levels``): here the head alone is scaled.
 
         ``bound`` bounds every ``|z|``: below 2**52 grid units (times ``2**-k``), one
         correctly rounded division and ``rint`` give the nearest integer exactly

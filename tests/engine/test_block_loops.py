@@ -178,9 +178,10 @@ def _rows_plane(hierarchy: Hierarchy, outer: int, width: int) -> pipeline_module
 
 
 def _numpys_tiles(plane: pipeline_module._Plane, cells: np.ndarray, table: np.ndarray | None, rint: bool,
-                  monkeypatch) -> tuple[np.ndarray, int]:
+                  monkeypatch, head: np.ndarray | None = None) -> tuple[np.ndarray, int]:
     """Every tile's numerators by numpy's passes (check and padding, the nominal plane, each
-    tile's Haar levels), tile after tile, and the total."""
+    tile's Haar levels; the finer levels divided by ``table``, the heads by ``head``), tile after
+    tile, and the total."""
     with monkeypatch.context() as numpy_only:
         numpy_only.setattr(_compiled, "block_loops", lambda: None)
         numpy_only.setattr(_compiled, "haar_rows_loops", lambda: None)
@@ -189,7 +190,8 @@ def _numpys_tiles(plane: pipeline_module._Plane, cells: np.ndarray, table: np.nd
         out = np.empty(plane.size)
         for number, (tile,) in enumerate(plane.tiles):
             part = out[plane.offsets[number] : plane.offsets[number + 1]]
-            plane.haar.rows_numerators(lines[tile], part, divisors=None if table is None else table[:, tile], rint=rint)
+            plane.haar.rows_numerators(lines[tile], part, divisors=None if table is None else table[:, tile],
+                                       head_divisors=None if head is None else head[tile], rint=rint)
     return out, total
 
 
@@ -209,8 +211,10 @@ def test_a_rows_planes_numerators_in_one_pass_are_numpys_to_the_bit(hierarchy, o
     levels = plane.haar.levels - plane.haar.rows_head_levels
     # divisors d 2**k as the pipeline makes them: small integers times powers of two
     table = (rng.integers(1, 40, (levels, lines)) * 2.0 ** rng.integers(-3, 4, (levels, lines))) if divided else None
+    head_shape = (lines, 1 << plane.haar.rows_head_levels)
+    head = (rng.integers(1, 40, head_shape) * 2.0 ** rng.integers(-3, 4, head_shape)) if divided else None
     with pytest.MonkeyPatch.context() as patch:
-        expected, expected_total = _numpys_tiles(plane, cells, table, divided and rint, patch)
+        expected, expected_total = _numpys_tiles(plane, cells, table, divided and rint, patch, head)
     found = plane.checked_leaf_sums(cells)
     assert found is not None
     sums, total = found
@@ -218,7 +222,8 @@ def test_a_rows_planes_numerators_in_one_pass_are_numpys_to_the_bit(hierarchy, o
     out = np.full(plane.size, np.nan)
     for number, (tile,) in enumerate(plane.tiles):
         part = out[plane.offsets[number] : plane.offsets[number + 1]]
-        scaling = None if table is None else pipeline_module._Scaling((), not rint, (table[:, tile], table[:, tile]))
+        scaling = None if table is None or head is None else pipeline_module._Scaling(
+            (), not rint, pipeline_module._RowsLevels(table[:, tile], table[:, tile], np.ascontiguousarray(head[tile])))
         assert plane.rows_numerators(cells, sums, number, part, scaling) is part
     np.testing.assert_array_equal(out.view(np.uint64), expected.view(np.uint64))
 

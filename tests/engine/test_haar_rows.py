@@ -116,6 +116,29 @@ def test_the_finer_levels_are_divided_and_rounded_as_they_are_written(size, rint
     assert rint or size <= 32 or not np.all(ours[head:] == np.rint(ours[head:]))  # the divisions show
 
 
+@pytest.mark.parametrize("rint", [False, True])
+@pytest.mark.parametrize("size", SIZES)
+def test_the_head_is_divided_and_rounded_as_it_is_written(size, rint, rows_path):
+    """``head_divisors``: each row's head (its total and coarse details, as they lie in the
+    layout) divided by its own divisors (and rounded), the same bits as dividing the numerators
+    afterwards; with the finer levels' ``divisors`` at once."""
+    transform = HaarTransform(size)
+    count = 37
+    rows = _padded_counts(transform, count, seed=size + 1)
+    divisors = _levels_by_row(transform, count, seed=size + 2)
+    width = 1 << transform.rows_head_levels
+    head_divisors = np.random.default_rng(size).integers(1, 40, (count, width)) * 2.0**-7
+    expected = transform.rows_numerators(rows, np.empty(rows.size), divisors=divisors, rint=rint)
+    head = expected[: count * width].reshape(count, width)
+    np.divide(head, head_divisors, out=head)
+    if rint:
+        np.rint(head, out=head)
+    ours = transform.rows_numerators(rows, np.full(rows.size, np.nan), divisors=divisors, head_divisors=head_divisors,
+                                     rint=rint)
+    np.testing.assert_array_equal(ours.view(np.uint64), expected.view(np.uint64))
+    assert rint or not np.all(ours[: count * width] == np.rint(ours[: count * width]))  # the divisions show
+
+
 @pytest.mark.parametrize("size", SIZES)
 def test_the_finer_levels_are_scaled_as_they_are_read(size, rows_path):
     """``factors``: the inverse of details multiplied by their row's factor first, the same bits
