@@ -3,12 +3,13 @@ figures whose ratios are stated timed in turn."""
 
 from __future__ import annotations
 
+import gc
 import time
 
 import numpy as np
 import pytest
 
-from privelet_gui.bench import best_in_turn, context_switches, two_processes
+from privelet_gui.bench import best_in_turn, best_of, context_switches, two_processes
 from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, Schema
 
 
@@ -56,3 +57,20 @@ def test_timers_take_turns_after_an_untimed_round_and_keep_their_best():
     best = best_in_turn(3, {"a": timer("a"), "b": timer("b")})
     assert calls == ["a", "b"] * 4  # the first round (the fastest here) is not counted
     assert best == {"a": 3.0, "b": 1.0}
+
+
+def test_timings_run_with_the_garbage_collector_off_and_leave_it_as_it_was():
+    states: list[bool] = []
+
+    def work() -> None:
+        states.append(gc.isenabled())
+
+    assert gc.isenabled()
+    assert best_of(3, work) >= 0.0
+    assert states == [False, False, False] and gc.isenabled()
+    gc.disable()
+    try:
+        best_of(1, work)
+        assert not gc.isenabled()  # left off, as the caller had it
+    finally:
+        gc.enable()
