@@ -341,18 +341,17 @@ def _haar_rows_forward(
     count, width = rows.shape
     sums = np.empty(width // 2)
     for r in range(count):
-        _haar_row_forward(rows[r], sums, out, 0, count, r, levels, coarse, divisors, head_divisors, r, rint)
+        _haar_row_forward(rows[r], sums, out, count, r, levels, coarse, divisors, head_divisors, rint)
 
 
 def _haar_row_forward(
-    values: np.ndarray, sums: np.ndarray, out: np.ndarray, base: int, count: int, r: int, levels: int, coarse: int,
-    divisors: np.ndarray, head_divisors: np.ndarray, column: int, rint: bool,
+    values: np.ndarray, sums: np.ndarray, out: np.ndarray, count: int, r: int, levels: int, coarse: int,
+    divisors: np.ndarray, head_divisors: np.ndarray, rint: bool,
 ) -> None:
-    """Row ``r`` of :func:`_haar_rows_forward` for a tile of ``count`` rows whose layout starts
-    at ``out[base]``: ``values`` (the row, read only) through every level, the finest first,
-    with ``sums`` (half a row) for the pair sums; its divisors are column ``column`` of
-    ``divisors`` and row ``column`` of ``head_divisors``. (Compiled into the loops that call it:
-    see :func:`_compiled_kernels`.)"""
+    """Row ``r`` of :func:`_haar_rows_forward` for a tile of ``count`` rows: ``values`` (the row,
+    read only) through every level, the finest first, with ``sums`` (half a row) for the pair
+    sums; its divisors are column ``r`` of ``divisors`` and row ``r`` of ``head_divisors``.
+    (Compiled into the loops that call it: see :func:`_compiled_kernels`.)"""
     head_width = 1 << coarse
     divide = divisors.shape[0] > 0
     divide_head = head_divisors.shape[0] > 0
@@ -360,14 +359,14 @@ def _haar_row_forward(
     for level in range(levels, 0, -1):  # the finest level first
         half = size // 2
         finer = level > coarse
-        details = base + (count * half + r * half if finer else r * head_width + half)
-        divisor = divisors[level - coarse - 1, column] if divide and finer else 1.0
+        details = count * half + r * half if finer else r * head_width + half
+        divisor = divisors[level - coarse - 1, r] if divide and finer else 1.0
         for k in range(half):
             left = values[2 * k]
             right = values[2 * k + 1]
             difference = left - right
             if (divide and finer) or (divide_head and not finer):
-                difference = difference / (divisor if finer else head_divisors[column, half + k])
+                difference = difference / (divisor if finer else head_divisors[r, half + k])
                 if rint:
                     difference = np.rint(difference)
             out[details + k] = difference
@@ -376,10 +375,10 @@ def _haar_row_forward(
         size = half
     total = values[0]
     if divide_head:
-        total = total / head_divisors[column, 0]
+        total = total / head_divisors[r, 0]
         if rint:
             total = np.rint(total)
-    out[base + r * head_width] = total
+    out[r * head_width] = total
 
 
 def _nominal_leaf_sums(
@@ -464,7 +463,7 @@ def _nominal_haar_numerators(
                 own = sums[internal_row[node], outer]
                 for k in range(padded):
                     row[k] = scale * own[k] - above[k]
-        _haar_row_forward(row, half_row, out, 0, count, r, levels, coarse, divisors, head_divisors, r, rint)
+        _haar_row_forward(row, half_row, out, count, r, levels, coarse, divisors, head_divisors, rint)
 
 
 def _haar_rows_inverse(coefficients: np.ndarray, out: np.ndarray, levels: int, coarse: int, factors: np.ndarray) -> None:

@@ -74,6 +74,7 @@ __all__ = [
     "default_rng",
     "discrete_laplace",
     "discrete_laplace_variance",
+    "largest_magnitude",
     "multiplicity",
     "noise_sampler",
     "one_division_limit",
@@ -268,6 +269,11 @@ def one_division_limit(grid_exponent: int) -> float:
     return math.ldexp(_FLOAT_EXACT, -max(-grid_exponent, 0))
 
 
+def largest_magnitude(values: np.ndarray) -> float:
+    """The largest magnitude among ``values`` (0 for none): what :func:`rounds_by_one_division` asks of them."""
+    return max(float(values.max()), -float(values.min())) if values.size else 0.0
+
+
 def round_to_grid(numerators: np.ndarray, denominators: np.ndarray | float, grid_exponent: int) -> np.ndarray:
     """``round((numerators / denominators) / 2**k)`` exactly: integer-valued float64 when
     every result is below 2**52 in magnitude, int64 otherwise.
@@ -288,8 +294,7 @@ def round_to_grid(numerators: np.ndarray, denominators: np.ndarray | float, grid
         np.asarray(denominators, dtype=np.float64) if isinstance(denominators, np.ndarray) else float(denominators)
     )
     q = numerators / (d * 2.0**grid_exponent)
-    largest = max(float(numerators.max()), -float(numerators.min())) if numerators.size else 0.0
-    if rounds_by_one_division(largest, grid_exponent):
+    if rounds_by_one_division(largest_magnitude(numerators), grid_exponent):
         if isinstance(d, float) and d == 1 and grid_exponent <= 0:
             return q  # integers times a power of two: already exact integers
         return np.rint(q, out=q)

@@ -63,6 +63,7 @@ from .noise import (
     NoiseCalibration,
     NoiseSampler,
     Sampler,
+    largest_magnitude,
     noise_sampler,
     one_division_limit,
     round_to_grid,
@@ -147,7 +148,7 @@ def release_blocks(
     check_memory(_peak_bytes(plan, blocks, threads, output=not in_place))
     recycle_block_buffers()
     pipeline = _BlockPipeline(plan, calibration, sampler)
-    streams = _stream_makers(generator, len(blocks))
+    streams = bits.spawn_lazily(generator, len(blocks))  # each made by the thread that uses it
     noisy = matrix if in_place else output_array(matrix.shape)
     totals = [0] * len(blocks)
     if pipeline.is_big(_extent(blocks[0], matrix.shape), len(blocks)):
@@ -849,7 +850,7 @@ class _BlockPipeline:
         if bound >= EXACT_LIMIT:
             raise _too_large(total)
         pencils = big.pencils
-        streams = _stream_makers(rng, len(pencils))
+        streams = bits.spawn_lazily(rng, len(pencils))  # each made by the thread that uses it
 
         def pencil(number: int) -> None:
             tile = pencils[number]
@@ -990,7 +991,7 @@ class _BigBlock:
         limit = None if rounds_by_one_division(bound, k) else one_division_limit(k)
         integral = pipeline.integral(self.plan.transformed_axes)
         if integral:
-            if limit is None or _largest(flat) < limit:
+            if limit is None or largest_magnitude(flat) < limit:
                 np.divide(z, 2.0**k, out=z)
                 return flat
         elif _grid_units(z, divisors_b, divisors_a[tile], limit):
@@ -1033,7 +1034,7 @@ def _grid_units(z: np.ndarray, divisors_b: np.ndarray, divisors_a: np.ndarray, l
     loops = _compiled.grid_loops()
     rows = _pencil_rows(z, divisors_b) if loops is not None else None
     if loops is None or rows is None:
-        if limit is not None and not _largest(z) < limit:
+        if limit is not None and not largest_magnitude(z) < limit:
             return False
         np.divide(z, divisors_b[..., None] * divisors_a, out=z)
         np.rint(z, out=z)
@@ -1041,11 +1042,6 @@ def _grid_units(z: np.ndarray, divisors_b: np.ndarray, divisors_a: np.ndarray, l
     pencil, per_b = rows
     limit_bits = np.float64(math.inf if limit is None else limit).view(np.uint64)
     return bool(loops.units(pencil, pencil.view(np.uint64), per_b, divisors_a, limit_bits))
-
-
-def _largest(values: np.ndarray) -> float:
-    """The largest magnitude among ``values`` (0 for none)."""
-    return max(float(values.max()), -float(values.min())) if values.size else 0.0
 
 
 def _scale(z: np.ndarray, factors_b: np.ndarray, factors_a: np.ndarray) -> None:
@@ -1110,12 +1106,6 @@ def _pencil_axes(plan: TransformPlan, shape: tuple[int, ...]) -> tuple[int, ...]
         if size < best_size:
             best, best_size = pencil, size
     return best
-
-
-def _stream_makers(generator: np.random.Generator, count: int) -> list[Callable[[], np.random.Generator]]:
-    """Independent child generators, one per block or tile, each made by the thread that uses it
-    (:func:`.bits.spawn_lazily`: the same children as :func:`spawn_streams`)."""
-    return bits.spawn_lazily(generator, count)
 
 
 def worker_count(workers: int | None) -> int:
