@@ -82,7 +82,8 @@ LOW_BITS, SIGN_SHIFT, SIGNLESS, OPEN_THRESHOLD, C_SHIFT, C_BITS = range(6)
 
 
 def _add_common_draws(part: np.ndarray, fair: np.ndarray, prefixes: np.ndarray, word_guide: np.ndarray,
-                      params: np.ndarray, rare: np.ndarray, again: np.ndarray) -> tuple[int, int]:
+                      params: np.ndarray, rare: np.ndarray, again: np.ndarray, entries: np.ndarray,
+                      flags: np.ndarray) -> tuple[int, int]:
     """Add each draw of the round that the guide table and C's first bits decide to ``part``.
 
     ``fair`` and ``prefixes`` are the round's fair words (the sign on bit ``SIGN_SHIFT``, then
@@ -93,31 +94,42 @@ def _add_common_draws(part: np.ndarray, fair: np.ndarray, prefixes: np.ndarray, 
     again), by position, ascending; their ``part`` values are left as they were. Returns how
     many of each.
 
-    (Short-circuit ``and``/``or`` on purpose: numba makes the bitwise forms two to three
-    times slower here.)
+    In three loops, so that numba vectorises the second: the guide entries into ``entries``
+    (uint32, a round long: a table lookup is not vectorised), the draws added without a branch
+    (each draw's flags into ``flags``, uint8, a round long), then the flags read eight at a time.
     """
     low_bits, sign_shift = params[LOW_BITS], params[SIGN_SHIFT]
     signless, open_threshold = params[SIGNLESS], params[OPEN_THRESHOLD]
     low_mask = (np.int64(1) << low_bits) - 1
-    rare_count = 0
-    again_count = 0
-    for i in range(part.size):
-        word = np.int64(fair[i])
-        prefix = np.int64(prefixes[i])
+    count = part.size
+    for i in range(count):
         # the guide entry less the prefix (ExactSampler._guide_entries), modulo 2**32
-        entry = (np.int64(word_guide[prefix >> 16]) - prefix) & 0xFFFFFFFF
-        if (entry | 0x7FFF0000) >= 0x7FFFFFFF or (word & signless) >= open_threshold:
-            rare[rare_count] = i
-            rare_count += 1
-            continue
+        entries[i] = word_guide[prefixes[i] >> np.uint32(16)] - prefixes[i]
+    for i in range(count):
+        word = np.int64(fair[i])
+        entry = np.int64(entries[i])
+        unsure = ((entry | 0x7FFF0000) >= 0x7FFFFFFF) | ((word & signless) >= open_threshold)
         negative = (word >> sign_shift) & 1
         # V 2**M + L: L's M digits are the word's low bits (C = 0); below 2**52
         magnitude = ((entry >> 16) << low_bits) | (word & low_mask)
-        if magnitude == 0 and negative:
-            again[again_count] = i
-            again_count += 1
+        minus_zero = (magnitude == 0) & (negative == 1)
+        value = float(magnitude * (1 - 2 * negative))
+        before = part[i]
+        part[i] = before if unsure | minus_zero else before + value
+        flags[i] = np.uint8(unsure) | (np.uint8(minus_zero) << np.uint8(1))
+    rare_count = 0
+    again_count = 0
+    eights = flags[: count - count % 8].view(np.uint64)
+    for block in range(eights.size + (1 if count % 8 else 0)):
+        if block < eights.size and eights[block] == 0:
             continue
-        part[i] += float(magnitude * (1 - 2 * negative))
+        for i in range(8 * block, min(8 * block + 8, count)):
+            if flags[i] & 1:
+                rare[rare_count] = i
+                rare_count += 1
+            elif flags[i]:
+                again[again_count] = i
+                again_count += 1
     return rare_count, again_count
 
 
@@ -136,7 +148,9 @@ def _add_round_draws(part: np.ndarray, fair: np.ndarray, prefixes: np.ndarray, w
     ``C_BITS`` bits (from bit ``C_SHIFT`` of the fair word) into ``first_c``. Returns how many
     rare, "-0", tied and opened draws there are."""
     rare = scratch[RARE]
-    rare_count, again_count = _add_common_draws(part, fair, prefixes, word_guide, params, rare, scratch[AGAIN])
+    # the rows LOWER and COUNTS are free until the opened draws are decided
+    rare_count, again_count = _add_common_draws(part, fair, prefixes, word_guide, params, rare, scratch[AGAIN],
+                                                scratch[LOWER].view(np.uint32), scratch[COUNTS].view(np.uint8))
     signless, open_threshold = params[SIGNLESS], params[OPEN_THRESHOLD]
     c_shift = np.uint64(params[C_SHIFT])
     c_mask = (np.uint64(1) << np.uint64(params[C_BITS])) - np.uint64(1)
@@ -339,7 +353,7 @@ def _haar_rows_forward(
     at ``[r, j]``, j its place in the row's head). (The numpy code does the head as a matrix
     product: on counts, the same exact integers.)"""
     count, width = rows.shape
-    sums = np.empty(width // 2)
+    sums = np.empty(width)
     for r in range(count):
         _haar_row_forward(rows[r], sums, out, count, r, levels, coarse, divisors, head_divisors, rint)
 
@@ -349,29 +363,38 @@ def _haar_row_forward(
     divisors: np.ndarray, head_divisors: np.ndarray, rint: bool,
 ) -> None:
     """Row ``r`` of :func:`_haar_rows_forward` for a tile of ``count`` rows: ``values`` (the row,
-    read only) through every level, the finest first, with ``sums`` (half a row) for the pair
-    sums; its divisors are column ``r`` of ``divisors`` and row ``r`` of ``head_divisors``.
-    (Compiled into the loops that call it: see :func:`_compiled_kernels`.)"""
+    read only) through every level, the finest first, with ``sums`` (as long as the row) for
+    the pair sums; its divisors are column ``r`` of ``divisors`` and row ``r`` of
+    ``head_divisors``. (Compiled into the loops that call it: see :func:`_compiled_kernels`.)"""
     head_width = 1 << coarse
     divide = divisors.shape[0] > 0
     divide_head = head_divisors.shape[0] > 0
     size = values.size
-    for level in range(levels, 0, -1):  # the finest level first
+    # the finer levels: each level's sums into the other half of ``sums`` than it reads
+    # (:func:`_pair_level`), dividing by 1 where there is no divisor (which is exact)
+    spare, other = sums[: size // 2], sums[size // 2 :]
+    for level in range(levels, coarse, -1):
         half = size // 2
-        finer = level > coarse
-        details = count * half + r * half if finer else r * head_width + half
-        divisor = divisors[level - coarse - 1, r] if divide and finer else 1.0
+        details = count * half + r * half
+        divisor = divisors[level - coarse - 1, r] if divide else 1.0
+        _pair_level(values, spare[:half], out[details : details + half], divisor, rint and divide)
+        values = spare[:half]
+        spare, other = other, spare
+        size = half
+    for _ in range(coarse):  # the head: a few pairs a row, summed in place
+        half = size // 2
+        details = r * head_width + half
         for k in range(half):
             left = values[2 * k]
             right = values[2 * k + 1]
             difference = left - right
-            if (divide and finer) or (divide_head and not finer):
-                difference = difference / (divisor if finer else head_divisors[r, half + k])
+            if divide_head:
+                difference = difference / head_divisors[r, half + k]
                 if rint:
                     difference = np.rint(difference)
             out[details + k] = difference
-            sums[k] = left + right  # k <= 2k: a pair is read before its sum overwrites it
-        values = sums
+            spare[k] = left + right  # k <= 2k: a pair is read before its sum overwrites it
+        values = spare[:half]
         size = half
     total = values[0]
     if divide_head:
@@ -379,6 +402,19 @@ def _haar_row_forward(
         if rint:
             total = np.rint(total)
     out[r * head_width] = total
+
+
+def _pair_level(values: np.ndarray, sums: np.ndarray, details: np.ndarray, divisor: float, rint: bool) -> None:
+    """One finer Haar level forward: each pair of ``values``' difference divided by ``divisor``
+    (and rounded to the nearest integer, ties to even, with ``rint``) into ``details``, its sum
+    into ``sums`` (another array: a loop that reads and writes the same row is not vectorised;
+    compiled on its own, where numba vectorises it, and called: see :func:`_compiled_kernels`)."""
+    for k in range(sums.size):
+        left = values[2 * k]
+        right = values[2 * k + 1]
+        difference = (left - right) / divisor
+        details[k] = np.rint(difference) if rint else difference
+        sums[k] = left + right
 
 
 def _nominal_leaf_sums(
@@ -442,7 +478,7 @@ def _nominal_haar_numerators(
     count = out.size // padded
     nodes = parent.size
     row = np.empty(padded)
-    half_row = np.empty(padded // 2)
+    sums_row = np.empty(padded)
     for r in range(count):
         outer, node = divmod(first + r, nodes)
         if node == 0:
@@ -463,7 +499,7 @@ def _nominal_haar_numerators(
                 own = sums[internal_row[node], outer]
                 for k in range(padded):
                     row[k] = scale * own[k] - above[k]
-        _haar_row_forward(row, half_row, out, count, r, levels, coarse, divisors, head_divisors, rint)
+        _haar_row_forward(row, sums_row, out, count, r, levels, coarse, divisors, head_divisors, rint)
 
 
 def _haar_rows_inverse(coefficients: np.ndarray, out: np.ndarray, levels: int, coarse: int, factors: np.ndarray) -> None:
@@ -473,7 +509,7 @@ def _haar_rows_inverse(coefficients: np.ndarray, out: np.ndarray, levels: int, c
     each detail first multiplied by its level's and row's factor where ``factors`` is not empty
     (level l's of row r at ``[l - coarse - 1, r]``). Each level reads its means from one
     scratch row and writes the next level's to the other (the last to ``out``): a loop that
-    reads and writes the same row cannot be vectorised."""
+    reads and writes the same row cannot be vectorised (:func:`_unpair_level`)."""
     count, width_out = out.shape
     scale = factors.shape[0] > 0
     means = np.empty(width_out)
@@ -487,15 +523,21 @@ def _haar_rows_inverse(coefficients: np.ndarray, out: np.ndarray, levels: int, c
             details = count * width + r * width
             factor = factors[level - coarse - 1, r] if scale else 1.0
             target = row if level == levels else finer
-            for k in range(width):
-                mean = means[k]
-                detail = coefficients[details + k]
-                if scale:
-                    detail = detail * factor
-                target[2 * k] = mean + detail
-                target[2 * k + 1] = mean - detail
+            # a factor of 1 where there is none: multiplying by 1 is exact
+            _unpair_level(means[:width], coefficients[details : details + width], target[: 2 * width], factor)
             means, finer = finer, means
             width *= 2
+
+
+def _unpair_level(means: np.ndarray, details: np.ndarray, target: np.ndarray, factor: float) -> None:
+    """One finer Haar level inverse: each mean plus and minus its detail times ``factor``, the
+    pair into ``target`` (another array than ``means``; compiled on its own, where numba
+    vectorises it, and called: see :func:`_compiled_kernels`)."""
+    for k in range(means.size):
+        mean = means[k]
+        detail = details[k] * factor
+        target[2 * k] = mean + detail
+        target[2 * k + 1] = mean - detail
 
 
 def _nominal_inverse(
@@ -732,8 +774,13 @@ _LOOPS: list[tuple[Callable[..., object], list[str]]] = [
 # The checks' sums may be taken in any order (see _checked_sum): numba then vectorises them.
 _FASTMATH: dict[Callable[..., object], set[str]] = {_checked_sum: {"reassoc"}, _checked_padding: {"reassoc"}}
 
-# Functions the loops call (see _compiled_kernels).
+# Functions the loops call (see _compiled_kernels): compiled into their callers, and compiled
+# on their own with their signatures (numba vectorises these loops alone, not inlined).
 _HELPERS: list[Callable[..., object]] = [_haar_row_forward, _add_common_draws, _open_tops]
+_CALLED: list[tuple[Callable[..., object], list[str]]] = [
+    (_pair_level, ["void(float64[::1], float64[::1], float64[::1], float64, boolean)"]),
+    (_unpair_level, ["void(float64[::1], float64[::1], float64[::1], float64)"]),
+]
 
 _BUILDING = threading.Lock()
 # What _compiled_kernels gave (None: the numpy passes), once it has run; empty before.
@@ -793,14 +840,21 @@ def _compiled_kernels() -> _Kernels | None:
         for helper in _HELPERS:
             globals()[helper.__name__] = numba.njit(inline="always")(helper)
         try:
-            loops = [numba.njit(signatures, nogil=True, cache=True, fastmath=_FASTMATH.get(loop, False))(loop)
-                     for loop, signatures in _LOOPS]
+            loops = _compiled_loops(numba.njit, cache=True)
         except RuntimeError:  # no folder to cache them in (numba: "no locator available"): compile each run
-            loops = [numba.njit(signatures, nogil=True, fastmath=_FASTMATH.get(loop, False))(loop)
-                     for loop, signatures in _LOOPS]
+            loops = _compiled_loops(numba.njit, cache=False)
     except Exception as error:  # a numba that cannot compile them must not stop a release
         warnings.warn(f"numba could not compile the release's loops, which run as numpy passes: {error}",
                       RuntimeWarning, stacklevel=2)
         return None
     return _Kernels(SamplerLoops(*loops[:5]), HaarRowsLoops(*loops[5:7]), BlockLoops(*loops[7:15]),
                     GridLoops(*loops[15:]))
+
+
+def _compiled_loops(njit: Callable[..., Any], cache: bool) -> list[Any]:
+    """The called loops under their own names, then _LOOPS' dispatchers, in order."""
+    options: dict[str, Any] = {"cache": True} if cache else {}
+    for called, signatures in _CALLED:
+        globals()[called.__name__] = njit(signatures, nogil=True, **options)(called)
+    return [njit(signatures, nogil=True, **options, fastmath=_FASTMATH.get(loop, False))(loop)
+            for loop, signatures in _LOOPS]

@@ -62,7 +62,8 @@ def test_where_numba_cannot_cache_the_loop_is_compiled_for_this_run(fresh_loop, 
     monkeypatch.setattr(numba, "njit", njit)
     kernel = _compiled.sampler_loops().add_round
     helpers = [{"inline": "always"}] * len(_compiled._HELPERS)  # compiled into their callers
-    assert asked == helpers + [{"nogil": True, "cache": True, "fastmath": False}] + [
+    called = [{"nogil": True}] * len(_compiled._CALLED)  # compiled on their own, called by the loops
+    assert asked == helpers + [{"nogil": True, "cache": True}] + called + [
         {"nogil": True, "fastmath": _compiled._FASTMATH.get(loop, False)} for loop, _ in _compiled._LOOPS]
     part = np.zeros(4)
     fair = np.array([5, 1 << 31 | 5, 0, 1 << 31], dtype=np.uint32)  # +5, -5, 0, "-0"
