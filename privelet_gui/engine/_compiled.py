@@ -774,8 +774,9 @@ _LOOPS: list[tuple[Callable[..., object], list[str]]] = [
 # The checks' sums may be taken in any order (see _checked_sum): numba then vectorises them.
 _FASTMATH: dict[Callable[..., object], set[str]] = {_checked_sum: {"reassoc"}, _checked_padding: {"reassoc"}}
 
-# Functions the loops call (see _compiled_kernels): compiled into their callers, and compiled
-# on their own with their signatures (numba vectorises these loops alone, not inlined).
+# Functions the loops call (see _compiled_kernels): the helpers are compiled into their callers;
+# the called loops are compiled on their own, with their signatures, and called (numba
+# vectorises them alone, not once inlined).
 _HELPERS: list[Callable[..., object]] = [_haar_row_forward, _add_common_draws, _open_tops]
 _CALLED: list[tuple[Callable[..., object], list[str]]] = [
     (_pair_level, ["void(float64[::1], float64[::1], float64[::1], float64, boolean)"]),
