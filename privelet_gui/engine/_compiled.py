@@ -148,9 +148,11 @@ def _add_round_draws(part: np.ndarray, fair: np.ndarray, prefixes: np.ndarray, w
     ``C_BITS`` bits (from bit ``C_SHIFT`` of the fair word) into ``first_c``. Returns how many
     rare, "-0", tied and opened draws there are."""
     rare = scratch[RARE]
-    # the rows LOWER and COUNTS are free until the opened draws are decided
+    # the rows LOWER and COUNTS are free until the opened draws are decided: the guide entries
+    # stay there for the rare draws below
+    entries = scratch[LOWER].view(np.uint32)
     rare_count, again_count = _add_common_draws(part, fair, prefixes, word_guide, params, rare, scratch[AGAIN],
-                                                scratch[LOWER].view(np.uint32), scratch[COUNTS].view(np.uint8))
+                                                entries, scratch[COUNTS].view(np.uint8))
     signless, open_threshold = params[SIGNLESS], params[OPEN_THRESHOLD]
     c_shift = np.uint64(params[C_SHIFT])
     c_mask = (np.uint64(1) << np.uint64(params[C_BITS])) - np.uint64(1)
@@ -159,7 +161,7 @@ def _add_round_draws(part: np.ndarray, fair: np.ndarray, prefixes: np.ndarray, w
     for j in range(rare_count):
         i = rare[j]
         prefix = np.int64(prefixes[i])
-        entry = (np.int64(word_guide[prefix >> 16]) - prefix) & 0xFFFFFFFF
+        entry = np.int64(entries[i])
         quotient = entry >> 16
         if (entry | 0x7FFF0000) >= 0x7FFFFFFF:  # flagged or a tie: the thresholds at most the prefix
             low, high = 0, ascending.size
