@@ -346,6 +346,37 @@ def test_a_big_single_block_runs_in_slabs_and_tiles_on_threads(monkeypatch):
         privelet(m, schema, 1.0, workers=2, should_cancel=cancel_after_five)
 
 
+def test_a_big_single_blocks_output_lies_over_its_intermediate_and_waits_for_the_rows_under_it(monkeypatch):
+    # S_A empty: pass 3 writes slab s's values over the end of row s - 1 of the intermediate
+    # (a slab has fewer values than its row has coefficients). A slab whose predecessors are
+    # slow to be read must wait for them, whatever the threads' timing.
+    import time
+
+    from privelet_gui.engine import pipeline
+
+    monkeypatch.setattr(pipeline, "_PENCIL_CELLS", 200)
+    schema = Schema(
+        [OrdinalAttribute.integer_range("a", 0, 9), NominalAttribute("job", JOBS), OrdinalAttribute.integer_range("o", 0, 30)]
+    )
+    m = np.random.default_rng(2).integers(0, 9, schema.shape).astype(float)
+    alone = privelet(m, schema, 1.0, np.random.default_rng(5), workers=1).noisy
+    slab = pipeline._BigBlock.slab
+
+    def odd_slabs_late(self, number):  # (pass 1 too: harmless)
+        if number % 2:
+            time.sleep(0.01)
+        return slab(self, number)
+
+    monkeypatch.setattr(pipeline._BigBlock, "slab", odd_slabs_late)
+    noisy = privelet(m, schema, 1.0, np.random.default_rng(5), workers=3).noisy
+    np.testing.assert_array_equal(noisy, alone)
+    root = noisy
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    big = pipeline._BigBlock(TransformPlan(schema), schema.shape)
+    assert root.size == big.rows * big.plane.size > m.size  # the intermediate's memory, not a matrix of its own
+
+
 def test_a_big_blocks_pencils_round_the_same_by_either_exact_path(monkeypatch):
     # A pencil rounds with one division when its largest coefficient allows it and with
     # round_to_grid's integer correction otherwise: both are exact, so forcing the second on
