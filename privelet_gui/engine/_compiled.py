@@ -579,51 +579,57 @@ def _nominal_inverse(
                     target[k] = row[k] + shift[k]
 
 
-def _haar_kept_numerators(values: np.ndarray, out: np.ndarray, level_counts: np.ndarray, sums: np.ndarray) -> None:
+def _haar_kept_numerators(values: np.ndarray, out: np.ndarray, level_counts: np.ndarray, sums: np.ndarray,
+                          mid: int) -> None:
     """:meth:`~privelet_gui.engine.haar.HaarTransform.kept_numerators` of counts along the rows
-    of ``values`` (one row per value, the columns side by side) into ``out`` (one row per kept
-    coefficient): every level's pair differences, the finest first, each level's subtree sums
-    into ``sums`` (scratch, half as many rows as ``values``; a pair is read before its sum
-    overwrites a row), then the base. The numpy code does the coarse levels as one matrix
+    of ``values``: value i's columns are its rows ``i mid .. i mid + mid - 1`` (rows of any
+    stride: a big block's pencil read in place), and so are coefficient i's in ``out`` and
+    sum i's in ``sums``. Every level's pair differences, the finest first, each level's subtree
+    sums into ``sums`` (scratch, half as many values as ``values``; a pair is read before its
+    sum overwrites a row), then the base. The numpy code does the coarse levels as one matrix
     product; on counts both are the same exact integers."""
     levels = level_counts.size
     columns = values.shape[1]
-    filled = values.shape[0]
-    start = out.shape[0]
+    filled = values.shape[0] // mid
+    start = out.shape[0] // mid
     for level in range(levels, 0, -1):
         kept = level_counts[level - 1]
         start -= kept
         pairs = filled // 2
         for pair in range(pairs):
-            left = values[2 * pair] if level == levels else sums[2 * pair]
-            right = values[2 * pair + 1] if level == levels else sums[2 * pair + 1]
-            detail = out[start + pair]
-            parent = sums[pair]
-            for k in range(columns):
-                a = left[k]
-                b = right[k]
-                detail[k] = a - b
-                parent[k] = a + b
+            for line in range(mid):
+                left = values[2 * pair * mid + line] if level == levels else sums[2 * pair * mid + line]
+                right = values[(2 * pair + 1) * mid + line] if level == levels else sums[(2 * pair + 1) * mid + line]
+                detail = out[(start + pair) * mid + line]
+                parent = sums[pair * mid + line]
+                for k in range(columns):
+                    a = left[k]
+                    b = right[k]
+                    detail[k] = a - b
+                    parent[k] = a + b
         if filled % 2:  # the last subtree's right sibling is all padding
-            last = values[filled - 1] if level == levels else sums[filled - 1]
-            for k in range(columns):
-                out[start + pairs, k] = last[k]
-                sums[pairs, k] = last[k]
+            for line in range(mid):
+                last = values[(filled - 1) * mid + line] if level == levels else sums[(filled - 1) * mid + line]
+                for k in range(columns):
+                    out[(start + pairs) * mid + line, k] = last[k]
+                    sums[pairs * mid + line, k] = last[k]
         filled = kept
-    base = values[0] if levels == 0 else sums[0]
-    for k in range(columns):
-        out[0, k] = base[k]
+    for line in range(mid):
+        base = values[line] if levels == 0 else sums[line]
+        for k in range(columns):
+            out[line, k] = base[k]
 
 
 def _haar_kept_inverse(
     coefficients: np.ndarray, means: np.ndarray, out: np.ndarray, counts: np.ndarray, starts: np.ndarray,
-    scratch: np.ndarray,
+    scratch: np.ndarray, mid: int,
 ) -> None:
     """The finer levels of :meth:`~privelet_gui.engine.haar.HaarTransform.kept_inverse` along
-    rows (the columns side by side): from the coarse ``means``, each level's values, ``counts[i]``
-    of them, are its means plus (even) and minus (odd) its details (the rows of ``coefficients``
-    from ``starts[i]``); the finest into ``out``, the others into ``scratch`` (two halves, used in
-    turn)."""
+    rows, each value (mean, coefficient) ``mid`` rows as in :func:`_haar_kept_numerators` (``out``'s
+    of any stride: a big block's pencil written in place): from the coarse ``means``, each level's
+    values, ``counts[i]`` of them, are its means plus (even) and minus (odd) its details (the
+    coefficients from ``starts[i]``); the finest into ``out``, the others into ``scratch`` (two
+    halves, used in turn)."""
     columns = means.shape[1]
     half = scratch.shape[0] // 2
     levels = counts.size
@@ -631,15 +637,17 @@ def _haar_kept_inverse(
         count = counts[level]
         start = starts[level]
         for value in range(count):
-            mean = means[value // 2] if level == 0 else scratch[(level - 1) % 2 * half + value // 2]
-            detail = coefficients[start + value // 2]
-            target = out[value] if level == levels - 1 else scratch[level % 2 * half + value]
-            if value % 2 == 0:
-                for k in range(columns):
-                    target[k] = mean[k] + detail[k]
-            else:
-                for k in range(columns):
-                    target[k] = mean[k] - detail[k]
+            for line in range(mid):
+                mean = (means[value // 2 * mid + line] if level == 0
+                        else scratch[(level - 1) % 2 * half + value // 2 * mid + line])
+                detail = coefficients[(start + value // 2) * mid + line]
+                target = out[value * mid + line] if level == levels - 1 else scratch[level % 2 * half + value * mid + line]
+                if value % 2 == 0:
+                    for k in range(columns):
+                        target[k] = mean[k] + detail[k]
+                else:
+                    for k in range(columns):
+                        target[k] = mean[k] - detail[k]
 
 
 # float64 bits: those of infinity, and all but the sign
@@ -736,6 +744,7 @@ class _Kernels:
 _READ_ONLY_1D = "Array(float64, 1, 'C', readonly=True)"
 _READ_ONLY_2D = "Array(float64, 2, 'C', readonly=True)"
 _READ_ONLY_3D = "Array(float64, 3, 'C', readonly=True)"
+_READ_ONLY_ROWS = "Array(float64, 2, 'A', readonly=True)"
 # Each loop with its signatures; the sampler's for both word sizes of the fair words (32 bits
 # up to M = 23, else 64). All are compiled at once, in this order (that of SamplerLoops',
 # HaarRowsLoops', BlockLoops' and GridLoops' fields).
@@ -766,9 +775,10 @@ _LOOPS: list[tuple[Callable[..., object], list[str]]] = [
     (_nominal_inverse, [
         "void(float64[:, :, ::1], float64[:, :, ::1], int64[::1], int64[::1], int64[::1], int64[::1], float64[::1])"
     ]),
-    (_haar_kept_numerators, [f"void({_READ_ONLY_2D}, float64[:, ::1], int64[::1], float64[:, ::1])"]),
+    # (rows of any stride, their columns contiguous: numba vectorises them as it does C rows)
+    (_haar_kept_numerators, [f"void({_READ_ONLY_ROWS}, float64[:, ::1], int64[::1], float64[:, ::1], int64)"]),
     (_haar_kept_inverse, [
-        f"void({_READ_ONLY_2D}, {_READ_ONLY_2D}, float64[:, ::1], int64[::1], int64[::1], float64[:, ::1])"
+        f"void({_READ_ONLY_2D}, {_READ_ONLY_2D}, float64[:, :], int64[::1], int64[::1], float64[:, ::1], int64)"
     ]),
     (_grid_units, [f"boolean(float64[:, ::1], uint64[:, ::1], float64[::1], {_READ_ONLY_1D}, uint64)"]),
     (_grid_scale, [f"void(float64[:, ::1], float64[::1], {_READ_ONLY_1D})"]),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from functools import cache, cached_property
+from itertools import pairwise
 
 import numpy as np
 
@@ -247,10 +248,12 @@ class HaarTransform(AxisTransform):
         sums = np.moveaxis(np.asarray(x, dtype=np.float64), axis, 0)
         out = np.empty((self.n_kept, *sums.shape[1:]))
         loops = _compiled.block_loops()
-        if loops is not None and sums.flags.c_contiguous:
-            columns = math.prod(sums.shape[1:])
-            loops.haar_kept_numerators(sums.reshape(self.size, columns), out.reshape(self.n_kept, columns),
-                                       self._level_counts_array, np.empty(((self.size + 1) // 2, columns)))
+        lines = _loop_rows(sums) if loops is not None else None
+        if loops is not None and lines is not None:
+            rows, mid = lines
+            columns = rows.shape[1]
+            loops.haar_kept_numerators(rows, out.reshape(self.n_kept * mid, columns), self._level_counts_array,
+                                       np.empty(((self.size + 1) // 2 * mid, columns)), mid)
             return back(out, axis)
         coarse = self._product_levels(sums)
         offsets = np.cumsum([1, *self.level_counts])  # where each level's details start
@@ -287,15 +290,16 @@ class HaarTransform(AxisTransform):
         loops = _compiled.block_loops()
         if loops is not None:
             values = np.empty((self.size, *cv.shape[1:])) if out is None else np.moveaxis(out, axis, 0)
-            if values.flags.c_contiguous and values.dtype == np.float64:
+            lines = _loop_rows(values)
+            if lines is not None:
                 # the finer levels in one compiled loop: the same sums and differences, the GIL released
+                rows, mid = lines
+                columns = rows.shape[1]
                 levels = range(coarse + 1, self.levels + 1)
                 counts = np.array([self._covering(level) for level in levels], dtype=np.int64)
-                columns = math.prod(cv.shape[1:])
-                loops.haar_kept_inverse(cv.reshape(self.n_kept, columns), means.reshape(count, columns),
-                                        values.reshape(self.size, columns), counts,
-                                        np.array([offsets[level - 1] for level in levels], dtype=np.int64),
-                                        np.empty((2 * int(counts[:-1].max(initial=0)), columns)))
+                loops.haar_kept_inverse(cv.reshape(self.n_kept * mid, columns), means.reshape(count * mid, columns),
+                                        rows, counts, np.array([offsets[level - 1] for level in levels], dtype=np.int64),
+                                        np.empty((2 * int(counts[:-1].max(initial=0)) * mid, columns)), mid)
                 return back(values, axis) if out is None else out
         details = [cv[offsets[level - 1] : offsets[level]] for level in range(coarse + 1, self.levels + 1)]
         return self._finer_levels(means, details, axis, out)
@@ -475,6 +479,28 @@ def loop_table(levels_by_row: np.ndarray | None) -> np.ndarray:
 
 
 _NO_TABLE = np.empty((0, 0))
+
+
+def _loop_rows(along: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """``along`` (float64, the transform's axis first) as the rows the kept loops take, and the
+    rows of each value: where it is C-contiguous, one row per value (its other positions side by
+    side); else, where its innermost axis is contiguous and the others fold into one stride
+    without a copy (a big block's pencil, a view of the intermediate's rows read and written in
+    place), one row per line of that axis. None otherwise (numpy's passes then)."""
+    if along.dtype != np.float64:
+        return None
+    if along.flags.c_contiguous:
+        return along.reshape(along.shape[0], -1), 1
+    shape, strides = along.shape, along.strides
+    if along.ndim < 2 or strides[-1] != along.itemsize:
+        return None
+    folded = [(n, stride) for n, stride in zip(shape[:-1], strides[:-1], strict=True) if n != 1]  # (any stride: one index)
+    if any(outer != inner * n for (_, outer), (n, inner) in pairwise(folded)):
+        return None
+    lines = math.prod(shape[:-1])
+    row_stride = folded[-1][1] if folded else shape[-1] * along.itemsize
+    rows = np.lib.stride_tricks.as_strided(along, (lines, shape[-1]), (row_stride, along.itemsize))
+    return rows, lines // shape[0]
 
 
 def _compiled_fits(*arrays: np.ndarray) -> bool:

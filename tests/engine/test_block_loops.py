@@ -5,6 +5,7 @@ bit, and refuse the same counts with the same words."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 
@@ -390,6 +391,58 @@ def test_haar_kept_inverse_is_numpys_to_the_bit(size, shape, axis, into, monkeyp
     np.testing.assert_array_equal(compiled.view(np.uint64), numpys.view(np.uint64))
     np.testing.assert_allclose(numpys, transform.inverse(_padded_kept(transform, coefficients, axis), axis)
                                .take(range(size), axis=axis), rtol=1e-9, atol=1e-6)
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 33, 101])
+@pytest.mark.parametrize("lines", [1, 2, 3])
+def test_haar_kept_loops_read_and_write_a_pencil_in_place_to_the_bit(size, lines, monkeypatch):
+    """A big block's pencil as it lies in the intermediate: the rows of ``lines`` values per
+    Haar value (another axis of the pencil), each a run of a wider row. The compiled loops read
+    and write it in place and give numpy's bits; values beside the pencil are left alone."""
+    _require_compiled()
+    transform = HaarTransform(size)
+    rng = np.random.default_rng(size + lines)
+    width, stride = 37, 50
+    counts = rng.integers(0, 2**30, (size * lines, stride)).astype(np.float64)
+    pencil = counts[:, 5 : 5 + width].reshape(size, lines, width)  # rows 50 apart: not C-contiguous
+    coefficients = rng.laplace(0.0, 1e5, (transform.n_kept, lines, width))
+    intermediate = np.full((size * lines, stride), np.nan)
+    into = intermediate[:, 5 : 5 + width].reshape(size, lines, width)
+    calls = counting_loops(monkeypatch, "block_loops", "haar_kept_numerators", "haar_kept_inverse")
+    compiled = transform.kept_numerators(pencil, 0)
+    transform.kept_inverse(coefficients, 0, out=into)
+    finer_levels = transform._product_levels(coefficients) < transform.levels  # else one matrix product does all
+    assert calls == ["haar_kept_numerators"] + (["haar_kept_inverse"] if finer_levels else [])
+    assert np.isnan(np.delete(intermediate, np.s_[5 : 5 + width], axis=1)).all()
+    monkeypatch.setattr(_compiled, "block_loops", lambda: None)
+    np.testing.assert_array_equal(compiled.view(np.uint64), transform.kept_numerators(np.ascontiguousarray(pencil), 0).view(np.uint64))
+    numpys = transform.kept_inverse(coefficients, 0)
+    np.testing.assert_array_equal(into.view(np.uint64), numpys.view(np.uint64))
+
+
+def test_a_big_block_reads_and_writes_its_pencils_in_place(monkeypatch):
+    """S_A empty with a Haar axis first: pass 2 gives the compiled loops the intermediate's own
+    rows (no gathered copy), and the release is what the gathered copies give."""
+    _require_compiled()
+    schema = Schema([OrdinalAttribute.integer_range("age", 0, 40), NominalAttribute("sex", Hierarchy.flat(["f", "m"])),
+                     OrdinalAttribute.integer_range("income", 0, 300)])
+    counts = _counts(schema.shape, seed=4)
+    monkeypatch.setattr(pipeline_module, "_PENCIL_CELLS", 2000)  # pencils narrower than the rows
+    seen: list[bool] = []
+    loops = _compiled.block_loops()
+
+    def recorded(values, *rest):
+        seen.append(values.flags.c_contiguous)
+        return loops.haar_kept_numerators(values, *rest)
+
+    monkeypatch.setattr(_compiled, "block_loops", lambda: dataclasses.replace(loops, haar_kept_numerators=recorded))
+    in_place = privelet(counts, schema, 1.0, np.random.default_rng(3), workers=2).noisy
+    assert seen and not any(seen)  # every pencil read where it lies
+    monkeypatch.setattr(pipeline_module._BigBlock, "pencils_in_place", property(lambda self: False))
+    seen.clear()
+    gathered = privelet(counts, schema, 1.0, np.random.default_rng(3), workers=2).noisy
+    assert seen and all(seen)
+    np.testing.assert_array_equal(in_place.view(np.uint64), gathered.view(np.uint64))
 
 
 def _padded_kept(transform: HaarTransform, kept: np.ndarray, axis: int) -> np.ndarray:
