@@ -299,8 +299,8 @@ def _checked_padding(cells: np.ndarray, padded: np.ndarray) -> float:
 
 def _nominal_numerators(
     leaves: np.ndarray, out: np.ndarray, parent: np.ndarray, fanout: np.ndarray, first_child: np.ndarray,
-    leaf_row: np.ndarray,
-) -> None:
+    leaf_row: np.ndarray, divisors_rows: np.ndarray, divisors_columns: np.ndarray, limit_bits: int,
+) -> bool:
     """:meth:`~privelet_gui.engine.nominal.NominalTransform.numerators` of counts along the middle
     axis of ``leaves`` (outer positions, leaves in leaf order, inner positions: the array as it
     is, no transposing copy) into ``out`` (nodes in level order, where children follow their
@@ -309,8 +309,15 @@ def _nominal_numerators(
     the deepest first, so that a parent's row still holds its leaf-sum when its children read it.
     ``leaf_row[node]``: the node's row of ``leaves``, -1 for an internal node. (Whole rows at a
     time: strips of columns measured slower on rows of 1024, whose 8 KiB stride maps a strip's
-    rows to the same cache sets.)"""
+    rows to the same cache sets.)
+
+    With ``divisors_rows`` (not empty; one per row of ``out``: node, then outer position) each
+    outer position's numerators are then taken to grid units as :func:`_grid_units` does, while
+    they are in the cache, if their magnitudes are below the limit whose float64 bits are
+    ``limit_bits``; the first that is not stops it, returning False (``out`` is then in part
+    divided: the caller starts again without). Returns True otherwise."""
     count = out.shape[0]
+    outers = out.shape[1]
     for outer in range(leaves.shape[0]):
         for node in range(count - 1, -1, -1):
             children = fanout[node]
@@ -339,6 +346,20 @@ def _nominal_numerators(
             sums = out[above, outer]
             for k in range(target.size):
                 target[k] = scale * own[k] - sums[k]
+        if divisors_rows.size:
+            largest = np.uint64(0)
+            for node in range(count):
+                bits = out[node, outer].view(np.uint64)
+                for k in range(bits.size):
+                    largest = max(largest, bits[k] & _MAGNITUDE_BITS)
+            if not largest < limit_bits:
+                return False
+            for node in range(count):
+                row = out[node, outer]
+                first_divisor = divisors_rows[node * outers + outer]
+                for k in range(row.size):
+                    row[k] = np.rint(row[k] / (first_divisor * divisors_columns[k]))
+    return True
 
 
 def _haar_rows_forward(
@@ -544,7 +565,7 @@ def _unpair_level(means: np.ndarray, details: np.ndarray, target: np.ndarray, fa
 
 def _nominal_inverse(
     sums: np.ndarray, out: np.ndarray, group_parent: np.ndarray, group_first: np.ndarray, group_fanout: np.ndarray,
-    leaf_row: np.ndarray, shift: np.ndarray,
+    leaf_row: np.ndarray, shift: np.ndarray, factors_rows: np.ndarray, factors_columns: np.ndarray,
 ) -> None:
     """:meth:`~privelet_gui.engine.nominal.NominalTransform.inverse` with mean subtraction where
     numpy visits every sibling group in turn: ``sums`` (nodes, then outer and inner positions:
@@ -552,9 +573,20 @@ def _nominal_inverse(
     first), each child plus ``(parent - sum of the group) / fanout`` with the group summed child
     after child, as numpy's reduction along the first axis sums rows. A leaf's values go to
     ``out`` (outer positions, leaves, inner positions: the values' own layout), whose rows may
-    be shorter than ``sums``' (a padded array's first columns: the others are never computed)."""
+    be shorter than ``sums``' (a padded array's first columns: the others are never computed).
+
+    With ``factors_rows`` (not empty; one per row of ``sums``: node, then outer position) each
+    outer position's coefficients are first multiplied as :func:`_grid_scale` does, while they
+    are in the cache."""
     width = out.shape[2]
+    outers = sums.shape[1]
     for outer in range(out.shape[0]):
+        if factors_rows.size:
+            for node in range(sums.shape[0]):
+                row = sums[node, outer]
+                first_factor = factors_rows[node * outers + outer]
+                for k in range(row.size):
+                    row[k] = row[k] * first_factor * factors_columns[k]
         if group_parent.size == 0:  # the root is the only leaf
             for k in range(width):
                 out[outer, 0, k] = sums[0, outer, k]
@@ -770,10 +802,12 @@ _LOOPS: list[tuple[Callable[..., object], list[str]]] = [
         "int64, int64, float64[:, ::1], float64[:, ::1], boolean)"
     ]),
     (_nominal_numerators, [
-        f"void({_READ_ONLY_3D}, float64[:, :, ::1], int64[::1], int64[::1], int64[::1], int64[::1])"
+        f"boolean({_READ_ONLY_3D}, float64[:, :, ::1], int64[::1], int64[::1], int64[::1], int64[::1], {_READ_ONLY_1D}, "
+        f"{_READ_ONLY_1D}, uint64)"
     ]),
     (_nominal_inverse, [
-        "void(float64[:, :, ::1], float64[:, :, ::1], int64[::1], int64[::1], int64[::1], int64[::1], float64[::1])"
+        "void(float64[:, :, ::1], float64[:, :, ::1], int64[::1], int64[::1], int64[::1], int64[::1], float64[::1], "
+        f"{_READ_ONLY_1D}, {_READ_ONLY_1D})"
     ]),
     # (rows of any stride, their columns contiguous: numba vectorises them as it does C rows)
     (_haar_kept_numerators, [f"void({_READ_ONLY_ROWS}, float64[:, ::1], int64[::1], float64[:, ::1], int64)"]),

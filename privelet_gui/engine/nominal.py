@@ -42,6 +42,9 @@ class _Depth:
 
 # Average cells per sibling group from which a loop over the groups beats np.repeat.
 _GROUP_LOOP_CELLS = 4096
+# The compiled loops' "no divisors", "no factors" and "no limit".
+_NONE = np.empty(0)
+_NO_LIMIT = np.float64(math.inf).view(np.uint64)
 
 
 def _as_slice(indices: np.ndarray) -> slice | np.ndarray:
@@ -179,14 +182,36 @@ class NominalTransform(AxisTransform):
         loops = _compiled.block_loops()
         if loops is None:
             return self.numerators(x, axis)
+        out, _ = self._compiled_numerators(loops, x, axis, _NONE, _NONE, _NO_LIMIT)
+        return out
+
+    def count_units(self, x: np.ndarray, axis: int, divisors_rows: np.ndarray, divisors_columns: np.ndarray,
+                    limit: float | None) -> np.ndarray | None:
+        """:meth:`count_numerators` in a release's grid units, where numba is installed: each
+        divided by its row's divisor times its column's and rounded to the nearest integer
+        (ties to even) in the compiled loop, as each outer position's numerators are formed
+        (the same bits as dividing them afterwards). The rows are the result's in memory
+        (coefficient, then the positions before ``axis``: ``divisors_rows``), the columns the
+        positions after it (``divisors_columns``). None without numba, or where a numerator's
+        magnitude is not below ``limit`` (None: none is)."""
+        loops = _compiled.block_loops()
+        if loops is None:
+            return None
+        limit_bits = np.float64(math.inf if limit is None else limit).view(np.uint64)
+        out, divided = self._compiled_numerators(loops, x, axis, divisors_rows, divisors_columns, limit_bits)
+        return out if divided else None
+
+    def _compiled_numerators(self, loops: _compiled.BlockLoops, x: np.ndarray, axis: int, divisors_rows: np.ndarray,
+                             divisors_columns: np.ndarray, limit_bits: np.uint64) -> tuple[np.ndarray, bool]:
         x = np.ascontiguousarray(x, dtype=np.float64)
         axis %= x.ndim
         others = (*x.shape[:axis], *x.shape[axis + 1 :])
         out = np.empty((self.n_coefficients, *others))
         before, after = math.prod(x.shape[:axis]), math.prod(x.shape[axis + 1 :])
-        loops.nominal_numerators(x.reshape(before, self.size, after), out.reshape(self.n_coefficients, before, after),
-                                 *self._tree_arrays)
-        return back(out, axis)
+        divided = loops.nominal_numerators(x.reshape(before, self.size, after),
+                                           out.reshape(self.n_coefficients, before, after), *self._tree_arrays,
+                                           divisors_rows, divisors_columns, limit_bits)
+        return back(out, axis), bool(divided)
 
     def checked_leaf_sums(self, lines: np.ndarray, padded: int) -> tuple[np.ndarray, float] | None:
         """The first half of :meth:`rows_numerators`, where the compiled loops run (numba
@@ -255,7 +280,7 @@ class NominalTransform(AxisTransform):
         sums = outer(c, axis, copy=not overwrite_input)
         row_cells = math.prod(sums.shape[1:])
         if mean_subtraction:
-            done = self._compiled_inverse(sums, axis, out)
+            done = self._compiled_inverse(sums, axis, out, _NONE, _NONE)
             if done is not None:
                 return done
         for depth in self._depths:
@@ -278,7 +303,19 @@ class NominalTransform(AxisTransform):
             values = values[..., : out.shape[-1]]
         return deliver(values, out)
 
-    def _compiled_inverse(self, sums: np.ndarray, axis: int, out: np.ndarray | None) -> np.ndarray | None:
+    def scaled_inverse(self, c: np.ndarray, axis: int, factors_rows: np.ndarray, factors_columns: np.ndarray) -> np.ndarray | None:
+        """:meth:`inverse` with mean subtraction of ``c`` (overwritten: the workspace) multiplied
+        first by its row's factor, then by its column's (two roundings, in that order), in the
+        compiled loop as it reaches each outer position (the same bits as multiplying them
+        before). The rows are those of ``c`` with ``axis`` first (C-contiguous: coefficient,
+        then the positions before ``axis``), the columns the positions after it. None where the
+        compiled loop does not apply (see :meth:`_compiled_inverse`); ``c`` is then unchanged."""
+        if c.dtype != np.float64 or c.shape[axis] != self.n_coefficients:
+            return None
+        return self._compiled_inverse(outer(c, axis), axis, None, factors_rows, factors_columns)
+
+    def _compiled_inverse(self, sums: np.ndarray, axis: int, out: np.ndarray | None, factors_rows: np.ndarray,
+                          factors_columns: np.ndarray) -> np.ndarray | None:
         """:meth:`inverse` with mean subtraction of ``sums`` (the coefficients with ``axis``
         first, C-contiguous: the workspace) in one compiled pass, into ``out`` or a new array in
         the values' own C order (no transposing copy for the next axis's transform); None where
@@ -301,7 +338,8 @@ class NominalTransform(AxisTransform):
         positions = math.prod(values.shape[axis + 1 :])
         loops.nominal_inverse(sums.reshape(self.n_coefficients, math.prod(before), math.prod(inner)),
                               values.reshape(math.prod(before), self.size, positions),
-                              *self._groups_arrays, self._tree_arrays[3], np.empty(positions))
+                              *self._groups_arrays, self._tree_arrays[3], np.empty(positions), factors_rows,
+                              factors_columns)
         return values
 
     @cached_property

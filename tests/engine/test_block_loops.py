@@ -528,12 +528,36 @@ def test_a_pencil_whose_positions_are_not_innermost_goes_to_numpy():
 
 
 def test_a_big_block_release_runs_the_compiled_grid_loops(monkeypatch):
-    # The comparisons above prove the paths equal only if the pipeline takes the compiled one.
+    # The comparisons above prove the paths equal only if the pipeline takes the compiled one
+    # (where the last pencil axis is not a nominal axis whose loops do the same: below).
     _require_compiled()
+    monkeypatch.setattr(pipeline_module._BigBlock, "_nominal_last", lambda self, pipeline: None)
     calls = counting_loops(monkeypatch, "grid_loops", "units", "scale")
     schema = _schema()
     privelet(_counts(schema.shape, seed=4), schema, 0.5, np.random.default_rng(1))
     assert calls and calls.count("units") == calls.count("scale")
+
+
+@pytest.mark.parametrize("big", [False, True], ids=["below-the-limit", "some-pencils-at-the-limit"])
+def test_a_pencil_whose_last_axis_is_nominal_goes_to_the_grid_and_back_in_its_loops_to_the_bit(big, monkeypatch):
+    """The nominal numerators divided as they are formed and the nominal inverse scaling as it
+    goes give the bits of the grid loops' passes after and before them. Pencils with a
+    numerator at the limit of one division start again without (round_to_grid then)."""
+    _require_compiled()
+    monkeypatch.setattr(pipeline_module, "_PENCIL_CELLS", 20_000)  # several pencils, wide enough for the loops
+    schema = _schema()
+    counts = _counts(schema.shape, seed=4)
+    if big:
+        counts[2, 1, 0, :5] = 2.0**33  # some coefficients pass 2**52 grid units
+    assert pipeline_module._BigBlock(TransformPlan(schema), schema.shape).pencil_axes == (0, 1, 2)  # sector last
+    calls = counting_loops(monkeypatch, "block_loops", "nominal_numerators", "nominal_inverse")
+    grid = counting_loops(monkeypatch, "grid_loops", "units", "scale")
+    fused = privelet(counts, schema, 0.5, np.random.default_rng(1)).noisy
+    assert "nominal_numerators" in calls and "nominal_inverse" in calls
+    assert ("units" in grid) == big  # only the pencils that start again
+    monkeypatch.setattr(pipeline_module._BigBlock, "_nominal_last", lambda self, pipeline: None)
+    passes = privelet(counts, schema, 0.5, np.random.default_rng(1)).noisy
+    np.testing.assert_array_equal(fused.view(np.uint64), passes.view(np.uint64))
 
 
 # -- whole releases ------------------------------------------------------------------------------------
