@@ -526,27 +526,31 @@ def _nominal_haar_numerators(
 
 
 def _haar_rows_inverse(coefficients: np.ndarray, out: np.ndarray, levels: int, coarse: int, factors: np.ndarray) -> None:
-    """The finer levels of :meth:`~privelet_gui.engine.haar.HaarTransform.rows_inverse`:
-    each row of ``out`` holds its ``2**coarse`` coarse means on entry and its values on return,
-    each level's means plus and minus its details (from the flat level-major ``coefficients``),
-    each detail first multiplied by its level's and row's factor where ``factors`` is not empty
-    (level l's of row r at ``[l - coarse - 1, r]``). Each level reads its means from one
+    """:meth:`~privelet_gui.engine.haar.HaarTransform.rows_inverse`: each row's values into ``out``
+    from the flat level-major ``coefficients``, level by level from the row's base, each level's
+    means plus and minus its details (the head's ``coarse`` levels from the row's head; each
+    finer detail first multiplied by its level's and row's factor where ``factors`` is not
+    empty: level l's of row r at ``[l - coarse - 1, r]``). Each level reads its means from one
     scratch row and writes the next level's to the other (the last to ``out``): a loop that
     reads and writes the same row cannot be vectorised (:func:`_unpair_level`)."""
     count, width_out = out.shape
+    head = 1 << coarse
     scale = factors.shape[0] > 0
     means = np.empty(width_out)
     finer = np.empty(width_out)
     for r in range(count):
         row = out[r]
-        width = 1 << coarse
-        for k in range(width):
-            means[k] = row[k]
-        for level in range(coarse + 1, levels + 1):
-            details = count * width + r * width
-            factor = factors[level - coarse - 1, r] if scale else 1.0
-            target = row if level == levels else finer
+        means[0] = coefficients[r * head]
+        width = 1
+        for level in range(1, levels + 1):
             # a factor of 1 where there is none: multiplying by 1 is exact
+            if level <= coarse:
+                details = r * head + width
+                factor = 1.0
+            else:
+                details = count * width + r * width
+                factor = factors[level - coarse - 1, r] if scale else 1.0
+            target = row if level == levels else finer
             _unpair_level(means[:width], coefficients[details : details + width], target[: 2 * width], factor)
             means, finer = finer, means
             width *= 2

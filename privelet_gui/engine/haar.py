@@ -132,8 +132,8 @@ class HaarTransform(AxisTransform):
 
     @property
     def rows_head_levels(self) -> int:
-        """The levels in the head of the level-major rows layout (:meth:`rows_numerators`):
-        with the base, one small matrix product per tile does them."""
+        """The levels in the head of the level-major rows layout (:meth:`rows_numerators`): the
+        base and these levels of a row lie together."""
         return min(self.levels, _COARSE_LEVELS)
 
     def rows_numerators(
@@ -186,26 +186,35 @@ class HaarTransform(AxisTransform):
         """Values along rows (into ``out``, shape ``(R, n_coefficients)``, padding included) from
         coefficients in the level-major layout of :meth:`rows_numerators`. With ``factors``
         (shaped as its ``divisors``) each finer level's details are multiplied by their row's
-        factor first (``coefficients`` may be overwritten)."""
+        factor first (``coefficients`` may be overwritten).
+
+        Level by level from the base, the head's levels too: each level's means plus (left)
+        and minus (right) its details, the same operations in the same order on either path,
+        so that the bits do not depend on how a library sums (numpy's matrix product, which did
+        the head before, sums in the order its SIMD dispatch picks), and a tile's head takes
+        microseconds (the product: 60-75 us of a 2**18-coefficient tile's 375 us)."""
         count = out.shape[0]
         coarse = self.rows_head_levels
-        width = 1 << coarse
-        head = coefficients[: count * width].reshape(count, width)
-        means = out if coarse == self.levels else np.empty((count, width))
-        np.einsum("ij,kj->ik", head, _coarse_inverse(coarse), out=means, optimize=False)  # see _product
-        compiled = _compiled.haar_rows_loops() if coarse < self.levels else None
+        compiled = _compiled.haar_rows_loops() if self.levels else None
         if compiled is not None and _compiled_fits(coefficients, out):
-            out[:, :width] = means
             compiled.inverse(coefficients.reshape(-1), out, self.levels, coarse, loop_table(factors))
             return out
-        for level in range(coarse + 1, self.levels + 1):
-            detail = coefficients[count * width : 2 * count * width].reshape(count, width)
-            if factors is not None:
-                np.multiply(detail, factors[level - coarse - 1][:, None], out=detail)
+        head = coefficients[: count << coarse].reshape(count, 1 << coarse)
+        means: np.ndarray = head[:, :1]
+        width = 1
+        for level in range(1, self.levels + 1):
+            if level <= coarse:  # the head: level l's details of a row after its first 2**(l - 1) coefficients
+                detail = head[:, width : 2 * width]
+            else:
+                detail = coefficients[count * width : 2 * count * width].reshape(count, width)
+                if factors is not None:
+                    np.multiply(detail, factors[level - coarse - 1][:, None], out=detail)
             finer = out if level == self.levels else np.empty((count, 2 * width))
             np.add(means, detail, out=finer[:, 0::2])
             np.subtract(means, detail, out=finer[:, 1::2])
             means, width = finer, 2 * width
+        if not self.levels:
+            out[:, :1] = head
         return out
 
     def rows_weights(self, count: int) -> np.ndarray:
@@ -275,16 +284,13 @@ class HaarTransform(AxisTransform):
         return back(out, axis)
 
     def kept_inverse(self, c: np.ndarray, axis: int = 0, *, out: np.ndarray | None = None) -> np.ndarray:
-        """Values along ``axis`` from the kept coefficients (:meth:`kept_numerators`' layout): the
-        coarse levels by a matrix product, the finer ones by a compiled loop where numba is
-        installed (the same bits as numpy's passes)."""
+        """Values along ``axis`` from the kept coefficients (:meth:`kept_numerators`' layout): level
+        by level from the base (the mean of every value), each level's means plus and minus its
+        details, by a compiled loop where numba is installed (the same operations in the same order
+        as numpy's passes, so the same bits on either path and on any machine)."""
         cv = outer(c, axis)
-        coarse = self._product_levels(cv)
-        head_rows = self.kept[self.kept < 1 << coarse]
-        count = self._covering(coarse)
-        head = cv[: head_rows.size].reshape(head_rows.size, -1)
-        means = _product(_coarse_inverse(coarse)[:count][:, head_rows], head).reshape((count, *cv.shape[1:]))
-        if coarse == self.levels:
+        means = cv[:1]
+        if not self.levels:
             return deliver(back(means, axis), out)
         offsets = np.cumsum([1, *self.level_counts])
         loops = _compiled.block_loops()
@@ -292,16 +298,15 @@ class HaarTransform(AxisTransform):
             values = np.empty((self.size, *cv.shape[1:])) if out is None else np.moveaxis(out, axis, 0)
             lines = _loop_rows(values)
             if lines is not None:
-                # the finer levels in one compiled loop: the same sums and differences, the GIL released
+                # every level in one compiled loop: the same sums and differences, the GIL released
                 rows, mid = lines
                 columns = rows.shape[1]
-                levels = range(coarse + 1, self.levels + 1)
-                counts = np.array([self._covering(level) for level in levels], dtype=np.int64)
-                loops.haar_kept_inverse(cv.reshape(self.n_kept * mid, columns), means.reshape(count * mid, columns),
-                                        rows, counts, np.array([offsets[level - 1] for level in levels], dtype=np.int64),
+                counts = np.array([self._covering(level) for level in range(1, self.levels + 1)], dtype=np.int64)
+                loops.haar_kept_inverse(cv.reshape(self.n_kept * mid, columns), means.reshape(mid, columns), rows, counts,
+                                        offsets[:-1].astype(np.int64),
                                         np.empty((2 * int(counts[:-1].max(initial=0)) * mid, columns)), mid)
                 return back(values, axis) if out is None else out
-        details = [cv[offsets[level - 1] : offsets[level]] for level in range(coarse + 1, self.levels + 1)]
+        details = [cv[offsets[level - 1] : offsets[level]] for level in range(1, self.levels + 1)]
         return self._finer_levels(means, details, axis, out)
 
     # -- exact variance of interval queries -------------------------------------------
@@ -418,8 +423,8 @@ class HaarTransform(AxisTransform):
         return suffix(left), suffix(right)
 
 
-# The rows layout's head: the base and the levels with at most 2**5 nodes, done by one small
-# matrix product per tile (few values per position there: see HaarTransform._product_levels).
+# The rows layout's head: the base and the levels with at most 2**5 nodes, each row's together
+# (few values per position there: see HaarTransform._product_levels).
 _COARSE_LEVELS = 5
 # Worst cases of domains up to this size look at every interval; larger ones use envelopes.
 _ALL_INTERVALS_UP_TO = 2048

@@ -406,7 +406,7 @@ class _Scaling:
 
     In the Haar rows layout the same numbers are also tables (``rows_levels``), which the rows
     transforms apply as they write: :meth:`divide` then has nothing left to do, and :meth:`scale`
-    does the head alone (the rows inverse forms it by a matrix product)."""
+    does the head alone (the rows inverse multiplies only the finer levels' details)."""
 
     parts: tuple[_Part, ...]
     integral: bool  # every d is 1 and k <= 0: numerators / divisors are integers already

@@ -372,7 +372,7 @@ def test_haar_kept_numerators_are_numpys_to_the_bit(size, shape, axis, monkeypat
 @pytest.mark.parametrize("shape, axis", [((5,), 0), ((2, 3000), 0), ((3,), 1), ((4, 3), 1), ((), 0)])
 @pytest.mark.parametrize("into", [False, True])
 def test_haar_kept_inverse_is_numpys_to_the_bit(size, shape, axis, into, monkeypatch):
-    """Noisy kept coefficients: the compiled finer levels give numpy's bits, into a new array
+    """Noisy kept coefficients: the compiled levels give numpy's bits, into a new array
     or into ``out``."""
     _require_compiled()
     transform = HaarTransform(size)
@@ -411,8 +411,7 @@ def test_haar_kept_loops_read_and_write_a_pencil_in_place_to_the_bit(size, lines
     calls = counting_loops(monkeypatch, "block_loops", "haar_kept_numerators", "haar_kept_inverse")
     compiled = transform.kept_numerators(pencil, 0)
     transform.kept_inverse(coefficients, 0, out=into)
-    finer_levels = transform._product_levels(coefficients) < transform.levels  # else one matrix product does all
-    assert calls == ["haar_kept_numerators"] + (["haar_kept_inverse"] if finer_levels else [])
+    assert calls == ["haar_kept_numerators"] + (["haar_kept_inverse"] if transform.levels else [])
     assert np.isnan(np.delete(intermediate, np.s_[5 : 5 + width], axis=1)).all()
     monkeypatch.setattr(_compiled, "block_loops", lambda: None)
     np.testing.assert_array_equal(compiled.view(np.uint64), transform.kept_numerators(np.ascontiguousarray(pencil), 0).view(np.uint64))
@@ -570,13 +569,14 @@ def _schema() -> Schema:
     ])
 
 
-# Digests of seeded releases made by the engine before these loops were compiled (and before
-# the Haar rows loops divided and scaled as they write, and the pencils' grid loops): neither
-# path may change a bit. (The matrix is small enough for one pencil whatever _PENCIL_CELLS.)
+# Digests of seeded releases: both paths must give them. Basic's was made before these loops
+# were compiled; the others since the Haar rows inverse does its head level by level (its
+# values moved by a few units in the last place: at most 4.5e-13 here), on either path.
+# (The matrix is small enough for one pencil whatever _PENCIL_CELLS.)
 PINNED_RELEASES = {
-    ("privelet+", ("age",)): "c59a007a6ec82626b188",  # blocks: the rows layout after a nominal plane
-    ("privelet+", ("age", "sector")): "4b2d46d2d8ca19341de2",
-    ("privelet", ()): "f96978658c8ed6bd12de",  # one big block in three passes
+    ("privelet+", ("age",)): "624ad006772df1f1da2c",  # blocks: the rows layout after a nominal plane
+    ("privelet+", ("age", "sector")): "d842ef75a559c56f3656",
+    ("privelet", ()): "b83c1e9dfab22992288e",  # one big block in three passes
     ("basic", ()): "c852f0f899bae04ad4ce",
 }
 
