@@ -29,9 +29,9 @@ How a block is released (:class:`_BlockPipeline`):
   and inverts along B, each pencil tile with its own stream spawned from the block's;
   pass 3 inverts each slab along A into the output, freeing the intermediate's memory
   behind it. Where the big block is the whole release, the output is made in the
-  intermediate's own memory instead (the kernel then zeroes no fresh page for it: 5-8% of a
-  release with S_A empty, Brazil shape), each slab's values written once the rows under them
-  have been read. Memory is then about one matrix for the intermediate (plus the output,
+  intermediate's own memory instead (the kernel then zeroes no fresh page for it: 12% of the
+  CPU of a two-thread release with S_A empty went to that, Brazil shape), each slab's values
+  written once the rows under them have been read. Memory is then about one matrix for the intermediate (plus the output,
   where it has memory of its own).
 - Basic (no transformed axis): each block is rounded, noised and scaled a tile at a time.
 
@@ -924,7 +924,7 @@ class _BigBlock:
         """Whether pass 2 reads and writes each pencil where it lies in the intermediate (rows
         of a stride), without gathering it into an array of its own and back: where the first
         pencil axis is a Haar axis and its compiled loops run (they take rows of any stride).
-        The copies took 0.2 of 2.7 s of a release with S_A empty on one thread (Brazil shape)."""
+        The copies took 0.12-0.15 of 2.7 s of a release with S_A empty on one thread (Brazil shape)."""
         return isinstance(self.plan.transforms[self.pencil_axes[0]], HaarTransform) and _compiled.block_loops() is not None
 
     @staticmethod
@@ -1003,11 +1003,10 @@ class _BigBlock:
         for axis in leading:
             z = transforms[axis].kept_numerators(z, axis)
         nominal = self._nominal_last(pipeline)
-        _, factors_a = self._plane_vectors(pipeline)
+        divisors_a, factors_a = self._plane_vectors(pipeline)
         in_units = None
         if nominal is not None:  # taken to grid units as they are formed, in the cache
             divisors_rows, _ = self._last_rows_vectors(pipeline)
-            divisors_a, _ = self._plane_vectors(pipeline)
             in_units = nominal.count_units(z, last, divisors_rows, divisors_a[tile],
                                            _grid_limit(bound, pipeline.calibration.grid_exponent))
         if in_units is not None:
@@ -1044,7 +1043,7 @@ class _BigBlock:
     def _nominal_last(self, pipeline: _BlockPipeline) -> NominalTransform | None:
         """The last pencil axis's transform where its compiled loops take a pencil to the grid
         and back (:meth:`NominalTransform.count_units` and :meth:`~NominalTransform.scaled_inverse`,
-        one pass fewer each way: 8% of a release with S_A empty on one thread, Brazil shape):
+        one pass fewer each way: 5-6% of a release with S_A empty, Brazil shape):
         a nominal axis just before the plane's axes, numba installed, coefficients not all on the
         grid already. None elsewhere."""
         last = self.pencil_axes[-1]
