@@ -878,6 +878,8 @@ class _BlockPipeline:
         output = flat[: cells.size].reshape(cells.shape) if out is None else out
         read = _RowsRead(rows, release=not overlaid)
         slab_cells = math.prod(cells.shape[big.lead :])
+        # every transform keeps a coefficient per value at least: slab s's output ends in row s
+        assert slab_cells <= plane.size, "a slab's values outnumber its row's coefficients"
 
         def written_over(number: int) -> None:
             """Slab ``number``'s output covers the end of its own row and rows before it: it
