@@ -349,16 +349,11 @@ def _nominal_numerators(
         if divisors_rows.size:
             largest = np.uint64(0)
             for node in range(count):
-                bits = out[node, outer].view(np.uint64)
-                for k in range(bits.size):
-                    largest = max(largest, bits[k] & _MAGNITUDE_BITS)
+                largest = _largest_magnitude_bits(out[node, outer].view(np.uint64), largest)
             if not largest < limit_bits:
                 return False
             for node in range(count):
-                row = out[node, outer]
-                first_divisor = divisors_rows[node * outers + outer]
-                for k in range(row.size):
-                    row[k] = np.rint(row[k] / (first_divisor * divisors_columns[k]))
+                _row_to_units(out[node, outer], divisors_rows[node * outers + outer], divisors_columns)
     return True
 
 
@@ -587,10 +582,7 @@ def _nominal_inverse(
     for outer in range(out.shape[0]):
         if factors_rows.size:
             for node in range(sums.shape[0]):
-                row = sums[node, outer]
-                first_factor = factors_rows[node * outers + outer]
-                for k in range(row.size):
-                    row[k] = row[k] * first_factor * factors_columns[k]
+                _row_scaled(sums[node, outer], factors_rows[node * outers + outer], factors_columns)
         if group_parent.size == 0:  # the root is the only leaf
             for k in range(width):
                 out[outer, 0, k] = sums[0, outer, k]
@@ -660,9 +652,9 @@ def _haar_kept_inverse(
     coefficients: np.ndarray, means: np.ndarray, out: np.ndarray, counts: np.ndarray, starts: np.ndarray,
     scratch: np.ndarray, mid: int,
 ) -> None:
-    """The finer levels of :meth:`~privelet_gui.engine.haar.HaarTransform.kept_inverse` along
-    rows, each value (mean, coefficient) ``mid`` rows as in :func:`_haar_kept_numerators` (``out``'s
-    of any stride: a big block's pencil written in place): from the coarse ``means``, each level's
+    """:meth:`~privelet_gui.engine.haar.HaarTransform.kept_inverse` along rows, each value (mean,
+    coefficient) ``mid`` rows as in :func:`_haar_kept_numerators` (``out``'s of any stride: a big
+    block's pencil written in place): from the base ``means`` (level 0), each level's
     values, ``counts[i]`` of them, are its means plus (even) and minus (odd) its details (the
     coefficients from ``starts[i]``); the finest into ``out``, the others into ``scratch`` (two
     halves, used in turn)."""
@@ -701,31 +693,43 @@ def _grid_units(rows: np.ndarray, bits: np.ndarray, divisors_rows: np.ndarray, d
     the same memory) without their sign, whose order is the numbers' own: an integer maximum,
     which vectorises (a float one does not without fastmath; 0.16 against 0.38 ms for numpy's
     max and min over a pencil of 2**19 coefficients here)."""
-    count, width = rows.shape
+    count = rows.shape[0]
     if limit_bits < _INFINITY_BITS:
         largest = np.uint64(0)
         for r in range(count):
-            row = bits[r]
-            for c in range(width):
-                largest = max(largest, row[c] & _MAGNITUDE_BITS)
+            largest = _largest_magnitude_bits(bits[r], largest)
         if not largest < limit_bits:
             return False
     for r in range(count):
-        row = rows[r]
-        first = divisors_rows[r]
-        for c in range(width):
-            row[c] = np.rint(row[c] / (first * divisors_columns[c]))
+        _row_to_units(rows[r], divisors_rows[r], divisors_columns)
     return True
 
 
 def _grid_scale(rows: np.ndarray, factors_rows: np.ndarray, factors_columns: np.ndarray) -> None:
     """Each ``rows[r, c]`` multiplied by ``factors_rows[r]``, then by ``factors_columns[c]``."""
-    count, width = rows.shape
-    for r in range(count):
-        row = rows[r]
-        first = factors_rows[r]
-        for c in range(width):
-            row[c] = row[c] * first * factors_columns[c]
+    for r in range(rows.shape[0]):
+        _row_scaled(rows[r], factors_rows[r], factors_columns)
+
+
+# One row's share of the grid loops, also run by the nominal loops on the rows they have just
+# formed (the same operations, so the same bits):
+def _largest_magnitude_bits(bits: np.ndarray, largest: np.uint64) -> np.uint64:
+    """``largest`` or the largest magnitude among the float64 bits ``bits``, as bits."""
+    for c in range(bits.size):
+        largest = max(largest, bits[c] & _MAGNITUDE_BITS)
+    return largest
+
+
+def _row_to_units(row: np.ndarray, divisor: float, divisors_columns: np.ndarray) -> None:
+    """Each ``row[c]`` divided by ``divisor * divisors_columns[c]`` and rounded to the nearest integer."""
+    for c in range(row.size):
+        row[c] = np.rint(row[c] / (divisor * divisors_columns[c]))
+
+
+def _row_scaled(row: np.ndarray, factor: float, factors_columns: np.ndarray) -> None:
+    """Each ``row[c]`` multiplied by ``factor``, then by ``factors_columns[c]``."""
+    for c in range(row.size):
+        row[c] = row[c] * factor * factors_columns[c]
 
 
 @dataclass(frozen=True)
@@ -827,7 +831,8 @@ _FASTMATH: dict[Callable[..., object], set[str]] = {_checked_sum: {"reassoc"}, _
 # Functions the loops call (see _compiled_kernels): the helpers are compiled into their callers;
 # the called loops are compiled on their own, with their signatures, and called (numba
 # vectorises them alone, not once inlined).
-_HELPERS: list[Callable[..., object]] = [_haar_row_forward, _add_common_draws, _open_tops]
+_HELPERS: list[Callable[..., object]] = [_haar_row_forward, _add_common_draws, _open_tops, _largest_magnitude_bits,
+                                         _row_to_units, _row_scaled]
 _CALLED: list[tuple[Callable[..., object], list[str]]] = [
     (_pair_level, ["void(float64[::1], float64[::1], float64[::1], float64, boolean)"]),
     (_unpair_level, ["void(float64[::1], float64[::1], float64[::1], float64)"]),
