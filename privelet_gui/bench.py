@@ -28,9 +28,9 @@ are stated in, each measured in the same run:
 - the two noise samplers (``--samplers`` runs this section alone): the cost per
   coefficient of the exact and the standard sampler, and of their random words alone,
   at the Privelet+ release's own noise rate and at a tenth of its epsilon (where the
-  exact sampler draws 64-bit fair words), the exact one on its numpy passes too where numba
-  gives it the compiled loop, and the release with each, all drawing from AES-128 counter
-  mode as every unseeded release does.
+  exact sampler draws a byte of L's digits beside each 32-bit fair word), the exact one on
+  its numpy passes too where numba gives it the compiled loop, and the release with each,
+  all drawing from AES-128 counter mode as every unseeded release does.
 
 The table's values are synthetic (no real person is in it).
 """

@@ -78,16 +78,18 @@ __all__ = [
 # array (ROUND_ROWS of them, each a round long), and the entries of its parameters.
 RARE, AGAIN, QUOTIENTS, CORRECTIONS, TIES, OPENED, COUNTS, LOWER = range(8)
 ROUND_ROWS = 8
-LOW_BITS, SIGN_SHIFT, SIGNLESS, OPEN_THRESHOLD, C_SHIFT, C_BITS = range(6)
+LOW_BITS, SIGN_SHIFT, SIGNLESS, OPEN_THRESHOLD, C_SHIFT, C_BITS, FAIR_DIGITS, HIGH_MASK = range(8)
 
 
-def _add_common_draws(part: np.ndarray, fair: np.ndarray, prefixes: np.ndarray, word_guide: np.ndarray,
-                      params: np.ndarray, rare: np.ndarray, again: np.ndarray, entries: np.ndarray,
-                      flags: np.ndarray) -> tuple[int, int]:
+def _add_common_draws(part: np.ndarray, fair: np.ndarray, high: np.ndarray, prefixes: np.ndarray,
+                      word_guide: np.ndarray, params: np.ndarray, rare: np.ndarray, again: np.ndarray,
+                      entries: np.ndarray, flags: np.ndarray) -> tuple[int, int]:
     """Add each draw of the round that the guide table and C's first bits decide to ``part``.
 
     ``fair`` and ``prefixes`` are the round's fair words (the sign on bit ``SIGN_SHIFT``, then
-    C's first bits, then L's ``LOW_BITS`` digits) and V's 32-bit prefixes; C is proved 0 when
+    C's first bits, then L's first ``FAIR_DIGITS`` digits) and V's 32-bit prefixes; L's other
+    digits are the ``HIGH_MASK`` bits of each draw's byte in ``high`` (none, and ``high``
+    empty, when ``HIGH_MASK`` is 0). C is proved 0 when
     the fair word without its sign (``word & SIGNLESS``) is below ``OPEN_THRESHOLD`` (the
     entries of ``params``). The other draws go to ``rare`` (V's prefix ties or needs a search,
     or C is not proved 0) and to ``again`` (the sign set on a zero magnitude: CKS draws it
@@ -98,25 +100,16 @@ def _add_common_draws(part: np.ndarray, fair: np.ndarray, prefixes: np.ndarray, 
     (uint32, a round long: a table lookup is not vectorised), the draws added without a branch
     (each draw's flags into ``flags``, uint8, a round long), then the flags read eight at a time.
     """
-    low_bits, sign_shift = params[LOW_BITS], params[SIGN_SHIFT]
-    signless, open_threshold = params[SIGNLESS], params[OPEN_THRESHOLD]
-    low_mask = (np.int64(1) << low_bits) - 1
     count = part.size
     for i in range(count):
         # the guide entry less the prefix (ExactSampler._guide_entries), modulo 2**32
         entries[i] = word_guide[prefixes[i] >> np.uint32(16)] - prefixes[i]
-    for i in range(count):
-        word = np.int64(fair[i])
-        entry = np.int64(entries[i])
-        unsure = ((entry | 0x7FFF0000) >= 0x7FFFFFFF) | ((word & signless) >= open_threshold)
-        negative = (word >> sign_shift) & 1
-        # V 2**M + L: L's M digits are the word's low bits (C = 0); below 2**52
-        magnitude = ((entry >> 16) << low_bits) | (word & low_mask)
-        minus_zero = (magnitude == 0) & (negative == 1)
-        value = float(magnitude * (1 - 2 * negative))
-        before = part[i]
-        part[i] = before if unsure | minus_zero else before + value
-        flags[i] = np.uint8(unsure) | (np.uint8(minus_zero) << np.uint8(1))
+    # the second loop twice, with a constant mask where there are no bytes: it then reads none
+    # (a loop that read a byte of zeros costs 0.1 ns a draw, one that tested the mask 0.4)
+    if params[HIGH_MASK]:
+        _add_decided_draws(part, fair, high, entries, flags, params, params[HIGH_MASK])
+    else:
+        _add_decided_draws(part, fair, high, entries, flags, params, np.int64(0))
     rare_count = 0
     again_count = 0
     eights = flags[: count - count % 8].view(np.uint64)
@@ -133,9 +126,30 @@ def _add_common_draws(part: np.ndarray, fair: np.ndarray, prefixes: np.ndarray, 
     return rare_count, again_count
 
 
-def _add_round_draws(part: np.ndarray, fair: np.ndarray, prefixes: np.ndarray, word_guide: np.ndarray,
-                     ascending: np.ndarray, at_most: np.ndarray, params: np.ndarray, scratch: np.ndarray,
-                     first_c: np.ndarray) -> tuple[int, int, int, int]:
+def _add_decided_draws(part: np.ndarray, fair: np.ndarray, high: np.ndarray, entries: np.ndarray, flags: np.ndarray,
+                       params: np.ndarray, high_mask: np.int64) -> None:
+    """:func:`_add_common_draws`' second loop, with L's digits from the bytes ``high`` masked by
+    ``high_mask`` (when it is the constant 0, compiled without reading them)."""
+    low_bits, sign_shift = params[LOW_BITS], params[SIGN_SHIFT]
+    signless, open_threshold, fair_digits = params[SIGNLESS], params[OPEN_THRESHOLD], params[FAIR_DIGITS]
+    low_mask = (np.int64(1) << fair_digits) - 1
+    for i in range(part.size):
+        word = np.int64(fair[i])
+        entry = np.int64(entries[i])
+        unsure = ((entry | 0x7FFF0000) >= 0x7FFFFFFF) | ((word & signless) >= open_threshold)
+        negative = (word >> sign_shift) & 1
+        # V 2**M + L: L's M digits are the word's low bits and the byte's (C = 0); below 2**52
+        magnitude = ((entry >> 16) << low_bits) | (word & low_mask) | ((np.int64(high[i]) & high_mask) << fair_digits)
+        minus_zero = (magnitude == 0) & (negative == 1)
+        value = float(magnitude * (1 - 2 * negative))
+        before = part[i]
+        part[i] = before if unsure | minus_zero else before + value
+        flags[i] = np.uint8(unsure) | (np.uint8(minus_zero) << np.uint8(1))
+
+
+def _add_round_draws(part: np.ndarray, fair: np.ndarray, high: np.ndarray, prefixes: np.ndarray,
+                     word_guide: np.ndarray, ascending: np.ndarray, at_most: np.ndarray, params: np.ndarray,
+                     scratch: np.ndarray, first_c: np.ndarray) -> tuple[int, int, int, int]:
     """:func:`_add_common_draws` (into the rows ``RARE`` and ``AGAIN`` of ``scratch``), then the
     rare draws it leaves sorted out, in one call (each Python step between compiled ones costs
     10 to 20 us here: it runs with caches that the round's arrays have just filled).
@@ -151,8 +165,8 @@ def _add_round_draws(part: np.ndarray, fair: np.ndarray, prefixes: np.ndarray, w
     # the rows LOWER and COUNTS are free until the opened draws are decided: the guide entries
     # stay there for the rare draws below
     entries = scratch[LOWER].view(np.uint32)
-    rare_count, again_count = _add_common_draws(part, fair, prefixes, word_guide, params, rare, scratch[AGAIN],
-                                                entries, scratch[COUNTS].view(np.uint8))
+    rare_count, again_count = _add_common_draws(part, fair, high, prefixes, word_guide, params, rare,
+                                                scratch[AGAIN], entries, scratch[COUNTS].view(np.uint8))
     signless, open_threshold = params[SIGNLESS], params[OPEN_THRESHOLD]
     c_shift = np.uint64(params[C_SHIFT])
     c_mask = (np.uint64(1) << np.uint64(params[C_BITS])) - np.uint64(1)
@@ -164,13 +178,13 @@ def _add_round_draws(part: np.ndarray, fair: np.ndarray, prefixes: np.ndarray, w
         entry = np.int64(entries[i])
         quotient = entry >> 16
         if (entry | 0x7FFF0000) >= 0x7FFFFFFF:  # flagged or a tie: the thresholds at most the prefix
-            low, high = 0, ascending.size
-            while low < high:
-                middle = (low + high) >> 1
+            low, above = 0, ascending.size
+            while low < above:
+                middle = (low + above) >> 1
                 if np.int64(ascending[middle]) <= prefix:
                     low = middle + 1
                 else:
-                    high = middle
+                    above = middle
             quotient = np.int64(ascending.size - low)
             if np.int64(at_most[low]) == prefix:
                 scratch[TIES, tie_count] = j
@@ -241,18 +255,23 @@ def _lower_rows(words: np.ndarray, lower_by_count: np.ndarray, scratch: np.ndarr
     return row_count
 
 
-def _add_rare_draws(part: np.ndarray, fair: np.ndarray, params: np.ndarray, scratch: np.ndarray, rare_count: int) -> int:
+def _add_rare_draws(part: np.ndarray, fair: np.ndarray, high: np.ndarray, params: np.ndarray, scratch: np.ndarray,
+                    rare_count: int) -> int:
     """Add the rare draws (row ``RARE``) once their V (``QUOTIENTS``) and C (``CORRECTIONS``,
     whose set bits clear L's) are decided; the "-0" ones go to row ``LOWER`` (their count is
-    returned)."""
+    returned). L's digits as in :func:`_add_common_draws`."""
     low_bits, sign_shift = params[LOW_BITS], params[SIGN_SHIFT]
-    low_mask = (np.int64(1) << low_bits) - 1
+    fair_digits, high_mask = params[FAIR_DIGITS], params[HIGH_MASK]
+    low_mask = (np.int64(1) << fair_digits) - 1
     again_count = 0
     for j in range(rare_count):
         i = scratch[RARE, j]
         word = np.int64(fair[i])
         negative = (word >> sign_shift) & 1
-        remainder = word & low_mask & ~scratch[CORRECTIONS, j]
+        digits = word & low_mask
+        if high_mask:
+            digits |= (np.int64(high[i]) & high_mask) << fair_digits
+        remainder = digits & ~scratch[CORRECTIONS, j]
         magnitude = (scratch[QUOTIENTS, j] << low_bits) | remainder
         if magnitude == 0 and negative:
             scratch[LOWER, again_count] = i
@@ -786,19 +805,20 @@ _READ_ONLY_2D = "Array(float64, 2, 'C', readonly=True)"
 _READ_ONLY_3D = "Array(float64, 3, 'C', readonly=True)"
 _READ_ONLY_ROWS = "Array(float64, 2, 'A', readonly=True)"
 # Each loop with its signatures; the sampler's for both word sizes of the fair words (32 bits
-# up to M = 23, else 64). All are compiled at once, in this order (that of SamplerLoops',
+# up to M = 31, else 64). All are compiled at once, in this order (that of SamplerLoops',
 # HaarRowsLoops', BlockLoops' and GridLoops' fields).
 _LOOPS: list[tuple[Callable[..., object], list[str]]] = [
     (_add_round_draws, [
-        f"UniTuple(int64, 4)(float64[::1], {fair}[::1], uint32[::1], uint32[::1], uint32[::1], uint32[::1], "
-        "int64[::1], int64[:, ::1], uint64[::1])"
+        f"UniTuple(int64, 4)(float64[::1], {fair}[::1], uint8[::1], uint32[::1], uint32[::1], uint32[::1], "
+        "uint32[::1], int64[::1], int64[:, ::1], uint64[::1])"
         for fair in ("uint32", "uint64")
     ]),
     (_open_counts, ["UniTuple(int64, 2)(uint64[::1], uint64[::1], int64[::1], uint64[::1], uint64[::1], uint64[::1], "
                     "int64[:, ::1])"]),
     (_open_tops, ["int64(uint64[::1], int64[:, ::1], int64)"]),
     (_lower_rows, ["int64(uint64[::1], uint64[::1], int64[:, ::1])"]),
-    (_add_rare_draws, [f"int64(float64[::1], {fair}[::1], int64[::1], int64[:, ::1], int64)" for fair in ("uint32", "uint64")]),
+    (_add_rare_draws, [f"int64(float64[::1], {fair}[::1], uint8[::1], int64[::1], int64[:, ::1], int64)"
+                       for fair in ("uint32", "uint64")]),
     (_haar_rows_forward, ["void(float64[:, ::1], float64[::1], int64, int64, float64[:, ::1], float64[:, ::1], boolean)"]),
     (_haar_rows_inverse, ["void(float64[::1], float64[:, ::1], int64, int64, float64[:, ::1])"]),
     # the counts read-only (a frozen or memory-mapped matrix): that type takes writable arrays too
@@ -831,7 +851,7 @@ _FASTMATH: dict[Callable[..., object], set[str]] = {_checked_sum: {"reassoc"}, _
 # Functions the loops call (see _compiled_kernels): the helpers are compiled into their callers;
 # the called loops are compiled on their own, with their signatures, and called (numba
 # vectorises them alone, not once inlined).
-_HELPERS: list[Callable[..., object]] = [_haar_row_forward, _add_common_draws, _open_tops, _largest_magnitude_bits,
+_HELPERS: list[Callable[..., object]] = [_haar_row_forward, _add_decided_draws, _add_common_draws, _open_tops, _largest_magnitude_bits,
                                          _row_to_units, _row_scaled]
 _CALLED: list[tuple[Callable[..., object], list[str]]] = [
     (_pair_level, ["void(float64[::1], float64[::1], float64[::1], float64, boolean)"]),

@@ -29,8 +29,8 @@ by exact threshold comparisons:
 - **L bit by bit**: L's binary digits are independent, digit j being 1 with
   probability ``p_j = 1 / (1 + exp(theta 2**j))``. Write digit j as ``F_j and not C_j``
   for a fair bit F_j and an independent C_j with probability ``c_j = 1 - 2 p_j =
-  tanh(theta 2**(j - 1))``: then ``P = p_j`` exactly. The fair bits come from one word;
-  C is almost always 0 (``P(C != 0) < 2**-9``), decided by one comparison of a uniform
+  tanh(theta 2**(j - 1))``: then ``P = p_j`` exactly. The fair bits come from one word (and
+  a byte when 23 < M <= 31); C is almost always 0 (``P(C != 0) < 2**-9``), decided by one comparison of a uniform
   with ``P(C = 0)``. Otherwise the same uniform gives C's highest set bit u by inversion
   (``P(C < 2**j) = prod_{i >= j} (1 - c_i)``). C's bits below u are independent of u (the
   bits are independent), so the highest of them is drawn the same way from a fresh uniform,
@@ -59,6 +59,7 @@ import threading
 from collections.abc import Callable
 from fractions import Fraction
 from functools import lru_cache, partial
+from typing import NamedTuple
 
 import numpy as np
 
@@ -73,6 +74,8 @@ Bounds = Callable[[int], tuple[int, int]]
 # gamma = theta 2**M lies in (2**-(b + 1), 2**-b] for this b: V then takes about 44 / gamma
 # < 2**15 values and C is non-zero with probability below 2**-(b + 1).
 _RATE_BITS = 8
+# C's first bits in the fair word: C is proved 0 by them for all but about 2**-8 of the draws.
+_PACKED_C_BITS = 8
 # V's uniform is first known by this many bits (more are drawn only on a tie).
 _PREFIX_BITS = 32
 # The guide table is indexed by the top bits of V's prefix; bit 15 of an entry marks a cell
@@ -191,9 +194,11 @@ class ExactSampler:
     scratch arrays for :meth:`add`'s rounds, 9 MiB, kept while the thread lives).
 
     Bits per draw: 32 for V's uniform (its first bits; more on a tie) and one word of
-    fair bits, 32 bits when M <= 23 (else 64): the sign on top, then the first 8 to 16
+    fair bits, 32 bits when M <= 31 (else 64): the sign on top, then the first 8 to 16
     bits of C's uniform (64 bits in all when it is not proved below ``P(C = 0)``), then
-    L's M digits. (For M > 55 C's first 16 bits come from a word of their own.)
+    L's M digits, of which a 32-bit word holds the first 23: for 23 < M <= 31 the others
+    are the low bits of a byte of their own. (For M > 55 C's first 16 bits come from a word
+    of their own.)
     """
 
     name: Sampler = "exact"
@@ -210,9 +215,14 @@ class ExactSampler:
         if self.low_bits > 61:
             raise PriveletError("internal error: the noise scale passes the exact sampler's 2**61 limit")
         self.gamma = self.theta * (1 << self.low_bits)
-        self._fair_bits = 32 if self.low_bits <= 23 else 64
-        spare = self._fair_bits - 1 - self.low_bits  # between the sign and L's digits
-        self._packed = spare >= 8
+        # L's digits beside the sign and C's first bits in a 32-bit fair word; up to a byte more
+        # of them in a byte of their own (1.125 words a draw where a 64-bit word would take 1.5)
+        word_digits = 31 - _PACKED_C_BITS
+        self._fair_bits = 32 if self.low_bits <= word_digits + 8 else 64
+        self._fair_digits = min(self.low_bits, word_digits) if self._fair_bits == 32 else self.low_bits
+        self._high_digits = self.low_bits - self._fair_digits
+        spare = self._fair_bits - 1 - self._fair_digits  # between the sign and L's digits
+        self._packed = spare >= _PACKED_C_BITS
         self._c_bits = min(16, spare) if self._packed else 16
         self._build_quotient_tables()
         self._build_remainder_tables()
@@ -223,15 +233,17 @@ class ExactSampler:
         self._open_threshold = self.zero_threshold << self._c_shift if self.low_bits else self._signless + 1
         params = {_compiled.LOW_BITS: self.low_bits, _compiled.SIGN_SHIFT: self._fair_bits - 1,
                   _compiled.SIGNLESS: self._signless, _compiled.OPEN_THRESHOLD: self._open_threshold,
-                  _compiled.C_SHIFT: self._c_shift, _compiled.C_BITS: self._c_bits}
+                  _compiled.C_SHIFT: self._c_shift, _compiled.C_BITS: self._c_bits,
+                  _compiled.FAIR_DIGITS: self._fair_digits, _compiled.HIGH_MASK: (1 << self._high_digits) - 1}
         self._round_params = np.array([params[entry] for entry in sorted(params)], dtype=np.int64)
 
     @property
     def words_per_draw(self) -> float:
         """Random 64-bit words one draw takes on its common path (C proved 0, V from the guide):
-        1 when M <= 23, 1.5 up to M = 55, 1.75 beyond."""
+        1 when M <= 23, 1.125 up to M = 31, 1.5 up to M = 55, 1.75 beyond."""
         own_c_bits = 0 if self._packed else 16
-        return (self._fair_bits + _PREFIX_BITS + own_c_bits) / _WORD
+        high_bits = 8 if self._high_digits else 0
+        return (self._fair_bits + _PREFIX_BITS + own_c_bits + high_bits) / _WORD
 
     # -- tables ------------------------------------------------------------------------------
     def _quotient_bounds(self, v: int) -> Bounds:
@@ -363,27 +375,28 @@ class ExactSampler:
         self, bits: np.random.BitGenerator, count: int, buffers: _RoundBuffers | None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """:meth:`_parts` (L is None when M = 0), in ``buffers`` if given (else in new arrays)."""
-        fair, w, first = self._words(bits, count)
-        return self._decide(bits, fair, w, first, _RoundBuffers(count) if buffers is None else buffers)
+        words = self._words(bits, count)
+        return self._decide(bits, words, _RoundBuffers(count) if buffers is None else buffers)
 
-    def _words(self, bits: np.random.BitGenerator, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """One round's random words: the fair words, V's 32-bit prefixes and, when C's first bits
-        have no room in the fair word, their own 16-bit words (else None)."""
+    def _words(self, bits: np.random.BitGenerator, count: int) -> _RoundWords:
+        """One round's random words (see :class:`_RoundWords`)."""
         fair_words = count if self._fair_bits == 64 else (count + 1) // 2
         prefix_words = (count + 1) // 2
         own_c = bool(self.low_bits) and not self._packed
-        raw = bits.random_raw(fair_words + prefix_words + ((count + 3) // 4 if own_c else 0))
+        extra_words = (count + 3) // 4 if own_c else (count + 7) // 8 if self._high_digits else 0
+        raw = bits.random_raw(fair_words + prefix_words + extra_words)
         fair = raw[:fair_words] if self._fair_bits == 64 else raw[:fair_words].view(np.uint32)[:count]
         w = raw[fair_words : fair_words + prefix_words].view(np.uint32)[:count]
-        first = raw[fair_words + prefix_words :].view(np.uint16)[:count] if own_c else None
-        return fair, w, first
+        extra = raw[fair_words + prefix_words :]
+        return _RoundWords(fair, w, extra.view(np.uint16)[:count] if own_c else None,
+                           extra.view(np.uint8)[:count] if self._high_digits else None)
 
     def _decide(
-        self, bits: np.random.BitGenerator, fair: np.ndarray, w: np.ndarray, first: np.ndarray | None,
-        scratch: _RoundBuffers,
+        self, bits: np.random.BitGenerator, words: _RoundWords, scratch: _RoundBuffers,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """(fair words, V, L) from a round's words (:meth:`_words`), drawing more bits where
         they do not decide V or C."""
+        fair, w, first = words.fair, words.prefixes, words.first_c
         m = self.low_bits
         count = fair.size
         kind = fair.dtype.type
@@ -406,7 +419,10 @@ class ExactSampler:
             quotient[unsure] = self._search_quotients(w[unsure], bits)
         if not m:
             return fair, quotient, None
-        remainder = np.bitwise_and(fair, kind((1 << m) - 1), out=scratch.remainder.view(fair.dtype)[:count])
+        remainder = np.bitwise_and(fair, kind((1 << self._fair_digits) - 1), out=scratch.remainder.view(fair.dtype)[:count])
+        if words.high is not None:  # L's digits past the fair word's, from their byte
+            high = np.bitwise_and(words.high, np.uint8((1 << self._high_digits) - 1)).astype(kind)
+            remainder |= high << kind(self._fair_digits)
         if first is not None:
             open_ = np.flatnonzero(first >= self.zero_threshold)
             wc = first[open_]
@@ -567,10 +583,12 @@ class ExactSampler:
         (V's ties, then C's uniforms, then the words for C's lower bits), they are added by the
         last. The same bits in the same order, the same values; a round takes four compiled calls
         and three of the generator, where :meth:`_decide`'s order took some forty numpy calls."""
-        fair, w, _ = self._words(bits, part.size)
+        words = self._words(bits, part.size)
+        fair, w = words.fair, words.prefixes
+        high = scratch.no_high if words.high is None else words.high
         rows, params = scratch.rows, self._round_params
         rare_count, again_count, tie_count, open_count = loops.add_round(
-            part, fair, w, self._word_guide, self._ascending, self._at_most, params, rows, scratch.first_c)
+            part, fair, high, w, self._word_guide, self._ascending, self._at_most, params, rows, scratch.first_c)
         again = rows[_compiled.AGAIN, :again_count]
         if not rare_count:
             return again
@@ -579,7 +597,7 @@ class ExactSampler:
             quotients[index] = self._resolve_quotient(int(w[rare[index]]), int(quotients[index]), bits)
         if open_count:  # then C's uniforms (theirs)
             self._open_corrections(loops, bits, scratch, open_count)
-        redraw_count = loops.add_rare(part, fair, params, rows, rare_count)
+        redraw_count = loops.add_rare(part, fair, high, params, rows, rare_count)
         return np.union1d(again, rows[_compiled.LOWER, :redraw_count]) if redraw_count else again
 
     def _open_corrections(self, loops: _compiled.SamplerLoops, bits: np.random.BitGenerator, scratch: _RoundScratch,
@@ -641,6 +659,17 @@ class ExactSampler:
         return noise, np.flatnonzero(np.equal(noise.view(np.uint64), _MINUS_ZERO, out=zeros))
 
 
+class _RoundWords(NamedTuple):
+    """One round's random words: the fair words (32 or 64 bits), V's 32-bit prefixes, C's first
+    16 bits where the fair word has no room for them (else None), and the bytes whose low bits
+    are L's digits past the fair word's (else None)."""
+
+    fair: np.ndarray
+    prefixes: np.ndarray
+    first_c: np.ndarray | None
+    high: np.ndarray | None
+
+
 class _RoundBuffers:
     """Scratch arrays for one round of :meth:`ExactSampler.add`'s draws, reused round after
     round by one thread (threads share a sampler, so each has its own)."""
@@ -662,6 +691,7 @@ class _RoundScratch:
     def __init__(self, size: int = _CHUNK):
         self.rows = np.empty((_compiled.ROUND_ROWS, size), dtype=np.int64)
         self.first_c = np.empty(size, dtype=np.uint64)
+        self.no_high = np.empty(0, dtype=np.uint8)  # the loops' L bytes where all of L is in the fair word
 
 
 _local = threading.local()

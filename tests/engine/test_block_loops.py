@@ -576,7 +576,7 @@ def _schema() -> Schema:
 PINNED_RELEASES = {
     ("privelet+", ("age",)): "624ad006772df1f1da2c",  # blocks: the rows layout after a nominal plane
     ("privelet+", ("age", "sector")): "d842ef75a559c56f3656",
-    ("privelet", ()): "b83c1e9dfab22992288e",  # one big block in three passes
+    ("privelet", ()): "cfe35292803caeec173b",  # one big block in three passes (M = 24: a byte of L)
     ("basic", ()): "c852f0f899bae04ad4ce",
 }
 

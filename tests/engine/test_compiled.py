@@ -74,11 +74,13 @@ def test_where_numba_cannot_cache_the_loop_is_compiled_for_this_run(fresh_loop, 
     guide = np.zeros(1 << 16, dtype=np.uint32)
     guide[-1] = 0x1233  # less the prefix, modulo 2**32: 0x1234, V = 0 (high half), decided (no tie, no flag)
     thresholds = np.zeros(1, dtype=np.uint32)  # no draw is searched
-    params = np.empty(6, dtype=np.int64)
+    params = np.empty(8, dtype=np.int64)
     params[[_compiled.LOW_BITS, _compiled.SIGN_SHIFT, _compiled.SIGNLESS, _compiled.OPEN_THRESHOLD, _compiled.C_SHIFT,
-            _compiled.C_BITS]] = 23, 31, (1 << 31) - 1, 1 << 30, 23, 8
+            _compiled.C_BITS, _compiled.FAIR_DIGITS, _compiled.HIGH_MASK]] = 23, 31, (1 << 31) - 1, 1 << 30, 23, 8, 23, 0
     scratch = np.empty((_compiled.ROUND_ROWS, 4), dtype=np.int64)
-    counts = kernel(part, fair, prefixes, guide, thresholds, thresholds, params, scratch, np.empty(4, dtype=np.uint64))
+    no_high = np.empty(0, dtype=np.uint8)  # all of L's digits in the fair words
+    counts = kernel(part, fair, no_high, prefixes, guide, thresholds, thresholds, params, scratch,
+                    np.empty(4, dtype=np.uint64))
     assert counts == (0, 1, 0, 0) and scratch[_compiled.AGAIN, 0] == 3  # no rare draw, one "-0"
     np.testing.assert_array_equal(part, [5.0, -5.0, 0.0, 0.0])
 

@@ -2,12 +2,13 @@
 values from the same random words, whatever the code's passes over them.
 
 The digests were produced by the samplers as they stood before their passes were merged
-(commit 9bfd551); each one covers the noisy output's bytes and the generator's next words
-(so a change in how many words a draw consumes shows too). The cases cover the exact sampler's
-paths: M = 0 (with many "-0" redraws), 32-bit fair words (M <= 23, C's bits packed below the
-sign), 64-bit fair words (M > 23), the int64 limbs (M > 37, and int64 units at any M), C's bits
-in a word of their own (M > 55), rounds past the first (more than 2**17 draws), odd counts, a
-transposed layout, and a rate at which C is often non-zero (its corrections and lower bits).
+(commit 9bfd551), those with 23 < M <= 31 when L's last digits moved to a byte of their own
+(1.125 words a draw instead of 1.5); each one covers the noisy output's bytes and the
+generator's next words (so a change in how many words a draw consumes shows too). The cases
+cover the exact sampler's paths: M = 0 (with many "-0" redraws), 32-bit fair words (M <= 31,
+C's bits packed below the sign, L's digits past the 23rd in a byte), 64-bit fair words
+(M > 31), the int64 limbs (M > 37, and int64 units at any M), C's bits in a word of their own
+(M > 55), rounds past the first (more than 2**17 draws), odd counts, a transposed layout, and a rate at which C is often non-zero (its corrections and lower bits).
 The exact sampler's float64 sums are pinned on both of its paths: the numpy passes, and the
 compiled loop of the ``fast`` extra (numba), which must give the same values from the same words.
 """
@@ -62,7 +63,9 @@ CASES: list[tuple[str, Fraction, str, int, str]] = [
     ("exact", Fraction(1, 2**20), "floats", 300_001, "aes"),  # M = 12
     ("exact", Fraction(1, 2**20), "transposed", 70_000, "pcg"),
     ("exact", Fraction(1, 2**31), "floats", 50_001, "pcg"),  # M = 23: 8 of C's bits packed
-    ("exact", Fraction(1, 2**32), "floats", 50_001, "aes"),  # M = 24: 64-bit fair words
+    ("exact", Fraction(1, 2**32), "floats", 50_001, "aes"),  # M = 24: one of L's digits in a byte
+    ("exact", Fraction(1, 2**39), "floats", 50_001, "pcg"),  # M = 31: eight of them, the last such
+    ("exact", Fraction(1, 2**40), "floats", 50_001, "aes"),  # M = 32: 64-bit fair words
     ("exact", Fraction(3, 2**43), "zeros", 140_000, "pcg"),  # M = 33
     ("exact", Fraction(1, 2**45), "floats", 40_000, "pcg"),  # M = 37, the last float64 sum
     ("exact", Fraction(1, 2**46), "floats", 40_000, "aes"),  # M = 38: limbs
@@ -78,7 +81,7 @@ CASES: list[tuple[str, Fraction, str, int, str]] = [
 STRESSED: list[tuple[Fraction, str, int, str]] = [
     (Fraction(1, 37), "zeros", 20_001, "pcg"),  # M = 5
     (Fraction(1, 2**20), "floats", 20_000, "aes"),  # M = 19
-    (Fraction(1, 2**30), "int64", 5_000, "pcg"),  # M = 29, 64-bit fair words, limbs
+    (Fraction(1, 2**30), "int64", 5_000, "pcg"),  # M = 29, six of L's digits in a byte, limbs
 ]
 SEEDS = (3, 2026)
 
@@ -91,7 +94,9 @@ EXPECTED = {
     ('exact', Fraction(1, 1048576), 'floats', 300001, 'aes', 3): 'f28a95241e40a8e17714',
     ('exact', Fraction(1, 1048576), 'transposed', 70000, 'pcg', 3): '1085b13584907b4f489f',
     ('exact', Fraction(1, 2147483648), 'floats', 50001, 'pcg', 3): '76a9d27dcd5184ed98ed',
-    ('exact', Fraction(1, 4294967296), 'floats', 50001, 'aes', 3): '60b142419bd72f7353d0',
+    ('exact', Fraction(1, 4294967296), 'floats', 50001, 'aes', 3): 'b6740bd87d11bd355cb8',
+    ('exact', Fraction(1, 549755813888), 'floats', 50001, 'pcg', 3): '373c5d13d50878ff19ad',
+    ('exact', Fraction(1, 1099511627776), 'floats', 50001, 'aes', 3): 'b888fb530c63c79a9577',
     ('exact', Fraction(3, 8796093022208), 'zeros', 140000, 'pcg', 3): 'bbd37cd59882153151aa',
     ('exact', Fraction(1, 35184372088832), 'floats', 40000, 'pcg', 3): '681a7432660cb971a611',
     ('exact', Fraction(1, 70368744177664), 'floats', 40000, 'aes', 3): '8eb17ba90c3a45b6223e',
@@ -110,7 +115,9 @@ EXPECTED = {
     ('exact', Fraction(1, 1048576), 'floats', 300001, 'aes', 2026): '337c2f19d6a32cb95a4c',
     ('exact', Fraction(1, 1048576), 'transposed', 70000, 'pcg', 2026): 'aa1d54bf323cd75255fe',
     ('exact', Fraction(1, 2147483648), 'floats', 50001, 'pcg', 2026): '5e9442c84f3d9d339201',
-    ('exact', Fraction(1, 4294967296), 'floats', 50001, 'aes', 2026): '6283ab0f4d3302d4f17f',
+    ('exact', Fraction(1, 4294967296), 'floats', 50001, 'aes', 2026): '442e44861f70f9b8ca6f',
+    ('exact', Fraction(1, 549755813888), 'floats', 50001, 'pcg', 2026): 'ea00ba4fa18ee895b238',
+    ('exact', Fraction(1, 1099511627776), 'floats', 50001, 'aes', 2026): 'c375c2060d53b8ec6820',
     ('exact', Fraction(3, 8796093022208), 'zeros', 140000, 'pcg', 2026): 'fa9f607fe6ecb130859d',
     ('exact', Fraction(1, 35184372088832), 'floats', 40000, 'pcg', 2026): 'da9bd605eff8c97e2d71',
     ('exact', Fraction(1, 70368744177664), 'floats', 40000, 'aes', 2026): 'b9411e430b682a41ca1a',
@@ -123,10 +130,10 @@ EXPECTED = {
     ('standard', Fraction(1, 35184372088832), 'floats', 70001, 'pcg', 2026): 'ab7f6d13156483ebdd88',
     ('stressed', Fraction(1, 37), 'zeros', 20001, 'pcg', 3): '81ea161619e6f37656a2',
     ('stressed', Fraction(1, 1048576), 'floats', 20000, 'aes', 3): 'f0e317c35677a1283c10',
-    ('stressed', Fraction(1, 1073741824), 'int64', 5000, 'pcg', 3): '17bb15792c111b0edcdb',
+    ('stressed', Fraction(1, 1073741824), 'int64', 5000, 'pcg', 3): '256dc863f0a77d634679',
     ('stressed', Fraction(1, 37), 'zeros', 20001, 'pcg', 2026): 'bb252fb00270e4776432',
     ('stressed', Fraction(1, 1048576), 'floats', 20000, 'aes', 2026): '43f8ae71c654fc98174a',
-    ('stressed', Fraction(1, 1073741824), 'int64', 5000, 'pcg', 2026): '74a7a39be6ddb8874eef',
+    ('stressed', Fraction(1, 1073741824), 'int64', 5000, 'pcg', 2026): '5ab8a2561745e29bec6d',
     ('draw', Fraction(2, 1)): '7b6064f9c548492050b2',
     ('ints', Fraction(2, 1)): '20ea66a31703318d4423',
     ('draw', Fraction(1, 1048576)): '308fbef9f7a786aaf537',
@@ -296,7 +303,7 @@ class _ScriptedBits:
         return self.rest.random_raw(size)
 
 
-@pytest.mark.parametrize("theta", [Fraction(1, 2**20), Fraction(1, 300), Fraction(1, 37)])
+@pytest.mark.parametrize("theta", [Fraction(1, 2**20), Fraction(1, 300), Fraction(1, 37), Fraction(1, 2**27)])
 def test_ties_searches_and_open_draws_take_the_same_bits_on_both_paths(theta, monkeypatch):
     # Ties of V's prefix with a threshold (their bits drawn first), searched cells, C not proved
     # 0 and "-0" draws, far more often than chance gives them: both paths, word for word.
@@ -316,7 +323,12 @@ def test_ties_searches_and_open_draws_take_the_same_bits_on_both_paths(theta, mo
     prefixes[::11] = thresholds[0] + np.uint32(1)  # V = 0 proved: "-0"
     prefixes[2::11] = thresholds[0]  # V = 0 or 1 by more bits: "-0" or -2**M
     assert sampler._fair_bits == 32
-    words = np.concatenate([np.resize(fair, count + 1), np.resize(prefixes, count + 1)]).view(np.uint64)
+    # M = 27: L's last four digits from a byte of their own (the top bits ignored)
+    high = source.integers(0, 256, -(-count // 8) * 8, dtype=np.uint64).astype(np.uint8)
+    high[:count:11] = high[2:count:11] = 0xF0
+    bytes_of_l = [high.view(np.uint64)] if sampler._high_digits else []
+    words = np.concatenate([np.resize(fair, count + 1).view(np.uint64), np.resize(prefixes, count + 1).view(np.uint64),
+                            *bytes_of_l])
     results = []
     for path in ("numpy", "compiled"):
         bits = _ScriptedBits(words, seed=11)

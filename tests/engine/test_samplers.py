@@ -35,8 +35,10 @@ def standard_draws(sampler: StandardSampler, count: int, seed: int) -> np.ndarra
     return sampler.add(np.zeros(count, dtype=np.int64), np.random.default_rng(seed))
 
 
-# scale 1/theta from 0.4 to 2^61 grid units: M = 0, small and large V tables, 32- and 64-bit fair words
-THETAS = [Fraction(5, 2), Fraction(1, 3), Fraction(1, 1000), Fraction(1, 2**31), Fraction(3, 2**43), Fraction(1, 2**61)]
+# scale 1/theta from 0.4 to 2^61 grid units: M = 0, small and large V tables, 32-bit fair words
+# (with a byte of L's digits at M = 27) and 64-bit ones
+THETAS = [Fraction(5, 2), Fraction(1, 3), Fraction(1, 1000), Fraction(1, 2**31), Fraction(1, 2**35), Fraction(3, 2**43),
+          Fraction(1, 2**61)]
 
 
 @pytest.mark.parametrize("theta", THETAS, ids=lambda t: f"scale={float(1 / t):.3g}")
@@ -189,6 +191,30 @@ def test_each_digit_of_the_remainder_has_its_exact_probability(monkeypatch):
     # and jointly: the law of L = |Z| mod 32
     expected = count * np.bincount(magnitudes % 32, weights=law, minlength=32)
     assert chi_square(np.bincount(remainder, minlength=32), expected) < chi_square_limit(31)
+
+
+def test_digits_of_the_remainder_from_their_own_byte_have_their_exact_probabilities(monkeypatch):
+    # M = 27: a 32-bit fair word holds L's first 23 digits, a byte of its own the last 4. At
+    # gamma = 1 C is often non-zero in those last digits, so each digit's probability differs
+    # from its neighbours' (a digit taken from the wrong bit, or not cleared by C, shows).
+    monkeypatch.setattr(exact_module, "_RATE_BITS", 0)
+    theta = Fraction(1, 2**27)
+    sampler = ExactSampler(theta)
+    assert (sampler.low_bits, sampler._fair_bits, sampler._high_digits, sampler.words_per_draw) == (27, 32, 4, 1.125)
+    count = 1_000_000
+    _, _, remainder = sampler.draw(np.random.default_rng(9), count)
+    assert remainder.max() < 2**27
+    # digit j is 1 with probability 1 / (1 + exp(theta 2**j)); the CKS restart moves these by
+    # about P(Y = 0) = 2**-27 only
+    p = 1 / (1 + np.exp(float(theta) * 2.0 ** np.arange(27)))
+    observed = np.array([np.count_nonzero(remainder >> digit & 1) for digit in range(27)]) / count
+    assert np.all(np.abs(observed - p) < 4.5 * np.sqrt(p * (1 - p) / count)), (observed - p)[20:]
+    # jointly, the five digits across the word's end and the byte (independent digits)
+    top = remainder >> 22
+    law = np.ones(32)
+    for bit, digit in enumerate(range(22, 27)):
+        law *= np.where(np.arange(32) >> bit & 1, p[digit], 1 - p[digit])
+    assert chi_square(np.bincount(top, minlength=32), count * law) < chi_square_limit(31)
 
 
 def test_the_bit_source_is_aes_keyed_by_the_os_and_streams_are_disjoint():
