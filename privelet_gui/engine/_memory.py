@@ -26,8 +26,9 @@ Measured problems and their remedies:
   it from a background thread, ahead of the writers, while they work. Measured here
   (in one process, releases alternating with and without it, medians of 6):
   Privelet+ on one thread 3.73 s to 3.10 s, Basic on one thread 3.97 s to 1.78 s; on both
-  cores of two, no change (2.20 s and 2.25 s, 1.30 s and 1.29 s): the populating then has
-  no idle core to run on.
+  cores of two, no change then (2.20 s and 2.25 s, 1.30 s and 1.29 s), and 2 % slower once
+  the rest had been made faster (0.651-0.658 s against 0.640-0.643 s): the populating then
+  has no idle core to run on, so a release asks for it only when one is left.
 - Block buffers (a few MB each, allocated and freed hundreds of times per release).
   glibc returns them to the OS right away and every block pays page faults again
   (about 2x slower). :func:`recycle_block_buffers` raises glibc's trim threshold so

@@ -15,10 +15,15 @@ from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
-__all__ = ["kept_pool", "settle"]
+__all__ = ["kept_pool", "settle", "usable_cores"]
 
 _POOLS: dict[tuple[int, int], ThreadPoolExecutor] = {}
 _LOCK = threading.Lock()
+
+
+def usable_cores() -> int:
+    """The CPUs this process may run on (its affinity where the platform says, else all)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def kept_pool(workers: int) -> ThreadPoolExecutor:

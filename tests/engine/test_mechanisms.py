@@ -537,9 +537,10 @@ def test_a_release_written_into_its_input_has_the_same_bits(monkeypatch, sa, mec
                          ids=["blocks", "basic", "one-big-block"])
 def test_a_release_has_its_new_output_prefaulted_while_it_is_written(monkeypatch, sa, mechanism):
     """The pages of a release's new output are provided by a background thread
-    (``_memory.prefaulted``) while the blocks write it. Not for one big block (its output
-    must grow only as its intermediate is freed: peak memory), nor for a release into its
-    own input (no new memory)."""
+    (``_memory.prefaulted``) while the blocks write it, where the release leaves a core idle.
+    Not for one big block (its output must grow only as its intermediate is freed: peak
+    memory), nor for a release into its own input (no new memory), nor where the release's
+    threads take every core (the populating would slow them)."""
     import contextlib
 
     from privelet_gui.engine import ReleaseSpec, pipeline
@@ -555,15 +556,18 @@ def test_a_release_has_its_new_output_prefaulted_while_it_is_written(monkeypatch
 
     monkeypatch.setattr(pipeline, "_SLAB_CELLS", 1 << 8)  # S_A empty takes slabs and pencils
     monkeypatch.setattr(pipeline, "prefaulted", recording)
+    monkeypatch.setattr(pipeline, "usable_cores", lambda: 3)
     schema = Schema([OrdinalAttribute.integer_range("a", 0, 19), OrdinalAttribute.integer_range("o", 0, 40)])
     m = np.random.default_rng(0).integers(1000, 1005, schema.shape).astype(float)  # no noisy cell is 0
     spec = ReleaseSpec(schema, 1.0, mechanism, sa)
-    release = spec.run(m.copy(), rng=np.random.default_rng(7))
+    release = spec.run(m.copy(), rng=np.random.default_rng(7), workers=2)
     if sa == () and mechanism == "privelet+":
         assert entered == []
         return
     assert len(entered) == 1 and written_inside == [True]
     assert np.shares_memory(entered[0], release.noisy)
     entered.clear()
-    spec.run(m.copy(), rng=np.random.default_rng(7), overwrite_input=True)
+    spec.run(m.copy(), rng=np.random.default_rng(7), overwrite_input=True, workers=2)
+    assert entered == []
+    spec.run(m.copy(), rng=np.random.default_rng(7), workers=3)  # no core left
     assert entered == []
