@@ -117,17 +117,16 @@ class SlabSums:
             pending -= 1
             complete = self._numbers[leading][pending == 0].tolist()
         for number in complete:
-            self._sums[number] = self._slab_sum(number)
+            index = tuple(int(i) for i in np.unravel_index(number, self._shape)) if self._lead else ()
+            self._sums[number] = _slab_sum(self._matrix, index)
 
     def total(self) -> float:
         """The matrix's :func:`matrix_sum` (slabs that no part completed are summed now)."""
-        sums = self._sums
-        return math.fsum(sums[n] if n in sums else self._slab_sum(n) for n in range(self._pending.size))
-
-    def _slab_sum(self, number: int) -> float:
-        """Slab ``number``'s sum (C order over the slabs' axes)."""
-        index = tuple(int(i) for i in np.unravel_index(number, self._shape)) if self._lead else ()
-        return _slab_sum(self._matrix, index)
+        sums = [self._sums.get(number) for number in range(self._pending.size)]
+        for number in [n for n, value in enumerate(sums) if value is None]:
+            index = tuple(int(i) for i in np.unravel_index(number, self._shape)) if self._lead else ()
+            sums[number] = _slab_sum(self._matrix, index)
+        return math.fsum(sums)  # type: ignore[arg-type]
 
 
 def shift_to_total(noisy: np.ndarray, total: float, *, workers: int = 1, sums: SlabSums | None = None) -> float:
