@@ -39,9 +39,7 @@ The input checks (non-negative integer counts) run inside each block, which also
 its counts: the total needs no pass of its own. The output is allocated once and written
 once, with huge pages where the kernel offers them (:func:`~._memory.output_array`), its
 pages provided by a background thread ahead of the writers (:func:`~._memory.prefaulted`)
-where a core is left for it, except for big blocks. Where the release is shifted to the
-public total, each sum slab of the output is summed by the thread that completes it, while
-it is in the cache (:class:`~.postprocess.SlabSums`): no pass of its own to read it again.
+where a core is left for it, except for big blocks.
 """
 
 from __future__ import annotations
@@ -75,7 +73,6 @@ from .noise import (
     rounds_by_one_division,
 )
 from .nominal import NominalTransform
-from .postprocess import SlabSums
 from .progress import Progress
 
 __all__ = [
@@ -135,13 +132,10 @@ def release_blocks(
     threads: int,
     *,
     overwrite_input: bool = False,
-    summed: bool = False,
-) -> tuple[np.ndarray, int, SlabSums | None]:
-    """The noisy matrix, the total of M and, if ``summed``, the noisy matrix's
-    :func:`~.postprocess.matrix_sum` taken as it was written (:class:`~.postprocess.SlabSums`;
-    None if not, or where several big blocks leave it to a pass afterwards): every block of M through :class:`_BlockPipeline`, on ``threads`` threads, each
-    block with its own noise stream spawned from ``generator`` (so the result does not depend
-    on the number of threads), the noise drawn by ``sampler``.
+) -> tuple[np.ndarray, int]:
+    """The noisy matrix and the total of M: every block of M through :class:`_BlockPipeline`,
+    on ``threads`` threads, each block with its own noise stream spawned from ``generator``
+    (so the result does not depend on the number of threads), the noise drawn by ``sampler``.
 
     Each block checks its counts before it draws any noise: negative, fractional, not finite
     or too many for exact rounding, and the release is refused (PriveletError).
@@ -161,35 +155,29 @@ def release_blocks(
     totals = [0] * len(blocks)
     if pipeline.is_big(_extent(blocks[0], matrix.shape), len(blocks)):
         if len(blocks) == 1 and not in_place:  # the output takes the intermediate's memory
-            output, total, sums = pipeline.run_big(matrix, streams[0](), None, steps, threads, summed=summed)
-            return output, total, sums
+            return pipeline.run_big(matrix, streams[0](), None, steps, threads)
         # Not prefaulted: the output must grow only as the intermediate is freed (peak memory),
         # and prefaulting the intermediate in pass 1 measured 2-4% slower (S_A empty, Brazil).
         noisy = matrix if in_place else output_array(matrix.shape)
         for number, index in enumerate(blocks):  # one big block at a time, on every thread
             part = steps.slice(number / len(blocks), (number + 1) / len(blocks))
             totals[number] = pipeline.run_big(matrix[index], streams[number](), noisy[index], part, threads)[1]
-        return noisy, sum(totals), None  # summed afterwards, on every thread
+        return noisy, sum(totals)
     noisy = matrix if in_place else output_array(matrix.shape)
-    sums = SlabSums(noisy, blocks) if summed else None
     # populating the output takes a core: with none idle it slows the writers instead (Privelet+,
     # Brazil shape, two threads on two cores: 0.640-0.643 s without against 0.651-0.658 s with)
     prefault = not in_place and threads < usable_cores()
     with prefaulted(noisy) if prefault else contextlib.nullcontext():
         if len(blocks) == 1:  # one small block: its tiles report progress
             totals[0] = pipeline.run(matrix, streams[0](), noisy, steps)
-            if sums is not None:
-                sums.written(blocks[0])
         else:
 
             def fill(number: int) -> None:
                 index = blocks[number]
                 totals[number] = pipeline.run(matrix[index], streams[number](), noisy[index])
-                if sums is not None:  # while the block is in the cache
-                    sums.written(index)
 
             _run_parts(fill, len(blocks), threads, steps, "transform, noise and inverse", "block")
-    return noisy, sum(totals), sums
+    return noisy, sum(totals)
 
 
 # -- the same work, one piece at a time, for callers that schedule it themselves ------------------
@@ -870,11 +858,10 @@ class _BlockPipeline:
         return big
 
     def run_big(self, cells: np.ndarray, rng: np.random.Generator, out: np.ndarray | None, steps: Progress,
-                threads: int, *, summed: bool = False) -> tuple[np.ndarray, int, SlabSums | None]:
-        """Release one big block into ``out`` in three passes on ``threads`` threads; returns ``out``,
-        the block's total and, if ``summed``, ``out``'s slab sums taken as pass 3 writes it. Without
-        ``out`` (the block is the whole release) the output is made in the intermediate's own memory
-        (:class:`_RowsRead`), not in pages of its own."""
+                threads: int) -> tuple[np.ndarray, int]:
+        """Release one big block into ``out`` in three passes on ``threads`` threads; returns ``out``
+        and the block's total. Without ``out`` (the block is the whole release) the output is made in
+        the intermediate's own memory (:class:`_RowsRead`), not in pages of its own."""
         big = self.big(cells.shape)
         plane = big.plane
         rows = output_array((big.rows, plane.size))
@@ -905,7 +892,6 @@ class _BlockPipeline:
         overlaid = out is None
         flat = rows.reshape(-1)
         output = flat[: cells.size].reshape(cells.shape) if out is None else out
-        sums = SlabSums(output, [big.slab(number) for number in range(big.rows)]) if summed else None
         read = _RowsRead(rows, release=not overlaid)
         slab_cells = math.prod(cells.shape[big.lead :])
         # every transform keeps a coefficient per value at least: slab s's output ends in row s
@@ -922,13 +908,11 @@ class _BlockPipeline:
                 big.inverse_slab(rows[number], output[big.slab(number)], partial(written_over, number) if overlaid else None)
             finally:  # after an error too: no slab waits for this row for ever
                 read.done(number)
-            if sums is not None:  # while the slab is in the cache
-                sums.written(big.slab(number))
 
         _run_parts(inverse, big.rows, threads, steps.slice(0.8, 1.0), stages[2], "slab")
         if overlaid:
             release_pages(flat[cells.size :])  # the intermediate's memory past the output
-        return output, total, sums
+        return output, total
 
 
 class _BigBlock:

@@ -19,9 +19,7 @@ privacy.
 from __future__ import annotations
 
 import math
-import threading
-from collections.abc import Callable, Iterable
-from functools import partial
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
@@ -31,7 +29,6 @@ from .errors import PriveletError
 
 __all__ = [
     "COUNT_KINDS",
-    "SlabSums",
     "integer_counts",
     "matrix_sum",
     "nonnegative_counts",
@@ -69,70 +66,16 @@ def matrix_sum(noisy: Any, *, workers: int = 1) -> float:
     total that one machine gets, so both shift a release to the public total identically
     (and so do ``workers`` threads, each summing whole slabs)."""
     indices = list(np.ndindex(*sum_slabs(noisy.shape)))
-    return math.fsum(_by_slabs(partial(_slab_sum, noisy), indices, workers))
+
+    def slab_sum(index: tuple[int, ...]) -> float:
+        return float(np.sum(np.asarray(noisy[index], dtype=np.float64)))
+
+    return math.fsum(_by_slabs(slab_sum, indices, workers))
 
 
-def _slab_sum(noisy: Any, index: tuple[int, ...]) -> float:
-    """numpy's sum of one slab of :func:`matrix_sum`."""
-    return float(np.sum(np.asarray(noisy[index], dtype=np.float64)))
-
-
-Part = tuple[int | slice, ...]
-
-
-class SlabSums:
-    """:func:`matrix_sum` of a matrix taken while it is written, part by part: each slab is
-    summed (as :func:`matrix_sum` sums it) by the thread that writes the last of the parts
-    that cover it, while its values are still in the CPU's cache, instead of in a pass of
-    its own over the whole matrix afterwards. :meth:`total` is :func:`matrix_sum`'s value,
-    to the bit.
-
-    ``parts`` are the indices of the matrix that will be written (slices, or integers, on
-    the leading axes of :func:`sum_slabs` at least), each reported once by :meth:`written`.
-    """
-
-    def __init__(self, matrix: np.ndarray, parts: Iterable[Part]):
-        self._matrix = matrix
-        self._lead = len(sum_slabs(matrix.shape))
-        self._shape = matrix.shape[: self._lead]
-        # each slab's parts not written yet (one slab, shaped (1,), when the matrix is one)
-        self._pending = np.zeros(self._shape or (1,), dtype=np.int64)
-        self._numbers = np.arange(self._pending.size).reshape(self._pending.shape)
-        for part in parts:
-            self._pending[self._leading(part)] += 1
-        self._sums: dict[int, float] = {}
-        self._lock = threading.Lock()
-
-    def _leading(self, part: Part) -> tuple[slice, ...]:
-        """``part``'s index over the slabs' axes, as slices (a view of the counters)."""
-        if not self._lead:
-            return (slice(None),)
-        return tuple(slice(i, i + 1) if isinstance(i, int | np.integer) else i for i in part[: self._lead])
-
-    def written(self, part: Part) -> None:
-        """``part`` of the matrix holds its final values: sum the slabs it completes."""
-        leading = self._leading(part)
-        with self._lock:
-            pending = self._pending[leading]
-            pending -= 1
-            complete = self._numbers[leading][pending == 0].tolist()
-        for number in complete:
-            index = tuple(int(i) for i in np.unravel_index(number, self._shape)) if self._lead else ()
-            self._sums[number] = _slab_sum(self._matrix, index)
-
-    def total(self) -> float:
-        """The matrix's :func:`matrix_sum` (slabs that no part completed are summed now)."""
-        sums = [self._sums.get(number) for number in range(self._pending.size)]
-        for number in [n for n, value in enumerate(sums) if value is None]:
-            index = tuple(int(i) for i in np.unravel_index(number, self._shape)) if self._lead else ()
-            sums[number] = _slab_sum(self._matrix, index)
-        return math.fsum(sums)  # type: ignore[arg-type]
-
-
-def shift_to_total(noisy: np.ndarray, total: float, *, workers: int = 1, sums: SlabSums | None = None) -> float:
+def shift_to_total(noisy: np.ndarray, total: float, *, workers: int = 1) -> float:
     """Add ``(total - sum(noisy)) / m`` to every cell of ``noisy`` (in place, the sum as
-    :func:`matrix_sum`, on ``workers`` threads, or from ``sums`` taken as it was written);
-    returns that shift.
+    :func:`matrix_sum`, on ``workers`` threads); returns that shift.
 
     Examples
     --------
@@ -140,8 +83,7 @@ def shift_to_total(noisy: np.ndarray, total: float, *, workers: int = 1, sums: S
     >>> shift_to_total(m, 6), m.tolist()
     (0.5, [2.0, 0.0, 2.5, 1.5])
     """
-    summed = matrix_sum(noisy, workers=workers) if sums is None else sums.total()
-    shift = (float(total) - summed) / noisy.size
+    shift = (float(total) - matrix_sum(noisy, workers=workers)) / noisy.size
     # Every cell gets the same addition, so any cut gives the same bits: in one run of memory,
     # one piece per thread (a small matrix is one sum slab, which would leave a thread idle).
     target = noisy.reshape(-1) if noisy.flags.c_contiguous else noisy

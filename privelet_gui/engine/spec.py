@@ -329,12 +329,12 @@ class ReleaseSpec:
         calibration = self.calibration(1)
         sampler = noise_sampler(self.sampler, calibration)
         steps = Progress(progress, should_cancel)
-        noisy, rows, sums = release_blocks(matrix, plan, calibration, sampler, generator, steps, threads,
-                                           overwrite_input=overwrite_input, summed=self.uses_public_total)
+        noisy, rows = release_blocks(matrix, plan, calibration, sampler, generator, steps, threads,
+                                     overwrite_input=overwrite_input)
         self.check_rows(rows)
         if self.calibration(rows) != calibration:  # refuses a table too large for exact int64 sums
             raise PriveletError("internal error: the noise calibration depends on the number of rows")
-        shift = shift_to_total(noisy, rows, workers=threads, sums=sums) if self.uses_public_total else None
+        shift = shift_to_total(noisy, rows, workers=threads) if self.uses_public_total else None
         steps.report(1.0, "release done")
         return self.release_of(noisy, calibration, seeded=rng is not None, total_shift=shift,
                                seconds=time.perf_counter() - started)

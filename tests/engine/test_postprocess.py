@@ -12,12 +12,8 @@ from privelet_gui.engine import (
     ReleaseSpec,
     TransformPlan,
     VarianceModel,
-    pipeline,
-    postprocess,
-    spec,
 )
 from privelet_gui.engine.postprocess import (
-    SlabSums,
     integer_counts,
     matrix_sum,
     nonnegative_counts,
@@ -185,77 +181,3 @@ def test_the_shift_is_the_same_on_any_number_of_threads_and_any_layout(order, wo
     expected = noisy + shift
     assert shift_to_total(noisy, 12_345.0, workers=workers) == shift
     np.testing.assert_array_equal(noisy.view(np.uint64), expected.view(np.uint64))
-
-
-@pytest.mark.parametrize("shape, split, slab_cells", [
-    ((6, 5, 40), (0, 1), 200),  # a slab per index of the first axis, two or three parts each
-    ((6, 5, 40), (1,), 40),  # slabs over two axes, parts across the first: each completes at the end
-    ((6, 5, 40), (0,), 1 << 22),  # the whole matrix one slab
-    ((9, 4, 3), (0, 1, 2), 12),  # parts of one cell, by integer indices
-])
-def test_slab_sums_taken_as_parts_are_written_are_matrix_sums_to_the_bit(shape, split, slab_cells, monkeypatch):
-    monkeypatch.setattr(postprocess, "SUM_SLAB_CELLS", slab_cells)
-    final = np.random.default_rng(3).normal(0.0, 1e6, shape)
-    parts = list(pipeline._blocks(shape, split, 23))
-    if shape == (9, 4, 3):
-        parts = [tuple(int(i) for i in index) for index in np.ndindex(*shape)]
-    assert len(parts) > 1
-    matrix = np.zeros(shape)
-    sums = SlabSums(matrix, parts)
-    order = np.random.default_rng(5).permutation(len(parts))
-    # from two threads at once; a slab summed before its last part is written would miss values
-    from concurrent.futures import ThreadPoolExecutor
-
-    def write(number: int) -> None:
-        matrix[parts[number]] = final[parts[number]]
-        sums.written(parts[number])
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        list(pool.map(write, order.tolist()))
-
-    expected = matrix_sum(final)
-
-    def not_again(*_):
-        raise AssertionError("a slab summed again, not while it was written")
-
-    monkeypatch.setattr(postprocess, "_slab_sum", not_again)
-    assert sums.total() == expected
-
-
-def test_slabs_no_part_completed_are_summed_at_the_end():
-    matrix = np.random.default_rng(1).normal(0.0, 1e6, (3, 4))
-    assert SlabSums(matrix, [(slice(None),)]).total() == matrix_sum(matrix)  # a part never reported
-
-
-@pytest.mark.parametrize("sa, mechanism", [(("a",), "privelet+"), ((), "basic"), ((), "privelet+")],
-                         ids=["blocks", "basic", "one-big-block"])
-def test_a_release_takes_the_sum_for_its_shift_as_it_writes_its_blocks(sa, mechanism, monkeypatch):
-    """The public total's shift uses the noisy matrix's matrix_sum, taken by the blocks (or a
-    big block's slabs) as they are written, not in a pass afterwards; the same to the bit."""
-    from privelet_gui.engine import OrdinalAttribute, Schema
-
-    monkeypatch.setattr(pipeline, "_SLAB_CELLS", 1 << 8)  # S_A empty takes slabs and pencils
-    monkeypatch.setattr(postprocess, "SUM_SLAB_CELLS", 41)  # a slab per value of the first attribute
-    if sa:
-        monkeypatch.setattr(pipeline, "_BLOCK_CELLS", 41 * 3)  # blocks of three slabs, on two threads
-    schema = Schema([OrdinalAttribute.integer_range("a", 0, 19), OrdinalAttribute.integer_range("o", 0, 40)])
-    m = np.random.default_rng(0).integers(1000, 1005, schema.shape).astype(float)
-    seen = []
-    real_shift = postprocess.shift_to_total
-
-    real_slab_sum = postprocess._slab_sum
-
-    def shift(noisy, total, *, workers, sums):
-        expected = matrix_sum(noisy)
-        postprocess._slab_sum = lambda *_: pytest.fail("a slab summed after the blocks")
-        try:
-            seen.append((sums.total(), expected))
-        finally:
-            postprocess._slab_sum = real_slab_sum
-        return real_shift(noisy, total, workers=workers, sums=sums)
-
-    monkeypatch.setattr(spec, "shift_to_total", shift)
-    release = ReleaseSpec(schema, 1.0, mechanism, sa).run(m, rng=np.random.default_rng(7), workers=2)
-    assert len(seen) == 1 and seen[0][0] == seen[0][1]
-    assert len(list(pipeline._blocks(schema.shape, (0,) if sa else (), pipeline._BLOCK_CELLS))) == (7 if sa else 1)
-    assert release.total_shift == (m.sum() - seen[0][1]) / m.size
