@@ -4,6 +4,11 @@ Run ``python -m privelet_gui.bench`` (``--rows`` to change n, ``--repeat`` for
 best-of-k timings). It prints the figures and the ratios the engine's targets
 are stated in, each measured in the same run:
 
+- the machine: numpy's SIMD extensions, a uniform's and a log's cost in the cache (the floor
+  below is mostly these, and a log is several times dearer where numpy has no AVX-512 for it),
+  and the first touch of memory the size of the output, right after as much was freed and 3 s
+  after (a virtual machine's host may have taken it back by then: the releases' times below
+  then vary by up to that much);
 - counting n tuples into M versus a bare ``np.bincount`` over precomputed flat codes, on
   all cores (as by default) and on one thread, the three timed in turn;
 - a Privelet+ release (S_A = {Age, Gender}) versus this project's Basic and the floor below,
@@ -39,7 +44,9 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import math
+import mmap
 import multiprocessing
 import os
 import queue
@@ -70,6 +77,7 @@ from .engine import (
     privelet,
     privelet_plus,
 )
+from .engine._memory import output_array
 from .engine.noise import NoiseSampler, Sampler
 from .engine.pipeline import worker_count
 
@@ -232,6 +240,56 @@ def noise_floor(coefficients: int, threads: int) -> float:
     with ThreadPoolExecutor(max_workers=threads) as pool:
         list(pool.map(draw, range(threads)))
     return time.perf_counter() - started
+
+
+def first_touch(nbytes: int, idle: float) -> float:
+    """Seconds to fault in ``nbytes`` of fresh memory, as a release's output is (one write a
+    page, :func:`~privelet_gui.engine._memory.output_array`), right after as much memory was
+    touched and freed and ``idle`` seconds went by. A virtual machine's host may take freed
+    memory back after a while (Linux's free page reporting waits 2 s): the next first touch
+    then pays the host's faults too, and a release's time depends on how long ago the memory
+    it gets was freed."""
+    page_values = mmap.PAGESIZE // 8
+    earlier = output_array((nbytes // 8,))
+    earlier[::page_values] = 1.0
+    del earlier
+    time.sleep(idle)
+    fresh = output_array((nbytes // 8,))
+    started = time.perf_counter()
+    fresh[::page_values] = 1.0
+    return time.perf_counter() - started
+
+
+def in_cache_costs(repeat: int = 200) -> tuple[float, float]:
+    """Nanoseconds per value, one thread, in the L2 cache: drawing a uniform, and taking a log
+    (the floor's two steps; numpy's log is vectorised only on some CPUs)."""
+    values = np.empty(1 << 14)
+    generator = np.random.default_rng(0)
+    generator.random(out=values)
+    logs = np.empty_like(values)
+
+    def draws() -> None:
+        for _ in range(repeat):
+            generator.random(out=values)
+
+    def logarithms() -> None:
+        for _ in range(repeat):
+            np.log(values, out=logs)
+
+    per_value = 1e9 / repeat / values.size
+    return best_of(5, draws) * per_value, best_of(5, logarithms) * per_value
+
+
+def cpu_features() -> str:
+    """The SIMD extensions numpy found on this CPU, or '?' where numpy does not say."""
+    for module in ("numpy._core._multiarray_umath", "numpy.core._multiarray_umath"):  # numpy 2, numpy 1
+        try:
+            features = importlib.import_module(module).__cpu_features__
+        except (ImportError, AttributeError):
+            continue
+        found = [name for name in ("AVX2", "FMA3", "AVX512F", "AVX512_SKX") if features.get(name)]
+        return ", ".join(found) or "none of AVX2, FMA3, AVX512F"
+    return "?"
 
 
 def context_switches(work: Callable[[], object]) -> int | None:
@@ -449,6 +507,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.samplers:
         bench_samplers(schema, frequency_matrix(brazil_table(schema, args.rows), schema), sa, args.epsilon, args.repeat)
         return 0
+
+    uniform, log = in_cache_costs()
+    print(f"machine: {os.cpu_count()} cores, numpy SIMD {cpu_features()}; in the L2 cache, one thread: "
+          f"a uniform {uniform:.2f} ns, a log {log:.2f} ns (the floor's two steps)")
+    nbytes = schema.size * 8
+    print(f"  first touch of {nbytes / 2**20:,.0f} MiB (the output's size): {first_touch(nbytes, 0.0):.3f} s "
+          f"right after as much was freed, {first_touch(nbytes, 3.0):.3f} s 3 s after (where the host takes "
+          "freed memory back, the times below vary by this)")
 
     started = time.perf_counter()
     first_worst = VarianceModel(schema).worst_case(args.epsilon, sa)

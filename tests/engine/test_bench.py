@@ -72,3 +72,21 @@ def test_the_garbage_is_collected_once_before_the_timings_not_before_each():
     finally:
         gc.callbacks.remove(count)
     assert full_collections == [1]
+
+
+def test_first_touch_waits_the_idle_time_between_the_free_and_the_touch(monkeypatch):
+    from privelet_gui import bench
+
+    slept: list[float] = []
+    monkeypatch.setattr(bench.time, "sleep", slept.append)
+    assert bench.first_touch(64 << 20, 0.0) > 0 and bench.first_touch(64 << 20, 3.0) > 0
+    assert slept == [0.0, 3.0]
+
+
+def test_the_floors_steps_are_timed_per_value_and_the_cpu_features_named():
+    from privelet_gui import bench
+
+    uniform, log = bench.in_cache_costs(repeat=2)
+    assert 0 < uniform < 1e3 and 0 < log < 1e3  # nanoseconds a value, not seconds a call
+    features = bench.cpu_features()
+    assert features == "?" or features.startswith(("AVX", "FMA", "none of"))
