@@ -246,9 +246,11 @@ def first_touch(nbytes: int, idle: float) -> float:
     """Seconds to fault in ``nbytes`` of fresh memory, as a release's output is (one write a
     page, :func:`~privelet_gui.engine._memory.output_array`), right after as much memory was
     touched and freed and ``idle`` seconds went by. A virtual machine's host may take freed
-    memory back after a while (Linux's free page reporting waits 2 s): the next first touch
-    then pays the host's faults too, and a release's time depends on how long ago the memory
-    it gets was freed."""
+    memory back (Linux's free page reporting: 2 s after it is freed by default; on the
+    machines here as soon as 1 GiB waits, so a release that frees its output gives it back at
+    once): the next first touch then pays the host's faults too, and a release's time depends
+    on whether the memory it gets had been given back (1.5 s more for 790 MiB here, at random
+    in about one release of three: a best of 5 timings, by default, has one without it)."""
     page_values = mmap.PAGESIZE // 8
     earlier = output_array((nbytes // 8,))
     earlier[::page_values] = 1.0
@@ -483,7 +485,7 @@ def _sampler_costs(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m privelet_gui.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=10_000_000, help="number of tuples n (default 10,000,000)")
-    parser.add_argument("--repeat", type=int, default=3, help="best of this many timings (default 3)")
+    parser.add_argument("--repeat", type=int, default=5, help="best of this many timings (default 5)")
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--samplers", action="store_true", help="only the noise samplers' section")
     parser.add_argument("--calibration", action="store_true", help="only the calibration section (no table needed)")
