@@ -249,8 +249,9 @@ def first_touch(nbytes: int, idle: float) -> float:
     memory back (Linux's free page reporting: 2 s after it is freed by default; on the
     machines here as soon as 1 GiB waits, so a release that frees its output gives it back at
     once): the next first touch then pays the host's faults too, and a release's time depends
-    on whether the memory it gets had been given back (1.5 s more for 790 MiB here, at random
-    in about one release of three: a best of 5 timings, by default, has one without it)."""
+    on whether the memory it gets had been given back (up to 1.5 s more for 790 MiB here, in
+    one release of three to eight at random: the default best of 5 timings is likely to hold
+    one without it)."""
     page_values = mmap.PAGESIZE // 8
     earlier = output_array((nbytes // 8,))
     earlier[::page_values] = 1.0
