@@ -283,15 +283,18 @@ def in_cache_costs(repeat: int = 200) -> tuple[float, float]:
     return best_of(5, draws) * per_value, best_of(5, logarithms) * per_value
 
 
+_SIMD_NAMED = ("AVX2", "FMA3", "AVX512F", "AVX512_SKX")
+
+
 def cpu_features() -> str:
-    """The SIMD extensions numpy found on this CPU, or '?' where numpy does not say."""
+    """Which of :data:`_SIMD_NAMED` numpy found on this CPU, or '?' where numpy does not say."""
     for module in ("numpy._core._multiarray_umath", "numpy.core._multiarray_umath"):  # numpy 2, numpy 1
         try:
             features = importlib.import_module(module).__cpu_features__
         except (ImportError, AttributeError):
             continue
-        found = [name for name in ("AVX2", "FMA3", "AVX512F", "AVX512_SKX") if features.get(name)]
-        return ", ".join(found) or "none of AVX2, FMA3, AVX512F"
+        found = [name for name in _SIMD_NAMED if features.get(name)]
+        return ", ".join(found) or f"none of {', '.join(_SIMD_NAMED)}"
     return "?"
 
 
