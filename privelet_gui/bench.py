@@ -37,6 +37,9 @@ are stated in, each measured in the same run:
   its numpy passes too where numba gives it the compiled loop, and the release with each,
   all drawing from AES-128 counter mode as every unseeded release does.
 
+Every release timed is unseeded, as the product's are: its noise's bits come from AES-128 in
+counter mode keyed by the operating system (a seeded generator's would time another source).
+
 The table's values are synthetic (no real person is in it).
 """
 
@@ -355,8 +358,7 @@ def bench_series(epsilon: float, repeat: int) -> None:
     base = brazil_schema()
     inner = math.prod(base.shape[1:])
     ages = [max(2, round(2**power / inner)) for power in range(21, 28)]
-    rng = np.random.default_rng(5)
-    counts = rng.integers(0, 3, (max(ages), *base.shape[1:])).astype(np.float64)
+    counts = np.random.default_rng(5).integers(0, 3, (max(ages), *base.shape[1:])).astype(np.float64)
     print("cost per cell, ns, all cores (the Brazil shape with fewer or more ages; target: flat within 1.5x)")
     series: dict[str, list[float]] = {"Basic": [], "Privelet+": [], "Privelet": []}
     for age in ages:
@@ -370,7 +372,7 @@ def bench_series(epsilon: float, repeat: int) -> None:
         # timings for them, about as many seconds' worth as the biggest gets (at most 20).
         timings = min(20, max(4, repeat, round(repeat * 2**27 / matrix.size / 8)))
         for name, spec in specs.items():
-            seconds = best_of(timings, partial(spec.run, matrix, rng=rng))
+            seconds = best_of(timings, partial(spec.run, matrix))
             series[name].append(seconds / matrix.size * 1e9)
             cells.append(f"{name} {series[name][-1]:5.1f}")
         print(f"  2^{math.log2(matrix.size):.1f} cells ({age} ages): " + ", ".join(cells))
@@ -451,7 +453,7 @@ class _OnNumpyPasses:
         self.sampler = sampler
 
     def add(self, units: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        with patch.object(_compiled, "sampler_loops", lambda: None):
+        with patch.object(_compiled, "sampler_loops", lambda: None), patch.object(_compiled, "aes_words_loop", lambda: None):
             return self.sampler.add(units, rng)
 
 
@@ -459,11 +461,12 @@ def _sampler_costs(
     samplers: dict[str, NoiseSampler], words: dict[str, float], repeat: int
 ) -> tuple[dict[str, float], dict[str, float]]:
     """Nanoseconds per coefficient of each sampler's ``add`` on tile-sized arrays (as the
-    pipeline gives them) and of drawing its random words alone, from AES-128 counter mode as
-    every unseeded release does. All take turns, so a busy machine slows them alike; each
+    pipeline gives them) and of drawing its random words alone (as the samplers draw them:
+    :func:`~privelet_gui.engine.bits.random_words`), from AES-128 counter mode as every
+    unseeded release does. All take turns, so a busy machine slows them alike; each
     figure is the best of many bursts of 16 tiles (short enough to fall between other
     programs' work), after a first burst that touches the memory."""
-    from .engine.bits import secure_generator
+    from .engine.bits import random_words, secure_generator
 
     tile, tiles = 1 << 17, 16
     units = np.zeros(tile)
@@ -480,7 +483,7 @@ def _sampler_costs(
             count = round(tile * words[name])
             started = time.perf_counter()
             for _ in range(tiles):
-                generator.bit_generator.random_raw(count)
+                random_words(generator.bit_generator, count)
             if burst:
                 bits[name] = min(bits[name], (time.perf_counter() - started) / (tile * tiles) * 1e9)
     return cost, bits
@@ -527,8 +530,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"first exact worst-case variance: {time.perf_counter() - started:.3f} s ({first_worst:,.0f})")
 
     matrix = bench_counting(schema, args.rows, args.repeat)
-    rng = np.random.default_rng()
-    textbook = best_of(args.repeat, lambda: matrix + rng.laplace(0.0, 2.0 / args.epsilon, matrix.shape))
+    textbook_rng = np.random.default_rng()
+    textbook = best_of(args.repeat, lambda: matrix + textbook_rng.laplace(0.0, 2.0 / args.epsilon, matrix.shape))
     print(f"release: textbook Basic {textbook:.3f} s (one thread)")
     plus_spec = ReleaseSpec(schema, args.epsilon, "privelet+", sa)
     times: dict[str, dict[str, float]] = {}
@@ -536,8 +539,8 @@ def main(argv: list[str] | None = None) -> int:
     for workers, label in ((None, "all cores"), (1, "one thread")):
         threads = worker_count(workers)
         timers = {
-            "Privelet+": partial(best_of, 1, partial(privelet_plus, matrix, schema, args.epsilon, sa, rng, workers=workers)),
-            "Basic": partial(best_of, 1, partial(basic, matrix, args.epsilon, rng, workers=workers)),
+            "Privelet+": partial(best_of, 1, partial(privelet_plus, matrix, schema, args.epsilon, sa, workers=workers)),
+            "Basic": partial(best_of, 1, partial(basic, matrix, args.epsilon, workers=workers)),
             "floor": partial(noise_floor, coefficients, threads),
         }
         best = best_in_turn(args.repeat, timers)
@@ -552,7 +555,7 @@ def main(argv: list[str] | None = None) -> int:
             f"thread{'s' if threads > 1 else ''}): {floor:.3f} s; Privelet+ / floor = {plus / floor:.2f} (target <= 4)"
         )
 
-    switches = {label: context_switches(partial(privelet_plus, matrix, schema, args.epsilon, sa, rng, workers=workers))
+    switches = {label: context_switches(partial(privelet_plus, matrix, schema, args.epsilon, sa, workers=workers))
                 for workers, label in ((None, "all cores"), (1, "one thread"))}
     apart = two_processes(matrix, brazil_schema, args.epsilon, sa)
     print(
@@ -563,19 +566,19 @@ def main(argv: list[str] | None = None) -> int:
 
     # in turn with Privelet+ alone: its freed gigabytes would slow the next release of the turn
     pair = best_in_turn(args.repeat, {
-        "Privelet": partial(best_of, 1, partial(privelet, matrix, schema, args.epsilon, rng)),
-        "Privelet+": partial(best_of, 1, partial(privelet_plus, matrix, schema, args.epsilon, sa, rng)),
+        "Privelet": partial(best_of, 1, partial(privelet, matrix, schema, args.epsilon)),
+        "Privelet+": partial(best_of, 1, partial(privelet_plus, matrix, schema, args.epsilon, sa)),
     })
     print(f"  Privelet (S_A empty, all cores, best of {args.repeat}, in turn with Privelet+): {pair['Privelet']:.3f} s "
           f"(Privelet+ {pair['Privelet+']:.3f} s); Privelet / Privelet+ = {pair['Privelet'] / pair['Privelet+']:.2f} "
           "(target <= 2)")
 
-    peak = peak_additional_bytes(lambda: privelet_plus(matrix, schema, args.epsilon, sa, rng))
+    peak = peak_additional_bytes(lambda: privelet_plus(matrix, schema, args.epsilon, sa))
     print(
         f"memory: peak additional {peak / 2**20:,.0f} MiB for M of {matrix.nbytes / 2**20:,.0f} MiB, "
         f"ratio {peak / matrix.nbytes:.2f} (target <= 3; the noisy output itself is 1.00)"
     )
-    peak = peak_additional_bytes(lambda: privelet(matrix, schema, args.epsilon, rng))
+    peak = peak_additional_bytes(lambda: privelet(matrix, schema, args.epsilon))
     print(f"  Privelet (S_A empty): peak additional {peak / 2**20:,.0f} MiB, ratio {peak / matrix.nbytes:.2f} (target <= 2)")
     bench_calibration(schema, sa, args.rows)
     bench_samplers(schema, matrix, sa, args.epsilon, args.repeat)

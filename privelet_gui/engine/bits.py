@@ -10,6 +10,11 @@ such as numpy's PCG64 does not promise. With the CPU's AES instructions it
 produces 64 bits as fast as PCG64 does here (about 2.2 ns), where ChaCha20 costs
 six times as much and reading the OS generator directly nine times as much.
 
+The sampler takes its words from :func:`random_words`: the same words as the generator's
+``random_raw``, drawn where the CPU has AES instructions (and numba is installed) by a
+compiled loop that keeps four blocks in flight, on the generator's own state: 1.0 ns a word
+against 2.6 for randomgen's loop, which takes one word per call (measured here, one thread).
+
 Parallel parts of a release (blocks, and the tiles of a big block) each get a key
 of their own, drawn from their parent's stream (:func:`spawn`): a tree of keys, so
 streams never overlap however deeply they are spawned (streams made by jumping
@@ -21,16 +26,21 @@ given: such a release is reproducible and marked ``seeded`` (not private).
 
 from __future__ import annotations
 
+import ctypes
 import os
+import threading
 from collections.abc import Callable
-from functools import partial
+from functools import lru_cache, partial
 
 import numpy as np
 from randomgen import AESCounter
 
+from . import _compiled
 from .errors import PriveletError
 
-__all__ = ["BIT_SOURCE", "is_secure", "release_generator", "secure_generator", "spawn", "spawn_lazily"]
+__all__ = [
+    "BIT_SOURCE", "is_secure", "random_words", "release_generator", "secure_generator", "spawn", "spawn_lazily",
+]
 
 #: How release files and the README name the bit source of unseeded releases.
 BIT_SOURCE = "aes128-ctr/os-key"
@@ -90,3 +100,62 @@ def _aes_generator(key: int) -> np.random.Generator:
 
 def _seeded_generator(kind: type[np.random.BitGenerator], seed: int | np.random.SeedSequence) -> np.random.Generator:
     return np.random.Generator(kind(seed))
+
+
+def random_words(bit_generator: np.random.BitGenerator, count: int, out: np.ndarray | None = None) -> np.ndarray:
+    """The next ``count`` 64-bit words of ``bit_generator``: exactly those its ``random_raw(count)``
+    gives, its state moved on as that moves it, so that both may be called in turn. In ``out``'s
+    first ``count`` entries when given (uint64), else in a new array.
+
+    An AESCounter's words come from a compiled loop on the generator's own state where the
+    CPU has AES instructions (see the module docstring); every other generator's from its
+    ``random_raw``."""
+    state = _aes_state(bit_generator) if isinstance(bit_generator, AESCounter) else None
+    loop = None if state is None else _compiled.aes_words_loop()
+    if loop is None or state is None:
+        if out is None:
+            return bit_generator.random_raw(count)
+        target = out[:count]
+        target[...] = bit_generator.random_raw(count)
+        return target
+    target = np.empty(count, dtype=np.uint64) if out is None else out[:count]
+    with bit_generator.lock:  # as random_raw holds it
+        loop(state, target)
+    return target
+
+
+_local = threading.local()
+
+
+def _aes_state(bit_generator: AESCounter) -> np.ndarray | None:
+    """The generator's C state as 64-bit words (a view; see ``_compiled.AES_*``), or None where
+    this randomgen keeps it otherwise. The view of the thread's last generator is kept (with the
+    generator, whose memory it is)."""
+    kept = getattr(_local, "aes", None)
+    if kept is not None and kept[0] is bit_generator:
+        return kept[1]
+    if not _aes_layout_known():
+        return None
+    state = _state_words(bit_generator)
+    _local.aes = (bit_generator, state)
+    return state
+
+
+def _state_words(bit_generator: AESCounter) -> np.ndarray:
+    words = (ctypes.c_uint64 * _compiled.AES_STATE_WORDS).from_address(bit_generator.ctypes.state_address)
+    return np.ctypeslib.as_array(words)
+
+
+@lru_cache(maxsize=1)
+def _aes_layout_known() -> bool:
+    """Whether randomgen's AESCounter keeps its state as ``_compiled.AES_*`` say: checked once,
+    against the state it reports, on a generator whose counters have just carried into their
+    high words and whose buffer is in part used."""
+    probe = AESCounter(key=0x2B7E151628AED2A6ABF7158809CF4F3C, counter=2**64 - 6)
+    probe.random_raw(11)
+    reported = probe.state["s"]
+    words = _state_words(probe)
+    buffer = words[_compiled.AES_BUFFER : _compiled.AES_OFFSET].view(np.uint8)
+    return bool(np.array_equal(words[_compiled.AES_COUNTERS : _compiled.AES_KEYS], reported["counter"])
+                and np.array_equal(words[_compiled.AES_KEYS : _compiled.AES_BUFFER], reported["seed"])
+                and np.array_equal(buffer, reported["state"]) and int(words[_compiled.AES_OFFSET]) == reported["offset"])

@@ -42,8 +42,10 @@ Thresholds are computed once per theta, in integers: :func:`exp_neg_bounds` brac
 ``exp(-x)`` for a rational x with the alternating Taylor series and repeated
 squaring, rounding outwards, and each threshold is the common floor of a bracket
 (tightened until its ends agree). Random bits come from the caller's generator's
-bit generator (``random_raw``): AES-128 in counter mode keyed from the operating
-system for every release that is not seeded (:mod:`privelet_gui.engine.bits`).
+bit generator (``random_raw``'s words; a round's bulk of them by
+:func:`~privelet_gui.engine.bits.random_words`, the same words): AES-128 in counter mode
+keyed from the operating system for every release that is not seeded
+(:mod:`privelet_gui.engine.bits`).
 
 The sum with the rounded coefficient is exact (int64 limbs,
 :func:`~privelet_gui.engine.noise.add_in_limbs`, when it could pass 2**52). Float64 sums
@@ -64,6 +66,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _compiled
+from .bits import random_words
 from .errors import PriveletError
 from .noise import Sampler, add_in_limbs
 
@@ -384,7 +387,7 @@ class ExactSampler:
         prefix_words = (count + 1) // 2
         own_c = bool(self.low_bits) and not self._packed
         extra_words = (count + 3) // 4 if own_c else (count + 7) // 8 if self._high_digits else 0
-        raw = bits.random_raw(fair_words + prefix_words + extra_words)
+        raw = random_words(bits, fair_words + prefix_words + extra_words)
         fair = raw[:fair_words] if self._fair_bits == 64 else raw[:fair_words].view(np.uint32)[:count]
         w = raw[fair_words : fair_words + prefix_words].view(np.uint32)[:count]
         extra = raw[fair_words + prefix_words :]

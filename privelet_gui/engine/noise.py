@@ -50,7 +50,7 @@ from typing import Literal, Protocol
 
 import numpy as np
 
-from .bits import release_generator
+from .bits import random_words, release_generator
 from .errors import PriveletError
 
 __all__ = [
@@ -476,7 +476,7 @@ def _add_folded(bits: np.random.BitGenerator, target: np.ndarray, scale: float, 
     noise = np.empty(min(flat.size, _NOISE_CHUNK))
     for start in range(0, flat.size, _NOISE_CHUNK):
         part = flat[start : start + _NOISE_CHUNK]
-        words = bits.random_raw(part.size)
+        words = random_words(bits, part.size)
         magnitude = noise[: part.size]
         _inversion(words, magnitude, scale, offset)
         # The sign: the word's top bit, set in the magnitude's (which is positive or +0, as the
