@@ -52,13 +52,13 @@ def test_where_the_aes_loop_cannot_be_compiled_the_words_come_from_randomgen(fre
     def cannot_select():
         raise RuntimeError("LLVM ERROR: Cannot select: intrinsic %llvm.x86.aesni.aesenc")
 
-    monkeypatch.setattr(_compiled, "_has_aes_instructions", lambda: True)
+    monkeypatch.setattr(_compiled, "_aes_features", lambda: (True, False))
     monkeypatch.setattr(_compiled, "_aes_intrinsic", cannot_select)
     with pytest.warns(RuntimeWarning, match="AES loop"):
         assert _compiled.aes_words_loop() is None
     assert _compiled.sampler_loops() is not None  # the other loops are compiled all the same
     _compiled._built.clear()
-    monkeypatch.setattr(_compiled, "_has_aes_instructions", lambda: False)  # a CPU without them: no warning
+    monkeypatch.setattr(_compiled, "_aes_features", lambda: (False, False))  # a CPU without them: no warning
     assert _compiled.aes_words_loop() is None and _compiled.sampler_loops() is not None
 
 
@@ -85,8 +85,8 @@ def test_where_numba_cannot_cache_the_loop_is_compiled_for_this_run(fresh_loop, 
     aes = [{"nogil": True, "error_model": "numpy", "cache": True}, {"nogil": True, "error_model": "numpy"}]
     assert asked == helpers + [{"nogil": True, "error_model": "numpy", "cache": True}] + called + [
         {"nogil": True, "error_model": "numpy", "fastmath": _compiled._FASTMATH.get(loop, False)}
-        for loop, _ in _compiled._LOOPS] + (aes if _compiled._has_aes_instructions() else [])
-    assert (_compiled.aes_words_loop() is not None) == _compiled._has_aes_instructions()
+        for loop, _ in _compiled._LOOPS] + (aes if _compiled._aes_features()[0] else [])
+    assert (_compiled.aes_words_loop() is not None) == _compiled._aes_features()[0]
     part = np.zeros(4)
     fair = np.array([5, 1 << 31 | 5, 0, 1 << 31], dtype=np.uint32)  # +5, -5, 0, "-0"
     prefixes = np.full(4, 0xFFFF_FFFF, dtype=np.uint32)

@@ -63,6 +63,28 @@ def test_where_the_cpu_has_aes_instructions_the_compiled_loop_draws_the_words(mo
     assert calls == [1001]
 
 
+# each intrinsic's code, uncached: the loop above has the one this CPU runs fastest
+@pytest.mark.parametrize("wide", [False, True], ids=["four blocks at a time", "VAES"])
+@pytest.mark.parametrize("blocks", [4, _compiled._AES_BULK_BLOCKS])
+def test_each_intrinsic_encrypts_its_counter_blocks_as_randomgen_does(wide, blocks):
+    numba = pytest.importorskip("numba", reason="numba is not installed (the fast extra)")
+    aes, vaes = _compiled._aes_features()
+    if not (vaes if wide else aes):
+        pytest.skip(f"this CPU has no {'VAES' if wide else 'AES'} instructions")
+    encrypt = _compiled._aes_intrinsic(blocks, wide)
+
+    @numba.njit
+    def blocks_of(keys, low, high, out):
+        encrypt(keys.ctypes.data, low, high, out.ctypes.data)
+
+    counter = 2**64 - 5  # the low word carries inside the blocks
+    keys = AESCounter(key=KEY, counter=0).state["s"]["seed"]
+    out = np.zeros(2 * blocks + 1, dtype=np.uint64)
+    blocks_of(keys, np.uint64(counter % 2**64), np.uint64(counter >> 64), out)
+    np.testing.assert_array_equal(out[:-1], AESCounter(key=KEY, counter=counter).random_raw(2 * blocks))
+    assert out[-1] == 0  # nothing written past them
+
+
 def test_into_a_buffer_and_on_every_other_path_the_words_are_the_same(monkeypatch):
     expected = AESCounter(key=KEY, counter=3).random_raw(300)
     buffer = np.zeros(500, dtype=np.uint64)
