@@ -333,14 +333,31 @@ def test_ties_searches_and_open_draws_take_the_same_bits_on_both_paths(theta, mo
     for path in ("numpy", "compiled"):
         bits = _ScriptedBits(words, seed=11)
         part = np.arange(count, dtype=np.float64)
+        part[::3] = -0.0  # a negative coefficient that rounded to zero
         again = (sampler._add_round(bits, part, exact_module._RoundBuffers()) if path == "numpy"
                  else sampler._add_round_compiled(loops, bits, part, exact_module._RoundScratch()))
         results.append((part.view(np.uint64).copy(), np.asarray(again).copy(), bits.rest.random_raw(4)))
     (numpy_part, numpy_again, numpy_next), (ours, our_again, our_next) = results
-    np.testing.assert_array_equal(ours, numpy_part)
+    np.testing.assert_array_equal(ours, numpy_part)  # -0.0 plus a zero is +0.0 on both paths
     np.testing.assert_array_equal(our_again, numpy_again)
     np.testing.assert_array_equal(our_next, numpy_next)  # the same number of extra words drawn
     assert np.isin(numpy_again, np.arange(2, count, 11)).any()  # "-0" after a tie: the rare path's own redraws
+
+
+@pytest.mark.parametrize("theta", [Fraction(1, 3), Fraction(1, 2**20), Fraction(1, 2**27)])
+def test_negative_zeros_get_the_same_noise_on_both_paths(theta, monkeypatch):
+    # -0.0 units (rounded negative coefficients) where draws are common, rare and "-0": the
+    # compiled loop adds +0.0 to those it leaves to the rare path, whose sums are the same
+    if _compiled.sampler_loops() is None:
+        pytest.skip("numba is not installed (the fast extra)")
+    monkeypatch.setattr(exact_module, "_RATE_BITS", 0)  # C often non-zero: many rare draws
+    sampler = ExactSampler(theta)
+    units = np.zeros(200_003)
+    units[::2] = -0.0
+    compiled = sampler.add(units.copy(), np.random.default_rng(21))
+    monkeypatch.setattr(_compiled, "sampler_loops", lambda: None)
+    numpy_passes = sampler.add(units.copy(), np.random.default_rng(21))
+    np.testing.assert_array_equal(compiled.view(np.uint64), numpy_passes.view(np.uint64))
 
 
 def test_uniforms_equal_to_a_threshold_of_c_take_the_same_bits_on_both_paths(monkeypatch):
