@@ -835,26 +835,22 @@ def _aes_counter_words(state: np.ndarray, out: np.ndarray) -> None:
         done += 1
     low, high = state[AES_COUNTERS], state[AES_COUNTERS + 1]
     keys = state.ctypes.data + 8 * AES_KEYS
-    while count - done >= 2 * _AES_BULK_BLOCKS:
-        _aes_bulk(keys, low, high, out.ctypes.data + 8 * done)
-        done += 2 * _AES_BULK_BLOCKS
-        low += np.uint64(_AES_BULK_BLOCKS)
-        if low < np.uint64(_AES_BULK_BLOCKS):  # the low word wrapped: carry
-            high += np.uint64(1)
-    step = np.uint64(4)
     while done < count:
-        if count - done >= _AES_GROUP_WORDS:
+        blocks = np.uint64(4)
+        if count - done >= 2 * _AES_BULK_BLOCKS:
+            _aes_bulk(keys, low, high, out.ctypes.data + 8 * done)
+            blocks = np.uint64(_AES_BULK_BLOCKS)
+            done += 2 * _AES_BULK_BLOCKS
+        elif count - done >= _AES_GROUP_WORDS:
             _aes_blocks(keys, low, high, out.ctypes.data + 8 * done)
             done += _AES_GROUP_WORDS
-        else:
+        else:  # the last few words from a refilled buffer, the rest of it left for later
             _aes_blocks(keys, low, high, state.ctypes.data + 8 * AES_BUFFER)
-            used = 0
-            while done < count:
-                out[done] = state[AES_BUFFER + used]
-                used += 1
-                done += 1
-        low += step
-        if low < step:
+            used = count - done
+            out[done:] = state[AES_BUFFER : AES_BUFFER + used]
+            done = count
+        low += blocks
+        if low < blocks:  # the low word wrapped: carry
             high += np.uint64(1)
     for block in range(4):  # each counter as randomgen keeps them: c + block
         block_low = low + np.uint64(block)

@@ -103,10 +103,10 @@ def _seeded_generator(kind: type[np.random.BitGenerator], seed: int | np.random.
     return np.random.Generator(kind(seed))
 
 
-def random_words(bit_generator: np.random.BitGenerator, count: int, out: np.ndarray | None = None) -> np.ndarray:
-    """The next ``count`` 64-bit words of ``bit_generator``: exactly those its ``random_raw(count)``
-    gives, its state moved on as that moves it, so that both may be called in turn. In ``out``'s
-    first ``count`` entries when given (uint64), else in a new array.
+def random_words(bit_generator: np.random.BitGenerator, count: int) -> np.ndarray:
+    """The next ``count`` 64-bit words of ``bit_generator`` (a new array): exactly those its
+    ``random_raw(count)`` gives, its state moved on as that moves it, so that both may be called
+    in turn.
 
     An AESCounter's words come from a compiled loop on the generator's own state where the
     CPU has AES instructions (see the module docstring); every other generator's from its
@@ -114,12 +114,8 @@ def random_words(bit_generator: np.random.BitGenerator, count: int, out: np.ndar
     state = _aes_state(bit_generator) if isinstance(bit_generator, AESCounter) else None
     loop = None if state is None else _compiled.aes_words_loop()
     if loop is None or state is None:
-        if out is None:
-            return bit_generator.random_raw(count)
-        target = out[:count]
-        target[...] = bit_generator.random_raw(count)
-        return target
-    target = np.empty(count, dtype=np.uint64) if out is None else out[:count]
+        return bit_generator.random_raw(count)
+    target = np.empty(count, dtype=np.uint64)
     with bit_generator.lock:  # as random_raw holds it
         loop(state, target)
     return target
