@@ -323,8 +323,7 @@ class NominalTransform(AxisTransform):
         than child after child (rows of one value, or a depth it does by reduceat), or where
         ``out``'s layout does not fit."""
         loops = _compiled.block_loops()
-        row_cells = math.prod(sums.shape[1:])
-        if loops is None or row_cells < 2 or not all(depth.loop_groups(row_cells) for depth in self._depths):
+        if loops is None or not self.loops_groups(math.prod(sums.shape[1:])):
             return None
         axis %= sums.ndim
         before, inner = sums.shape[1 : axis + 1], sums.shape[axis + 1 :]
@@ -341,6 +340,19 @@ class NominalTransform(AxisTransform):
                               *self._groups_arrays, self._tree_arrays[3], np.empty(positions), factors_rows,
                               factors_columns)
         return values
+
+    def loops_groups(self, row_cells: int) -> bool:
+        """Whether :meth:`inverse`, with mean subtraction, of coefficients with ``row_cells``
+        positions beside the axis visits the sibling groups one by one, summing each child after
+        child (as the compiled loops do, :attr:`groups_arrays`): not for rows of one value or a
+        depth it does by reduceat."""
+        return row_cells >= 2 and all(depth.loop_groups(row_cells) for depth in self._depths)
+
+    @property
+    def groups_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every sibling group, top-down as :meth:`inverse` visits them: its parent, first child
+        and fan-out; and each node's row among the leaves (-1 for an internal node); as int64."""
+        return (*self._groups_arrays, self._tree_arrays[3])
 
     @cached_property
     def _groups_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -20,7 +20,9 @@ How a block is released (:class:`_BlockPipeline`):
   The tiles draw from the block's noise stream one after the other. A plane of a nominal
   axis and the rows axis skips the padded copy and the nominal plane: the counts are checked
   while the nominal axis's leaf-sums are taken, and each tile's numerators along both axes are
-  formed from the counts in one compiled pass (:meth:`_Plane.rows_numerators`).
+  formed from the counts in one compiled pass (:meth:`_Plane.rows_numerators`); on the way
+  back each sibling group goes through the nominal inverse into the output as soon as the
+  tiles have brought its lines back along the rows axis (:meth:`_Plane.grouped_inverse`).
 - *Big blocks* (S_A empty, or a block of millions of cells): in three passes, over a
   split of the transformed axes into leading *pencil* axes B and the rest A, chosen so
   that the intermediate (values along B, coefficients along A) is the smallest. Pass 1
@@ -51,7 +53,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property, partial
 from typing import NamedTuple
 
 import numpy as np
@@ -60,7 +62,7 @@ from . import _compiled, _memory, bits
 from ._memory import output_array, prefaulted, recycle_block_buffers, release_pages
 from ._threads import kept_pool, settle, usable_cores
 from .errors import PriveletError
-from .haar import HaarTransform
+from .haar import HaarTransform, loop_table
 from .hn import TransformPlan
 from .noise import (
     NoiseCalibration,
@@ -620,6 +622,55 @@ class _Plane:
             target = z if self.in_place else out
             self.plan.transforms[self.last].inverse(shaped, self.last, overwrite_input=True, out=target[tile])
 
+    def grouped_inverse(self, out: np.ndarray, buffer: Callable[[str, int], np.ndarray]
+                        ) -> Callable[[np.ndarray, int, _Scaling | None], None] | None:
+        """Where the plane is a nominal axis and the rows axis, and the compiled loops run: each
+        tile's inverse (``inverse(coefficients, number, scaling)``, in tile order) that takes the
+        tile's lines through the Haar inverse and each sibling group through the nominal inverse
+        into ``out`` as soon as its lines are there, in a few rows from ``buffer`` (name and
+        size) that stay in the L2 cache (:func:`~._compiled._rows_nominal_inverse`) instead of
+        the plane's array; after the last tile ``out`` holds the block's values, and
+        :meth:`inverse` has nothing left to do. None elsewhere."""
+        nominal, haar, slots = self.rows_nominal, self.haar, self._group_slots
+        loops = _compiled.haar_rows_loops()
+        if nominal is None or haar is None or slots is None or loops is None or not out.flags.c_contiguous:
+            return None
+        slot, count = slots
+        rows = buffer("group rows", count * haar.n_coefficients).reshape(count, haar.n_coefficients)
+        group_parent, group_first, group_fanout, leaf_row = nominal.groups_arrays
+        leaves = out.reshape(-1, nominal.size, self.shape[-1])
+        done = 0
+
+        def inverse(coefficients: np.ndarray, number: int, scaling: _Scaling | None) -> None:
+            nonlocal done
+            levels = scaling.rows_levels if scaling is not None else None
+            done = loops.nominal_inverse(coefficients, self.tiles[number][0].start, rows, slot, leaves, haar.levels,
+                                         haar.rows_head_levels, loop_table(None if levels is None else levels.factors),
+                                         group_parent, group_first, group_fanout, leaf_row, done)
+
+        return inverse
+
+    @cached_property
+    def _group_slots(self) -> tuple[np.ndarray, int] | None:
+        """For :meth:`grouped_inverse`: each node's row of its buffer (every internal node its
+        own; a leaf the row of its place in its sibling group) and their number; None where the
+        nominal inverse does not visit the groups one by one (:meth:`NominalTransform.loops_groups`)
+        or there is no group (the root alone)."""
+        nominal, haar = self.rows_nominal, self.haar
+        if nominal is None or haar is None:
+            return None
+        lines = math.prod(self.z_shape[:-1])
+        group_parent, group_first, group_fanout, leaf_row = nominal.groups_arrays
+        if not group_parent.size or not nominal.loops_groups(lines // nominal.n_coefficients * haar.n_coefficients):
+            return None
+        internal = leaf_row < 0
+        slot = np.cumsum(internal) - 1
+        for start, fanout in zip(group_first.tolist(), group_fanout.tolist(), strict=True):
+            places = np.arange(start, start + fanout)
+            leaves = places[~internal[places]]
+            slot[leaves] = int(internal.sum()) + leaves - start
+        return slot.astype(np.int64), int(internal.sum()) + int(group_fanout.max())
+
     # -- divisors and factors ------------------------------------------------------------------------
     def scaling(self, divisors: list[np.ndarray], factors: list[np.ndarray], number: int, integral: bool) -> _Scaling:
         """Tile ``number``'s :class:`_Scaling` from per-axis ``divisors`` and ``factors`` (each
@@ -792,8 +843,10 @@ class _BlockPipeline:
         """Release one small block into ``out``; returns the block's total."""
         plane = self.plane(cells.shape, self.plan.transformed_axes)
         numerators, formed_from, total = plane.checked_tiles(cells)
-        # where the tiles come from the counts, the plane's array is the inverse's alone
-        z = self.buffer("plane", math.prod(plane.z_shape)).reshape(plane.z_shape) if formed_from is None else formed_from
+        grouped = plane.grouped_inverse(out, self.buffer)
+        z = formed_from
+        if z is None and grouped is None:  # the tiles come from the counts: the plane's array is the inverse's alone
+            z = self.buffer("plane", math.prod(plane.z_shape)).reshape(plane.z_shape)
         bound = total * self.plan.growth
         steps = progress or Progress()
         scratch = self.buffer("tile", max(plane.tile_sizes))
@@ -804,10 +857,14 @@ class _BlockPipeline:
             scaling = self.scaling(plane, number)
             flat, shaped = numerators(number, scratch[: plane.tile_sizes[number]], scaling if divided else None)
             self.noisy(flat, scaling, rng, bound)
-            plane.tile_inverse(shaped, number, z, out, scaling)
+            if grouped is not None:
+                grouped(shaped, number, scaling)
+            else:
+                assert z is not None
+                plane.tile_inverse(shaped, number, z, out, scaling)
             if count > 1:  # "1 of 1 tiles done" says nothing (and reads like a count of rows)
                 steps.report((number + 1) / count, f"{stage}: {number + 1:,} of {count:,} tiles done")
-        if plane.in_place:
+        if plane.in_place and z is not None and grouped is None:
             plane.inverse(z, out)
         return total
 

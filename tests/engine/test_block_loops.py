@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from privelet_gui.engine import (
@@ -27,6 +27,7 @@ from privelet_gui.engine import (
     privelet,
     privelet_plus,
 )
+from privelet_gui.engine import nominal as nominal_module
 from privelet_gui.engine import pipeline as pipeline_module
 from privelet_gui.engine.haar import HaarTransform
 from privelet_gui.engine.nominal import NominalTransform
@@ -631,6 +632,90 @@ def test_a_release_of_a_nominal_and_a_rows_axis_takes_the_one_pass(sa, block_cel
     assert "checked_padding" not in calls
     # (a big block's pencils take the nominal numerators of their own axis: not the plane's)
     assert "nominal_numerators" not in calls or not sa
+
+
+def _rows_plane_release(hierarchy: Hierarchy, outer: int, width: int, seed: int) -> np.ndarray:
+    """A seeded Privelet+ release of a table whose blocks' planes are a nominal and the rows axis."""
+    schema = Schema([OrdinalAttribute.integer_range("a", 0, outer - 1), NominalAttribute("n", hierarchy),
+                     OrdinalAttribute.integer_range("o", 0, width - 1)])
+    counts = _counts(schema.shape, seed=seed)
+    return privelet_plus(counts, schema, 0.3, ("a",), np.random.default_rng(seed)).noisy
+
+
+@settings(max_examples=60, deadline=None)
+@given(hierarchy=hierarchies(max_leaves=20, max_depth=5), outer=st.integers(2, 4), per_block=st.integers(1, 2),
+       width=st.sampled_from([2, 3, 33, 100, 1001]), tile_cells=st.sampled_from([64, 1000, 1 << 18]),
+       group_cells=st.sampled_from([1, 1, 1, 4096]), seed=st.integers(0, 2**32 - 1))
+def test_the_grouped_inverse_of_a_rows_plane_gives_numpys_bits(hierarchy, outer, per_block, width, tile_cells,
+                                                                group_cells, seed):
+    """Each sibling group inverted as soon as its lines are (across tiles, outer positions and
+    groups of leaves and internal nodes) gives the bits of numpy's passes, which invert the
+    whole plane along the rows axis first."""
+    _require_compiled()
+    assume(per_block < outer)  # small blocks (one block would be released in three passes)
+    transform = NominalTransform(hierarchy)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(nominal_module, "_GROUP_LOOP_CELLS", group_cells)  # numpy's choice of summing order
+        patch.setattr(pipeline_module, "_TILE_CELLS", tile_cells)  # groups across tiles
+        patch.setattr(pipeline_module, "_BLOCK_CELLS", per_block * transform.size * width)  # outer positions a block
+        calls = counting_loops(patch, "haar_rows_loops", "nominal_inverse")
+        grouped = _rows_plane_release(hierarchy, outer, width, seed)
+        for accessor in ("block_loops", "haar_rows_loops", "grid_loops"):
+            patch.setattr(_compiled, accessor, lambda: None)
+        expected = _rows_plane_release(hierarchy, outer, width, seed)
+    np.testing.assert_array_equal(grouped.view(np.uint64), expected.view(np.uint64))
+    # the grouped loop wherever numpy visits the groups one by one (its order of summing)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(nominal_module, "_GROUP_LOOP_CELLS", group_cells)
+        padded = HaarTransform(width).n_coefficients
+        if transform.loops_groups(padded):
+            assert "nominal_inverse" in calls
+        if not transform.loops_groups(per_block * padded):
+            assert "nominal_inverse" not in calls
+
+
+def test_a_release_inverts_a_rows_plane_by_groups_without_the_planes_array(monkeypatch):
+    """The Brazil-like plane (nominal then rows axis) takes the grouped inverse: neither the
+    plane's nominal inverse nor its rows inverse runs, and the values are the plane loops' bits."""
+    _require_compiled()
+    jobs = _groups_of_eight()
+    schema = Schema([OrdinalAttribute.integer_range("age", 0, 2), NominalAttribute("job", jobs),
+                     OrdinalAttribute.integer_range("income", 0, 299)])
+    counts = _counts(schema.shape, seed=5)
+    monkeypatch.setattr(pipeline_module, "_TILE_CELLS", 1 << 13)  # several tiles a block
+    monkeypatch.setattr(pipeline_module, "_BLOCK_CELLS", jobs.size * 300)  # a block an age
+
+    def release() -> np.ndarray:
+        return privelet_plus(counts, schema, 0.5, ("age",), np.random.default_rng(3)).noisy
+
+    with monkeypatch.context() as plane_loops:
+        plane_loops.setattr(pipeline_module._Plane, "grouped_inverse", lambda self, out, buffer: None)
+        expected = release()
+    rows = counting_loops(monkeypatch, "haar_rows_loops", "inverse", "nominal_inverse")
+    plane = counting_loops(monkeypatch, "block_loops", "nominal_inverse")
+    np.testing.assert_array_equal(release().view(np.uint64), expected.view(np.uint64))
+    assert rows.count("nominal_inverse") > 10 and "inverse" not in rows and not plane
+
+
+def test_a_plane_with_no_group_or_with_groups_numpy_sums_otherwise_has_no_grouped_inverse():
+    _require_compiled()
+    out = np.empty((1, 1, 7))
+    assert _rows_plane(Hierarchy(HierarchyNode("only")), 1, 7).grouped_inverse(out, _buffer) is None
+    # 40 groups of one leaf on rows of 2 values: numpy adds the groups by reduceat (another order)
+    many = Hierarchy.from_nested({"*": {f"g{g}": [f"v{g}"] for g in range(40)}})
+    plane = _rows_plane(many, 1, 2)
+    assert not NominalTransform(many).loops_groups(plane.haar.n_coefficients)
+    assert plane.grouped_inverse(np.empty((1, 40, 2)), _buffer) is None
+    assert _rows_plane(_groups_of_eight(), 2, 300).grouped_inverse(np.empty((2, 64, 300)), _buffer) is not None
+
+
+def _groups_of_eight() -> Hierarchy:
+    """Groups of 8: on rows of 512 coefficients numpy visits them one by one."""
+    return Hierarchy.from_nested({"*": {f"g{g}": [f"j{g}.{i}" for i in range(8)] for g in range(8)}})
+
+
+def _buffer(name: str, size: int) -> np.ndarray:
+    return np.empty(size)
 
 
 def test_read_only_counts_take_the_compiled_loops(monkeypatch):
