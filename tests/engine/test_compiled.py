@@ -130,3 +130,23 @@ def test_the_loop_is_compiled_for_both_word_sizes_before_any_release(fresh_loop)
     # each with the fair words at its argument ``fair``
     for loop, fair in ((loops.add_round, 1), (loops.add_rare, 1)):
         assert {str(signature[fair].dtype) for signature in loop.signatures} == {"uint32", "uint64"}
+
+
+def test_the_output_store_goes_past_the_caches_and_the_fence_orders_it():
+    """The grouped inverse's stores of a release's output carry LLVM's nontemporal hint, and its
+    fence is a real one: the same values, the store's cache behaviour only."""
+    numba = pytest.importorskip("numba", reason="numba is not installed (the fast extra)")
+    stream, fence = _compiled._stream_store_intrinsic(), _compiled._store_fence_intrinsic()
+
+    def write(row, values):
+        for k in range(values.size):
+            stream(row, k, values[k] * 2.0)
+        fence()
+
+    compiled = numba.njit("void(float64[::1], float64[::1])")(write)
+    values = np.arange(7.0)
+    row = np.full(7, np.nan)
+    compiled(row, values)
+    np.testing.assert_array_equal(row, values * 2.0)
+    llvm = compiled.inspect_llvm(compiled.signatures[0])
+    assert "!nontemporal" in llvm and "fence seq_cst" in llvm
