@@ -707,6 +707,7 @@ def _nominal_inverse(
     are in the cache."""
     width = out.shape[2]
     outers = sums.shape[1]
+    nodes = np.arange(sums.shape[0])  # each node's row of sums is its own
     for outer in range(out.shape[0]):
         if factors_rows.size:
             for node in range(sums.shape[0]):
@@ -715,24 +716,8 @@ def _nominal_inverse(
             for k in range(width):
                 out[outer, 0, k] = sums[0, outer, k]
         for group in range(group_parent.size):
-            parent = sums[group_parent[group], outer]
-            first = group_first[group]
-            fanout = group_fanout[group]
-            for k in range(width):
-                shift[k] = sums[first, outer, k]
-            for child in range(first + 1, first + fanout):
-                row = sums[child, outer]
-                for k in range(width):
-                    shift[k] += row[k]
-            divisor = float(fanout)
-            for k in range(width):
-                shift[k] = (parent[k] - shift[k]) / divisor
-            for child in range(first, first + fanout):
-                row = sums[child, outer]
-                leaf = leaf_row[child]
-                target = out[outer, leaf] if leaf >= 0 else row
-                for k in range(width):
-                    target[k] = row[k] + shift[k]
+            _group_inverse(sums, outer, nodes, out[outer], group_parent[group], group_first[group], group_fanout[group],
+                           leaf_row, shift, False)
 
 
 def _rows_nominal_inverse(
@@ -741,8 +726,8 @@ def _rows_nominal_inverse(
     leaf_row: np.ndarray, done: int,
 ) -> int:
     """:func:`_haar_rows_inverse` of a tile of a plane of a nominal axis and the rows axis (lines
-    ``first`` to ``first + R - 1``, line ``outer * nodes + node``), each line into row
-    ``slot[node]`` of ``rows``, with :func:`_nominal_inverse` of each sibling group (of each
+    ``first`` to ``first + R - 1``, line ``outer * nodes + node``), each line into
+    ``rows[slot[node], 0]``, with :func:`_nominal_inverse` of each sibling group (of each
     outer position) done as soon as its last line is, the leaves' values into ``out``.
 
     ``done`` groups were done by the earlier tiles (all outer positions' groups counted in
@@ -756,7 +741,7 @@ def _rows_nominal_inverse(
     nodes = leaf_row.size
     groups = group_parent.size
     count = coefficients.size >> levels
-    padded = rows.shape[1]
+    padded = rows.shape[2]
     means = np.empty(padded)
     finer = np.empty(padded)
     shift = np.empty(out.shape[2])
@@ -764,48 +749,51 @@ def _rows_nominal_inverse(
         line = first + r
         outer = line // nodes
         node = line - outer * nodes
-        _haar_row_inverse(coefficients, rows[slot[node]], count, r, levels, coarse, factors, means, finer)
+        _haar_row_inverse(coefficients, rows[slot[node], 0], count, r, levels, coarse, factors, means, finer)
         while done < (outer + 1) * groups:
             group = done - outer * groups
             start = group_first[group]
             if start + group_fanout[group] - 1 > node:  # its last line is still to come
                 break
-            _group_inverse(rows, slot, out[outer], group_parent[group], start, group_fanout[group], leaf_row, shift)
+            _group_inverse(rows, 0, slot, out[outer], group_parent[group], start, group_fanout[group], leaf_row, shift,
+                           True)
             done += 1
     _store_fence()
     return done
 
 
-def _group_inverse(rows: np.ndarray, slot: np.ndarray, leaves: np.ndarray, parent: int, start: int, fanout: int,
-                   leaf_row: np.ndarray, shift: np.ndarray) -> None:
-    """One sibling group of :func:`_nominal_inverse` on the rows ``rows[slot[node]]``: each
-    child (``start`` to ``start + fanout - 1``) plus ``(parent - sum of the group) / fanout``,
-    the group summed child after child; a leaf's values into its row of ``leaves``, an internal
-    node's in place. The leaves' values go past the CPU's caches (:func:`_stream_store`; the
-    caller fences them): a Privelet+ release at Brazil scale then took 2-3% less on one thread
-    (within the noise on two)."""
+def _group_inverse(rows: np.ndarray, column: int, slot: np.ndarray, leaves: np.ndarray, parent: int, start: int,
+                   fanout: int, leaf_row: np.ndarray, shift: np.ndarray, stream: bool) -> None:
+    """One sibling group of the nominal inverse, node ``n``'s values in ``rows[slot[n], column]``:
+    each child (``start`` to ``start + fanout - 1``) plus ``(parent - sum of the group) /
+    fanout``, the group summed child after child (as numpy's reduction along the first axis of
+    rows of two or more values does); a leaf's values into its row of ``leaves``, an internal
+    node's in place. With ``stream`` the leaves' values go past the CPU's caches
+    (:func:`_stream_store`; the caller fences them): a Privelet+ release at Brazil scale then
+    took 2-3% less on one thread (within the noise on two). (Compiled into its callers.)"""
     width = shift.size
-    above = rows[slot[parent]]
-    first = rows[slot[start]]
+    above = rows[slot[parent], column]
+    first = rows[slot[start], column]
     for k in range(width):
         shift[k] = first[k]
     for child in range(start + 1, start + fanout):
-        row = rows[slot[child]]
+        row = rows[slot[child], column]
         for k in range(width):
             shift[k] += row[k]
     divisor = float(fanout)
     for k in range(width):
         shift[k] = (above[k] - shift[k]) / divisor
     for child in range(start, start + fanout):
-        row = rows[slot[child]]
+        row = rows[slot[child], column]
         leaf = leaf_row[child]
-        if leaf >= 0:
+        if leaf >= 0 and stream:
             target = leaves[leaf]
             for k in range(width):
                 _stream_store(target, k, row[k] + shift[k])
         else:
+            target = leaves[leaf] if leaf >= 0 else row
             for k in range(width):
-                row[k] = row[k] + shift[k]
+                target[k] = row[k] + shift[k]
 
 
 def _haar_kept_numerators(values: np.ndarray, out: np.ndarray, level_counts: np.ndarray, sums: np.ndarray,
@@ -1130,7 +1118,7 @@ _LOOPS: list[tuple[Callable[..., object], list[str]]] = [
     (_haar_rows_forward, ["void(float64[:, ::1], float64[::1], int64, int64, float64[:, ::1], float64[:, ::1], boolean)"]),
     (_haar_rows_inverse, ["void(float64[::1], float64[:, ::1], int64, int64, float64[:, ::1])"]),
     (_rows_nominal_inverse, [
-        "int64(float64[::1], int64, float64[:, ::1], int64[::1], float64[:, :, ::1], int64, int64, float64[:, ::1], "
+        "int64(float64[::1], int64, float64[:, :, ::1], int64[::1], float64[:, :, ::1], int64, int64, float64[:, ::1], "
         "int64[::1], int64[::1], int64[::1], int64[::1], int64)"
     ]),
     # the counts read-only (a frozen or memory-mapped matrix): that type takes writable arrays too

@@ -636,7 +636,7 @@ class _Plane:
         if nominal is None or haar is None or slots is None or loops is None or not out.flags.c_contiguous:
             return None
         slot, count = slots
-        rows = buffer("group rows", count * haar.n_coefficients).reshape(count, haar.n_coefficients)
+        rows = buffer("group rows", count * haar.n_coefficients).reshape(count, 1, haar.n_coefficients)
         group_parent, group_first, group_fanout, leaf_row = nominal.groups_arrays
         leaves = out.reshape(-1, nominal.size, self.shape[-1])
         done = 0

@@ -706,7 +706,10 @@ def test_a_plane_with_no_group_or_with_groups_numpy_sums_otherwise_has_no_groupe
     plane = _rows_plane(many, 1, 2)
     assert not NominalTransform(many).loops_groups(plane.haar.n_coefficients)
     assert plane.grouped_inverse(np.empty((1, 40, 2)), _buffer) is None
-    assert _rows_plane(_groups_of_eight(), 2, 300).grouped_inverse(np.empty((2, 64, 300)), _buffer) is not None
+    plane = _rows_plane(_groups_of_eight(), 2, 300)
+    assert plane.grouped_inverse(np.empty((2, 64, 300)), _buffer) is not None
+    # an output block that is not one run of memory (its values go through the plane's array)
+    assert plane.grouped_inverse(np.empty((2, 64, 600))[..., :300], _buffer) is None
 
 
 def _groups_of_eight() -> Hierarchy:
