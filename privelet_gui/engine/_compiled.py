@@ -85,6 +85,7 @@ __all__ = [
     "SamplerLoops",
     "aes_words_loop",
     "block_loops",
+    "count_loop",
     "grid_loops",
     "haar_rows_loops",
     "prepare_compiled",
@@ -796,6 +797,19 @@ def _group_inverse(rows: np.ndarray, column: int, slot: np.ndarray, leaves: np.n
                 target[k] = row[k] + shift[k]
 
 
+def _count_cells(flat: np.ndarray, counts: np.ndarray, first: int) -> None:
+    """One more in ``counts`` (cells ``first`` to ``first + counts.size - 1`` of the frequency
+    matrix) for every cell index of ``flat`` in that range. Threads that take disjoint ranges
+    each read every index and count their own cells: no two write the same cell (see
+    :meth:`~.counting.FrequencyCounter._count_in_parts`). Each count is a sum of ones: exact,
+    whatever the order."""
+    stop = first + counts.size
+    for row in range(flat.size):
+        cell = flat[row]
+        if first <= cell < stop:
+            counts[cell - first] += 1.0
+
+
 def _haar_kept_numerators(values: np.ndarray, out: np.ndarray, level_counts: np.ndarray, sums: np.ndarray,
                           mid: int) -> None:
     """:meth:`~privelet_gui.engine.haar.HaarTransform.kept_numerators` of counts along the rows
@@ -1094,6 +1108,7 @@ class _Kernels:
     block: BlockLoops
     grid: GridLoops
     aes_words: Callable[..., Any] | None  # _aes_counter_words, where the CPU has AES instructions
+    count_cells: Callable[..., Any]  # _count_cells
 
 
 _READ_ONLY_1D = "Array(float64, 1, 'C', readonly=True)"
@@ -1144,6 +1159,7 @@ _LOOPS: list[tuple[Callable[..., object], list[str]]] = [
     ]),
     (_grid_units, [f"boolean(float64[:, ::1], uint64[:, ::1], float64[::1], {_READ_ONLY_1D}, uint64)"]),
     (_grid_scale, [f"void(float64[:, ::1], float64[::1], {_READ_ONLY_1D})"]),
+    (_count_cells, ["void(Array(int64, 1, 'C', readonly=True), float64[::1], int64)"]),
 ]
 # The checks' sums may be taken in any order (see _checked_sum): numba then vectorises them.
 _FASTMATH: dict[Callable[..., object], set[str]] = {_checked_sum: {"reassoc"}, _checked_padding: {"reassoc"}}
@@ -1183,6 +1199,12 @@ def aes_words_loop() -> Callable[..., Any] | None:
     the CPU's AES instructions (the generator's own ``random_raw`` then, the same words)."""
     kernels = _kernels()
     return None if kernels is None else kernels.aes_words
+
+
+def count_loop() -> Callable[..., Any] | None:
+    """:func:`_count_cells` compiled (releasing the GIL), or None (numpy's bincount)."""
+    kernels = _kernels()
+    return None if kernels is None else kernels.count_cells
 
 
 def grid_loops() -> GridLoops | None:
@@ -1235,7 +1257,7 @@ def _compiled_kernels() -> _Kernels | None:
                       RuntimeWarning, stacklevel=2)
         return None
     return _Kernels(SamplerLoops(*loops[:5]), HaarRowsLoops(*loops[5:8]), BlockLoops(*loops[8:16]),
-                    GridLoops(*loops[16:]), _compiled_aes_loop(numba.njit))
+                    GridLoops(*loops[16:18]), _compiled_aes_loop(numba.njit), loops[18])
 
 
 def _compiled_aes_loop(njit: Callable[..., Any]) -> Callable[..., Any] | None:

@@ -57,6 +57,7 @@ __all__ = [
     "prefaulted",
     "recycle_block_buffers",
     "release_pages",
+    "scattered_zeros",
     "zeros",
 ]
 
@@ -103,6 +104,14 @@ def output_array(shape: tuple[int, ...]) -> np.ndarray:
     if libc is not None:  # a request: refused (EINVAL) where huge pages are off, harmless then
         libc.madvise(ctypes.c_void_p(array.ctypes.data), ctypes.c_size_t(array.nbytes), _MADV_HUGEPAGE)
     return array.reshape(shape)
+
+
+def scattered_zeros(count: int) -> np.ndarray:
+    """``count`` float64 zeros for writes scattered all over them (a frequency matrix counted
+    row by row): large ones mapped with huge pages where the kernel has them, as
+    :func:`output_array` maps them (zero until written). With ordinary pages each of ten million
+    scattered writes into 828 MB faults a page of its own: 0.8 to 1.6 s here, against 0.13 s."""
+    return np.zeros(count) if count * 8 < _MAPPED_BYTES else output_array((count,))
 
 
 @contextlib.contextmanager

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 import numpy as np
 
 from ..formatting import counted
-from . import _memory
-from ._memory import zeros
+from . import _compiled, _memory
+from ._memory import scattered_zeros, zeros
 from .errors import DomainError, SchemaError
 from .pipeline import worker_count
 from .progress import CancelCallback, Progress, ProgressCallback
@@ -39,7 +39,11 @@ _ADD_AT_RATIO = 16
 # pages is shared too), the weights while the columns are encoded. Measured here with both
 # cores free: 10 M rows of the bench's table 0.164-0.173 s instead of 0.180-0.184 s on one
 # thread, 1 M rows into 1 M cells 10.3 ms instead of 12.4 ms; with the other core busy, as on
-# one thread. A file's chunks (at most 2**19 rows) stay serial.
+# one thread. A file's chunks (at most 2**19 rows) stay serial. With the fast extra (numba)
+# the rows are then counted on the same threads, each into its own range of cells, instead of
+# by a weighted bincount (:meth:`FrequencyCounter._count_in_parts`): the bench's 10 M rows in
+# 0.155-0.190 s against 0.184-0.194 s (all cores, alternating processes, best of 8), 0.183-0.191
+# against 0.196-0.200 s on one thread, and no 80 MB of weights.
 _PARALLEL_ROWS = 1 << 20
 
 
@@ -161,24 +165,38 @@ class FrequencyCounter:
         scatter = self._counts is not None or self.chunked
         rows = len(table)
         threads = self.workers if rows >= _PARALLEL_ROWS else 1
+        count = _compiled.count_loop()
         with ThreadPoolExecutor(threads, thread_name_prefix="privelet-count") if threads > 1 else nullcontext() as executor:
             pool = None if executor is None else _Pool(executor, threads)
             # the weights of a bincount, made ready while the columns are encoded
-            ones = None if scatter and rows * _ADD_AT_RATIO < m else self._ones(rows, pool)
+            ones = None if (scatter and rows * _ADD_AT_RATIO < m) or count is not None else self._ones(rows, pool)
             flat = self._flat_codes(table, pool)
             weights = None if ones is None else ones()
+            if count is not None and not (scatter and len(flat) * _ADD_AT_RATIO < m):
+                self._count_in_parts(count, flat, pool)
+                return
         if scatter and len(flat) * _ADD_AT_RATIO < m:
             if self._counts is None:  # all pages at once: few rows would touch them one by one
                 self._counts = zeros(m, populate=True)
             np.add.at(self._counts, flat, 1.0)  # few rows for many cells: scatter them
             return
-        # Weighted bincount returns float64 counts directly (exact below 2^53).
+        # Weighted bincount returns float64 counts directly (exact below 2^53); without numba.
         assert weights is not None  # prepared for every chunk not surely scattered
         counts = np.bincount(flat, weights=weights[: len(flat)], minlength=m)
         if self._counts is None:
             self._counts = counts
         else:
             self._counts += counts
+
+    def _count_in_parts(self, count: Callable[..., None], flat: np.ndarray, pool: _Pool | None) -> None:
+        """Add the rows of ``flat`` to the counts by the compiled loop (:func:`~._compiled._count_cells`),
+        each of the ``pool``'s threads counting one range of cells. Every thread reads every row,
+        but the scattered writes to the matrix, and the first touch of its pages, which cost the
+        most, are split between them."""
+        counts = scattered_zeros(self.schema.size) if self._counts is None else self._counts
+        rows = np.ascontiguousarray(flat, dtype=np.int64)
+        _in_parts(lambda start, stop: count(rows, counts[start:stop], start), len(counts), pool)()
+        self._counts = counts
 
     def _ones(self, n: int, pool: _Pool | None) -> Callable[[], np.ndarray]:
         """At least ``n`` weights of one (kept for the next chunks); call the result for them.

@@ -21,6 +21,7 @@ from privelet_gui.engine import (
     OrdinalAttribute,
     PriveletError,
     Schema,
+    _compiled,
     counting,
     frequency_matrix,
 )
@@ -124,8 +125,18 @@ def count_threads() -> list[str]:
     return [t.name for t in threading.enumerate() if t.name.startswith("privelet-count")]
 
 
+@pytest.fixture(params=["numpy", "compiled"])
+def count_path(request, monkeypatch):
+    """Each way of adding the rows to the matrix: numpy's weighted bincount, or the compiled loop."""
+    if request.param == "numpy":
+        monkeypatch.setattr(_compiled, "count_loop", lambda: None)
+    elif _compiled.count_loop() is None:
+        pytest.skip("numba is not installed (the fast extra): only numpy's bincount runs here")
+    return request.param
+
+
 @pytest.mark.parametrize("workers", [2, 3])
-def test_a_table_counted_on_threads_gives_the_serial_matrix_report_and_warning(monkeypatch, workers):
+def test_a_table_counted_on_threads_gives_the_serial_matrix_report_and_warning(monkeypatch, workers, count_path):
     monkeypatch.setattr(counting, "_PARALLEL_ROWS", 1000)  # threads from 1,000 rows on
     schema, table = brazil_like(20_000, seed=workers)
     with pytest.warns(DroppedRowsWarning) as serial_warning:
@@ -152,6 +163,7 @@ def test_an_error_on_threads_is_the_serial_one_and_leaves_no_thread(monkeypatch)
 
 
 def test_weights_filled_on_threads_are_reused_by_later_chunks(monkeypatch):
+    monkeypatch.setattr(_compiled, "count_loop", lambda: None)  # the weights are numpy's bincount's
     monkeypatch.setattr(counting, "_PARALLEL_ROWS", 1000)
     schema, table = brazil_like(25_000, seed=3, incomes=10)  # 80,800 cells: chunks of 5,050 rows are bincounted
     table = table[table["age"].lt(101) & table["job"].cat.codes.lt(40)]
@@ -165,6 +177,36 @@ def test_weights_filled_on_threads_are_reused_by_later_chunks(monkeypatch):
     assert len(counter._weights) == len(table) - 11_100 > 6000 and np.all(counter._weights == 1.0)
     np.testing.assert_array_equal(counter.matrix(), expected_counts(schema, table))
     assert counter.report.rows_read == counter.report.rows_counted == len(table)
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_the_compiled_count_splits_the_cells_between_the_threads_and_adds_later_chunks(monkeypatch, workers):
+    """Each thread counts one range of cells (together: every cell once), the first chunk into a
+    new matrix and the later ones into the same; the counts are the plain scatter's, and no
+    weights are made."""
+    loop = _compiled.count_loop()
+    if loop is None:
+        pytest.skip("numba is not installed (the fast extra): only numpy's bincount runs here")
+    calls: list[tuple[int, int, int]] = []
+
+    def counted(flat: np.ndarray, counts: np.ndarray, first: int) -> None:
+        calls.append((first, counts.size, counts.ctypes.data - 8 * first))
+        loop(flat, counts, first)
+
+    monkeypatch.setattr(_compiled, "count_loop", lambda: counted)
+    monkeypatch.setattr(counting, "_PARALLEL_ROWS", 1000)
+    schema, table = brazil_like(30_000, seed=5, incomes=10)  # 80,800 cells: chunks too big to scatter by add.at
+    table = table[table["age"].lt(101) & table["job"].cat.codes.lt(40)]
+    counter = FrequencyCounter(schema, workers=workers)
+    halves = (table.iloc[: len(table) // 2], table.iloc[len(table) // 2 :])
+    for chunk in halves:
+        counter.add(chunk)
+    ranges = sorted((first, size) for first, size, _ in calls)
+    assert len(calls) == 2 * workers and len({start for _, _, start in calls}) == 1  # one matrix
+    assert ranges[::2] == ranges[1::2] and sum(size for _, size in ranges[::2]) == schema.size
+    assert all(first + size == following for (first, size), (following, _) in zip(ranges[::2], ranges[2::2]))
+    assert len(counter._weights) == 0
+    np.testing.assert_array_equal(counter.matrix(), expected_counts(schema, table))
 
 
 def test_flat_codes_of_a_matrix_past_2_to_the_31_cells_from_a_table():

@@ -20,6 +20,19 @@ def test_large_zeros_are_zero_filled_writable_and_independent(populate):
     assert first.sum() == 4 * (cells // 4 // 1024) and not second.any()  # every 1024th row of 4
 
 
+@pytest.mark.parametrize("cells", [7, _MAPPED_BYTES // 8])
+def test_zeros_for_scattered_writes_are_zero_and_writable_at_any_size(cells, monkeypatch):
+    advised = []
+    libc = _memory._libc()
+    if libc is not None:  # the large one is mapped with huge pages asked for
+        monkeypatch.setattr(_memory, "_libc", lambda: type("Libc", (), {"madvise": lambda *a: advised.append(a[-1])})())
+    counts = _memory.scattered_zeros(cells)
+    assert counts.shape == (cells,) and counts.dtype == np.float64 and not counts.any()
+    counts[:: max(1, cells // 5)] += 1.0
+    assert counts.sum() == len(range(0, cells, max(1, cells // 5)))
+    assert advised == ([_memory._MADV_HUGEPAGE] if libc is not None and cells * 8 >= _MAPPED_BYTES else [])
+
+
 def test_small_zeros_are_ordinary_arrays():
     small = zeros((3, 2), populate=True)
     assert small.shape == (3, 2) and not small.any() and small.flags.owndata
