@@ -85,9 +85,9 @@ __all__ = [
     "SamplerLoops",
     "aes_words_loop",
     "block_loops",
-    "count_loop",
     "grid_loops",
     "haar_rows_loops",
+    "loaded_count_loop",
     "prepare_compiled",
     "sampler_loops",
 ]
@@ -1201,9 +1201,12 @@ def aes_words_loop() -> Callable[..., Any] | None:
     return None if kernels is None else kernels.aes_words
 
 
-def count_loop() -> Callable[..., Any] | None:
-    """:func:`_count_cells` compiled (releasing the GIL), or None (numpy's bincount)."""
-    kernels = _kernels()
+def loaded_count_loop() -> Callable[..., Any] | None:
+    """:func:`_count_cells` compiled (releasing the GIL) where the loops are loaded already (the app
+    loads them as it starts, a release when it starts), else None (numpy's bincount): loading
+    numba for a count alone took 0.5 s and 100 MB more than it saved (a 10-million-row CSV file
+    counted in a fresh process, ``python -m privelet_gui.io.bench``: 2.18 s against 1.70)."""
+    kernels = _built[0] if _built else None
     return None if kernels is None else kernels.count_cells
 
 

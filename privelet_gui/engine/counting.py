@@ -39,11 +39,12 @@ _ADD_AT_RATIO = 16
 # pages is shared too), the weights while the columns are encoded. Measured here with both
 # cores free: 10 M rows of the bench's table 0.164-0.173 s instead of 0.180-0.184 s on one
 # thread, 1 M rows into 1 M cells 10.3 ms instead of 12.4 ms; with the other core busy, as on
-# one thread. A file's chunks (at most 2**19 rows) stay serial. With the fast extra (numba)
-# the rows are then counted on the same threads, each into its own range of cells, instead of
-# by a weighted bincount (:meth:`FrequencyCounter._count_in_parts`): the bench's 10 M rows in
-# 0.155-0.190 s against 0.184-0.194 s (all cores, alternating processes, best of 8), 0.183-0.191
-# against 0.196-0.200 s on one thread, and no 80 MB of weights.
+# one thread. A file's chunks (at most 2**19 rows) stay serial. With the fast extra (numba),
+# once its loops are loaded (:func:`~._compiled.loaded_count_loop`), the rows are counted on the
+# same threads, each into its own range of cells, instead of by a weighted bincount
+# (:meth:`FrequencyCounter._count_in_parts`): the bench's 10 M rows in 0.155-0.190 s against
+# 0.184-0.194 s (all cores, alternating processes, best of 8), 0.183-0.191 against 0.196-0.200 s
+# on one thread, and no 80 MB of weights.
 _PARALLEL_ROWS = 1 << 20
 
 
@@ -165,7 +166,7 @@ class FrequencyCounter:
         scatter = self._counts is not None or self.chunked
         rows = len(table)
         threads = self.workers if rows >= _PARALLEL_ROWS else 1
-        count = _compiled.count_loop()
+        count = _compiled.loaded_count_loop()
         with ThreadPoolExecutor(threads, thread_name_prefix="privelet-count") if threads > 1 else nullcontext() as executor:
             pool = None if executor is None else _Pool(executor, threads)
             # the weights of a bincount, made ready while the columns are encoded

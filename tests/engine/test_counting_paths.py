@@ -129,8 +129,8 @@ def count_threads() -> list[str]:
 def count_path(request, monkeypatch):
     """Each way of adding the rows to the matrix: numpy's weighted bincount, or the compiled loop."""
     if request.param == "numpy":
-        monkeypatch.setattr(_compiled, "count_loop", lambda: None)
-    elif _compiled.count_loop() is None:
+        monkeypatch.setattr(_compiled, "loaded_count_loop", lambda: None)
+    elif not _compiled.prepare_compiled():
         pytest.skip("numba is not installed (the fast extra): only numpy's bincount runs here")
     return request.param
 
@@ -163,7 +163,7 @@ def test_an_error_on_threads_is_the_serial_one_and_leaves_no_thread(monkeypatch)
 
 
 def test_weights_filled_on_threads_are_reused_by_later_chunks(monkeypatch):
-    monkeypatch.setattr(_compiled, "count_loop", lambda: None)  # the weights are numpy's bincount's
+    monkeypatch.setattr(_compiled, "loaded_count_loop", lambda: None)  # the weights are numpy's bincount's
     monkeypatch.setattr(counting, "_PARALLEL_ROWS", 1000)
     schema, table = brazil_like(25_000, seed=3, incomes=10)  # 80,800 cells: chunks of 5,050 rows are bincounted
     table = table[table["age"].lt(101) & table["job"].cat.codes.lt(40)]
@@ -184,7 +184,8 @@ def test_the_compiled_count_splits_the_cells_between_the_threads_and_adds_later_
     """Each thread counts one range of cells (together: every cell once), the first chunk into a
     new matrix and the later ones into the same; the counts are the plain scatter's, and no
     weights are made."""
-    loop = _compiled.count_loop()
+    _compiled.prepare_compiled()
+    loop = _compiled.loaded_count_loop()
     if loop is None:
         pytest.skip("numba is not installed (the fast extra): only numpy's bincount runs here")
     calls: list[tuple[int, int, int]] = []
@@ -193,7 +194,7 @@ def test_the_compiled_count_splits_the_cells_between_the_threads_and_adds_later_
         calls.append((first, counts.size, counts.ctypes.data - 8 * first))
         loop(flat, counts, first)
 
-    monkeypatch.setattr(_compiled, "count_loop", lambda: counted)
+    monkeypatch.setattr(_compiled, "loaded_count_loop", lambda: counted)
     monkeypatch.setattr(counting, "_PARALLEL_ROWS", 1000)
     schema, table = brazil_like(30_000, seed=5, incomes=10)  # 80,800 cells: chunks too big to scatter by add.at
     table = table[table["age"].lt(101) & table["job"].cat.codes.lt(40)]
@@ -207,6 +208,16 @@ def test_the_compiled_count_splits_the_cells_between_the_threads_and_adds_later_
     assert all(first + size == following for (first, size), (following, _) in zip(ranges[::2], ranges[2::2]))
     assert len(counter._weights) == 0
     np.testing.assert_array_equal(counter.matrix(), expected_counts(schema, table))
+
+
+def test_counting_alone_does_not_load_numba_for_its_loop(monkeypatch):
+    """Loading the compiled loops for a count alone costs more than the loop saves: counting uses
+    numpy's bincount until something else (the app's start, a release) has loaded them."""
+    monkeypatch.setattr(_compiled, "_built", [])
+    schema, table = brazil_like(3000, seed=2, incomes=10)
+    table = table[table["age"].lt(101) & table["job"].cat.codes.lt(40)]
+    np.testing.assert_array_equal(frequency_matrix(table, schema), expected_counts(schema, table))
+    assert _compiled._built == []
 
 
 def test_flat_codes_of_a_matrix_past_2_to_the_31_cells_from_a_table():
