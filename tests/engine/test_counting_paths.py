@@ -198,6 +198,13 @@ def test_the_compiled_count_splits_the_cells_between_the_threads_and_adds_later_
     monkeypatch.setattr(counting, "_PARALLEL_ROWS", 1000)
     schema, table = brazil_like(30_000, seed=5, incomes=10)  # 80,800 cells: chunks too big to scatter by add.at
     table = table[table["age"].lt(101) & table["job"].cat.codes.lt(40)]
+    # every cell once more, so that each range's first and last cells are counted too
+    age, sex, job, income = np.indices(schema.shape).reshape(4, -1)
+    every = pd.DataFrame({"age": age.astype(np.int16),
+                          "sex": pd.Categorical.from_codes(sex, dtype=table["sex"].dtype),
+                          "job": pd.Categorical.from_codes(job, dtype=table["job"].dtype),
+                          "income": income.astype(np.int16)})
+    table = pd.concat([every, table], ignore_index=True).sample(frac=1.0, random_state=1)
     counter = FrequencyCounter(schema, workers=workers)
     halves = (table.iloc[: len(table) // 2], table.iloc[len(table) // 2 :])
     for chunk in halves:
