@@ -68,7 +68,8 @@ import platform
 import threading
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -1259,8 +1260,13 @@ def _compiled_kernels() -> _Kernels | None:
         warnings.warn(f"numba could not compile the release's loops, which run as numpy passes: {error}",
                       RuntimeWarning, stacklevel=2)
         return None
-    return _Kernels(SamplerLoops(*loops[:5]), HaarRowsLoops(*loops[5:8]), BlockLoops(*loops[8:16]),
-                    GridLoops(*loops[16:18]), _compiled_aes_loop(numba.njit), loops[18])
+    # _LOOPS' dispatchers, in the order of these groups' fields, then the count's
+    taken = iter(loops)
+    sampler = SamplerLoops(*islice(taken, len(fields(SamplerLoops))))
+    haar_rows = HaarRowsLoops(*islice(taken, len(fields(HaarRowsLoops))))
+    block = BlockLoops(*islice(taken, len(fields(BlockLoops))))
+    grid = GridLoops(*islice(taken, len(fields(GridLoops))))
+    return _Kernels(sampler, haar_rows, block, grid, _compiled_aes_loop(numba.njit), next(taken))
 
 
 def _compiled_aes_loop(njit: Callable[..., Any]) -> Callable[..., Any] | None:

@@ -173,13 +173,14 @@ class FrequencyCounter:
             ones = None if (scatter and rows * _ADD_AT_RATIO < m) or count is not None else self._ones(rows, pool)
             flat = self._flat_codes(table, pool)
             weights = None if ones is None else ones()
-            if count is not None and not (scatter and len(flat) * _ADD_AT_RATIO < m):
+            few = scatter and len(flat) * _ADD_AT_RATIO < m  # few rows for many cells
+            if count is not None and not few:
                 self._count_in_parts(count, flat, pool)
                 return
-        if scatter and len(flat) * _ADD_AT_RATIO < m:
+        if few:
             if self._counts is None:  # all pages at once: few rows would touch them one by one
                 self._counts = zeros(m, populate=True)
-            np.add.at(self._counts, flat, 1.0)  # few rows for many cells: scatter them
+            np.add.at(self._counts, flat, 1.0)  # scatter them
             return
         # Weighted bincount returns float64 counts directly (exact below 2^53); without numba.
         assert weights is not None  # prepared for every chunk not surely scattered

@@ -664,12 +664,13 @@ class _Plane:
         if not group_parent.size or not nominal.loops_groups(lines // nominal.n_coefficients * haar.n_coefficients):
             return None
         internal = leaf_row < 0
+        internals = int(internal.sum())
         slot = np.cumsum(internal) - 1
         for start, fanout in zip(group_first.tolist(), group_fanout.tolist(), strict=True):
             places = np.arange(start, start + fanout)
             leaves = places[~internal[places]]
-            slot[leaves] = int(internal.sum()) + leaves - start
-        return slot.astype(np.int64), int(internal.sum()) + int(group_fanout.max())
+            slot[leaves] = internals + leaves - start
+        return slot.astype(np.int64), internals + int(group_fanout.max())
 
     # -- divisors and factors ------------------------------------------------------------------------
     def scaling(self, divisors: list[np.ndarray], factors: list[np.ndarray], number: int, integral: bool) -> _Scaling:
