@@ -243,8 +243,12 @@ class HaarTransform(AxisTransform):
         return -(-self.size // (1 << (self.levels - level)))
 
     @cached_property
-    def _level_counts_array(self) -> np.ndarray:
-        return np.array(self.level_counts, dtype=np.int64)
+    def kept_loop_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """What the compiled kept loops take (int64): :attr:`level_counts` (the forward's), and for
+        the inverse each level's values that cover a real value and where its details start."""
+        counts = np.array([self._covering(level) for level in range(1, self.levels + 1)], dtype=np.int64)
+        starts = np.cumsum([1, *self.level_counts])[:-1].astype(np.int64)
+        return np.array(self.level_counts, dtype=np.int64), counts, starts
 
     @property
     def n_kept(self) -> int:
@@ -261,7 +265,7 @@ class HaarTransform(AxisTransform):
         if loops is not None and lines is not None:
             rows, mid = lines
             columns = rows.shape[1]
-            loops.haar_kept_numerators(rows, out.reshape(self.n_kept * mid, columns), self._level_counts_array,
+            loops.haar_kept_numerators(rows, out.reshape(self.n_kept * mid, columns), self.kept_loop_tables[0],
                                        np.empty(((self.size + 1) // 2 * mid, columns)), mid)
             return back(out, axis)
         coarse = self._product_levels(sums)
@@ -301,10 +305,9 @@ class HaarTransform(AxisTransform):
                 # every level in one compiled loop: the same sums and differences, the GIL released
                 rows, mid = lines
                 columns = rows.shape[1]
-                counts = np.array([self._covering(level) for level in range(1, self.levels + 1)], dtype=np.int64)
+                _, counts, starts = self.kept_loop_tables
                 loops.haar_kept_inverse(cv.reshape(self.n_kept * mid, columns), means.reshape(mid, columns), rows, counts,
-                                        offsets[:-1].astype(np.int64),
-                                        np.empty((2 * int(counts[:-1].max(initial=0)) * mid, columns)), mid)
+                                        starts, np.empty((2 * int(counts[:-1].max(initial=0)) * mid, columns)), mid)
                 return back(values, axis) if out is None else out
         details = [cv[offsets[level - 1] : offsets[level]] for level in range(1, self.levels + 1)]
         return self._finer_levels(means, details, axis, out)

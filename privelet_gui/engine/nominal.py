@@ -209,7 +209,7 @@ class NominalTransform(AxisTransform):
         out = np.empty((self.n_coefficients, *others))
         before, after = math.prod(x.shape[:axis]), math.prod(x.shape[axis + 1 :])
         divided = loops.nominal_numerators(x.reshape(before, self.size, after),
-                                           out.reshape(self.n_coefficients, before, after), *self._tree_arrays,
+                                           out.reshape(self.n_coefficients, before, after), *self.tree_arrays,
                                            divisors_rows, divisors_columns, limit_bits)
         return back(out, axis), bool(divided)
 
@@ -222,7 +222,7 @@ class NominalTransform(AxisTransform):
         loops = _compiled.block_loops()
         if loops is None or self.n_coefficients < 2:
             return None
-        _, fanout, first_child, leaf_row = self._tree_arrays
+        _, fanout, first_child, leaf_row = self.tree_arrays
         internal_row = self._internal_rows
         sums = np.empty((int(internal_row.max()) + 1, lines.shape[0], padded))
         return sums, loops.nominal_leaf_sums(lines, sums, fanout, first_child, leaf_row, internal_row)
@@ -236,7 +236,7 @@ class NominalTransform(AxisTransform):
         those two transforms one after the other."""
         loops = _compiled.block_loops()
         assert loops is not None, "rows_numerators follows checked_leaf_sums"
-        parent, fanout, _, leaf_row = self._tree_arrays
+        parent, fanout, _, leaf_row = self.tree_arrays
         loops.nominal_haar_numerators(lines, sums, out, parent, fanout, leaf_row, self._internal_rows, first,
                                       haar.levels, haar.rows_head_levels, loop_table(divisors),
                                       loop_table(head_divisors), rint)
@@ -250,7 +250,7 @@ class NominalTransform(AxisTransform):
         return rows
 
     @cached_property
-    def _tree_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def tree_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The hierarchy as the compiled loop takes it: each node's parent, fan-out, first child
         and row among the leaves (-1 for an internal node), as int64."""
         lay = self._layout
@@ -337,7 +337,7 @@ class NominalTransform(AxisTransform):
         positions = math.prod(values.shape[axis + 1 :])
         loops.nominal_inverse(sums.reshape(self.n_coefficients, math.prod(before), math.prod(inner)),
                               values.reshape(math.prod(before), self.size, positions),
-                              *self._groups_arrays, self._tree_arrays[3], np.empty(positions), factors_rows,
+                              *self._groups_arrays, self.tree_arrays[3], np.empty(positions), factors_rows,
                               factors_columns)
         return values
 
@@ -352,7 +352,7 @@ class NominalTransform(AxisTransform):
     def groups_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Every sibling group, top-down as :meth:`inverse` visits them: its parent, first child
         and fan-out; and each node's row among the leaves (-1 for an internal node); as int64."""
-        return (*self._groups_arrays, self._tree_arrays[3])
+        return (*self._groups_arrays, self.tree_arrays[3])
 
     @cached_property
     def _groups_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -28,7 +28,9 @@ How a block is released (:class:`_BlockPipeline`):
   that the intermediate (values along B, coefficients along A) is the smallest. Pass 1
   transforms each slab (one index along every B axis) along A; pass 2 gathers *pencils*
   (every B index, a range of A positions), transforms them along B, rounds, adds noise
-  and inverts along B, each pencil tile with its own stream spawned from the block's;
+  and inverts along B, each pencil tile with its own stream spawned from the block's (B a
+  Haar axis then a nominal one: both axes in one compiled pass each way,
+  :meth:`_BigBlock._noisy_in_one_pass`);
   pass 3 inverts each slab along A into the output, freeing the intermediate's memory
   behind it. Where the big block is the whole release, the output is made in the
   intermediate's own memory instead (the kernel then zeroes no fresh page for it: 12% of the
@@ -1072,6 +1074,8 @@ class _BigBlock:
         """Pencil tile ``tile``: ``values`` (every row of the intermediate at the tile's positions:
         C-contiguous, or those rows in place where :attr:`pencils_in_place`) transformed along B,
         noised and inverted, in place."""
+        if self._noisy_in_one_pass(pipeline, values, tile, rng, bound):
+            return
         transforms = self.plan.transforms
         pencil = values.reshape(*self.shape[: self.lead], tile.stop - tile.start)
         *leading, last = self.pencil_axes
@@ -1115,6 +1119,42 @@ class _BigBlock:
         for axis in reversed(others[:-1]):
             z = transforms[axis].kept_inverse(z, axis)
         transforms[first].kept_inverse(z, first, out=pencil)  # the values straight into the pencil
+
+    def _noisy_in_one_pass(self, pipeline: _BlockPipeline, values: np.ndarray, tile: slice, rng: np.random.Generator,
+                           bound: float) -> bool:
+        """:meth:`noisy_pencil` in two compiled calls, each through both pencil axes at once
+        (:func:`~._compiled._pencil_units`, ``_pencil_inverse``: the Haar coefficients never
+        written out and read back), the noise drawn between them in the same order: the same bits.
+        Where the pencil axes are the block's first two, a Haar axis then a nominal one that
+        :meth:`_nominal_last` takes to the grid in its loop, and numpy's nominal inverse visits
+        the groups one by one; returns False elsewhere, or where a numerator is too large for
+        one division (``values`` then unchanged)."""
+        nominal = self._nominal_last(pipeline)
+        haar = self.plan.transforms[0]
+        if (nominal is None or self.pencil_axes != (0, 1) or not isinstance(haar, HaarTransform) or not haar.levels
+                or values.ndim != 2 or values.strides[1] != values.itemsize):
+            return False
+        width = tile.stop - tile.start
+        if not nominal.loops_groups(haar.n_kept * width):
+            return False
+        loops = _compiled.block_loops()
+        assert loops is not None, "_nominal_last asks for the compiled loops"
+        divisors_rows, factors_rows = self._last_rows_vectors(pipeline)
+        divisors_a, factors_a = self._plane_vectors(pipeline)
+        limit = _grid_limit(bound, pipeline.calibration.grid_exponent)
+        limit_bits = np.float64(math.inf if limit is None else limit).view(np.uint64)
+        level_counts, counts, starts = haar.kept_loop_tables
+        units = np.empty((nominal.n_coefficients, haar.n_kept, width))
+        if not loops.pencil_units(values, units, level_counts, nominal.size, *nominal.tree_arrays, divisors_rows,
+                                  divisors_a[tile], limit_bits):
+            return False
+        flat = units.reshape(-1)
+        noisy = pipeline.sampler.add(flat, rng)
+        if noisy is not flat:
+            flat[...] = noisy
+        loops.pencil_inverse(units, values, *nominal.groups_arrays, factors_rows, factors_a[tile], counts, starts,
+                             nominal.size)
+        return True
 
     def _nominal_last(self, pipeline: _BlockPipeline) -> NominalTransform | None:
         """The last pencil axis's transform where its compiled loops take a pencil to the grid

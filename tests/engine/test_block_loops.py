@@ -560,6 +560,69 @@ def test_a_pencil_whose_last_axis_is_nominal_goes_to_the_grid_and_back_in_its_lo
     np.testing.assert_array_equal(fused.view(np.uint64), passes.view(np.uint64))
 
 
+def _haar_nominal_pencils_schema(size: int, hierarchy: Hierarchy) -> Schema:
+    """A table whose big block's pencils are an ordinal axis of ``size`` values, then a nominal
+    one (``hierarchy``), its slabs a wide nominal axis and an ordinal one."""
+    wide = NominalAttribute("product", Hierarchy.from_nested({"all": {f"g{g}": [f"p{g}.{i}" for i in range(30)]
+                                                                      for g in range(5)}}))
+    return Schema([OrdinalAttribute.integer_range("age", 0, size - 1), NominalAttribute("n", hierarchy), wide,
+                   OrdinalAttribute.integer_range("income", 0, 59)])
+
+
+def _numpy_only(patch: pytest.MonkeyPatch) -> None:
+    for accessor in ("block_loops", "haar_rows_loops", "grid_loops"):
+        patch.setattr(_compiled, accessor, lambda: None)
+
+
+@settings(max_examples=40, deadline=None)
+@given(size=st.integers(2, 40), hierarchy=hierarchies(max_leaves=8, max_depth=4),
+       pencil_cells=st.sampled_from([2_000, 20_000, 1 << 19]), group_cells=st.sampled_from([1, 1, 1, 1 << 20]),
+       seed=st.integers(0, 2**32 - 1))
+def test_a_haar_and_nominal_pencil_in_one_pass_gives_numpys_bits(size, hierarchy, pencil_cells, group_cells, seed):
+    """A pencil of a Haar axis then a nominal one goes through both axes in one compiled call each
+    way (the Haar coefficients never stored whole): the release has numpy's passes' bits, pencils
+    of any width (the last one narrower) and any hierarchy; and the one pass runs exactly where
+    numpy's nominal inverse visits the groups one by one (its order of summing)."""
+    _require_compiled()
+    schema = _haar_nominal_pencils_schema(size, hierarchy)
+    counts = _counts(schema.shape, seed=seed % 1000)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pipeline_module, "_PENCIL_CELLS", pencil_cells)
+        patch.setattr(nominal_module, "_GROUP_LOOP_CELLS", group_cells)
+        big = pipeline_module._BigBlock(TransformPlan(schema), schema.shape)
+        assume(big.pencil_axes == (0, 1))
+        calls = counting_loops(patch, "block_loops", "pencil_units", "pencil_inverse", "haar_kept_numerators")
+        one_pass = privelet(counts, schema, 0.5, np.random.default_rng(seed)).noisy
+        widths = [tile.stop - tile.start for tile in big.pencils]
+        kept = HaarTransform(size).n_kept
+        grouped = [NominalTransform(hierarchy).loops_groups(kept * width) for width in widths]
+        _numpy_only(patch)
+        expected = privelet(counts, schema, 0.5, np.random.default_rng(seed)).noisy
+    np.testing.assert_array_equal(one_pass.view(np.uint64), expected.view(np.uint64))
+    assert calls.count("pencil_units") == sum(grouped)
+    # a pencil past one division's limit starts again in the four loops (the next test)
+    assert calls.count("pencil_inverse") + calls.count("haar_kept_numerators") == len(widths)
+
+
+def test_a_pencil_with_a_numerator_past_one_division_leaves_the_one_pass_to_the_bit(monkeypatch):
+    """Pencils holding a coefficient of 2**52 grid units or more start again in the four loops
+    (which round exactly), the others stay in the one pass: numpy's bits either way."""
+    _require_compiled()
+    monkeypatch.setattr(pipeline_module, "_PENCIL_CELLS", 20_000)
+    schema = _haar_nominal_pencils_schema(10, Hierarchy.flat(["x", "y", "z"]))
+    counts = _counts(schema.shape, seed=8)
+    counts[2, 1, 0, :5] = 2.0**33
+    with monkeypatch.context() as numpy_only:
+        _numpy_only(numpy_only)
+        expected = privelet(counts, schema, 0.5, np.random.default_rng(4)).noisy
+    pencils = len(pipeline_module._BigBlock(TransformPlan(schema), schema.shape).pencils)
+    calls = counting_loops(monkeypatch, "block_loops", "pencil_units", "pencil_inverse", "haar_kept_numerators")
+    noisy = privelet(counts, schema, 0.5, np.random.default_rng(4)).noisy
+    np.testing.assert_array_equal(noisy.view(np.uint64), expected.view(np.uint64))
+    assert calls.count("pencil_units") == pencils
+    assert 0 < calls.count("haar_kept_numerators") == pencils - calls.count("pencil_inverse")
+
+
 # -- whole releases ------------------------------------------------------------------------------------
 def _schema() -> Schema:
     return Schema([
