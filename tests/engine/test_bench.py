@@ -46,7 +46,7 @@ def test_context_switches_count_a_threads_waits():
 
 def test_timers_take_turns_after_an_untimed_round_and_keep_their_best():
     calls: list[str] = []
-    seconds = {"a": iter([0.5, 3.0, 5.0, 4.0]), "b": iter([0.1, 2.0, 1.0, 7.0])}
+    seconds = {"a": iter([0.5, 3.0, 5.0, 4.0]), "b": iter([0.1, 2.0, 7.0, 1.0])}
 
     def timer(name: str):
         def run() -> float:
@@ -55,8 +55,25 @@ def test_timers_take_turns_after_an_untimed_round_and_keep_their_best():
         return run
 
     best = best_in_turn(3, {"a": timer("a"), "b": timer("b")})
-    assert calls == ["a", "b"] * 4  # the first round (the fastest here) is not counted
+    # the first round (the fastest here) is not counted; every other round in reverse
+    assert calls == ["a", "b", "a", "b", "b", "a", "a", "b"]
     assert best == {"a": 3.0, "b": 1.0}
+
+
+def test_no_timer_always_runs_after_the_same_one():
+    calls: list[str] = []
+
+    def timer(name: str):
+        def run() -> float:
+            calls.append(name)
+            return 1.0
+        return run
+
+    best_in_turn(3, {name: timer(name) for name in "abc"})
+    assert calls == list("abc" "abc" "cba" "abc")
+    # (a release that frees its output speeds up the next: each timer must follow more than one)
+    for name in "abc":
+        assert len({calls[i - 1] for i in range(3, len(calls)) if calls[i] == name}) >= 2
 
 
 def test_the_garbage_is_collected_once_before_the_timings_not_before_each():
