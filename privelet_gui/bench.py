@@ -59,11 +59,12 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier
+from typing import TypeVar
 from unittest.mock import patch
 
 import numpy as np
@@ -133,6 +134,9 @@ def brazil_table(schema: Schema, rows: int, seed: int = 1) -> pd.DataFrame:
     )
 
 
+Key = TypeVar("Key", bound=Hashable)  # what names a timer
+
+
 def best_of(repeat: int, work: Callable[[], object]) -> float:
     """The best of ``repeat`` timings of ``work``, the garbage of earlier work collected once
     before them. A full collection right before each timing walked every object and left the
@@ -149,7 +153,7 @@ def best_of(repeat: int, work: Callable[[], object]) -> float:
     return best
 
 
-def best_in_turn(repeat: int, timers: Mapping[str, Callable[[], float]]) -> dict[str, float]:
+def best_in_turn(repeat: int, timers: Mapping[Key, Callable[[], float]]) -> dict[Key, float]:
     """The best of ``repeat`` seconds of each timer (a callable that runs its work and returns
     the seconds it took), the timers taking turns after one untimed round (the first touch of
     a fresh process's memory costs up to 10x): on a shared machine a slow spell then slows
@@ -369,22 +373,26 @@ def bench_series(epsilon: float, repeat: int) -> None:
     ages = [max(2, round(2**power / inner)) for power in range(21, 28)]
     counts = np.random.default_rng(5).integers(0, 3, (max(ages), *base.shape[1:])).astype(np.float64)
     print("cost per cell, ns, all cores (the Brazil shape with fewer or more ages; target: flat within 1.5x)")
-    series: dict[str, list[float]] = {"Basic": [], "Privelet+": [], "Privelet": []}
+    names = ("Basic", "Privelet+", "Privelet")
+    points: dict[tuple[int, str], Callable[[], float]] = {}
     for age in ages:
         schema = Schema([OrdinalAttribute.integer_range("Age", 0, age - 1), *(base[name] for name in base.names[1:])])
         matrix = counts[:age]
-        specs = {"Basic": ReleaseSpec(schema, epsilon, "basic"),
-                 "Privelet+": ReleaseSpec(schema, epsilon, "privelet+", ("Age", "Gender")),
-                 "Privelet": ReleaseSpec(schema, epsilon, "privelet")}
-        cells = []
+        specs = dict(zip(names, (ReleaseSpec(schema, epsilon, "basic"),
+                                 ReleaseSpec(schema, epsilon, "privelet+", ("Age", "Gender")),
+                                 ReleaseSpec(schema, epsilon, "privelet")), strict=True))
         # Short releases (tens of ms at 2**21 cells) swing more with the machine's noise: more
         # timings for them, about as many seconds' worth as the biggest gets (at most 20).
         timings = min(20, max(4, repeat, round(repeat * 2**27 / matrix.size / 8)))
         for name, spec in specs.items():
-            seconds = best_of(timings, partial(spec.run, matrix))
-            series[name].append(seconds / matrix.size * 1e9)
-            cells.append(f"{name} {series[name][-1]:5.1f}")
-        print(f"  2^{math.log2(matrix.size):.1f} cells ({age} ages): " + ", ".join(cells))
+            points[age, name] = partial(best_of, max(1, timings // repeat), partial(spec.run, matrix))
+    # Every point timed in each of the turns: a slow spell of the machine (seconds long here)
+    # then slows one turn of every point, not every timing of a few points.
+    best = best_in_turn(repeat, points)
+    series = {name: [best[age, name] / (age * inner) * 1e9 for age in ages] for name in names}
+    for number, age in enumerate(ages):
+        cells = ", ".join(f"{name} {series[name][number]:5.1f}" for name in names)
+        print(f"  2^{math.log2(age * inner):.1f} cells ({age} ages): {cells}")
     print("  max / min: " + ", ".join(f"{name} {max(v) / min(v):.2f}" for name, v in series.items()))
 
 
