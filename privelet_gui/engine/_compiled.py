@@ -837,6 +837,47 @@ def _count_cells(flat: np.ndarray, counts: np.ndarray, first: int) -> None:
             counts[cell - first] += 1.0
 
 
+def _haar_pair_lines(values: np.ndarray, sums: np.ndarray, finest: bool, pair: int, mid: int,
+                     details: np.ndarray) -> None:
+    """The ``mid`` lines of pair ``pair`` of a Haar level (of ``values`` at the ``finest`` level,
+    else of ``sums``): their differences into the rows of ``details``, their sums into the
+    pair's rows of ``sums`` (a row may be read and then written: each value is read first).
+    (Compiled into its callers, as the next two are.)"""
+    for line in range(mid):
+        left = values[2 * pair * mid + line] if finest else sums[2 * pair * mid + line]
+        right = values[(2 * pair + 1) * mid + line] if finest else sums[(2 * pair + 1) * mid + line]
+        detail = details[line]
+        above = sums[pair * mid + line]
+        for k in range(detail.size):
+            a = left[k]
+            b = right[k]
+            detail[k] = a - b
+            above[k] = a + b
+
+
+def _haar_last_lines(values: np.ndarray, sums: np.ndarray, finest: bool, filled: int, mid: int,
+                     details: np.ndarray) -> None:
+    """The ``mid`` lines of the last of ``filled`` (odd) values of a Haar level, whose right
+    sibling is all padding: their details and their parent's sums are their own values."""
+    pairs = filled // 2
+    for line in range(mid):
+        last = values[(filled - 1) * mid + line] if finest else sums[(filled - 1) * mid + line]
+        for k in range(last.size):
+            details[line, k] = last[k]
+            sums[pairs * mid + line, k] = last[k]
+
+
+def _haar_unpair(mean: np.ndarray, detail: np.ndarray, target: np.ndarray, left: bool) -> None:
+    """One line of a value of a Haar level from its parent's ``mean`` and ``detail``: ``mean +
+    detail`` for a ``left`` child, ``mean - detail`` for a right one."""
+    if left:
+        for k in range(target.size):
+            target[k] = mean[k] + detail[k]
+    else:
+        for k in range(target.size):
+            target[k] = mean[k] - detail[k]
+
+
 def _haar_kept_numerators(values: np.ndarray, out: np.ndarray, level_counts: np.ndarray, sums: np.ndarray,
                           mid: int) -> None:
     """:meth:`~privelet_gui.engine.haar.HaarTransform.kept_numerators` of counts along the rows
@@ -855,22 +896,9 @@ def _haar_kept_numerators(values: np.ndarray, out: np.ndarray, level_counts: np.
         start -= kept
         pairs = filled // 2
         for pair in range(pairs):
-            for line in range(mid):
-                left = values[2 * pair * mid + line] if level == levels else sums[2 * pair * mid + line]
-                right = values[(2 * pair + 1) * mid + line] if level == levels else sums[(2 * pair + 1) * mid + line]
-                detail = out[(start + pair) * mid + line]
-                parent = sums[pair * mid + line]
-                for k in range(columns):
-                    a = left[k]
-                    b = right[k]
-                    detail[k] = a - b
-                    parent[k] = a + b
+            _haar_pair_lines(values, sums, level == levels, pair, mid, out[(start + pair) * mid : (start + pair + 1) * mid])
         if filled % 2:  # the last subtree's right sibling is all padding
-            for line in range(mid):
-                last = values[(filled - 1) * mid + line] if level == levels else sums[(filled - 1) * mid + line]
-                for k in range(columns):
-                    out[(start + pairs) * mid + line, k] = last[k]
-                    sums[pairs * mid + line, k] = last[k]
+            _haar_last_lines(values, sums, level == levels, filled, mid, out[(start + pairs) * mid : (start + pairs + 1) * mid])
         filled = kept
     for line in range(mid):
         base = values[line] if levels == 0 else sums[line]
@@ -888,7 +916,6 @@ def _haar_kept_inverse(
     values, ``counts[i]`` of them, are its means plus (even) and minus (odd) its details (the
     coefficients from ``starts[i]``); the finest into ``out``, the others into ``scratch`` (two
     halves, used in turn)."""
-    columns = means.shape[1]
     half = scratch.shape[0] // 2
     levels = counts.size
     for level in range(levels):
@@ -898,14 +925,8 @@ def _haar_kept_inverse(
             for line in range(mid):
                 mean = (means[value // 2 * mid + line] if level == 0
                         else scratch[(level - 1) % 2 * half + value // 2 * mid + line])
-                detail = coefficients[(start + value // 2) * mid + line]
                 target = out[value * mid + line] if level == levels - 1 else scratch[level % 2 * half + value * mid + line]
-                if value % 2 == 0:
-                    for k in range(columns):
-                        target[k] = mean[k] + detail[k]
-                else:
-                    for k in range(columns):
-                        target[k] = mean[k] - detail[k]
+                _haar_unpair(mean, coefficients[(start + value // 2) * mid + line], target, value % 2 == 0)
 
 
 def _pencil_units(values: np.ndarray, units: np.ndarray, level_counts: np.ndarray, mid: int, parent: np.ndarray,
@@ -931,25 +952,12 @@ def _pencil_units(values: np.ndarray, units: np.ndarray, level_counts: np.ndarra
         start -= kept
         pairs = filled // 2
         for pair in range(pairs):
-            for line in range(mid):
-                left = values[2 * pair * mid + line] if level == levels else sums[2 * pair * mid + line]
-                right = values[(2 * pair + 1) * mid + line] if level == levels else sums[(2 * pair + 1) * mid + line]
-                detail = lines[line]
-                above = sums[pair * mid + line]
-                for k in range(columns):
-                    a = left[k]
-                    b = right[k]
-                    detail[k] = a - b
-                    above[k] = a + b
+            _haar_pair_lines(values, sums, level == levels, pair, mid, lines)
             if not _outer_numerators(lines, units, start + pair, parent, fanout, first_child, leaf_row, divisors_rows,
                                      divisors_columns, limit_bits):
                 return False
         if filled % 2:  # the last subtree's right sibling is all padding
-            for line in range(mid):
-                last = values[(filled - 1) * mid + line] if level == levels else sums[(filled - 1) * mid + line]
-                for k in range(columns):
-                    lines[line, k] = last[k]
-                    sums[pairs * mid + line, k] = last[k]
+            _haar_last_lines(values, sums, level == levels, filled, mid, lines)
             if not _outer_numerators(lines, units, start + pairs, parent, fanout, first_child, leaf_row, divisors_rows,
                                      divisors_columns, limit_bits):
                 return False
@@ -987,14 +995,8 @@ def _pencil_inverse(units: np.ndarray, values: np.ndarray, group_parent: np.ndar
                                leaf_row, shift, factors_rows, factors_columns)
             for line in range(mid):
                 mean = means[line] if level == 0 else scratch[(level - 1) % 2 * half + value // 2 * mid + line]
-                lines = detail[line]
                 target = values[value * mid + line] if level == levels - 1 else scratch[level % 2 * half + value * mid + line]
-                if value % 2 == 0:
-                    for k in range(columns):
-                        target[k] = mean[k] + lines[k]
-                else:
-                    for k in range(columns):
-                        target[k] = mean[k] - lines[k]
+                _haar_unpair(mean, detail[line], target, value % 2 == 0)
 
 
 # float64 bits: those of infinity, and all but the sign
@@ -1295,7 +1297,8 @@ _FASTMATH: dict[Callable[..., object], set[str]] = {_checked_sum: {"reassoc"}, _
 # vectorises them alone, not once inlined).
 _HELPERS: list[Callable[..., object]] = [_haar_row_forward, _haar_row_inverse, _group_inverse, _add_decided_draws,
                                          _add_common_draws, _open_tops, _largest_magnitude_bits, _row_to_units,
-                                         _row_scaled, _outer_numerators, _outer_inverse]
+                                         _row_scaled, _outer_numerators, _outer_inverse, _haar_pair_lines,
+                                         _haar_last_lines, _haar_unpair]
 _CALLED: list[tuple[Callable[..., object], list[str]]] = [
     (_pair_level, ["void(float64[::1], float64[::1], float64[::1], float64, boolean)"]),
     (_unpair_level, ["void(float64[::1], float64[::1], float64[::1], float64)"]),
