@@ -95,6 +95,7 @@ __all__ = [
     "block_loops",
     "grid_loops",
     "haar_rows_loops",
+    "limit_bits",
     "loaded_count_loop",
     "prepare_compiled",
     "sampler_loops",
@@ -1002,6 +1003,12 @@ def _pencil_inverse(units: np.ndarray, values: np.ndarray, group_parent: np.ndar
 # float64 bits: those of infinity, and all but the sign
 _INFINITY_BITS = np.uint64(0x7FF0000000000000)
 _MAGNITUDE_BITS = np.uint64(0x7FFFFFFFFFFFFFFF)
+
+
+def limit_bits(limit: float | None) -> np.uint64:
+    """``limit`` as the grid loops take it (the float64 bits they compare magnitudes' bits with);
+    None, no limit, as infinity's."""
+    return np.float64(math.inf if limit is None else limit).view(np.uint64)
 
 
 def _grid_units(rows: np.ndarray, bits: np.ndarray, divisors_rows: np.ndarray, divisors_columns: np.ndarray,

@@ -42,9 +42,8 @@ class _Depth:
 
 # Average cells per sibling group from which a loop over the groups beats np.repeat.
 _GROUP_LOOP_CELLS = 4096
-# The compiled loops' "no divisors", "no factors" and "no limit".
+# The compiled loops' "no divisors" and "no factors".
 _NONE = np.empty(0)
-_NO_LIMIT = np.float64(math.inf).view(np.uint64)
 
 
 def _as_slice(indices: np.ndarray) -> slice | np.ndarray:
@@ -182,7 +181,7 @@ class NominalTransform(AxisTransform):
         loops = _compiled.block_loops()
         if loops is None:
             return self.numerators(x, axis)
-        out, _ = self._compiled_numerators(loops, x, axis, _NONE, _NONE, _NO_LIMIT)
+        out, _ = self._compiled_numerators(loops, x, axis, _NONE, _NONE, _compiled.limit_bits(None))
         return out
 
     def count_units(self, x: np.ndarray, axis: int, divisors_rows: np.ndarray, divisors_columns: np.ndarray,
@@ -197,8 +196,8 @@ class NominalTransform(AxisTransform):
         loops = _compiled.block_loops()
         if loops is None:
             return None
-        limit_bits = np.float64(math.inf if limit is None else limit).view(np.uint64)
-        out, divided = self._compiled_numerators(loops, x, axis, divisors_rows, divisors_columns, limit_bits)
+        out, divided = self._compiled_numerators(loops, x, axis, divisors_rows, divisors_columns,
+                                                 _compiled.limit_bits(limit))
         return out if divided else None
 
     def _compiled_numerators(self, loops: _compiled.BlockLoops, x: np.ndarray, axis: int, divisors_rows: np.ndarray,

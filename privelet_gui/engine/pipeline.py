@@ -901,10 +901,15 @@ class _BlockPipeline:
             scaling.divide(flat)
         else:
             units = round_to_grid(flat, scaling.divisors(flat.size) * 2.0**-k, k)
+        self.add_noise(units, flat, rng)
+        scaling.scale(flat)
+
+    def add_noise(self, units: np.ndarray, flat: np.ndarray, rng: np.random.Generator) -> None:
+        """The noise drawn onto the grid ``units`` of coefficients into ``flat`` (their memory:
+        the units' own, or where they were rounded into an array of their own)."""
         noisy = self.sampler.add(units, rng)
         if noisy is not flat:
             flat[...] = noisy
-        scaling.scale(flat)
 
     # -- big blocks --------------------------------------------------------------------------------------
     def is_big(self, shape: tuple[int, ...], blocks: int) -> bool:
@@ -1101,9 +1106,7 @@ class _BigBlock:
                 z = np.ascontiguousarray(z)
                 flat = z.reshape(-1)
             units = self._units(pipeline, z, flat, tile, bound)
-        noisy = pipeline.sampler.add(units, rng)
-        if noisy is not flat:
-            flat[...] = noisy
+        pipeline.add_noise(units, flat, rng)
         inverted = None
         if nominal is not None and leading:  # scaled as it is inverted, in the cache
             _, factors_rows = self._last_rows_vectors(pipeline)
@@ -1131,8 +1134,7 @@ class _BigBlock:
         one division (``values`` then unchanged)."""
         nominal = self._nominal_last(pipeline)
         haar = self.plan.transforms[0]
-        if (nominal is None or self.pencil_axes != (0, 1) or not isinstance(haar, HaarTransform) or not haar.levels
-                or values.ndim != 2 or values.strides[1] != values.itemsize):
+        if nominal is None or self.pencil_axes != (0, 1) or not isinstance(haar, HaarTransform) or not haar.levels:
             return False
         width = tile.stop - tile.start
         if not nominal.loops_groups(haar.n_kept * width):
@@ -1142,16 +1144,13 @@ class _BigBlock:
         divisors_rows, factors_rows = self._last_rows_vectors(pipeline)
         divisors_a, factors_a = self._plane_vectors(pipeline)
         limit = _grid_limit(bound, pipeline.calibration.grid_exponent)
-        limit_bits = np.float64(math.inf if limit is None else limit).view(np.uint64)
         level_counts, counts, starts = haar.kept_loop_tables
         units = np.empty((nominal.n_coefficients, haar.n_kept, width))
         if not loops.pencil_units(values, units, level_counts, nominal.size, *nominal.tree_arrays, divisors_rows,
-                                  divisors_a[tile], limit_bits):
+                                  divisors_a[tile], _compiled.limit_bits(limit)):
             return False
         flat = units.reshape(-1)
-        noisy = pipeline.sampler.add(flat, rng)
-        if noisy is not flat:
-            flat[...] = noisy
+        pipeline.add_noise(flat, flat, rng)
         loops.pencil_inverse(units, values, *nominal.groups_arrays, factors_rows, factors_a[tile], counts, starts,
                              nominal.size)
         return True
@@ -1246,8 +1245,7 @@ def _grid_units(z: np.ndarray, divisors_b: np.ndarray, divisors_a: np.ndarray, l
         np.rint(z, out=z)
         return True
     pencil, per_b = rows
-    limit_bits = np.float64(math.inf if limit is None else limit).view(np.uint64)
-    return bool(loops.units(pencil, pencil.view(np.uint64), per_b, divisors_a, limit_bits))
+    return bool(loops.units(pencil, pencil.view(np.uint64), per_b, divisors_a, _compiled.limit_bits(limit)))
 
 
 def _scale(z: np.ndarray, factors_b: np.ndarray, factors_a: np.ndarray) -> None:
