@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from privelet_gui.cli import EVALUATION_WARNING, SUMMARY_COLUMNS, main
-from privelet_gui.engine.evaluation import evaluate
+from privelet_gui.engine.accuracy.evaluation import evaluate
 from privelet_gui.io import count_table, load_schema
 
 JOBS = {"*": {"T": ["t1", "t2", "t3"], "O": ["o1", "o2"], "S": ["s1", "s2", "s3", "s4"]}}

@@ -26,7 +26,7 @@ from ._common import (
 )
 
 if TYPE_CHECKING:
-    from ..engine.evaluation import EvaluationRow
+    from ..engine.accuracy.evaluation import EvaluationRow
 
 __all__ = ["EVALUATION_WARNING", "SUMMARY_COLUMNS", "evaluation_outputs", "register", "summary_csv"]
 
@@ -180,7 +180,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     import numpy as np
 
     from ..engine import PriveletError
-    from ..engine.evaluation import evaluate
+    from ..engine.accuracy.evaluation import evaluate
     from ..io import atomic_write, count_table, load_schema
 
     epsilons = _parse_epsilons(args.epsilons)
@@ -222,7 +222,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     if figures:
         written += _write_evaluation_figures(args, outputs, rows, bar)
     seconds = time.perf_counter() - started
-    from ..engine.evaluation import EVALUATED_MECHANISMS
+    from ..engine.accuracy.evaluation import EVALUATED_MECHANISMS
 
     print(f"wrote {outputs['summary']} ({len(rows)} rows: {len(epsilons)} epsilon(s) x "
           f"{len(EVALUATED_MECHANISMS)} mechanisms x 5 coverage quintiles)")

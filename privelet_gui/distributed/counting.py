@@ -29,8 +29,8 @@ import numpy as np
 
 from ..engine.counting import CountReport, FrequencyCounter
 from ..engine.errors import DomainError
+from ..engine.model.schema import Schema
 from ..engine.progress import CancelCallback, Progress, ProgressCallback
-from ..engine.schema import Schema
 from ..io.errors import TableError
 from .cluster import require_dask, wait_for
 from .layout import Chunks

@@ -13,8 +13,8 @@ re-exported here:
 """
 
 from ._compiled import prepare_compiled
-from .advisor import EXHAUSTIVE_UP_TO, Advice, AttributeMultiplier, SaChoice, Suggestion, advise, best_sa
-from .bounds import (
+from .accuracy.advisor import EXHAUSTIVE_UP_TO, Advice, AttributeMultiplier, SaChoice, Suggestion, advise, best_sa
+from .accuracy.bounds import (
     Z95,
     AttributeFactors,
     VarianceModel,
@@ -28,9 +28,7 @@ from .bounds import (
     variance_model,
     worst_case_variance,
 )
-from .counting import CountReport, DroppedRowsWarning, FrequencyCounter, frequency_matrix
-from .errors import Cancelled, DomainError, HierarchyError, PriveletError, SchemaError
-from .evaluation import (
+from .accuracy.evaluation import (
     ErrorPreview,
     EvaluationRow,
     QuintileRow,
@@ -41,14 +39,7 @@ from .evaluation import (
     measure_release,
     quintile_summary,
 )
-from .haar import HaarTransform, haar_forward, haar_inverse, haar_weights
-from .hierarchy import Hierarchy, HierarchyNode, NodeInfo
-from .hn import TransformPlan, axis_transform, hn_forward, hn_inverse
-from .mechanisms import basic, privelet, privelet_plus
-from .noise import ADD_REMOVE_MAX_ROWS, NoiseCalibration, calibrate, discrete_laplace
-from .nominal import NominalTransform, nominal_forward, nominal_inverse, nominal_weights
-from .progress import Progress
-from .queries import (
+from .accuracy.queries import (
     PrefixSums,
     QueryBatch,
     RangeQuery,
@@ -57,11 +48,7 @@ from .queries import (
     sanity_bound,
     square_error,
 )
-from .release import SAMPLER, Release
-from .schema import Attribute, NominalAttribute, NumericBins, OrdinalAttribute, Schema
-from .spec import MECHANISM_NAMES, MECHANISMS, Mechanism, ReleaseSpec, mechanism_name
-from .transform import AxisTransform, IdentityTransform
-from .workloads import (
+from .accuracy.workloads import (
     OBJECTIVES,
     AxisPredicates,
     ProductPart,
@@ -71,6 +58,19 @@ from .workloads import (
     paper_workload,
     workload_variances,
 )
+from .counting import CountReport, DroppedRowsWarning, FrequencyCounter, frequency_matrix
+from .errors import Cancelled, DomainError, HierarchyError, PriveletError, SchemaError
+from .haar import HaarTransform, haar_forward, haar_inverse, haar_weights
+from .hn import TransformPlan, axis_transform, hn_forward, hn_inverse
+from .mechanisms import basic, privelet, privelet_plus
+from .model.hierarchy import Hierarchy, HierarchyNode, NodeInfo
+from .model.schema import Attribute, NominalAttribute, NumericBins, OrdinalAttribute, Schema
+from .noise import ADD_REMOVE_MAX_ROWS, NoiseCalibration, calibrate, discrete_laplace
+from .nominal import NominalTransform, nominal_forward, nominal_inverse, nominal_weights
+from .progress import Progress
+from .release import SAMPLER, Release
+from .spec import MECHANISM_NAMES, MECHANISMS, Mechanism, ReleaseSpec, mechanism_name
+from .transform import AxisTransform, IdentityTransform
 
 __all__ = [
     "ADD_REMOVE_MAX_ROWS",

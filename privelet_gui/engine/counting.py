@@ -17,9 +17,9 @@ from ..formatting import counted
 from . import _compiled, _memory
 from ._memory import scattered_zeros, zeros
 from .errors import DomainError, SchemaError
+from .model.schema import Attribute, Schema
 from .pipeline import worker_count
 from .progress import CancelCallback, Progress, ProgressCallback
-from .schema import Attribute, Schema
 
 if TYPE_CHECKING:  # pandas is imported when a table is counted, not with the engine
     import pandas as pd

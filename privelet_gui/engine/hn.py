@@ -15,8 +15,8 @@ import numpy as np
 
 from .errors import SchemaError
 from .haar import HaarTransform
+from .model.schema import Attribute, NominalAttribute, Schema
 from .nominal import NominalTransform
-from .schema import Attribute, NominalAttribute, Schema
 from .transform import AxisTransform, IdentityTransform, along
 
 __all__ = ["TransformPlan", "axis_transform", "hn_forward", "hn_inverse"]

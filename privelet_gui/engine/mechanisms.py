@@ -12,10 +12,10 @@ from collections.abc import Iterable
 import numpy as np
 
 from .errors import PriveletError
+from .model.schema import Schema
 from .noise import Neighbours
 from .progress import CancelCallback, ProgressCallback
 from .release import SAMPLER, Mechanism, Release
-from .schema import Schema
 from .spec import ReleaseSpec, axes_schema
 
 __all__ = ["SAMPLER", "Release", "basic", "privelet", "privelet_plus"]

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import _compiled
 from .haar import HaarTransform, loop_table
-from .hierarchy import Hierarchy
+from .model.hierarchy import Hierarchy
 from .transform import AxisTransform, along, back, deliver, outer
 
 __all__ = ["NominalTransform", "nominal_forward", "nominal_inverse", "nominal_weights"]

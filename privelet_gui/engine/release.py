@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from .bounds import variance_model
+from .accuracy.bounds import variance_model
+from .accuracy.queries import QueryBatch, RangeQuery
 from .errors import PriveletError
+from .model.schema import Schema
 from .noise import SAMPLERS, Neighbours, NoiseCalibration, Sampler
-from .queries import QueryBatch, RangeQuery
-from .schema import Schema
 
 if TYPE_CHECKING:
     from .spec import ReleaseSpec

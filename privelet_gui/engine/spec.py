@@ -39,10 +39,12 @@ from functools import cached_property
 
 import numpy as np
 
-from .bounds import VarianceModel, margin95, paper_bound, variance_model
+from .accuracy.bounds import VarianceModel, margin95, paper_bound, variance_model
+from .accuracy.queries import QueryBatch, RangeQuery
 from .counting import InvalidPolicy
 from .errors import PriveletError, SchemaError
 from .hn import TransformPlan
+from .model.schema import OrdinalAttribute, Schema
 from .noise import (
     Neighbours,
     NoiseCalibration,
@@ -58,9 +60,7 @@ from .noise import (
 from .pipeline import EXACT_LIMIT, check_memory, peak_bytes, release_blocks, worker_count
 from .postprocess import shift_to_total
 from .progress import CancelCallback, Progress, ProgressCallback
-from .queries import QueryBatch, RangeQuery
 from .release import SAMPLER, Mechanism, Release
-from .schema import OrdinalAttribute, Schema
 
 __all__ = [
     "MECHANISMS",

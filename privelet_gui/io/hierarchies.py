@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..engine import Hierarchy, HierarchyError, HierarchyNode
-from ..engine.hierarchy import MAX_HEIGHT
+from ..engine.model.hierarchy import MAX_HEIGHT
 from ._json import loads
 from .atomic import atomic_write
 from .tables import _lines, sniff_delimiter

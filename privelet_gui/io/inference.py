@@ -29,7 +29,7 @@ from typing import Any
 import pandas as pd
 
 from ..engine import Hierarchy, NominalAttribute, NumericBins, OrdinalAttribute, Schema, SchemaError
-from ..engine.schema import Attribute
+from ..engine.model.schema import Attribute
 from .summary import MAX_TRACKED_VALUES, ColumnSummary, ProgressFunction, summarize_frame, summarize_table
 from .tables import TableOptions
 

@@ -36,13 +36,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..engine.accuracy.workloads import OBJECTIVES, PAPER_QUERIES
 from ..engine.counting import INVALID_POLICIES, InvalidPolicy
 from ..engine.errors import PriveletError
+from ..engine.model.schema import Schema
 from ..engine.noise import NEIGHBOURS, SAMPLERS, Neighbours, Sampler, check_epsilon
 from ..engine.release import SAMPLER
-from ..engine.schema import Schema
 from ..engine.spec import MECHANISMS, Mechanism
-from ..engine.workloads import OBJECTIVES, PAPER_QUERIES
 from ._json import is_finite_number, loads, shown
 from .atomic import atomic_write
 
@@ -470,9 +470,9 @@ def _drafts(obj: Any) -> dict[str, dict[str, Any]]:
 
 def _check_tree(tree: Any, where: str) -> None:
     """A draft's tree: groups ``{"label": text, "children": [...]}`` and leaves ``{"label": text}``,
-    the root a group, at most :data:`~privelet_gui.engine.hierarchy.MAX_HEIGHT` levels
+    the root a group, at most :data:`~privelet_gui.engine.model.hierarchy.MAX_HEIGHT` levels
     (walked without recursion: a file nested thousands deep is refused, not overflowed)."""
-    from ..engine.hierarchy import MAX_DISPLAY_LABEL, MAX_HEIGHT
+    from ..engine.model.hierarchy import MAX_DISPLAY_LABEL, MAX_HEIGHT
 
     if not isinstance(tree, Mapping) or "children" not in tree:
         raise ProjectError(f'{where}.tree must be a group {{"label": ..., "children": [...]}}, got {shown(tree)}')

@@ -57,7 +57,7 @@ from ..engine import (
     SchemaError,
 )
 from ..engine._memory import byte_size
-from ..engine.schema import MAX_AXIS_VALUES, RANGE_BOUNDS, Attribute, check_missing_values
+from ..engine.model.schema import MAX_AXIS_VALUES, RANGE_BOUNDS, Attribute, check_missing_values
 from ._json import loads, shown
 from .atomic import atomic_write, check_writable
 from .hierarchies import read_hierarchy, write_arx_hierarchy

@@ -18,8 +18,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from ..engine.model.schema import cell_text
 from ..engine.progress import Progress
-from ..engine.schema import cell_text
 from .tables import iter_table_chunks
 
 __all__ = [

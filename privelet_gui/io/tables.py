@@ -32,8 +32,8 @@ import numpy as np
 import pandas as pd
 
 from ..engine import CountReport, FrequencyCounter, Schema, SchemaError
+from ..engine.model.schema import cell_text, check_missing_values, pandas_reads_text_exactly
 from ..engine.progress import CancelCallback, Progress, ProgressCallback
-from ..engine.schema import cell_text, check_missing_values, pandas_reads_text_exactly
 from .errors import TableError
 
 __all__ = [
@@ -933,7 +933,7 @@ def iter_table_chunks(
 
     Columns are text, as in :func:`read_table`; with ``typed``, a Parquet file's columns
     keep their types (text ones as categoricals), for callers that turn each distinct value
-    into its text (:func:`~privelet_gui.engine.schema.cell_text`) rather than every cell (a
+    into its text (:func:`~privelet_gui.engine.model.schema.cell_text`) rather than every cell (a
     CSV file's columns are text either way). ``progress(fraction, stage)`` receives the
     fraction of the file's bytes read so far.
     """

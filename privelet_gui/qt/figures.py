@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..engine import QuintileRow
-from ..engine.evaluation import EVALUATED_MECHANISMS, EvaluationRow
+from ..engine.accuracy.evaluation import EVALUATED_MECHANISMS, EvaluationRow
 from ..io import atomic_write
 
 if TYPE_CHECKING:

@@ -40,8 +40,8 @@ from ..engine import (
     recommend_sa,
 )
 from ..engine.counting import InvalidPolicy
+from ..engine.model.schema import OutOfRange, check_missing_values
 from ..engine.noise import Neighbours, Sampler
-from ..engine.schema import OutOfRange, check_missing_values
 from ..engine.spec import Mechanism
 from ..io import ColumnSummary, TableSummary, infer_attribute
 from ..io.inference import MISSING_LABEL, free_root_label, missing_code

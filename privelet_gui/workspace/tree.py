@@ -7,7 +7,7 @@ custodian edits it, the tree may be invalid (an empty group, a duplicate label):
 raises until it is fixed.
 
 A node's ``label`` is its code (what the data holds, for a leaf); its ``display`` is the
-optional text shown for it (a display label: see :mod:`privelet_gui.engine.hierarchy`).
+optional text shown for it (a display label: see :mod:`privelet_gui.engine.model.hierarchy`).
 Labelling a value never changes the code the data is matched with.
 
 Every edit is one :class:`~privelet_gui.workspace.history.Change` made of primitive
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from ..engine import Hierarchy, HierarchyError, HierarchyNode
-from ..engine.hierarchy import MAX_DISPLAY_LABEL
+from ..engine.model.hierarchy import MAX_DISPLAY_LABEL
 from .events import Event
 from .history import Change, History, UndoHistory
 
@@ -687,7 +687,7 @@ class HierarchyTree:
 
 def _display_text(node: TreeNode, text: str | None) -> str | None:
     """A display label as stored: one line (runs of spaces and line breaks made one space),
-    at most :data:`~privelet_gui.engine.hierarchy.MAX_DISPLAY_LABEL` characters; None for
+    at most :data:`~privelet_gui.engine.model.hierarchy.MAX_DISPLAY_LABEL` characters; None for
     none (empty, or the code itself)."""
     shown = " ".join((text or "").split())[:MAX_DISPLAY_LABEL]
     return None if not shown or shown == node.label else shown

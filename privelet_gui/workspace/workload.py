@@ -36,11 +36,11 @@ from ..engine import (
     paper_workload,
     recommend_sa,
 )
-from ..engine.advisor import EXHAUSTIVE_UP_TO
+from ..engine.accuracy.advisor import EXHAUSTIVE_UP_TO
+from ..engine.accuracy.workloads import check_objective
 from ..engine.noise import Neighbours
 from ..engine.progress import CancelCallback
 from ..engine.spec import Mechanism
-from ..engine.workloads import check_objective
 from ..io import read_workload
 from ..io.project import WorkloadChoice
 

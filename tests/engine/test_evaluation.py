@@ -14,7 +14,7 @@ from privelet_gui.engine import (
     random_workload,
     variance_model,
 )
-from privelet_gui.engine.evaluation import coverage_groups, evaluate, expected_errors, quintile_summary
+from privelet_gui.engine.accuracy.evaluation import coverage_groups, evaluate, expected_errors, quintile_summary
 
 JOBS = Hierarchy.from_nested({"*": {"T": ["t1", "t2", "t3"], "O": ["o1", "o2"], "S": ["s1", "s2", "s3", "s4"]}})
 SCHEMA = Schema(

@@ -26,8 +26,8 @@ from privelet_gui.engine import (
     frequency_matrix,
     privelet_plus,
 )
-from privelet_gui.engine.hierarchy import MAX_HEIGHT
-from privelet_gui.engine.schema import MAX_AXIS_VALUES
+from privelet_gui.engine.model.hierarchy import MAX_HEIGHT
+from privelet_gui.engine.model.schema import MAX_AXIS_VALUES
 from privelet_gui.engine.spec import axes_schema
 
 # -- big domains ----------------------------------------------------------------------------------
@@ -131,7 +131,7 @@ def test_numbers_as_text_of_17_digits_fall_in_their_own_bin(monkeypatch: pytest.
     # The edges in float64 are -0.25, 0.04999999999999999, 0.35, 0.6499999999999999, 0.95. pandas 2.1.4
     # reads "0.04999999999999999" as 0.0499999999999999 (below the edge) and "-0.15000000000000002" as
     # -0.15. `reread` forces the re-reading older pandas gets, so that it is tested at every version.
-    from privelet_gui.engine import schema
+    from privelet_gui.engine.model import schema
 
     if reread:
         monkeypatch.setattr(schema, "pandas_reads_text_exactly", lambda version: False)
@@ -144,7 +144,7 @@ def test_numbers_as_text_of_17_digits_fall_in_their_own_bin(monkeypatch: pytest.
 
 
 def test_text_is_read_again_only_with_pandas_before_3_1():
-    from privelet_gui.engine.schema import pandas_reads_text_exactly
+    from privelet_gui.engine.model.schema import pandas_reads_text_exactly
 
     assert not pandas_reads_text_exactly("2.1.4") and not pandas_reads_text_exactly("3.0.2")
     assert pandas_reads_text_exactly("3.1.1") and pandas_reads_text_exactly("3.2.0.dev0+12.gabc")

@@ -22,7 +22,7 @@ from privelet_gui.engine import (
     paper_workload,
     recommend_sa,
 )
-from privelet_gui.engine.advisor import _bin_widths
+from privelet_gui.engine.accuracy.advisor import _bin_widths
 
 from .strategies import schemas
 

@@ -38,7 +38,7 @@ from privelet_gui.engine import (
     Schema,
     SchemaError,
 )
-from privelet_gui.engine.schema import Attribute
+from privelet_gui.engine.model.schema import Attribute
 
 FORMATS = ("csv", "tsv", "csv.gz", "parquet")
 

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from privelet_gui.engine import DomainError
-from privelet_gui.engine.schema import pandas_reads_text_exactly
+from privelet_gui.engine.model.schema import pandas_reads_text_exactly
 from privelet_gui.io import TableError, TableOptions, count_table, read_table
 
 from .support import fuzz, outcome

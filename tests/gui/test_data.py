@@ -90,7 +90,7 @@ def test_work_functions_and_project_files_import_without_qt():
                 return None
 
         sys.meta_path.insert(0, BlockQt())
-        import privelet_gui.workspace, privelet_gui.engine.builders, privelet_gui.io.project
+        import privelet_gui.workspace, privelet_gui.engine.model.builders, privelet_gui.io.project
         assert not [m for m in sys.modules if m.startswith(("PySide6", "shiboken6"))]
         print("ok")
         """

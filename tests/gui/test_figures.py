@@ -8,7 +8,7 @@ from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication
 
 from privelet_gui.engine import QuintileRow
-from privelet_gui.engine.evaluation import EvaluationRow
+from privelet_gui.engine.accuracy.evaluation import EvaluationRow
 from privelet_gui.io import OutputExistsError
 from privelet_gui.qt.figures import (
     CUSTODIAN_LABEL,

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QApplication, QScrollArea, QVBoxLayout, QWidget
 
 from privelet_gui.bench import brazil_schema
 from privelet_gui.engine import random_workload, variance_model
-from privelet_gui.engine.evaluation import expected_errors
+from privelet_gui.engine.accuracy.evaluation import expected_errors
 from privelet_gui.qt.plots import (
     TRUE_DATA_WARNING,
     AttributeFactorPlot,

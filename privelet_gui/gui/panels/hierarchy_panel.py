@@ -41,7 +41,7 @@ from PySide6.QtWidgets import (
 
 from ... import io as pio
 from ...engine import HierarchyError, PriveletError
-from ...engine.builders import flat, group_by_prefix, group_into_ranges, parse_numbers
+from ...engine.model.builders import flat, group_by_prefix, group_into_ranges, parse_numbers
 from ...formatting import counted
 from ...qt import icons
 from ...qt.widgets import StepHeader, section_label

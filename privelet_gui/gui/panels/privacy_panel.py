@@ -62,9 +62,9 @@ from ...engine import (
     variance_for_margin95,
     variance_model,
 )
+from ...engine.accuracy.workloads import PAPER_QUERIES, level_nodes
 from ...engine.noise import SAMPLERS, Sampler
 from ...engine.spec import Mechanism
-from ...engine.workloads import PAPER_QUERIES, level_nodes
 from ...formatting import table_is_scientific
 from ...io.project import WorkloadChoice
 from ...qt import icons

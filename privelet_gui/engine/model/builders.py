@@ -19,7 +19,7 @@ import itertools
 from collections.abc import Sequence
 from typing import TypeAlias
 
-from .errors import HierarchyError
+from ..errors import HierarchyError
 from .hierarchy import Hierarchy, HierarchyNode
 
 __all__ = ["flat", "group_by_prefix", "group_into_ranges", "parse_numbers"]

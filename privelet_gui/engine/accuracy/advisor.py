@@ -25,12 +25,12 @@ from typing import Literal
 
 import numpy as np
 
+from ..errors import SchemaError
+from ..model.schema import Attribute, NominalAttribute, NumericBins, OrdinalAttribute, Schema
+from ..progress import CancelCallback, Progress
+from ..spec import ReleaseSpec
 from .bounds import margin95, recommend_sa
-from .errors import SchemaError
-from .progress import CancelCallback, Progress
 from .queries import QueryBatch
-from .schema import Attribute, NominalAttribute, NumericBins, OrdinalAttribute, Schema
-from .spec import ReleaseSpec
 from .workloads import (
     AxisPredicates,
     Objective,

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import PriveletError
+from ..mechanisms import Release, basic, privelet_plus
+from ..model.schema import Schema
+from ..noise import Neighbours, check_epsilon
+from ..progress import CancelCallback, Progress, ProgressCallback
 from .bounds import variance_model
-from .errors import PriveletError
-from .mechanisms import Release, basic, privelet_plus
-from .noise import Neighbours, check_epsilon
-from .progress import CancelCallback, Progress, ProgressCallback
 from .queries import PrefixSums, QueryBatch, random_workload, relative_error, sanity_bound, square_error
-from .schema import Schema
 
 __all__ = [
     "EVALUATED_MECHANISMS",

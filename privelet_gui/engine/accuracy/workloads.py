@@ -33,14 +33,14 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from ..errors import PriveletError, SchemaError
+from ..model.schema import Attribute, NominalAttribute, Schema
+from ..noise import Neighbours, check_epsilon, multiplicity
 from .bounds import VarianceModel, variance_model
-from .errors import PriveletError, SchemaError
-from .noise import Neighbours, check_epsilon, multiplicity
 from .queries import QueryBatch, random_workload
-from .schema import Attribute, NominalAttribute, Schema
 
 if TYPE_CHECKING:
-    from .spec import ReleaseSpec
+    from ..spec import ReleaseSpec
 
 __all__ = [
     "OBJECTIVES",

@@ -23,7 +23,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from .errors import HierarchyError, shown
+from ..errors import HierarchyError, shown
 
 __all__ = ["MAX_DISPLAY_LABEL", "MAX_HEIGHT", "Hierarchy", "HierarchyNode", "NodeInfo"]
 

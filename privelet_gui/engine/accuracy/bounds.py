@@ -26,12 +26,12 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from .haar import HaarTransform
-from .hn import axis_transform
-from .noise import Neighbours, check_epsilon, multiplicity
+from ..haar import HaarTransform
+from ..hn import axis_transform
+from ..model.schema import Attribute, NominalAttribute, Schema
+from ..noise import Neighbours, check_epsilon, multiplicity
+from ..transform import AxisTransform
 from .queries import QueryBatch, RangeQuery
-from .schema import Attribute, NominalAttribute, Schema
-from .transform import AxisTransform
 
 __all__ = [
     "Z95",

@@ -1,0 +1,1 @@
+"""Accuracy before and after a release: queries, workloads, exact variances, bounds, the advisor."""

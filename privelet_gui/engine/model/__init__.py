@@ -1,0 +1,1 @@
+"""The engine's values: attributes, schemas and hierarchies (no numerics)."""
