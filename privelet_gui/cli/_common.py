@@ -235,8 +235,7 @@ def missing_type(text: str) -> tuple[str, ...]:
 
 def epsilon_type(text: str) -> float:
     """``--epsilon``: a number the engine accepts (a usage error otherwise)."""
-    from ..engine import PriveletError
-    from ..engine.noise import check_epsilon
+    from ..engine import PriveletError, check_epsilon
 
     try:
         return check_epsilon(float(text))

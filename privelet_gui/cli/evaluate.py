@@ -91,8 +91,7 @@ def _epsilon_text(epsilon: float) -> str:
 
 def _parse_epsilons(text: str) -> list[float]:
     """``--epsilons`` as a list of distinct positive numbers (errors name the bad entry; exit 1)."""
-    from ..engine import PriveletError
-    from ..engine.noise import check_epsilon
+    from ..engine import PriveletError, check_epsilon
 
     example = "give positive numbers separated by commas, e.g. --epsilons 0.5,0.75,1,1.25"
     parts = [part.strip() for part in text.split(",")]

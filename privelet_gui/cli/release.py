@@ -319,18 +319,17 @@ def _release_on_dask(
             info = client.scheduler_info()
             note(args, f"Dask: {len(info.get('workers', {}))} worker(s), scheduler {info.get('address')}")
             counts = count_dataset(
-                client, table, spec.schema, release_layout(spec.plan).chunks, options=options,
+                client, table, spec.schema, release_layout(spec).chunks, options=options,
                 invalid=args.invalid, progress=bar,
             )
             bar.close()
             before_noise()
             release, meta = release_to_zarr(
                 client, counts.matrix, spec, out, rows=counts.rows, rng=rng, progress=bar, force=args.force,
-                metadata=extra, seed=args.seed,
+                metadata=extra, seed=args.seed, record=drawn,  # recorded before the folder is in place
             )
             report = counts.report
             del counts  # the true counts go no further (the workers drop them)
-            drawn(release)
     finally:
         bar.close()
     return release, meta, report

@@ -23,7 +23,7 @@ Examples
 
     spec = ReleaseSpec(load_schema("schema.json"), epsilon=1.0, sa=("Age", "Gender"))
     with dask_client("tcp://scheduler:8786") as client:   # or dask_client() on this machine
-        counts = count_dataset(client, "census/*.parquet", spec.schema, release_layout(spec.plan).chunks)
+        counts = count_dataset(client, "census/*.parquet", spec.schema, release_layout(spec).chunks)
         release, metadata = release_to_zarr(client, counts.matrix, spec, "census.zarr", rows=counts.rows)
 """
 

@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
             with dask_client(workers=workers) as client:
                 with _PeakMemory(client) as memory:
                     started = time.perf_counter()
-                    counts = count_dataset(client, files, schema, release_layout(spec.plan).chunks)
+                    counts = count_dataset(client, files, schema, release_layout(spec).chunks)
                     counted = time.perf_counter() - started
                     release_to_zarr(client, counts.matrix, spec, scratch / f"dask-{workers}.zarr", rows=counts.rows,
                                     rng=np.random.default_rng(1))

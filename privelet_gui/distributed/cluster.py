@@ -13,8 +13,8 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..engine import thread_count, usable_cores
 from ..engine.errors import PriveletError
-from ..engine.pipeline import worker_count
 from ..engine.progress import Progress
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ def dask_client(
     environment = {**dask.config.get("distributed.nanny.pre-spawn-environ", {}), **_WORKER_ENVIRONMENT}
     try:
         with dask.config.set({"distributed.nanny.pre-spawn-environ": environment}), LocalCluster(
-            n_workers=worker_count(workers),
+            n_workers=usable_cores() if workers is None else thread_count(0, workers),
             threads_per_worker=1,
             processes=True,
             memory_limit=memory_limit,

@@ -138,7 +138,7 @@ def count_dataset(
     with ``options`` as :func:`~privelet_gui.io.count_table` reads one, or a Dask DataFrame.
 
     ``chunks`` is how the matrix will be chunked (dask's form; for a release,
-    ``release_layout(spec.plan).chunks``). Reading and encoding happen here, with progress
+    ``release_layout(spec).chunks``). Reading and encoding happen here, with progress
     per partition and cancel between them; summing the pieces waits for the release.
     """
     require_dask()

@@ -1,33 +1,29 @@
 """How a release's matrix is cut into the chunks that cluster tasks work on.
 
-The one-machine pipeline cuts M into S_A blocks and gives each its own noise stream,
-spawned in block order (:func:`~privelet_gui.engine.pipeline.block_indices`); a block
-bigger than one slab cuts its last transformed axis's work into tiles, each with a stream
-spawned from the block's (:func:`~privelet_gui.engine.pipeline.tile_indices`). A chunk here
-is a group of whole blocks, or of whole tiles, so that a task draws exactly the noise the
-one-machine release draws there: the release depends on the seed only, never on the number
-of workers or on which worker ran what. Everything here is plain numpy (no dask).
+A measurement's noise depends on its global position and the release's key alone
+(:mod:`privelet_gui.engine.pipeline`), so any cut gives the one-machine release, cell for cell.
+The cuts here follow the engine's block API: chunks of whole S_A blocks
+(:meth:`~privelet_gui.engine.pipeline.ReleasePipeline.blocks`), or, for big blocks, chunks of whole
+slabs (their three passes: :class:`~privelet_gui.engine.pipeline.BigBlock`). Everything here is
+plain numpy (no dask).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
-from ..engine.errors import PriveletError
-from ..engine.hn import TransformPlan
-from ..engine.pipeline import block_indices, is_tiled, slab_layout
+from ..engine import BigBlock, InternalError, ReleasePipeline, ReleaseSpec
 from ..io.zarr_releases import regular_chunks
 
-__all__ = ["TASK_CELLS", "Box", "Grid", "ReleaseLayout", "line_chunks", "release_layout", "slab_chunks"]
+__all__ = ["TASK_CELLS", "Box", "Grid", "ReleaseLayout", "release_layout", "slab_chunks"]
 
 #: Cells a task works on at once (16 MiB of float64): a task then needs about four times
 #: that, comfortably within a worker's memory (a few hundred MB at the least).
 TASK_CELLS = 1 << 21
-# The block pipeline's buffers for the tiles of its last transformed axis (8 MiB).
-_TILE_BUFFER_BYTES = 8 << 20
 
 Index = tuple[slice, ...]
 Chunks = tuple[tuple[int, ...], ...]
@@ -35,23 +31,16 @@ Chunks = tuple[tuple[int, ...], ...]
 
 @dataclass(frozen=True)
 class Box:
-    """One block (or tile) inside the chunk that holds it: its number (which noise stream),
-    where it sits in the chunk, and its index in the whole array as the pipeline gives it
-    (``slice(None)`` along an axis it does not cut)."""
+    """One block inside the chunk that holds it: where it sits in the chunk, and where in M."""
 
-    number: int
     local: Index
-    index: Index
-    region: Index  # the same index with explicit starts and stops
+    region: Index
 
 
 @dataclass(frozen=True)
 class Grid:
-    """Boxes that cut ``shape`` into a grid, grouped into chunks of about ``cells`` cells.
-
-    ``chunks`` is in dask's form (the chunk sizes along each axis); :meth:`by_chunk` says
-    which boxes each chunk holds.
-    """
+    """Boxes that cut ``shape`` into a grid, grouped into chunks (``chunks`` in dask's form: the
+    chunk sizes along each axis); :meth:`by_chunk` says which boxes each chunk holds."""
 
     shape: tuple[int, ...]
     chunks: Chunks
@@ -69,7 +58,7 @@ class Grid:
         )
 
     def by_chunk(self) -> dict[tuple[int, ...], list[Box]]:
-        """The boxes of every chunk (by chunk position), in the order of their numbers."""
+        """The boxes of every chunk (by chunk position)."""
         out: dict[tuple[int, ...], list[Box]] = {position: [] for position in self.positions}
         for position, box in self.boxes:
             out[position].append(box)
@@ -77,11 +66,11 @@ class Grid:
 
 
 def grid(shape: tuple[int, ...], boxes: list[Index], cells: int) -> Grid:
-    """Group ``boxes`` (a grid cutting ``shape``, numbered in list order) into chunks of
-    about ``cells`` cells: whole boxes, joined along the innermost cut axis first."""
-    starts = [sorted({range(n)[index[axis]].start for index in boxes}) for axis, n in enumerate(shape)]
+    """Group ``boxes`` (a grid cutting ``shape``) into chunks of about ``cells`` cells: whole
+    boxes, joined along the innermost cut axis first."""
+    starts = [sorted({index[axis].start for index in boxes}) for axis in range(len(shape))]
     if math.prod(len(s) for s in starts) != len(boxes):
-        raise PriveletError("internal error: the blocks of this release do not form a grid")  # never expected
+        raise InternalError("the blocks of this release do not form a grid")
     box_sizes = [
         [stop - start for start, stop in zip(s, [*s[1:], n], strict=True)] for s, n in zip(starts, shape, strict=True)
     ]
@@ -98,32 +87,15 @@ def grid(shape: tuple[int, ...], boxes: list[Index], cells: int) -> Grid:
             break
     chunk_starts = [np.cumsum([0, *sizes[:-1]]) for sizes in chunk_sizes]
     placed = []
-    for number, index in enumerate(boxes):
+    for index in boxes:
         position, local = [], []
         for axis, part in enumerate(index):
-            span = range(shape[axis])[part]
-            chunk = int(np.searchsorted(chunk_starts[axis], span.start, side="right")) - 1
+            chunk = int(np.searchsorted(chunk_starts[axis], part.start, side="right")) - 1
             offset = int(chunk_starts[axis][chunk])
             position.append(chunk)
-            local.append(slice(span.start - offset, span.stop - offset))
-        region = tuple(slice(range(n)[part].start, range(n)[part].stop) for part, n in zip(index, shape, strict=True))
-        placed.append((tuple(position), Box(number, tuple(local), index, region)))
+            local.append(slice(part.start - offset, part.stop - offset))
+        placed.append((tuple(position), Box(tuple(local), index)))
     return Grid(tuple(shape), tuple(tuple(sizes) for sizes in chunk_sizes), tuple(placed))
-
-
-def line_chunks(shape: tuple[int, ...], axis: int, cells: int) -> Chunks:
-    """Chunks holding whole lines along ``axis`` (about ``cells`` cells each, cut along the
-    other axes, outermost first): what a pass along ``axis`` needs.
-
-    >>> line_chunks((4, 6, 10), 1, 120)
-    ((2, 2), (6,), (10,))
-    """
-    others = [a for a in range(len(shape)) if a != axis]
-    steps = dict(zip(others, regular_chunks(tuple(shape[a] for a in others), max(1, cells // max(shape[axis], 1))), strict=True))
-    return tuple(
-        (n,) if a == axis or n == 0 else tuple(min(steps[a], n - start) for start in range(0, n, steps[a]))
-        for a, n in enumerate(shape)
-    )
 
 
 def slab_chunks(extent: tuple[int, ...], lead: int, cells: int) -> Chunks:
@@ -143,29 +115,32 @@ def slab_chunks(extent: tuple[int, ...], lead: int, cells: int) -> Chunks:
 
 @dataclass(frozen=True)
 class ReleaseLayout:
-    """The chunks of a release with ``plan``.
+    """The chunks of a release of ``spec`` (see the module docstring).
 
-    ``tiled`` is false when every S_A block fits in one task: the release is then one task
-    per chunk of :attr:`blocks` (whole blocks). It is true when the blocks are bigger than
-    one slab (S_A empty, or blocks of tens of millions of cells): each block then goes
-    through axis passes whose noise is drawn tile by tile (:mod:`privelet_gui.distributed.release`).
-    :attr:`chunks` is how the counted matrix should be chunked for it.
+    ``big`` says whether its blocks go through the three passes (S_A empty, or blocks of
+    millions of cells); :attr:`chunks` is how the counted matrix should be chunked for it.
     """
 
-    plan: TransformPlan
+    spec: ReleaseSpec
     blocks: Grid
-    tiled: bool
+    big: bool
     cells: int
+
+    @cached_property
+    def pipeline(self) -> ReleasePipeline:
+        return ReleasePipeline(self.spec.plan, self.spec.calibration(1), self.spec.sampler)
+
+    def big_blocks(self) -> list[BigBlock]:
+        """Every big block, in the order of :attr:`blocks`."""
+        return [self.pipeline.big_block(box.region) for _, box in self.blocks.boxes]
 
     @property
     def chunks(self) -> Chunks:
-        if not self.tiled:
+        if not self.big:
             return self.blocks.chunks
-        # Big blocks are released one by one: chunks that never straddle two of them, each of
-        # whole slabs (the pipeline's passes 1 and 3).
-        first = self.blocks.boxes[0][1].region
-        extent = tuple(part.stop - part.start for part in first)
-        inner = slab_chunks(extent, slab_layout(self.plan, extent)[0], self.cells)
+        # Chunks that never straddle two big blocks, each of whole slabs (passes 1 and 3).
+        block = self.big_blocks()[0]
+        inner = slab_chunks(block.shape, block.split, self.cells)
         return tuple(
             tuple(piece for _ in range(len(block_sizes)) for piece in pieces)
             for block_sizes, pieces in zip(self.blocks.chunks, inner, strict=True)
@@ -173,26 +148,24 @@ class ReleaseLayout:
 
     @property
     def task_bytes(self) -> int:
-        """About the most memory one task of this release holds (bytes): its chunk of M and
-        of the output and, per block it releases, the block's coefficients twice over (the
-        block pipeline's forward and inverse buffers), plus the pipeline's tile buffers."""
+        """About the most memory one task of this release holds (bytes): its chunk of M and of the
+        output, and its block's or pass's working copies (four times its measurements)."""
         chunk_cells = math.prod(max(sizes) for sizes in self.chunks)
-        if self.tiled:  # a pass holds its chunk, its result and a transform's workspace
+        if self.big:  # a pass holds its chunk, its result and a transform's workspace
             return 8 * 4 * chunk_cells
-        outer_axes = self.plan.transformed_axes[:-1]
-        block = self.blocks.boxes[0][1].region  # the first block is one of the largest
-        coefficients = math.prod(
-            self.plan.transforms[a].n_coefficients if a in outer_axes else part.stop - part.start
-            for a, part in enumerate(block)
+        region = self.blocks.boxes[0][1].region  # the first block is one of the largest
+        measured = math.prod(
+            part.stop - part.start if s.separable else s.n_measurements
+            for part, s in zip(region, self.spec.plan.strategies, strict=True)
         )
-        return 8 * (2 * chunk_cells + 2 * coefficients) + _TILE_BUFFER_BYTES
+        return 8 * (2 * chunk_cells + 4 * measured)
 
 
-def release_layout(plan: TransformPlan, cells: int = TASK_CELLS) -> ReleaseLayout:
-    """The layout of a release with ``plan`` whose tasks work on about ``cells`` cells."""
-    shape = plan.shape
-    blocks = block_indices(plan)
-    tiled = any(is_tiled(plan, tuple(len(range(n)[part]) for part, n in zip(index, shape, strict=True))) for index in blocks)
-    # Blocks of a tiled release all have one shape (each is one index along every S_A axis,
-    # or the whole matrix), so chunks of whole blocks are one block each.
-    return ReleaseLayout(plan, grid(shape, blocks, 1 if tiled else cells), tiled, cells)
+def release_layout(spec: ReleaseSpec, cells: int = TASK_CELLS) -> ReleaseLayout:
+    """The layout of a release of ``spec`` whose tasks work on about ``cells`` cells."""
+    pipeline = ReleasePipeline(spec.plan, spec.calibration(1), spec.sampler)
+    blocks = pipeline.blocks()
+    # Big blocks are whole along the transformed axes and one value along each S_A axis, so they
+    # all have one shape: chunks of whole blocks are one block each.
+    big = pipeline.is_big(blocks[0])
+    return ReleaseLayout(spec, grid(spec.schema.shape, blocks, 1 if big else cells), big, cells)

@@ -1,7 +1,10 @@
-"""The Privelet engine: frequency matrices, wavelet transforms, mechanisms, bounds, queries.
+"""The Privelet engine: frequency matrices, per-axis strategies, the noise, bounds and queries.
 
-Pure numpy (pandas at the edges); it never imports Qt. Everything public is
-re-exported here:
+numpy with compiled loops (numba), pandas at the edges; it never imports Qt. Its parts, by
+folder: ``model`` (attributes, schemas, hierarchies), ``strategies`` (how each axis is measured:
+identity, Haar, the nominal wavelet), ``kernels`` (the compiled loops), ``noise`` (the grid, the
+samplers, the random bits), ``accuracy`` (queries, workloads, exact variances, the advisor), and
+``pipeline`` and ``spec`` (a release). Everything public is re-exported here:
 
 >>> import numpy as np
 >>> from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, Schema, privelet_plus
@@ -12,7 +15,6 @@ re-exported here:
 (100, 2)
 """
 
-from ._compiled import prepare_compiled
 from .accuracy.advisor import EXHAUSTIVE_UP_TO, Advice, AttributeMultiplier, SaChoice, Suggestion, advise, best_sa
 from .accuracy.bounds import (
     Z95,
@@ -59,33 +61,65 @@ from .accuracy.workloads import (
     workload_variances,
 )
 from .counting import CountReport, DroppedRowsWarning, FrequencyCounter, frequency_matrix
-from .errors import Cancelled, DomainError, HierarchyError, PriveletError, SchemaError
-from .haar import HaarTransform, haar_forward, haar_inverse, haar_weights
-from .hn import TransformPlan, axis_transform, hn_forward, hn_inverse
-from .mechanisms import basic, privelet, privelet_plus
+from .errors import Cancelled, DomainError, HierarchyError, InternalError, PriveletError, SchemaError
+from .mechanisms import basic, prepare_kernels, privelet, privelet_plus
+from .memory import available_memory, byte_size
 from .model.hierarchy import Hierarchy, HierarchyNode, NodeInfo
 from .model.schema import Attribute, NominalAttribute, NumericBins, OrdinalAttribute, Schema
-from .noise import ADD_REMOVE_MAX_ROWS, NoiseCalibration, calibrate, discrete_laplace
-from .nominal import NominalTransform, nominal_forward, nominal_inverse, nominal_weights
+from .noise.bits import BIT_SOURCE
+from .noise.calibration import (
+    ADD_REMOVE_MAX_ROWS,
+    EPSILON_MAX,
+    EPSILON_MIN,
+    NEIGHBOUR_NAMES,
+    NEIGHBOURS,
+    SAMPLERS,
+    Neighbours,
+    NoiseCalibration,
+    Sampler,
+    calibrate,
+    check_epsilon,
+)
+from .pipeline import BigBlock, ReleasePipeline, Scratch, Sizing, thread_count, usable_cores
 from .progress import Progress
-from .release import SAMPLER, Release
-from .spec import MECHANISM_NAMES, MECHANISMS, Mechanism, ReleaseSpec, mechanism_name
-from .transform import AxisTransform, IdentityTransform
+from .spec import (
+    MECHANISM_NAMES,
+    MECHANISMS,
+    READABLE_SAMPLERS,
+    SAMPLER,
+    Mechanism,
+    Release,
+    ReleaseSpec,
+    mechanism_name,
+)
+from .strategies.base import AxisStrategy
+from .strategies.haar import HaarTransform
+from .strategies.identity import IdentityTransform
+from .strategies.nominal import NominalTransform
+from .strategies.plan import StrategyPlan, paper_strategy
 
 __all__ = [
     "ADD_REMOVE_MAX_ROWS",
+    "BIT_SOURCE",
+    "EPSILON_MAX",
+    "EPSILON_MIN",
     "EXHAUSTIVE_UP_TO",
     "MECHANISMS",
     "MECHANISM_NAMES",
+    "NEIGHBOURS",
+    "NEIGHBOUR_NAMES",
     "OBJECTIVES",
+    "READABLE_SAMPLERS",
     "SAMPLER",
+    "SAMPLERS",
     "Z95",
     "Advice",
     "Attribute",
     "AttributeFactors",
     "AttributeMultiplier",
     "AxisPredicates",
-    "AxisTransform",
+    "AxisStrategy",
+    "BigBlock",
     "Cancelled",
     "CountReport",
     "DomainError",
@@ -98,7 +132,9 @@ __all__ = [
     "HierarchyError",
     "HierarchyNode",
     "IdentityTransform",
+    "InternalError",
     "Mechanism",
+    "Neighbours",
     "NodeInfo",
     "NoiseCalibration",
     "NominalAttribute",
@@ -113,43 +149,41 @@ __all__ = [
     "QuintileRow",
     "RangeQuery",
     "Release",
+    "ReleasePipeline",
     "ReleaseSpec",
     "SaChoice",
+    "Sampler",
     "Schema",
     "SchemaError",
+    "Scratch",
+    "Sizing",
+    "StrategyPlan",
     "Suggestion",
-    "TransformPlan",
     "VarianceModel",
     "Workload",
     "advise",
-    "axis_transform",
+    "available_memory",
     "basic",
     "best_sa",
+    "byte_size",
     "calibrate",
+    "check_epsilon",
     "coverage_groups",
-    "discrete_laplace",
     "epsilon_for_variance",
     "evaluate",
     "expected_error",
     "expected_errors",
     "frequency_matrix",
-    "haar_forward",
-    "haar_inverse",
-    "haar_weights",
-    "hn_forward",
-    "hn_inverse",
     "margin95",
     "marginal",
     "marginals",
     "measure_release",
     "mechanism_name",
-    "nominal_forward",
-    "nominal_inverse",
-    "nominal_weights",
     "paper_bound",
     "paper_factors",
+    "paper_strategy",
     "paper_workload",
-    "prepare_compiled",
+    "prepare_kernels",
     "privelet",
     "privelet_plus",
     "query_variance",
@@ -159,6 +193,8 @@ __all__ = [
     "relative_error",
     "sanity_bound",
     "square_error",
+    "thread_count",
+    "usable_cores",
     "variance_for_margin95",
     "variance_model",
     "workload_variances",

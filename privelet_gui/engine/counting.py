@@ -14,11 +14,10 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 import numpy as np
 
 from ..formatting import counted
-from . import _compiled, _memory
-from ._memory import scattered_zeros, zeros
 from .errors import DomainError, SchemaError
+from .memory import available_memory, byte_size
 from .model.schema import Attribute, Schema
-from .pipeline import worker_count
+from .pipeline import thread_count, usable_cores
 from .progress import CancelCallback, Progress, ProgressCallback
 
 if TYPE_CHECKING:  # pandas is imported when a table is counted, not with the engine
@@ -35,16 +34,8 @@ INVALID_POLICIES: tuple[InvalidPolicy, ...] = ("error", "drop")
 _ADD_AT_RATIO = 16
 
 # From this many rows on, a chunk's cell indices and bincount weights are computed on
-# several threads (numpy releases the GIL in those loops; the first touch of their fresh
-# pages is shared too), the weights while the columns are encoded. Measured here with both
-# cores free: 10 M rows of the bench's table 0.164-0.173 s instead of 0.180-0.184 s on one
-# thread, 1 M rows into 1 M cells 10.3 ms instead of 12.4 ms; with the other core busy, as on
-# one thread. A file's chunks (at most 2**19 rows) stay serial. With the fast extra (numba),
-# once its loops are loaded (:func:`~._compiled.loaded_count_loop`), the rows are counted on the
-# same threads, each into its own range of cells, instead of by a weighted bincount
-# (:meth:`FrequencyCounter._count_in_parts`): the bench's 10 M rows in 0.155-0.190 s against
-# 0.184-0.194 s (all cores, alternating processes, best of 8), 0.183-0.191 against 0.196-0.200 s
-# on one thread, and no 80 MB of weights.
+# several threads (numpy releases the GIL in those loops), the weights while the columns are
+# encoded. A file's chunks (at most 2**19 rows) stay serial.
 _PARALLEL_ROWS = 1 << 20
 
 
@@ -141,16 +132,16 @@ class FrequencyCounter:
     ):
         if invalid not in ("error", "drop"):
             raise SchemaError(f"invalid must be 'error' or 'drop', got {invalid!r}")
-        needed, available = 8 * schema.size, _memory.available_memory()
+        needed, available = 8 * schema.size, available_memory()
         if not encode_only and available is not None and needed > available:
             raise SchemaError(
-                f"the frequency matrix of this schema has {schema.size:,} cells ({_memory.byte_size(needed)}), more "
-                f"than the {_memory.byte_size(available)} of memory available; exclude attributes or use coarser domains"
+                f"the frequency matrix of this schema has {schema.size:,} cells ({byte_size(needed)}), more "
+                f"than the {byte_size(available)} of memory available; exclude attributes or use coarser domains"
             )
         self.schema = schema
         self.invalid = invalid
         self.chunked = chunked
-        self.workers = worker_count(workers)
+        self.workers = usable_cores() if workers is None else thread_count(0, workers)
         self.report = CountReport(
             dropped={a.name: 0 for a in schema}, clamped={a.name: 0 for a in schema},
             missing_dropped={a.name: 0 for a in schema},
@@ -166,39 +157,24 @@ class FrequencyCounter:
         scatter = self._counts is not None or self.chunked
         rows = len(table)
         threads = self.workers if rows >= _PARALLEL_ROWS else 1
-        count = _compiled.loaded_count_loop()
         with ThreadPoolExecutor(threads, thread_name_prefix="privelet-count") if threads > 1 else nullcontext() as executor:
             pool = None if executor is None else _Pool(executor, threads)
-            # the weights of a bincount, made ready while the columns are encoded
-            ones = None if (scatter and rows * _ADD_AT_RATIO < m) or count is not None else self._ones(rows, pool)
+            # the weights of a bincount, made ready while the columns are encoded (none where
+            # the rows are surely few for the cells)
+            ones = None if scatter and rows * _ADD_AT_RATIO < m else self._ones(rows, pool)
             flat = self._flat_codes(table, pool)
             weights = None if ones is None else ones()
-            few = scatter and len(flat) * _ADD_AT_RATIO < m  # few rows for many cells
-            if count is not None and not few:
-                self._count_in_parts(count, flat, pool)
-                return
-        if few:
-            if self._counts is None:  # all pages at once: few rows would touch them one by one
-                self._counts = zeros(m, populate=True)
+        if weights is None or (scatter and len(flat) * _ADD_AT_RATIO < m):  # few rows for many cells
+            if self._counts is None:
+                self._counts = np.zeros(m)
             np.add.at(self._counts, flat, 1.0)  # scatter them
             return
-        # Weighted bincount returns float64 counts directly (exact below 2^53); without numba.
-        assert weights is not None  # prepared for every chunk not surely scattered
+        # Weighted bincount returns float64 counts directly (exact below 2^53).
         counts = np.bincount(flat, weights=weights[: len(flat)], minlength=m)
         if self._counts is None:
             self._counts = counts
         else:
             self._counts += counts
-
-    def _count_in_parts(self, count: Callable[..., None], flat: np.ndarray, pool: _Pool | None) -> None:
-        """Add the rows of ``flat`` to the counts by the compiled loop (:func:`~._compiled._count_cells`),
-        each of the ``pool``'s threads counting one range of cells. Every thread reads every row,
-        but the scattered writes to the matrix, and the first touch of its pages, which cost the
-        most, are split between them."""
-        counts = scattered_zeros(self.schema.size) if self._counts is None else self._counts
-        rows = np.ascontiguousarray(flat, dtype=np.int64)
-        _in_parts(lambda start, stop: count(rows, counts[start:stop], start), len(counts), pool)()
-        self._counts = counts
 
     def _ones(self, n: int, pool: _Pool | None) -> Callable[[], np.ndarray]:
         """At least ``n`` weights of one (kept for the next chunks); call the result for them.
@@ -280,7 +256,7 @@ class FrequencyCounter:
     def matrix(self) -> np.ndarray:
         """The float64 frequency matrix, shape ``schema.shape`` (true counts: never publish
         it). Ends the counter; :attr:`report` says what happened to the rows."""
-        counts = self._counts if self._counts is not None else zeros(self.schema.size)
+        counts = self._counts if self._counts is not None else np.zeros(self.schema.size)
         self._counts = None
         return counts.reshape(self.schema.shape)
 

@@ -10,6 +10,7 @@ __all__ = [
     "Cancelled",
     "DomainError",
     "HierarchyError",
+    "InternalError",
     "PriveletError",
     "SchemaError",
     "shown",
@@ -52,3 +53,8 @@ class Cancelled(Exception):
 
     Not a :class:`PriveletError`: cancelling is a request, not a mistake.
     """
+
+
+class InternalError(RuntimeError):
+    """A bug: an invariant of the engine failed. Not a :class:`PriveletError` (the input is not
+    at fault): the command line and the app report it with the error log, never as a data error."""

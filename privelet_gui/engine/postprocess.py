@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import numpy as np
 
-from ._threads import kept_pool, settle
 from .errors import PriveletError
 
 __all__ = [
@@ -104,11 +104,13 @@ def _by_slabs(work: Callable[[Index], T], indices: list[Index], workers: int) ->
     """``work`` on every index (of a slab, or a piece), in order, on ``workers`` threads (numpy releases the GIL)."""
     if workers == 1 or len(indices) == 1:
         return [work(index) for index in indices]
-    futures = [kept_pool(workers).submit(work, index) for index in indices]
-    try:
-        return [future.result() for future in futures]
-    finally:  # after an error, no slab is still being written when this returns
-        settle(futures)
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="privelet") as pool:
+        futures = [pool.submit(work, index) for index in indices]
+        try:
+            return [future.result() for future in futures]
+        finally:  # after an error, no slab is still being written when this returns
+            for future in futures:
+                future.cancel()
 
 
 def nonnegative_counts(counts: np.ndarray, total: float | None = None) -> np.ndarray:

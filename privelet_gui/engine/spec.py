@@ -32,20 +32,32 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Literal
 
 import numpy as np
 
-from .accuracy.bounds import VarianceModel, margin95, paper_bound, variance_model
+from .accuracy.bounds import (
+    VarianceModel,
+    margin95,
+    paper_bound,
+    strategy_factors,
+    variance_model,
+    worst_predicate_variance,
+)
 from .accuracy.queries import QueryBatch, RangeQuery
 from .counting import InvalidPolicy
-from .errors import PriveletError, SchemaError
-from .hn import TransformPlan
+from .errors import InternalError, PriveletError, SchemaError
+from .memory import check_memory
 from .model.schema import OrdinalAttribute, Schema
-from .noise import (
+from .noise.bits import release_key
+from .noise.calibration import (
+    SAMPLERS,
+    UNITS_LIMIT,
     Neighbours,
     NoiseCalibration,
     Sampler,
@@ -53,25 +65,35 @@ from .noise import (
     check_epsilon,
     check_neighbours,
     check_sampler,
-    default_rng,
     multiplicity,
-    noise_sampler,
 )
-from .pipeline import EXACT_LIMIT, check_memory, peak_bytes, release_blocks, worker_count
+from .pipeline import ReleasePipeline, Sizing, thread_count
 from .postprocess import shift_to_total
 from .progress import CancelCallback, Progress, ProgressCallback
-from .release import SAMPLER, Mechanism, Release
+from .strategies.plan import StrategyPlan
 
 __all__ = [
     "MECHANISMS",
     "MECHANISM_NAMES",
+    "READABLE_SAMPLERS",
+    "SAMPLER",
     "Mechanism",
+    "Release",
     "ReleaseSpec",
     "axes_schema",
     "check_mechanism",
     "check_sa",
     "mechanism_name",
 ]
+
+Mechanism = Literal["privelet+", "privelet", "basic"]
+#: The default noise sampler: exact discrete Laplace in integer arithmetic
+#: (:mod:`privelet_gui.engine.noise.exact`); ``"standard"`` is the other.
+SAMPLER: Sampler = SAMPLERS[0]
+#: How release files written before the exact sampler name the standard one.
+_LEGACY_SAMPLER = "discrete-laplace/geometric-difference"
+#: The sampler names a release file may hold.
+READABLE_SAMPLERS: tuple[str, ...] = (*SAMPLERS, _LEGACY_SAMPLER)
 
 #: The mechanisms a custodian can choose (Privelet+ with S_A empty is Privelet, with every
 #: attribute in S_A it is Basic).
@@ -202,14 +224,15 @@ class ReleaseSpec:
         return mechanism_name(self.label)
 
     @cached_property
-    def plan(self) -> TransformPlan:
-        """The per-axis transforms (identity along S_A)."""
-        return TransformPlan(self.schema, self.effective_sa)
+    def plan(self) -> StrategyPlan:
+        """The per-axis strategies (identity along S_A, the paper's transform elsewhere)."""
+        return StrategyPlan.paper(self.schema, self.effective_sa)
 
     @property
-    def rho(self) -> int:
-        """The generalized sensitivity of the transform (1 for Basic)."""
-        return self.plan.rho
+    def rho(self) -> int | float:
+        """The generalized sensitivity of the strategy (1 for Basic)."""
+        rho = self.plan.rho
+        return int(rho) if rho.denominator == 1 else float(rho)
 
     @property
     def multiplicity(self) -> int:
@@ -246,6 +269,12 @@ class ReleaseSpec:
         """The schema's shared variance model (its factors are computed once per schema)."""
         return variance_model(self.schema)
 
+    @property
+    def unit_variance(self) -> float:
+        """The variance of the noise on each weighted measurement (the grid's discrete Laplace:
+        about ``2 lambda^2``); every query's variance is this times its factor."""
+        return self.calibration(1).variance
+
     def paper_bound(self) -> float:
         """The paper's bound on the noise variance of every range-count query (Eq. 7)."""
         return paper_bound(self.schema, self.epsilon, self.effective_sa, neighbours=self.neighbours)
@@ -255,10 +284,11 @@ class ReleaseSpec:
         the first time for a schema with big domains: :meth:`VarianceModel.prepare`).
 
         Shifting to the public total changes each query's variance by ``s^2 T - 2 s C``
-        (:mod:`~privelet_gui.engine.bounds`), which is not a product over the axes: use
+        (:mod:`~privelet_gui.engine.accuracy.bounds`), which is not a product over the axes: use
         :meth:`variances` for exact figures of the post-processed release.
         """
-        return self.model.worst_case(self.epsilon, self.effective_sa, neighbours=self.neighbours)
+        worst = math.prod(worst_predicate_variance(a, s) for a, s in zip(self.schema, self.plan.strategies))
+        return self.unit_variance * worst
 
     def worst_case_margin95(self) -> float:
         """+/- the worst query's noise stays within in 95% of releases."""
@@ -267,10 +297,8 @@ class ReleaseSpec:
     def variances(self, queries: QueryBatch, *, raw: bool = False) -> np.ndarray:
         """The exact noise variance of each query of a batch on the release (on the raw
         release, before the shift to the public total, with ``raw``)."""
-        return self.model.batch(
-            queries, self.epsilon, self.effective_sa, neighbours=self.neighbours,
-            public_total=self.uses_public_total and not raw,
-        )
+        public_total = self.uses_public_total and not raw
+        return self.unit_variance * strategy_factors(self.plan.strategies, queries, public_total=public_total)
 
     def variance(self, query: RangeQuery, *, raw: bool = False) -> float:
         """The exact noise variance of one query (on the raw release with ``raw``)."""
@@ -282,9 +310,20 @@ class ReleaseSpec:
         return margin95(variance)
 
     # -- the release ----------------------------------------------------------------------------
-    def peak_bytes(self, workers: int | None = None) -> int:
-        """About the most memory a release holds at once besides M itself (bytes)."""
-        return peak_bytes(self.plan, worker_count(workers))
+    def peak_bytes(self, workers: int | None = None, sizing: Sizing = Sizing()) -> int:
+        """About the most memory a release holds at once besides M itself (bytes): the output,
+        or for a release of one big block its intermediate, and each thread's block buffers."""
+        pipeline = ReleasePipeline(self.plan, self.calibration(1), self.sampler, sizing)
+        blocks = pipeline.blocks()
+        threads = thread_count(self.schema.size, workers, sizing)
+        largest = max(blocks, key=lambda index: math.prod(p.stop - p.start for p in index))
+        measured = math.prod(
+            (part.stop - part.start) if s.separable else s.n_measurements for part, s in zip(largest, self.plan.strategies)
+        )
+        if len(blocks) == 1 and pipeline.is_big(largest):
+            big = pipeline.big_block(largest)
+            return 8 * (big.slabs * big.slab_measurements + threads * 6 * max(big.slab_measurements, sizing.pencil_cells))
+        return 8 * (self.schema.size + threads * 4 * measured)
 
     def check_memory(self, workers: int | None = None) -> None:
         """Refuse, with what to do, a release that would not fit in the memory available now."""
@@ -295,23 +334,25 @@ class ReleaseSpec:
         matrix: np.ndarray,
         *,
         rng: np.random.Generator | None = None,
+        seed: int | None = None,
         progress: ProgressCallback | None = None,
         should_cancel: CancelCallback | None = None,
         workers: int | None = None,
         overwrite_input: bool = False,
+        sizing: Sizing = Sizing(),
     ) -> Release:
         """Release ``matrix`` (M: non-negative integer counts of shape ``schema.shape``).
 
         Under :attr:`uses_public_total` every cell is then shifted by ``(n - total) / m``
-        (``Release.total_shift``; ``Release.raw`` is the matrix before). ``rng`` is for
-        reproducible tests only (such a release is marked ``seeded`` and is not private); by
-        default the noise comes from AES-128 in counter mode keyed from the operating system
-        (:mod:`~privelet_gui.engine.bits`). The S_A blocks are
-        processed by ``workers`` threads (default: one per CPU core, at most 8); the result
-        does not depend on their number. ``overwrite_input`` writes the release into
-        ``matrix`` itself when it is a C-contiguous, writable float64 array (the same values,
-        without the memory of a second matrix; the true counts are gone afterwards, also
-        after an error or a cancel).
+        (``Release.total_shift``; ``Release.raw`` is the matrix before). ``seed`` or ``rng`` is for
+        reproducible tests only (such a release is marked ``seeded`` and is not private): the
+        release is then a function of (seed, spec, M) alone. By default the noise is keyed from
+        the operating system (:mod:`~privelet_gui.engine.noise.bits`). The work is done by
+        ``workers`` threads (default: by size, :func:`~privelet_gui.engine.pipeline.thread_count`)
+        in pieces that ``sizing`` sets; neither changes any value. ``overwrite_input`` writes
+        the release into ``matrix`` itself when it is a C-contiguous, writable float64 array
+        (the same values, without the memory of a second matrix; the true counts are gone
+        afterwards, also after an error or a cancel).
         """
         started = time.perf_counter()
         matrix = np.asarray(matrix, dtype=np.float64)
@@ -320,29 +361,29 @@ class ReleaseSpec:
                 f"the matrix has shape {matrix.shape} but the schema needs {self.schema.shape}; "
                 "count the table with this schema or fix the schema"
             )
-        threads = worker_count(workers)
-        generator = default_rng(rng)
-        plan = self.plan
+        key = release_key(rng, seed=seed)
         # The grid and the sensitivity do not depend on n (only the refusal of huge tables
         # does): the blocks count n while they check their counts, and the table is refused
         # afterwards if it is too large, before anything is returned.
         calibration = self.calibration(1)
-        sampler = noise_sampler(self.sampler, calibration)
+        self.check_memory(workers)
         steps = Progress(progress, should_cancel)
-        noisy, rows = release_blocks(matrix, plan, calibration, sampler, generator, steps, threads,
-                                     overwrite_input=overwrite_input)
+        pipeline = ReleasePipeline(self.plan, calibration, self.sampler, sizing)
+        threads = thread_count(matrix.size, workers, sizing)
+        noisy, rows = pipeline.release(matrix, key, steps, threads, overwrite_input=overwrite_input)
         self.check_rows(rows)
-        if self.calibration(rows) != calibration:  # refuses a table too large for exact int64 sums
-            raise PriveletError("internal error: the noise calibration depends on the number of rows")
+        if self.calibration(rows) != calibration:
+            raise InternalError("the noise calibration depends on the number of rows")
         shift = shift_to_total(noisy, rows, workers=threads) if self.uses_public_total else None
         steps.report(1.0, "release done")
-        return self.release_of(noisy, calibration, seeded=rng is not None, total_shift=shift,
+        return self.release_of(noisy, calibration, seeded=rng is not None or seed is not None, total_shift=shift,
                                seconds=time.perf_counter() - started)
 
     def check_rows(self, rows: int) -> None:
-        """Refuse a table whose counts the exact rounding cannot hold (said without the number
-        of rows, which is private under add/remove neighbours)."""
-        if rows * self.plan.growth >= EXACT_LIMIT:
+        """Refuse a table whose counts the exact integer arithmetic cannot hold (said without the
+        number of rows, which is private under add/remove neighbours)."""
+        calibration = self.calibration(1)
+        if rows * self.plan.growth << max(-calibration.grid_exponent, 0) >= UNITS_LIMIT:
             raise PriveletError(
                 "the table has too many rows for exact rounding with these hierarchies; "
                 "split the table or use hierarchies with smaller fan-outs"
@@ -362,7 +403,7 @@ class ReleaseSpec:
             noisy=noisy,
             epsilon=calibration.epsilon,
             sa=self.effective_sa,
-            rho=self.plan.rho,
+            rho=self.rho,
             scale=calibration.scale,
             mechanism=self.label,
             neighbours=self.neighbours,
@@ -373,3 +414,82 @@ class ReleaseSpec:
             sampler=self.sampler,
             seconds=seconds,
         )
+
+
+@dataclass(frozen=True)
+class Release:
+    """A differentially private noisy frequency matrix and how it was made.
+
+    ``noisy`` has the shape of the input. ``scale`` is the effective Laplace scale
+    ``D g / epsilon`` of the weighted measurements (docs/math.md; it exceeds the nominal
+    ``lambda`` by a relative excess below 1e-6). ``sampler`` names the noise sampler
+    (``"exact"`` or ``"standard"``). ``seeded`` is True when the caller supplied the seed or
+    the random generator (tests): such a release must not be published. ``total_shift`` is
+    what was added to every cell to make the total the public number of rows
+    (replace-one-tuple neighbours only; None: not shifted), so :attr:`raw` gives back the
+    matrix before. A release never holds a true count. Its exact variances are its
+    specification's (:attr:`spec`).
+    """
+
+    noisy: np.ndarray
+    epsilon: float
+    sa: tuple[str, ...]
+    rho: float
+    scale: float
+    mechanism: Mechanism
+    neighbours: Neighbours
+    calibration: NoiseCalibration
+    schema: Schema | None = None
+    seeded: bool = False
+    sampler: str = SAMPLER
+    total_shift: float | None = None
+    seconds: float = field(default=0.0, compare=False)
+
+    @cached_property
+    def spec(self) -> ReleaseSpec:
+        """The specification this release follows (a schema of plain axes when it has none)."""
+        schema = self.schema if self.schema is not None else axes_schema(self.noisy.shape)
+        sa = self.sa if self.schema is not None else schema.names
+        sampler = "standard" if self.sampler == _LEGACY_SAMPLER else self.sampler
+        return ReleaseSpec(
+            schema, self.epsilon, self.mechanism, sa, self.neighbours,
+            public_total=self.public_total, sampler=sampler,  # type: ignore[arg-type]
+        )
+
+    @property
+    def public_total(self) -> bool:
+        """Whether the release was shifted so that its total is the public number of rows."""
+        return self.total_shift is not None
+
+    @property
+    def raw(self) -> np.ndarray:
+        """The matrix before the shift to the public total (itself when not shifted; equal
+        to the mechanism's output up to float rounding)."""
+        return self.noisy if self.total_shift is None else self.noisy - self.total_shift
+
+    @property
+    def nominal_scale(self) -> float:
+        """lambda = 2 rho / epsilon (replace) or rho / epsilon (add/remove)."""
+        return self.calibration.nominal_scale
+
+    @property
+    def coefficient_variance(self) -> float:
+        """Variance of the noise on each weighted measurement (``~ 2 scale^2``)."""
+        return self.calibration.variance
+
+    def variances(self, queries: QueryBatch, *, raw: bool = False) -> np.ndarray:
+        """Exact noise variance of each query's answer on this release (data-independent);
+        on :attr:`raw` with ``raw``."""
+        if self.schema is None:
+            raise PriveletError("this release has no schema: exact variances need the attributes' strategies")
+        return self.spec.variances(queries, raw=raw)
+
+    def variance(self, query: RangeQuery, *, raw: bool = False) -> float:
+        """Exact noise variance of one query's answer on this release (on :attr:`raw` with ``raw``)."""
+        return float(self.variances(QueryBatch.of([query]), raw=raw)[0])
+
+    @property
+    def worst_case_variance(self) -> float:
+        """The largest noise variance of any range-count query on the raw release (see
+        :meth:`ReleaseSpec.worst_case_variance`)."""
+        return self.spec.worst_case_variance()

@@ -41,7 +41,7 @@ from PySide6.QtWidgets import (
 
 from .. import __version__
 from .. import io as pio
-from ..engine import PriveletError, Release, mechanism_name, prepare_compiled
+from ..engine import PriveletError, Release, mechanism_name, prepare_kernels
 from ..error_log import error_log_path, is_unexpected, log_unexpected_error
 from ..formatting import counted
 from ..io import TableSummary, summarize_table
@@ -123,9 +123,10 @@ class MainWindow(QMainWindow):
         self._cancelling: Callable[[], None] | None = None
         self._release_control: ReleaseControl | None = None  # the release being made
         self._questions = WorkerQuestion(self)  # the release's question, asked from its worker
-        # numba's loop for the noise (the fast extra) loaded now, not when the first release starts:
-        # loading it there stalled this window's thread by 100 to 300 ms (gui/stall_bench)
-        self.tasks.lane("prepare").run(lambda _progress, _cancel: prepare_compiled(), "loading the compiled noise loop")
+        # the engine's compiled loops compiled (first run) or loaded from numba's cache now, in
+        # the background, not when the first release starts
+        self.tasks.lane("prepare").run(lambda _progress, _cancel: prepare_kernels(),
+                                       "Preparing the engine (first run only: compiling its loops)")
 
         self.setWindowTitle("Privelet Studio[*]")
         self.setWindowIcon(icons.app_icon())

@@ -36,12 +36,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..engine import NEIGHBOURS, SAMPLER, SAMPLERS, Neighbours, Sampler, check_epsilon
 from ..engine.accuracy.workloads import OBJECTIVES, PAPER_QUERIES
 from ..engine.counting import INVALID_POLICIES, InvalidPolicy
 from ..engine.errors import PriveletError
 from ..engine.model.schema import Schema
-from ..engine.noise import NEIGHBOURS, SAMPLERS, Neighbours, Sampler, check_epsilon
-from ..engine.release import SAMPLER
 from ..engine.spec import MECHANISMS, Mechanism
 from ._json import is_finite_number, loads, shown
 from .atomic import atomic_write

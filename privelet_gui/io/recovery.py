@@ -31,8 +31,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+from ..engine import Release
 from ..engine.errors import PriveletError
-from ..engine.release import Release
 from ._json import is_finite_number, loads
 from ._user_data import user_data_location
 from .atomic import atomic_write, remove_abandoned

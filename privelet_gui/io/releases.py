@@ -40,6 +40,9 @@ import pandas as pd
 
 from .. import __version__
 from ..engine import (
+    BIT_SOURCE,
+    NEIGHBOURS,
+    READABLE_SAMPLERS,
     NoiseCalibration,
     NominalAttribute,
     PrefixSums,
@@ -48,15 +51,13 @@ from ..engine import (
     Release,
     Schema,
     SchemaError,
-    _memory,
+    available_memory,
+    byte_size,
     margin95,
     paper_bound,
 )
-from ..engine.bits import BIT_SOURCE
-from ..engine.noise import NEIGHBOURS
 from ..engine.postprocess import post_processed_counts
 from ..engine.progress import CancelCallback, Progress, ProgressCallback
-from ..engine.release import READABLE_SAMPLERS
 from ..engine.spec import MECHANISMS, ReleaseSpec, axes_schema, mechanism_name
 from ._json import is_finite_number, loads, shown
 from .atomic import atomic_write, check_writable
@@ -126,7 +127,7 @@ def release_metadata(
         "calibration": {
             "epsilon": float(cal.epsilon),
             "neighbours": cal.neighbours,
-            "rho": cal.rho,
+            "rho": release.rho,  # the calibration's, as a JSON number
             "influence": int(cal.influence),
             "grid_exponent": int(cal.grid_exponent),
             "units": int(cal.units),
@@ -341,9 +342,9 @@ def _check_matrix_header(header: _ArrayHeader, expected: tuple[int, ...], p: Pat
         return f"must hold real numbers, not values of type {dtype}"
     if shape != expected:
         return f"has shape {shape}, but its schema and metadata need {expected}"
-    needed, available = math.prod(shape) * 8, _memory.available_memory()
+    needed, available = math.prod(shape) * 8, available_memory()
     if available is not None and needed > available:
-        return f"needs {_memory.byte_size(needed)} of memory, more than the {_memory.byte_size(available)} available"
+        return f"needs {byte_size(needed)} of memory, more than the {byte_size(available)} available"
     return None
 
 

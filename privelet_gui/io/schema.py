@@ -55,8 +55,8 @@ from ..engine import (
     PriveletError,
     Schema,
     SchemaError,
+    byte_size,
 )
-from ..engine._memory import byte_size
 from ..engine.model.schema import MAX_AXIS_VALUES, RANGE_BOUNDS, Attribute, check_missing_values
 from ._json import loads, shown
 from .atomic import atomic_write, check_writable

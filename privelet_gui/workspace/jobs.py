@@ -42,10 +42,11 @@ from ..engine import (
     Progress,
     Release,
     ReleaseSpec,
+    available_memory,
+    byte_size,
     margin95,
     measure_release,
 )
-from ..engine._memory import available_memory, byte_size
 from ..io.ledger import BudgetCheck, Ledger, Spending, ask_before_spending, check_budget
 from ..io.zarr_releases import is_zarr_release
 

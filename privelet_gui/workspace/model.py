@@ -30,18 +30,19 @@ from ..engine import (
     SAMPLER,
     Attribute,
     HierarchyError,
+    Neighbours,
     NominalAttribute,
     NumericBins,
     OrdinalAttribute,
     PriveletError,
     ReleaseSpec,
+    Sampler,
     Schema,
     SchemaError,
     recommend_sa,
 )
 from ..engine.counting import InvalidPolicy
 from ..engine.model.schema import OutOfRange, check_missing_values
-from ..engine.noise import Neighbours, Sampler
 from ..engine.spec import Mechanism
 from ..io import ColumnSummary, TableSummary, infer_attribute
 from ..io.inference import MISSING_LABEL, free_root_label, missing_code

@@ -24,6 +24,7 @@ from typing import Generic, TypeVar
 
 from ..engine import (
     Advice,
+    Neighbours,
     NominalAttribute,
     PriveletError,
     ReleaseSpec,
@@ -38,7 +39,6 @@ from ..engine import (
 )
 from ..engine.accuracy.advisor import EXHAUSTIVE_UP_TO
 from ..engine.accuracy.workloads import check_objective
-from ..engine.noise import Neighbours
 from ..engine.progress import CancelCallback
 from ..engine.spec import Mechanism
 from ..io import read_workload

@@ -20,17 +20,17 @@ so changing epsilon or S_A only multiplies a handful of numbers.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import cached_property, lru_cache
 
 import numpy as np
 
-from ..haar import HaarTransform
-from ..hn import axis_transform
 from ..model.schema import Attribute, NominalAttribute, Schema
-from ..noise import Neighbours, check_epsilon, multiplicity
-from ..transform import AxisTransform
+from ..noise.calibration import Neighbours, check_epsilon, multiplicity
+from ..strategies.base import AxisStrategy
+from ..strategies.plan import identity_strategy, paper_strategy
 from .queries import QueryBatch, RangeQuery
 
 __all__ = [
@@ -128,6 +128,9 @@ class AttributeFactors:
 class VarianceModel:
     """Exact noise variances of box queries for one schema, with cached per-axis factors.
 
+    Each axis is either in S_A (the identity strategy) or measured by the paper's transform;
+    every figure comes from the strategies' own accuracy methods (docs/math.md, "Exact variance").
+
     Examples
     --------
     >>> from privelet_gui.engine import OrdinalAttribute, Schema
@@ -154,21 +157,35 @@ class VarianceModel:
         return self
 
     @cached_property
-    def transforms(self) -> tuple[AxisTransform, ...]:
-        return tuple(axis_transform(a) for a in self.schema)
+    def transforms(self) -> tuple[AxisStrategy, ...]:
+        """The paper's transform of each attribute."""
+        return tuple(paper_strategy(a) for a in self.schema)
+
+    @cached_property
+    def identities(self) -> tuple[AxisStrategy, ...]:
+        """The identity strategy of each attribute (S_A)."""
+        return tuple(identity_strategy(a.size) for a in self.schema)
+
+    def strategy(self, axis: int, *, untransformed: bool) -> AxisStrategy:
+        return self.identities[axis] if untransformed else self.transforms[axis]
+
+    def strategies(self, sa: Iterable[str] = ()) -> tuple[AxisStrategy, ...]:
+        """Each axis's strategy under Privelet+ with ``sa``."""
+        in_sa = self._sa_axes(sa)
+        return tuple(self.strategy(axis, untransformed=axis in in_sa) for axis in range(len(self.schema)))
 
     @cached_property
     def factors(self) -> tuple[AttributeFactors, ...]:
         out = []
-        for attribute, transform in zip(self.schema, self.transforms, strict=False):
+        for axis, attribute in enumerate(self.schema):
             p, h = paper_factors(attribute)
             out.append(
                 AttributeFactors(
                     name=attribute.name,
                     size=attribute.size,
-                    transformed=transform.worst_case_factor(),
-                    untransformed=float(attribute.size),
-                    rho=transform.rho,
+                    transformed=worst_predicate_variance(attribute, self.transforms[axis]),
+                    untransformed=worst_predicate_variance(attribute, self.identities[axis]),
+                    rho=int(self.transforms[axis].rho),
                     paper_p=p,
                     paper_h=h,
                 )
@@ -178,13 +195,12 @@ class VarianceModel:
     def _sa_axes(self, sa: Iterable[str]) -> frozenset[int]:
         return frozenset(self.schema.axes(list(sa)))
 
-    def rho(self, sa: Iterable[str] = ()) -> int:
-        in_sa = self._sa_axes(sa)
-        return math.prod(f.rho for axis, f in enumerate(self.factors) if axis not in in_sa)
+    def rho(self, sa: Iterable[str] = ()) -> Fraction:
+        return math.prod((s.rho for s in self.strategies(sa)), start=Fraction(1))
 
     def coefficient_variance(self, epsilon: float, sa: Iterable[str] = (), *, neighbours: Neighbours = "replace") -> float:
         """``2 lambda^2``: the Laplace variance per unit of V."""
-        lam = multiplicity(neighbours) * self.rho(sa) / check_epsilon(epsilon)
+        lam = multiplicity(neighbours) * float(self.rho(sa)) / check_epsilon(epsilon)
         return 2.0 * lam * lam
 
     def worst_factor(self, sa: Iterable[str] = ()) -> float:
@@ -216,91 +232,60 @@ class VarianceModel:
         return self.coefficient_variance(epsilon, sa, neighbours=neighbours) * factors
 
     def batch_factors(self, queries: QueryBatch, sa: Iterable[str] = (), *, public_total: bool = False) -> np.ndarray:
-        """``prod_i V_i(q_i)`` per query (variance per unit of ``2 lambda^2``).
-
-        With ``public_total`` the factor of the release shifted to the public total
-        (module docstring): ``prod V - 2 s prod C + s^2 prod T``.
-        """
-        in_sa = self._sa_axes(sa)
-        product = np.ones(len(queries))
-        covariance = np.ones(len(queries))
-        share = np.ones(len(queries))
-        total = 1.0
-        for axis, attribute in enumerate(self.schema):
-            lo, hi, nodes = queries.lo[:, axis], queries.hi[:, axis], queries.nodes[:, axis]
-            untransformed = axis in in_sa
-            own, with_total = self.axis_factors(axis, lo, hi, nodes, untransformed=untransformed)
-            product *= own
-            if public_total:
-                covariance *= with_total
-                share *= (hi - lo + 1) / attribute.size
-                total *= self.axis_total(axis, untransformed=untransformed)
-        if not public_total:
-            return product
-        # The whole matrix has exactly zero variance; rounding must not make it negative.
-        return np.maximum(product - 2.0 * share * covariance + share**2 * total, 0.0)
+        """``prod_i V_i(q_i)`` per query (variance per unit of ``2 lambda^2``); with ``public_total``
+        the factor of the release shifted to the public total (module docstring)."""
+        return strategy_factors(self.strategies(sa), queries, public_total=public_total)
 
     def axis_factors(
         self, axis: int, lo: np.ndarray, hi: np.ndarray, nodes: np.ndarray, *, untransformed: bool
     ) -> tuple[np.ndarray, np.ndarray]:
-        """``(V_i, C_i)`` of one axis' predicates: their own variance factor and their
-        covariance factor with the axis' total (``C_i = q_i^T Sigma_i 1``).
-
-        ``lo``/``hi`` are inclusive index arrays, ``nodes`` the level-order nodes of a
-        nominal axis (ignored otherwise). Along S_A (``untransformed``) both are ``|q_i|``.
-        """
-        lo = np.asarray(lo, dtype=np.int64)
-        hi = np.asarray(hi, dtype=np.int64)
-        if untransformed:
-            cells = (hi - lo + 1).astype(np.float64)
-            return cells, cells
-        transform = self.transforms[axis]
-        table = self._total_tables[axis]
-        if isinstance(transform, HaarTransform):
-            return transform.interval_factor(lo, hi), table[hi + 1] - table[lo]
-        nodes = np.asarray(nodes, dtype=np.int64)
-        return transform.node_factors[nodes], table[nodes]  # type: ignore[attr-defined]
+        """``(V_i, C_i)`` of one axis' predicates: their own variance factor and their covariance
+        factor with the axis' total. ``lo``/``hi`` are inclusive index arrays, ``nodes`` the
+        level-order nodes of a nominal axis (-1 elsewhere)."""
+        strategy = self.strategy(axis, untransformed=untransformed)
+        return strategy.predicate_variances(lo, hi, nodes), strategy.predicate_total_covariances(lo, hi, nodes)
 
     def axis_total(self, axis: int, *, untransformed: bool) -> float:
-        """``T_i = 1^T Sigma_i 1``: the axis' factor of the variance of the total."""
-        if untransformed:
-            return float(self.schema[axis].size)
-        transform, table = self.transforms[axis], self._total_tables[axis]
-        return float(table[-1] if isinstance(transform, HaarTransform) else table[0])
+        """``T_i = 1' S_i 1``: the axis' factor of the variance of the total."""
+        return self.strategy(axis, untransformed=untransformed).total_variance()
 
     def total_factor(self, sa: Iterable[str] = ()) -> float:
         """``prod_i T_i``: the variance of the raw release's total per unit of ``2 lambda^2``."""
-        in_sa = self._sa_axes(sa)
-        return math.prod(self.axis_total(axis, untransformed=axis in in_sa) for axis in range(len(self.schema)))
-
-    @cached_property
-    def _total_tables(self) -> tuple[np.ndarray, ...]:
-        """Per transformed axis, what :meth:`axis_factors` reads ``C_i`` from.
-
-        Haar: prefix sums of ``u = Sigma 1 = R D R^T 1`` over the cells (``R^T`` is the
-        numerator map: subtree-sum differences, the total for the base). Nominal, per node:
-        the noise of a node's count is its mean-subtracted own noise (independent of the
-        root's) plus its parent's divided by the parent's fan-out, and the total is the
-        root coefficient alone, so ``C(node) = prod 1 / f`` over the path from the root.
-        """
-        tables = []
-        for transform in self.transforms:
-            if isinstance(transform, HaarTransform):
-                spread = transform.numerators(np.ones(transform.size)) / transform.weights**2
-                u = transform.inverse(spread)
-                tables.append(np.concatenate([[0.0], np.cumsum(u)]))
-                continue
-            lay = transform.hierarchy.layout  # type: ignore[attr-defined]
-            fanout = lay.parent_fanout.astype(np.float64)
-            covariance = np.ones(len(lay.parent))
-            for depth in range(2, len(lay.depth_starts)):  # a level's parents are all one level up
-                block = slice(lay.depth_starts[depth - 1], lay.depth_starts[depth])
-                covariance[block] = covariance[lay.parent[block]] / fanout[block]
-            tables.append(covariance)
-        return tuple(tables)
+        return math.prod(s.total_variance() for s in self.strategies(sa))
 
     def paper_bound(self, epsilon: float, sa: Iterable[str] = (), *, neighbours: Neighbours = "replace") -> float:
         return paper_bound(self.schema, epsilon, sa, neighbours=neighbours)
+
+
+@lru_cache(maxsize=256)
+def worst_predicate_variance(attribute: Attribute, strategy: AxisStrategy) -> float:
+    """The largest ``V`` over the predicates ``attribute`` allows: every interval of an ordinal
+    attribute, every node of a nominal one's hierarchy."""
+    if isinstance(attribute, NominalAttribute):
+        lay = attribute.hierarchy.layout
+        nodes = np.arange(attribute.hierarchy.n_nodes)
+        return float(strategy.predicate_variances(lay.lo, lay.hi - 1, nodes).max())
+    return strategy.worst_interval_variance()
+
+
+def strategy_factors(strategies: Sequence[AxisStrategy], queries: QueryBatch, *, public_total: bool = False) -> np.ndarray:
+    """``prod_i V_i(q_i)`` per query under the per-axis ``strategies``; with ``public_total``,
+    ``prod V - 2 s prod C + s^2 prod T`` (``s`` the query's share of the cells)."""
+    product = np.ones(len(queries))
+    covariance = np.ones(len(queries))
+    share = np.ones(len(queries))
+    total = 1.0
+    for axis, strategy in enumerate(strategies):
+        lo, hi, nodes = queries.lo[:, axis], queries.hi[:, axis], queries.nodes[:, axis]
+        product *= strategy.predicate_variances(lo, hi, nodes)
+        if public_total:
+            covariance *= strategy.predicate_total_covariances(lo, hi, nodes)
+            share *= (hi - lo + 1) / strategy.size
+            total *= strategy.total_variance()
+    if not public_total:
+        return product
+    # The whole matrix has exactly zero variance; rounding must not make it negative.
+    return np.maximum(product - 2.0 * share * covariance + share**2 * total, 0.0)
 
 
 @lru_cache(maxsize=16)

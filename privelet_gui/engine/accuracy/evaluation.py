@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import PriveletError
 from ..mechanisms import Release, basic, privelet_plus
 from ..model.schema import Schema
-from ..noise import Neighbours, check_epsilon
+from ..noise.calibration import Neighbours, check_epsilon
 from ..progress import CancelCallback, Progress, ProgressCallback
 from .bounds import variance_model
 from .queries import PrefixSums, QueryBatch, random_workload, relative_error, sanity_bound, square_error

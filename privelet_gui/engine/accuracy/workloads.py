@@ -35,7 +35,7 @@ import numpy as np
 
 from ..errors import PriveletError, SchemaError
 from ..model.schema import Attribute, NominalAttribute, Schema
-from ..noise import Neighbours, check_epsilon, multiplicity
+from ..noise.calibration import Neighbours, check_epsilon, multiplicity
 from .bounds import VarianceModel, variance_model
 from .queries import QueryBatch, random_workload
 

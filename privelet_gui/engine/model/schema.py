@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 import numpy as np
 
 from ..errors import SchemaError, shown
+from ..memory import byte_size
 from .hierarchy import Hierarchy
 
 if TYPE_CHECKING:  # pandas is imported where tables are encoded, not with the engine
@@ -66,8 +67,6 @@ _EXACT = decimal.Context(prec=64, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN, 
 
 
 def _too_wide(name: str, what: str, count: int) -> SchemaError:
-    from .._memory import byte_size
-
     return SchemaError(
         f"attribute {name!r}: {what} has {count:,} values, more than the {MAX_AXIS_VALUES:,} one axis may hold "
         f"(its frequency matrix alone would need {byte_size(8 * count)}); group the numbers into bins"

@@ -49,11 +49,13 @@ from PySide6.QtWidgets import (
 
 from ...engine import (
     MECHANISM_NAMES,
+    SAMPLERS,
     Z95,
     NominalAttribute,
     PriveletError,
     QueryBatch,
     ReleaseSpec,
+    Sampler,
     Schema,
     epsilon_for_variance,
     margin95,
@@ -63,7 +65,6 @@ from ...engine import (
     variance_model,
 )
 from ...engine.accuracy.workloads import PAPER_QUERIES, level_nodes
-from ...engine.noise import SAMPLERS, Sampler
 from ...engine.spec import Mechanism
 from ...formatting import table_is_scientific
 from ...io.project import WorkloadChoice

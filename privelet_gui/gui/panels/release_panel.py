@@ -41,8 +41,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...engine import Z95, ErrorPreview, PrefixSums, PriveletError, Release, ReleaseSpec, mechanism_name
-from ...engine.noise import NEIGHBOUR_NAMES
+from ...engine import (
+    NEIGHBOUR_NAMES,
+    Z95,
+    ErrorPreview,
+    PrefixSums,
+    PriveletError,
+    Release,
+    ReleaseSpec,
+    mechanism_name,
+)
 from ...io.releases import count_column
 from ...qt import icons
 from ...qt.widgets import Banner, StepHeader, fmt_count, fmt_number

@@ -1,0 +1,298 @@
+"""The noise's loops: exact rounding to the grid, the two samplers' draws, the noisy measurement.
+
+A block's numerators ``z`` (int64, flat, the block's memory order) are noised chunk by chunk: the
+measurement at flat index ``f`` is row ``f // cols``, column ``f % cols`` of the block seen as 2-D,
+with denominator ``den_rows[row] * den_cols[column]`` and global position
+``positions_rows[row] + positions_cols[column]`` (docs/math.md, "Random bits"). Each draw first
+gets its measurement's block 0 (two 64-bit words); :func:`exact_common` decides nearly every
+exact draw from them without a branch, and flags the few it cannot; the full protocol
+(:func:`exact_draws`, :func:`standard_draws`) takes those with more of their stream's words. A
+draw that needs more words than it was given, or an exact tie that only arbitrary precision
+decides, is left to the caller (its status says which).
+
+The draws follow the bit protocol of docs/math.md ("The exact sampler", "The standard sampler")
+word for word: the same words give the same value here and in the exact Python resolver of
+:mod:`privelet_gui.engine.noise.exact`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+#: A draw's status: done, needs more words, or needs exact (arbitrary-precision) comparisons.
+DONE = 0
+NEED_MORE = 1
+EXACT = 2
+
+#: The exact sampler's protocol (word a): the sign is bit 63, V's uniform's first 32 bits are
+#: bits 31..62, and the first uniform of C's lower bits is bits 0..30.
+V_PREFIX_BITS = 32
+LOWER_PREFIX_BITS = 31
+#: V's guide table is indexed by the top 16 bits of V's prefix.
+GUIDE_BITS = 16
+#: A guide entry with this bit set marks a cell that needs a search (V stays below 2**15).
+SEARCH_FLAG = 1 << 31
+
+_LOWER_MASK = np.uint64((1 << LOWER_PREFIX_BITS) - 1)
+_PREFIX_MASK = np.uint64((1 << V_PREFIX_BITS) - 1)
+_MANTISSA = np.uint64((1 << 52) - 1)
+_U64 = np.uint64
+_ONE = np.uint64(1)
+_ZERO = np.uint64(0)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def round_to_units(z: np.int64, den: np.int64, inverse: float, grid_exponent: np.int64) -> np.int64:  # pragma: no cover
+    """``floor(z / (den 2**k) + 1/2)`` exactly (docs/math.md, "Exact rounding"): a float candidate,
+    corrected by its exact int64 residual. ``inverse`` is about ``1 / (den 2**k)``."""
+    if grid_exponent <= 0:
+        a = z << -grid_exponent
+        b = den
+    else:
+        a = z
+        b = den << grid_exponent
+    if b == 1:
+        return a
+    q = np.int64(np.rint(z * inverse))
+    r = a - q * b
+    while 2 * r >= b:
+        q += 1
+        r -= b
+    while 2 * r < -b:
+        q -= 1
+        r += b
+    return q
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def exact_common(
+    words: np.ndarray, low_bits: int, word_guide: np.ndarray, zero_threshold: np.uint64, noise: np.ndarray,
+    status: np.ndarray,
+) -> int:  # pragma: no cover - compiled
+    """The exact sampler's common draws, without a branch: V from the guide table (its entry less
+    V's prefix has V in its high half, and marks a tie or a cell to search), C proved 0 by its
+    prefix, L its fair digits, the sign. Every draw this cannot decide (a V tie or search, C not
+    proved 0, or "-0") gets status NEED_MORE; returns how many did."""
+    low_mask = (_ONE << _U64(low_bits)) - _ONE
+    pending = 0
+    for i in range(words.shape[0]):
+        a = words[i, 0]
+        b = words[i, 1]
+        prefix = np.uint32((a >> _U64(LOWER_PREFIX_BITS)) & _PREFIX_MASK)
+        entry = word_guide[prefix >> np.uint32(32 - GUIDE_BITS)] - prefix
+        quotient = np.int64(entry >> np.uint32(16))
+        # a tie (low half 0xFFFF) or a flagged cell (bit 31) make this at least 0x7FFFFFFF
+        unsure = (entry | np.uint32(0x7FFF0000)) >= np.uint32(0x7FFFFFFF)
+        opened = (b >> _U64(low_bits)) >= zero_threshold  # (for M = 0 the threshold is 2**64 - 1)
+        low = np.int64(b & low_mask)
+        negative = (a >> _U64(63)) != _ZERO
+        magnitude = (quotient << low_bits) + low
+        again = unsure | opened | (negative & (magnitude == 0))
+        noise[i] = -magnitude if negative else magnitude
+        status[i] = NEED_MORE if again else DONE
+        pending += again
+    return pending
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def exact_draws(
+    words: np.ndarray, low_bits: int, v_thresholds: np.ndarray, v_remainders: np.ndarray, q_thresholds: np.ndarray,
+    lower_first: np.ndarray, lower_next: np.ndarray, noise: np.ndarray, status: np.ndarray,
+) -> int:  # pragma: no cover - compiled
+    """The exact sampler's full protocol for each row of ``words`` (all the words each draw has):
+    its status and value; returns how many are not done."""
+    pending = 0
+    for i in range(words.shape[0]):
+        state, value = _exact_draw(words, i, low_bits, v_thresholds, v_remainders, q_thresholds, lower_first,
+                                   lower_next)
+        status[i] = state
+        noise[i] = value
+        pending += state != DONE
+    return pending
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _exact_draw(
+    words: np.ndarray, row: int, low_bits: int, v_thresholds: np.ndarray, v_remainders: np.ndarray,
+    q_thresholds: np.ndarray, lower_first: np.ndarray, lower_next: np.ndarray,
+) -> tuple[int, np.int64]:  # pragma: no cover - compiled
+    """One draw of the protocol from the words of row ``row``: ``(DONE, Z)``, or ``(NEED_MORE, 0)``
+    / ``(EXACT, 0)``."""
+    n_words = words.shape[1]
+    cursor = 0
+    low_mask = (_ONE << _U64(low_bits)) - _ONE
+    while True:
+        if cursor + 2 > n_words:
+            return NEED_MORE, np.int64(0)
+        a = words[row, cursor]
+        b = words[row, cursor + 1]
+        cursor += 2
+        negative = (a >> _U64(63)) != _ZERO
+        prefix = (a >> _U64(LOWER_PREFIX_BITS)) & _PREFIX_MASK
+        # V: the count of thresholds its uniform is below (a binary search over the decreasing
+        # thresholds), then ties at 32 bits decided by the next word against the 96-bit floors
+        quotient = 0
+        top = v_thresholds.shape[0]
+        while quotient < top:
+            middle = (quotient + top) // 2
+            if _U64(v_thresholds[middle]) > prefix:
+                quotient = middle + 1
+            else:
+                top = middle
+        extended = False
+        extension = _ZERO
+        while quotient < v_thresholds.shape[0] and _U64(v_thresholds[quotient]) == prefix:
+            if not extended:
+                if cursor >= n_words:
+                    return NEED_MORE, np.int64(0)
+                extension = words[row, cursor]
+                cursor += 1
+                extended = True
+            remainder = v_remainders[quotient]
+            if extension < remainder:
+                quotient += 1
+            elif extension > remainder:
+                break
+            else:
+                return EXACT, np.int64(0)
+        if quotient == v_thresholds.shape[0]:
+            return EXACT, np.int64(0)  # the tail past the table (a prefix of 0 below the last 0)
+        low = np.int64(0)
+        if low_bits > 0:
+            correction = _ZERO
+            c_prefix = b >> _U64(low_bits)
+            if c_prefix >= q_thresholds[0]:
+                count = 0
+                for j in range(low_bits):
+                    threshold = q_thresholds[j]
+                    if c_prefix > threshold:
+                        count += 1
+                    elif c_prefix == threshold:
+                        return EXACT, np.int64(0)
+                    else:
+                        break
+                level = count - 1
+                correction = _ONE << _U64(level)
+                uniform = a & _LOWER_MASK
+                fresh = False  # the first uniform is word a's low bits; the others whole words
+                while level > 0:
+                    if fresh:
+                        if cursor >= n_words:
+                            return NEED_MORE, np.int64(0)
+                        uniform = words[row, cursor]
+                        cursor += 1
+                    lowest = lower_next[level, 0] if fresh else lower_first[level, 0]
+                    if uniform < lowest:
+                        break
+                    if uniform == lowest:
+                        return EXACT, np.int64(0)
+                    j = level - 1
+                    while True:
+                        threshold = lower_next[level, j] if fresh else lower_first[level, j]
+                        if uniform > threshold:
+                            break
+                        if uniform == threshold:
+                            return EXACT, np.int64(0)
+                        j -= 1
+                    correction |= _ONE << _U64(j)
+                    level = j
+                    fresh = True
+            low = np.int64((b & low_mask) & ~correction)
+        if negative and quotient == 0 and low == 0:
+            continue  # "-0": the draw starts again with the next words
+        magnitude = (np.int64(quotient) << low_bits) + low
+        return DONE, -magnitude if negative else magnitude
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def standard_draws(
+    words: np.ndarray, scale: float, offset: float, split_bits: int, block_scale: float, theta: float,
+    noise: np.ndarray, status: np.ndarray,
+) -> int:  # pragma: no cover - compiled
+    """The standard sampler (docs/math.md, "The standard sampler") for each row of ``words``: the
+    magnitude by inverting its law from word a's low 52 bits, the sign from its top bit; above
+    ``2**40`` grid units a quotient by inversion and ``split_bits`` low bits by rejection.
+    Returns how many are not done."""
+    pending = 0
+    n_words = words.shape[1]
+    low_mask = (_ONE << _U64(split_bits)) - _ONE
+    for i in range(words.shape[0]):
+        state = NEED_MORE
+        value = np.int64(0)
+        cursor = 0
+        while cursor + 2 <= n_words:
+            a = words[i, cursor]
+            b = words[i, cursor + 1]
+            cursor += 2
+            negative = (a >> _U64(63)) != _ZERO
+            unit = 1.0 - np.float64(a & _MANTISSA) * 2.0**-52  # in (0, 1], exact
+            exponential = -np.log(unit)
+            if split_bits == 0:
+                magnitude = np.int64(np.floor(scale * exponential + offset))
+                state, value = DONE, -magnitude if negative else magnitude
+                break
+            quotient = np.int64(np.floor(block_scale * exponential))
+            accepted = False
+            while True:
+                low = np.int64(b & low_mask)
+                if np.float64(b >> _U64(split_bits)) * 2.0 ** (split_bits - 64) < np.exp(-theta * low):
+                    accepted = True
+                    break
+                if cursor >= n_words:
+                    break
+                b = words[i, cursor]
+                cursor += 1
+            if not accepted:
+                break
+            if negative and quotient == 0 and low == 0:
+                continue  # the draw starts again with the next words
+            magnitude = (quotient << split_bits) + low
+            state, value = DONE, -magnitude if negative else magnitude
+            break
+        status[i] = state
+        noise[i] = value
+        pending += state != DONE
+    return pending
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def fill_inputs(inputs: np.ndarray, start: int, cols: int, positions_rows: np.ndarray,
+                positions_cols: np.ndarray) -> None:  # pragma: no cover - compiled
+    """The AES inputs (position, block 0) of the chunk of flat indices from ``start``."""
+    row, column = divmod(start, cols)
+    for i in range(inputs.shape[0]):
+        inputs[i, 0] = positions_rows[row] + positions_cols[column]
+        inputs[i, 1] = 0
+        column += 1
+        if column == cols:
+            column = 0
+            row += 1
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def noisy_values(
+    z: np.ndarray, out: np.ndarray, cols: int, den_rows: np.ndarray, den_cols: np.ndarray, inverse_rows: np.ndarray,
+    inverse_cols: np.ndarray, grid_exponent: int, noise: np.ndarray, status: np.ndarray, start: int, flat: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """The noisy weighted measurement ``(units + Z) 2**k`` of each done draw: the i-th of the flat
+    indices from ``start`` on, or of ``flat`` when it is given (not empty)."""
+    grid = math.ldexp(1.0, grid_exponent)
+    scattered = flat.shape[0] > 0
+    row, column = divmod(start, cols)
+    for i in range(noise.shape[0]):
+        if scattered:
+            f = flat[i]
+            row, column = divmod(f, cols)
+        else:
+            f = start + i
+        if status[i] == DONE:
+            den = den_rows[row] * den_cols[column]
+            units = round_to_units(z[f], den, inverse_rows[row] * inverse_cols[column] / grid, grid_exponent)
+            out[f] = np.float64(units + noise[i]) * grid
+        column += 1
+        if column == cols:
+            column = 0
+            row += 1

@@ -1,0 +1,180 @@
+"""The per-axis transforms' loops: exact integer numerators forward, float reconstruction back.
+
+Every kernel works on a 3-D view ``(outer, axis, inner)``: the transform runs along the middle
+axis for each outer position, on whole rows of ``inner`` values (contiguous in memory, so the
+innermost loops vectorise). The forward kernels take counts as int64 and give the weighted
+measurements' integer numerators (docs/math.md, "Exact rounding"); the reconstruction kernels take
+the noisy weighted measurements as float64 and give values.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def haar_forward(x: np.ndarray, out: np.ndarray, offsets: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Haar numerators (docs/math.md, "The Haar strategy"): ``out[:, 0]`` the total, then level by
+    level (root first) the differences ``S_left - S_right`` of the kept nodes, the finest level
+    formed first from pairs of values. ``offsets[i]`` is the first row of level ``i`` (1-based)."""
+    outer, size, inner = x.shape
+    levels = offsets.shape[0] - 1
+    half = (size + 1) // 2
+    first = np.empty((max(half, 1), inner), np.int64)
+    second = np.empty((max((half + 1) // 2, 1), inner), np.int64)
+    for o in range(outer):
+        if levels == 0:
+            for t in range(inner):
+                out[o, 0, t] = x[o, 0, t]
+            continue
+        row = offsets[levels]
+        for j in range(half):
+            if 2 * j + 1 < size:
+                for t in range(inner):
+                    left = x[o, 2 * j, t]
+                    right = x[o, 2 * j + 1, t]
+                    out[o, row + j, t] = left - right
+                    first[j, t] = left + right
+            else:
+                for t in range(inner):
+                    out[o, row + j, t] = x[o, 2 * j, t]
+                    first[j, t] = x[o, 2 * j, t]
+        current, following = first, second
+        count = half
+        for level in range(levels - 1, 0, -1):
+            kept = (count + 1) // 2
+            row = offsets[level]
+            for j in range(kept):
+                if 2 * j + 1 < count:
+                    for t in range(inner):
+                        left = current[2 * j, t]
+                        right = current[2 * j + 1, t]
+                        out[o, row + j, t] = left - right
+                        following[j, t] = left + right
+                else:
+                    for t in range(inner):
+                        out[o, row + j, t] = current[2 * j, t]
+                        following[j, t] = current[2 * j, t]
+            current, following = following, current
+            count = kept
+        for t in range(inner):
+            out[o, 0, t] = current[0, t]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def haar_reconstruct(y: np.ndarray, out: np.ndarray, offsets: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Values from noisy weighted Haar measurements: each divided by its weight (the width of its
+    node, the padded size for the total), then the means top-down, ``left = mean + c`` and
+    ``right = mean - c`` (docs/math.md, "The Haar strategy")."""
+    outer, _, inner = y.shape
+    size = out.shape[1]
+    levels = offsets.shape[0] - 1
+    padded = 1 << levels
+    half = (size + 1) // 2
+    first = np.empty((max(half, 1), inner))
+    second = np.empty((max(half, 1), inner))
+    for o in range(outer):
+        if levels == 0:
+            for t in range(inner):
+                out[o, 0, t] = y[o, 0, t]
+            continue
+        current, following = first, second
+        for t in range(inner):
+            current[0, t] = y[o, 0, t] / padded
+        count = 1
+        for level in range(1, levels + 1):
+            width = 1 << (levels - level + 1)
+            shift = levels - level  # children of this level have width 2**shift
+            children = (size + (1 << shift) - 1) >> shift
+            row = offsets[level]
+            target = out[o] if level == levels else following
+            for j in range(count):
+                left = 2 * j
+                if left + 1 < children:
+                    for t in range(inner):
+                        detail = y[o, row + j, t] / width
+                        target[left, t] = current[j, t] + detail
+                        target[left + 1, t] = current[j, t] - detail
+                else:
+                    for t in range(inner):
+                        target[left, t] = current[j, t] + y[o, row + j, t] / width
+            current, following = following, current
+            count = children
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def nominal_forward(
+    x: np.ndarray, out: np.ndarray, low: np.ndarray, high: np.ndarray, parent_low: np.ndarray,
+    parent_high: np.ndarray, fanout: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """Nominal numerators (docs/math.md, "The nominal wavelet"): for measurement row r, the node
+    covering leaves ``low[r]`` to ``high[r]`` (half-open) and its parent covering ``parent_low[r]``
+    to ``parent_high[r]`` with ``fanout[r]`` children, ``f leafsum(node) - leafsum(parent)``; row 0 (``fanout`` 0) is
+    the root's leaf-sum. Leaf-sums are differences of prefix sums along the axis."""
+    outer, size, inner = x.shape
+    rows = out.shape[1]
+    prefix = np.empty((size + 1, inner), np.int64)
+    for o in range(outer):
+        for t in range(inner):
+            prefix[0, t] = 0
+        for i in range(size):
+            for t in range(inner):
+                prefix[i + 1, t] = prefix[i, t] + x[o, i, t]
+        for r in range(rows):
+            lo = low[r]
+            hi = high[r]
+            f = fanout[r]
+            if f == 0:
+                for t in range(inner):
+                    out[o, r, t] = prefix[hi, t] - prefix[lo, t]
+            else:
+                plo = parent_low[r]
+                phi = parent_high[r]
+                for t in range(inner):
+                    out[o, r, t] = f * (prefix[hi, t] - prefix[lo, t]) - (prefix[phi, t] - prefix[plo, t])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def nominal_reconstruct(
+    y: np.ndarray, out: np.ndarray, internal: np.ndarray, first_child: np.ndarray, fanout: np.ndarray,
+    node_row: np.ndarray, node_slot: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """Leaf values from noisy weighted nominal measurements, top-down with mean subtraction
+    (docs/math.md, "The nominal wavelet"): in every sibling group of f > 1 nodes each
+    coefficient is ``c = y (2f - 2) / f``, and ``leafsum(child) = c - mean(c of the group) +
+    leafsum(parent) / f``; an only child takes its parent's leaf-sum. ``internal`` lists the
+    internal nodes in level order; ``node_slot`` is an internal node's row of the work buffer
+    (>= 0) or a leaf's position in the output (``-1 - position``)."""
+    outer, _, inner = y.shape
+    sums = np.empty((internal.shape[0], inner))
+    mean = np.empty(inner)
+    for o in range(outer):
+        for t in range(inner):
+            sums[0, t] = y[o, 0, t]
+        for k in range(internal.shape[0]):
+            node = internal[k]
+            start = first_child[node]
+            f = fanout[node]
+            source = sums[node_slot[node]]
+            if f == 1:
+                slot = node_slot[start]
+                target = sums[slot] if slot >= 0 else out[o, -1 - slot]
+                for t in range(inner):
+                    target[t] = source[t]
+                continue
+            scale = (2.0 * f - 2.0) / f
+            for t in range(inner):
+                mean[t] = 0.0
+            for child in range(start, start + f):
+                row = node_row[child]
+                for t in range(inner):
+                    mean[t] += y[o, row, t]
+            for t in range(inner):
+                mean[t] = source[t] / f - mean[t] * scale / f
+            for child in range(start, start + f):
+                row = node_row[child]
+                slot = node_slot[child]
+                target = sums[slot] if slot >= 0 else out[o, -1 - slot]
+                for t in range(inner):
+                    target[t] = y[o, row, t] * scale + mean[t]

@@ -1,0 +1,150 @@
+"""Adding the noise to a block's numerators: rounding to the grid, drawing, and the rare draws.
+
+:meth:`NoiseSampler.add` takes a block's numerators chunk by chunk: it asks AES for each
+measurement's block 0, runs the compiled loop over the chunk, then serves the few draws it left:
+those that need more of their stream's blocks (the compiled loop again, with blocks 1 to n), and
+the exact ties, which :meth:`~privelet_gui.engine.noise.exact.ExactSampler.draw` decides in
+arbitrary precision (docs/math.md, "Random bits").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from fractions import Fraction
+from functools import partial
+
+import numpy as np
+
+from ..errors import InternalError
+from ..kernels import noise as kernels
+from .bits import BlockCipher
+from .calibration import NoiseCalibration, Sampler, check_sampler
+from .exact import ExactSampler, WordStream, exact_sampler
+
+__all__ = ["NoiseSampler", "StandardParameters", "noise_sampler"]
+
+# Draws per chunk: their AES blocks and statuses stay in the CPU cache.
+CHUNK = 1 << 14
+# Blocks of a draw's stream read at once when block 0 did not suffice.
+_MORE_BLOCKS = 2
+# Up to this scale (grid units) the standard sampler's S E + c resolves single units.
+_FLOAT_SCALE_BITS = 40
+
+_NO_FLAT = np.empty(0, dtype=np.int64)
+
+
+class StandardParameters:
+    """The standard sampler (docs/math.md, "The standard sampler"): ``|Z| = floor(S E + c)`` with
+    ``E = -log V``, ``S = 1 / theta``, ``c = S log(2 / (1 + a))``; above ``2**40`` grid units a
+    quotient by inversion at ``S / 2**m`` and m low bits by rejection."""
+
+    name = "standard"
+
+    def __init__(self, theta: Fraction):
+        self.theta = float(theta)
+        scale = 1 / theta
+        self.scale = float(scale)
+        self.offset = -math.log1p(math.expm1(-self.theta) / 2) / self.theta
+        self.split_bits = max(0, math.ceil(math.log2(scale)) - _FLOAT_SCALE_BITS) if scale > 1 else 0
+        self.block_scale = float(scale / (1 << self.split_bits))
+
+
+class NoiseSampler:
+    """The named sampler of one calibration, ready to noise blocks (threads share it)."""
+
+    def __init__(self, name: Sampler, calibration: NoiseCalibration):
+        self.name = check_sampler(name)
+        self.calibration = calibration
+        theta = calibration.theta
+        self.exact: ExactSampler | None = exact_sampler(theta) if self.name == "exact" else None
+        if self.exact is not None:
+            low_bits, word_guide, zero_threshold = self.exact.common_tables
+            self._common: Callable[[np.ndarray, np.ndarray, np.ndarray], int] | None = partial(
+                kernels.exact_common, low_bits=low_bits, word_guide=word_guide, zero_threshold=zero_threshold)
+            low_bits, thresholds, remainders, below, lower_first, lower_next = self.exact.protocol_tables
+            self._draws: Callable[[np.ndarray, np.ndarray, np.ndarray], int] = partial(
+                kernels.exact_draws, low_bits=low_bits, v_thresholds=thresholds, v_remainders=remainders,
+                q_thresholds=below, lower_first=lower_first, lower_next=lower_next)
+        else:
+            standard = StandardParameters(theta)
+            self._common = None
+            self._draws = partial(kernels.standard_draws, scale=standard.scale, offset=standard.offset,
+                                  split_bits=standard.split_bits, block_scale=standard.block_scale,
+                                  theta=standard.theta)
+
+    def add(
+        self, z: np.ndarray, out: np.ndarray, cols: int, den_rows: np.ndarray, den_cols: np.ndarray,
+        positions_rows: np.ndarray, positions_cols: np.ndarray, cipher: BlockCipher,
+    ) -> None:
+        """Noise the numerators ``z`` (int64, flat) into ``out`` (float64, flat): the block seen as
+        rows of ``cols`` measurements, with per-row and per-column denominators and positions
+        (a measurement's are the products and the sums of its row's and its column's)."""
+        k = self.calibration.grid_exponent
+        layout = (cols, den_rows, den_cols, 1.0 / den_rows, 1.0 / den_cols, k)
+        size = min(CHUNK, z.size)
+        inputs = np.empty((size, 2), dtype=np.uint64)
+        noise = np.empty(size, dtype=np.int64)
+        status = np.empty(size, dtype=np.int64)
+        for start in range(0, z.size, CHUNK):
+            count = min(CHUNK, z.size - start)
+            kernels.fill_inputs(inputs[:count], start, cols, positions_rows, positions_cols)
+            words = cipher.blocks(inputs[:count])
+            draws = self._draws if self._common is None else self._common
+            pending = draws(words, noise=noise[:count], status=status[:count])
+            kernels.noisy_values(z, out, *layout, noise[:count], status[:count], start, _NO_FLAT)
+            if pending:
+                left = np.flatnonzero(status[:count] != kernels.DONE)
+                self._finish(z, out, start + left, inputs[left, 0].copy(), words[left].copy(), layout, cipher)
+
+    def _finish(self, z: np.ndarray, out: np.ndarray, flat: np.ndarray, positions: np.ndarray, words: np.ndarray,
+                layout: tuple, cipher: BlockCipher) -> None:  # type: ignore[type-arg]
+        """The draws the common path did not decide: the full protocol on block 0, then with more
+        blocks of their streams until each is done or needs exact comparisons, which
+        :meth:`ExactSampler.draw` makes."""
+        blocks = 1
+        exact_flat: list[np.ndarray] = []
+        exact_positions: list[np.ndarray] = []
+        if self._common is not None:  # the full protocol, on block 0 first
+            noise = np.empty(len(flat), dtype=np.int64)
+            status = np.empty(len(flat), dtype=np.int64)
+            self._draws(words, noise=noise, status=status)
+            kernels.noisy_values(z, out, *layout, noise, status, 0, flat)
+            exact = status == kernels.EXACT
+            exact_flat.append(flat[exact])
+            exact_positions.append(positions[exact])
+            again = status == kernels.NEED_MORE
+            flat, positions, words = flat[again], positions[again], words[again]
+        while len(flat):
+            more = np.empty((len(flat), _MORE_BLOCKS, 2), dtype=np.uint64)
+            more[:, :, 0] = positions[:, None]
+            more[:, :, 1] = np.arange(blocks, blocks + _MORE_BLOCKS)
+            words = np.concatenate([words, cipher.blocks(more.reshape(-1, 2)).reshape(len(flat), -1)], axis=1)
+            blocks += _MORE_BLOCKS
+            noise = np.empty(len(flat), dtype=np.int64)
+            status = np.empty(len(flat), dtype=np.int64)
+            self._draws(words, noise=noise, status=status)
+            kernels.noisy_values(z, out, *layout, noise, status, 0, flat)
+            exact = status == kernels.EXACT
+            exact_flat.append(flat[exact])
+            exact_positions.append(positions[exact])
+            again = status == kernels.NEED_MORE
+            flat, positions, words = flat[again], positions[again], words[again]
+        for f, position in zip(np.concatenate(exact_flat).tolist(), np.concatenate(exact_positions).tolist()):
+            self._exact_value(z, out, f, position, layout, cipher)
+
+    def _exact_value(self, z: np.ndarray, out: np.ndarray, f: int, position: int, layout: tuple,  # type: ignore[type-arg]
+                     cipher: BlockCipher) -> None:
+        if self.exact is None:
+            raise InternalError("the standard sampler asked for an exact comparison")
+        cols, den_rows, den_cols, _, _, k = layout
+        row, column = divmod(f, cols)
+        numerator = int(z[f]) << max(-k, 0)
+        denominator = int(den_rows[row]) * int(den_cols[column]) << max(k, 0)
+        units = (2 * numerator + denominator) // (2 * denominator)  # floor(x + 1/2), as the compiled loop
+        out[f] = math.ldexp(float(units + self.exact.draw(WordStream(cipher, position))), k)
+
+
+def noise_sampler(name: Sampler, calibration: NoiseCalibration) -> NoiseSampler:
+    """The sampler named ``name`` for ``calibration``."""
+    return NoiseSampler(name, calibration)
