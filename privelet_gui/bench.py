@@ -299,6 +299,7 @@ def bench_samplers(schema: Schema, sa: tuple[str, ...], epsilon: float, repeat: 
     z = np.zeros(count, dtype=np.int64)
     out = np.empty(count)
     ones = np.ones(1, dtype=np.int64)
+    dens = np.ones(count, dtype=np.int64)
     positions = np.arange(count, dtype=np.uint64)
     cipher = BlockCipher(release_key())
     inputs = np.zeros((count, 2), dtype=np.uint64)
@@ -306,7 +307,7 @@ def bench_samplers(schema: Schema, sa: tuple[str, ...], epsilon: float, repeat: 
     spec = ReleaseSpec(schema, epsilon, "privelet+", sa)
     for rate in (epsilon, epsilon / 10):
         calibration = spec.replace(epsilon=rate).calibration(1)
-        timers = {name: partial(best_of, 1, partial(NoiseSampler(name, calibration).add, z, out, count, ones, ones,
+        timers = {name: partial(best_of, 1, partial(NoiseSampler(name, calibration).add, z, out, count, ones, dens,
                                                       np.zeros(1, dtype=np.uint64), positions, cipher))
                   for name in ("exact", "standard")}
         timers["aes"] = partial(best_of, 1, partial(cipher.blocks, inputs))

@@ -47,7 +47,7 @@ from .noise.samplers import NoiseSampler
 from .progress import Progress
 from .strategies.plan import StrategyPlan, as_3d
 
-__all__ = ["BigBlock", "ReleasePipeline", "Scratch", "Sizing", "run_parts", "thread_count", "usable_cores"]
+__all__ = ["DEFAULT_SIZING", "BigBlock", "ReleasePipeline", "Scratch", "Sizing", "run_parts", "thread_count", "usable_cores"]
 
 Index = tuple[slice, ...]
 
@@ -63,10 +63,14 @@ class Sizing:
     """
 
     block_cells: int = 1 << 19
-    big_block_cells: int = 1 << 23
+    big_block_cells: int = 1 << 22
     pencil_cells: int = 1 << 17
     pencil_rows: int = 1 << 10
     cells_per_thread: int = 1 << 20
+
+
+#: The sizing a release uses unless told otherwise.
+DEFAULT_SIZING = Sizing()
 
 
 def usable_cores() -> int:
@@ -74,20 +78,20 @@ def usable_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-def thread_count(cells: int, workers: int | None = None, sizing: Sizing = Sizing()) -> int:
+def thread_count(cells: int, workers: int | None = None, sizing: Sizing = DEFAULT_SIZING) -> int:
     """``workers`` if given (at least 1), else one thread per ``sizing.cells_per_thread`` cells, at
     most one per usable core: small releases stay on one thread, where more only wait."""
     if workers is not None:
-        if workers < 1:
-            raise PriveletError(f"workers must be at least 1, got {workers}")
-        return int(workers)
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise PriveletError(f"workers must be a positive integer, got {workers!r}")
+        return workers
     return max(1, min(usable_cores(), cells // sizing.cells_per_thread))
 
 
 _PROBLEMS = {
-    count_kernels.NEGATIVE: "a negative count",
-    count_kernels.FRACTIONAL: "a count that is not a whole number",
-    count_kernels.NOT_FINITE: "a count that is not a finite number",
+    count_kernels.NEGATIVE: "a negative or fractional count (a negative one)",
+    count_kernels.FRACTIONAL: "a negative or fractional count (a fractional one)",
+    count_kernels.NOT_FINITE: "NaN or an infinite count",
     count_kernels.TOO_LARGE: "a count of 2^53 or more",
 }
 
@@ -123,7 +127,7 @@ class Scratch:
 class ReleasePipeline:
     """The work of one release: its strategy, noise calibration and sampler (see the module docstring)."""
 
-    def __init__(self, plan: StrategyPlan, calibration: NoiseCalibration, sampler: Sampler, sizing: Sizing = Sizing()):
+    def __init__(self, plan: StrategyPlan, calibration: NoiseCalibration, sampler: Sampler, sizing: Sizing = DEFAULT_SIZING):
         self.plan = plan
         self.calibration = calibration
         self.sizing = sizing
@@ -133,10 +137,14 @@ class ReleasePipeline:
     # -- the blocks along S_A ------------------------------------------------------------------
     def blocks(self) -> list[Index]:
         """The boxes of M a release works on: along the separable axes, innermost first, as many
-        values as keep a block near ``sizing.block_cells`` cells; every other axis whole."""
+        values as keep a block near ``sizing.block_cells`` cells (and a 32nd of M); every other
+        axis whole."""
         shape = self.plan.shape
         whole = math.prod(shape[axis] for axis in self.transformed)
-        room = max(1, self.sizing.block_cells // whole)
+        # at most block_cells, and small enough to make some 32 blocks (threads share them out,
+        # progress moves on) where the separable axes allow
+        target = min(self.sizing.block_cells, max(whole, math.prod(shape) // 32))
+        room = max(1, target // whole)
         steps = [1] * len(shape)
         for axis in self.transformed:
             steps[axis] = shape[axis]
@@ -252,9 +260,9 @@ class BigBlock:
         self.slabs = math.prod(self.shape[: self.split])
         self.slab_shape = self.shape[self.split :]
         self.slab_measurements = math.prod(self.measurements[self.split :])
-        self.pass_names = ("Transform pass 1 of 3, along " + self._names(self.a_axes),
-                           "Transform pass 2 of 3, noise and along " + self._names(self.b_axes),
-                           "Transform pass 3 of 3, inverse along " + self._names(self.a_axes))
+        self.pass_names = (f"transform pass 1 of 3, transforming {self._names(self.a_axes)}",
+                           f"transform pass 2 of 3, transforming {self._names(self.b_axes)}, adding noise, inverting",
+                           f"transform pass 3 of 3, inverting {self._names(self.a_axes)}")
 
     def _split(self) -> int:
         """The split point p (B = axes before it): the smallest intermediate whose B side has at most
@@ -296,7 +304,7 @@ class BigBlock:
             table.view(np.float64)[:, columns] = values
 
         run_parts(measure, self.slabs, threads, key, steps.slice(0.0, 0.3), self.pass_names[0], "slab")
-        run_parts(noise, len(self.pencils), threads, key, steps.slice(0.3, 0.8), self.pass_names[1], "pencil")
+        run_parts(noise, len(self.pencils), threads, key, steps.slice(0.3, 0.8), self.pass_names[1], "tile")
         rows = table.view(np.float64)
         if out is None:
             return self._reconstruct_in_place(rows, key, steps.slice(0.8, 1.0), threads), sum(totals)

@@ -67,7 +67,8 @@ from .noise.calibration import (
     check_sampler,
     multiplicity,
 )
-from .pipeline import ReleasePipeline, Sizing, thread_count
+from .noise.samplers import CHUNK_BYTES
+from .pipeline import DEFAULT_SIZING, ReleasePipeline, Sizing, thread_count
 from .postprocess import shift_to_total
 from .progress import CancelCallback, Progress, ProgressCallback
 from .strategies.plan import StrategyPlan
@@ -271,9 +272,10 @@ class ReleaseSpec:
 
     @property
     def unit_variance(self) -> float:
-        """The variance of the noise on each weighted measurement (the grid's discrete Laplace:
-        about ``2 lambda^2``); every query's variance is this times its factor."""
-        return self.calibration(1).variance
+        """``2 lambda^2``: the variance of the Laplace noise of scale lambda on each weighted
+        measurement (the grid's discrete Laplace exceeds it by less than 1e-6, relative); every
+        query's variance is this times its factor, as every expected error is figured."""
+        return 2.0 * self.nominal_scale**2
 
     def paper_bound(self) -> float:
         """The paper's bound on the noise variance of every range-count query (Eq. 7)."""
@@ -287,8 +289,7 @@ class ReleaseSpec:
         (:mod:`~privelet_gui.engine.accuracy.bounds`), which is not a product over the axes: use
         :meth:`variances` for exact figures of the post-processed release.
         """
-        worst = math.prod(worst_predicate_variance(a, s) for a, s in zip(self.schema, self.plan.strategies))
-        return self.unit_variance * worst
+        return self.unit_variance * self.worst_factor()
 
     def worst_case_margin95(self) -> float:
         """+/- the worst query's noise stays within in 95% of releases."""
@@ -297,8 +298,17 @@ class ReleaseSpec:
     def variances(self, queries: QueryBatch, *, raw: bool = False) -> np.ndarray:
         """The exact noise variance of each query of a batch on the release (on the raw
         release, before the shift to the public total, with ``raw``)."""
+        return self.unit_variance * self.variance_factors(queries, raw=raw)
+
+    def variance_factors(self, queries: QueryBatch, *, raw: bool = False) -> np.ndarray:
+        """Each query's variance per unit of noise variance on a weighted measurement (its
+        strategies' factors; after the shift to the public total unless ``raw``)."""
         public_total = self.uses_public_total and not raw
-        return self.unit_variance * strategy_factors(self.plan.strategies, queries, public_total=public_total)
+        return strategy_factors(self.plan.strategies, queries, public_total=public_total)
+
+    def worst_factor(self) -> float:
+        """The largest query's variance per unit of noise variance on a weighted measurement."""
+        return math.prod(worst_predicate_variance(a, s) for a, s in zip(self.schema, self.plan.strategies))
 
     def variance(self, query: RangeQuery, *, raw: bool = False) -> float:
         """The exact noise variance of one query (on the raw release with ``raw``)."""
@@ -310,9 +320,10 @@ class ReleaseSpec:
         return margin95(variance)
 
     # -- the release ----------------------------------------------------------------------------
-    def peak_bytes(self, workers: int | None = None, sizing: Sizing = Sizing()) -> int:
+    def peak_bytes(self, workers: int | None = None, sizing: Sizing = DEFAULT_SIZING) -> int:
         """About the most memory a release holds at once besides M itself (bytes): the output,
-        or for a release of one big block its intermediate, and each thread's block buffers."""
+        or for a release of one big block its intermediate, and each thread's block buffers (the
+        counts as integers, the measurements, their noisy values, the reconstruction's work) and noise chunk."""
         pipeline = ReleasePipeline(self.plan, self.calibration(1), self.sampler, sizing)
         blocks = pipeline.blocks()
         threads = thread_count(self.schema.size, workers, sizing)
@@ -322,8 +333,9 @@ class ReleaseSpec:
         )
         if len(blocks) == 1 and pipeline.is_big(largest):
             big = pipeline.big_block(largest)
-            return 8 * (big.slabs * big.slab_measurements + threads * 6 * max(big.slab_measurements, sizing.pencil_cells))
-        return 8 * (self.schema.size + threads * 4 * measured)
+            working = 6 * max(big.slab_measurements, sizing.pencil_cells)
+            return 8 * (big.slabs * big.slab_measurements + threads * working) + threads * CHUNK_BYTES
+        return 8 * (self.schema.size + threads * 5 * measured) + threads * CHUNK_BYTES
 
     def check_memory(self, workers: int | None = None) -> None:
         """Refuse, with what to do, a release that would not fit in the memory available now."""
@@ -339,7 +351,7 @@ class ReleaseSpec:
         should_cancel: CancelCallback | None = None,
         workers: int | None = None,
         overwrite_input: bool = False,
-        sizing: Sizing = Sizing(),
+        sizing: Sizing = DEFAULT_SIZING,
     ) -> Release:
         """Release ``matrix`` (M: non-negative integer counts of shape ``schema.shape``).
 
@@ -478,11 +490,12 @@ class Release:
         return self.calibration.variance
 
     def variances(self, queries: QueryBatch, *, raw: bool = False) -> np.ndarray:
-        """Exact noise variance of each query's answer on this release (data-independent);
-        on :attr:`raw` with ``raw``."""
+        """Exact noise variance of each query's answer on this release (data-independent):
+        its specification's factors times the noise variance its calibration draws; on
+        :attr:`raw` with ``raw``."""
         if self.schema is None:
             raise PriveletError("this release has no schema: exact variances need the attributes' strategies")
-        return self.spec.variances(queries, raw=raw)
+        return self.coefficient_variance * self.spec.variance_factors(queries, raw=raw)
 
     def variance(self, query: RangeQuery, *, raw: bool = False) -> float:
         """Exact noise variance of one query's answer on this release (on :attr:`raw` with ``raw``)."""
@@ -492,4 +505,4 @@ class Release:
     def worst_case_variance(self) -> float:
         """The largest noise variance of any range-count query on the raw release (see
         :meth:`ReleaseSpec.worst_case_variance`)."""
-        return self.spec.worst_case_variance()
+        return self.coefficient_variance * self.spec.worst_factor()

@@ -68,7 +68,7 @@ def schema() -> Schema:
 
 
 def _chunks(schema: Schema, sa: tuple[str, ...] = ("age", "sex")) -> tuple[tuple[int, ...], ...]:
-    return release_layout(ReleaseSpec(schema, 1.0, sa=sa).plan).chunks
+    return release_layout(ReleaseSpec(schema, 1.0, sa=sa)).chunks
 
 
 # -- counting -----------------------------------------------------------------------------------------
@@ -148,7 +148,7 @@ def test_release_is_identical_for_one_and_two_workers_and_equals_one_machine(
     one_machine = spec.run(matrix, rng=np.random.default_rng(SEED))
     noisy = {}
     for workers, client in clusters.items():
-        counts = count_dataset(client, adult_parts["parquet"], schema, release_layout(spec.plan).chunks)
+        counts = count_dataset(client, adult_parts["parquet"], schema, release_layout(spec).chunks)
         release, meta = release_to_zarr(
             client, counts.matrix, spec, tmp_path / f"{workers}.zarr", rows=counts.rows,
             rng=np.random.default_rng(SEED), seed=SEED,
@@ -163,16 +163,16 @@ def test_release_is_identical_for_one_and_two_workers_and_equals_one_machine(
 def test_privelet_with_sa_empty_goes_axis_by_axis_with_the_same_noise(
     roomy_clusters: dict[int, Client], tmp_path: Path
 ) -> None:
-    """One block of 4.5 million cells: the pipeline's three passes, each pencil tile with its
-    one-machine stream (the matrix given as numpy, rows computed)."""
+    """One block of 4.5 million cells: the pipeline's three passes, each measurement's noise from
+    its position as on one machine (the matrix given as numpy, rows computed)."""
     schema = Schema([
         OrdinalAttribute.integer_range("a", 0, 99),
         NominalAttribute("b", Hierarchy.flat(["x", "y", "z"])),
         OrdinalAttribute.integer_range("c", 0, 14_999),
     ])
     spec = ReleaseSpec(schema, 0.5, "privelet")
-    layout = release_layout(spec.plan)
-    assert layout.tiled and len(layout.blocks.boxes) == 1
+    layout = release_layout(spec)
+    assert layout.big and len(layout.blocks.boxes) == 1
     matrix = np.random.default_rng(0).poisson(0.05, schema.shape).astype(np.float64)
     expected = spec.run(matrix, rng=np.random.default_rng(SEED)).noisy
     stages: list[str] = []
@@ -207,7 +207,7 @@ def test_a_release_larger_than_each_worker_completes_and_is_queryable(client: Cl
     })
     parts = split(table, tmp_path / "parts", 4)
     spec = ReleaseSpec(schema, 1.0, sa=("Age", "Gender"))
-    counts = count_dataset(client, parts, schema, release_layout(spec.plan).chunks)
+    counts = count_dataset(client, parts, schema, release_layout(spec).chunks)
     assert counts.rows == rows
     release, meta = release_to_zarr(client, counts.matrix, spec, tmp_path / "big.zarr", rows=counts.rows)
     assert not release.seeded and meta["shape"] == list(schema.shape)
@@ -224,7 +224,7 @@ def test_a_release_larger_than_each_worker_completes_and_is_queryable(client: Cl
 
 def test_cancel_leaves_no_folder(client: Client, adult_parts: dict[str, Path], schema: Schema, tmp_path: Path) -> None:
     spec = ReleaseSpec(schema, 1.0, sa=("age", "sex"))
-    counts = count_dataset(client, adult_parts["parquet"], schema, release_layout(spec.plan).chunks)
+    counts = count_dataset(client, adult_parts["parquet"], schema, release_layout(spec).chunks)
     asked: list[float] = []
 
     def cancel() -> bool:

@@ -10,9 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from privelet_gui.distributed.counting import _Codes, _dense, _merge
-from privelet_gui.distributed.layout import grid, line_chunks, release_layout
-from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, ReleaseSpec, Schema
-from privelet_gui.engine.pipeline import _blocks, is_tiled, tile_indices
+from privelet_gui.distributed.layout import grid, release_layout
+from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, ReleasePipeline, ReleaseSpec, Schema, Sizing
 
 
 def _schema(sizes: list[int]) -> Schema:
@@ -26,29 +25,27 @@ def _schema(sizes: list[int]) -> Schema:
 
 
 @given(st.lists(st.integers(1, 10), min_size=1, max_size=4), st.data(), st.integers(1, 2000), st.integers(1, 300))
-def test_chunks_are_groups_of_whole_blocks_with_their_stream_numbers(
-    sizes: list[int], data: st.DataObject, cells: int, target: int
-) -> None:
+def test_chunks_are_groups_of_whole_blocks(sizes: list[int], data: st.DataObject, cells: int, target: int) -> None:
     """The pipeline's blocks (cut here to ``target`` cells instead of half a million, for
-    many of them) grouped into chunks: each block in one chunk, with its own number."""
+    many of them) grouped into chunks: each block in one chunk, in its place."""
     schema = _schema(sizes)
     sa = tuple(name for name in schema.names if data.draw(st.booleans()))
-    plan = ReleaseSpec(schema, 1.0, sa=sa).plan
-    blocks = list(_blocks(plan.shape, plan.identity_axes, target))
+    spec = ReleaseSpec(schema, 1.0, sa=sa)
+    blocks = ReleasePipeline(spec.plan, spec.calibration(1), spec.sampler, Sizing(block_cells=target)).blocks()
     layout = grid(schema.shape, blocks, cells)
     assert tuple(sum(sizes) for sizes in layout.chunks) == schema.shape
     owner = np.full(schema.shape, -1)
     for position, boxes in layout.by_chunk().items():
         region = layout.region(position)
         for box in boxes:
-            block = [range(n)[part] for part, n in zip(blocks[box.number], schema.shape, strict=True)]
-            for axis, (span, local, chunk) in enumerate(zip(block, box.local, region, strict=True)):
+            number = blocks.index(box.region)
+            for axis, (span, local, chunk) in enumerate(zip(box.region, box.local, region, strict=True)):
                 assert chunk.start + local.start == span.start and chunk.start + local.stop == span.stop
                 assert local.stop <= chunk.stop - chunk.start, axis  # inside its chunk
-            assert (owner[blocks[box.number]] == -1).all()
-            owner[blocks[box.number]] = box.number
+            assert (owner[box.region] == -1).all()
+            owner[box.region] = number
     assert (owner >= 0).all()  # every cell in exactly one block, of exactly one chunk
-    numbers = [box.number for boxes in layout.by_chunk().values() for box in boxes]
+    numbers = [blocks.index(box.region) for boxes in layout.by_chunk().values() for box in boxes]
     assert sorted(numbers) == list(range(len(blocks)))
 
 
@@ -59,19 +56,14 @@ def test_release_layouts_of_the_brazil_shape() -> None:
         NominalAttribute("Occupation", Hierarchy.flat([f"o{i}" for i in range(512)])),
         OrdinalAttribute.integer_range("Income", 0, 1000),
     ])
-    plus = release_layout(ReleaseSpec(schema, 1.0, sa=("Age", "Gender")).plan)
-    assert not plus.tiled and len(plus.blocks.boxes) == 202  # as the one-machine pipeline cuts it
+    plus = release_layout(ReleaseSpec(schema, 1.0, sa=("Age", "Gender")))
+    assert not plus.big and len(plus.blocks.boxes) == 202  # as the one-machine pipeline cuts it
     assert plus.chunks == ((2,) * 50 + (1,), (2,), (512,), (1001,))  # two ages, both genders: 4 blocks a chunk
-    privelet = release_layout(ReleaseSpec(schema, 1.0, "privelet").plan)
-    assert privelet.tiled and len(privelet.blocks.boxes) == 1
-    assert is_tiled(privelet.plan, schema.shape) and len(tile_indices(privelet.plan, schema.shape)) > 1
+    privelet = release_layout(ReleaseSpec(schema, 1.0, "privelet"))
+    assert privelet.big and len(privelet.blocks.boxes) == 1
+    (big,) = privelet.big_blocks()
+    assert big.slabs > 1 and len(big.pencils) > 1
     assert math.prod(max(s) for s in privelet.chunks) <= 1 << 21
-
-
-def test_line_chunks_hold_whole_lines() -> None:
-    chunks = line_chunks((101, 2, 512, 1001), 2, 1 << 20)
-    assert chunks[2] == (512,)
-    assert math.prod(max(s) for s in chunks) <= 1 << 20
 
 
 @given(

@@ -17,6 +17,7 @@ import numpy as np
 from privelet_gui.engine.noise.bits import BlockCipher
 from privelet_gui.engine.noise.calibration import NoiseCalibration
 from privelet_gui.engine.noise.exact import WordStream, exact_sampler
+from privelet_gui.engine.noise.samplers import exact_float
 from privelet_gui.engine.strategies.base import AxisStrategy
 from privelet_gui.engine.strategies.plan import StrategyPlan
 
@@ -49,6 +50,6 @@ def naive_release(matrix: np.ndarray, plan: StrategyPlan, calibration: NoiseCali
     for z, den, position in zip(numerators, dens, positions):
         a, b = int(z) << max(-k, 0), int(den) << max(k, 0)
         units = (2 * a + b) // (2 * b)
-        weighted.append(math.ldexp(float(units + sampler.draw(WordStream(cipher, int(position)))), k))
+        weighted.append(math.ldexp(exact_float(units + sampler.draw(WordStream(cipher, int(position))), sampler.low_bits), k))
     reconstruction = reduce(np.kron, [s.reconstruction_matrix() for s in plan.strategies])
     return (reconstruction @ np.array(weighted)).reshape(plan.shape)

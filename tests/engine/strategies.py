@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import itertools
+from functools import reduce
 
 import numpy as np
 from hypothesis import strategies as st
 
-from privelet_gui.engine import Hierarchy, HierarchyNode, NominalAttribute, OrdinalAttribute, Schema, TransformPlan
+from privelet_gui.engine import Hierarchy, HierarchyNode, NominalAttribute, OrdinalAttribute, Schema, StrategyPlan
 
 
 @st.composite
@@ -46,29 +47,15 @@ def schemas(draw, max_dims: int = 3, max_cells: int = 400) -> Schema:
     return Schema(attributes)
 
 
-def forward_matrix(plan: TransformPlan) -> np.ndarray:
-    """The HN transform as an explicit (coefficients x cells) matrix."""
-    shape = plan.shape
-    m = int(np.prod(shape))
-    columns = []
-    for cell in range(m):
-        unit = np.zeros(m)
-        unit[cell] = 1.0
-        z = plan.numerators(unit.reshape(shape))
-        columns.append(plan.divide(z, "divisors").ravel())
-    return np.array(columns).T
+def measurement_matrix(plan: StrategyPlan) -> np.ndarray:
+    """The weighted measurements as an explicit (measurements x cells) matrix: the Kronecker
+    product of the axes' maps (each the strategy's numerators of unit counts over denominators)."""
+    return reduce(np.kron, [s.measurement_matrix() for s in plan.strategies])
 
 
-def inverse_matrix(plan: TransformPlan) -> np.ndarray:
-    """The inverse (with mean subtraction) as an explicit (cells x coefficients) matrix."""
-    shape = plan.coefficient_shape
-    n = int(np.prod(shape))
-    columns = []
-    for k in range(n):
-        unit = np.zeros(n)
-        unit[k] = 1.0
-        columns.append(np.asarray(plan.inverse(unit.reshape(shape))).ravel())
-    return np.array(columns).T
+def reconstruction_matrix(plan: StrategyPlan) -> np.ndarray:
+    """The reconstruction (mean subtraction included) as an explicit (cells x measurements) matrix."""
+    return reduce(np.kron, [s.reconstruction_matrix() for s in plan.strategies])
 
 
 def box_indicator(shape: tuple[int, ...], lo, hi) -> np.ndarray:
@@ -77,9 +64,8 @@ def box_indicator(shape: tuple[int, ...], lo, hi) -> np.ndarray:
     return q.ravel()
 
 
-def explicit_variance_factor(plan: TransformPlan, lo, hi) -> float:
-    """sum_c (R^T q)_c^2 / W_c^2 from explicit matrices (infinite weights contribute 0)."""
-    r = inverse_matrix(plan)
+def explicit_variance_factor(plan: StrategyPlan, lo, hi) -> float:
+    """||R^T q||^2 from explicit matrices: the query's variance per unit of noise variance on
+    each weighted measurement."""
     q = box_indicator(plan.shape, lo, hi)
-    w = plan.weights.ravel()
-    return float(np.sum((r.T @ q) ** 2 / w**2))
+    return float(np.sum((reconstruction_matrix(plan).T @ q) ** 2))

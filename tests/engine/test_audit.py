@@ -30,9 +30,10 @@ import os
 import numpy as np
 import pytest
 
-from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, ReleaseSpec, Schema, hn_forward
+from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, ReleaseSpec, Schema
 
 from .stats import clopper_pearson
+from .strategies import measurement_matrix
 
 COPIES = int(os.environ.get("PRIVELET_AUDIT_COPIES", "50000"))
 EPSILON = 1.0
@@ -108,14 +109,12 @@ def audit(
     noisy = spec.run(both, rng=np.random.default_rng(seed)).noisy
     cells = noisy.reshape(2 * copies, -1)
 
-    # the likelihood-ratio statistic of the recovered (weighted) wavelet coefficients
+    # the likelihood-ratio statistic of the recovered weighted measurements (the strategy's map
+    # applied to the noisy matrix)
     lam = single.nominal_scale
-    c_first, weights = hn_forward(first, schema, single.effective_sa)
-    c_second, _ = hn_forward(second, schema, single.effective_sa)
-    finite = np.isfinite(weights)
-    y_first, y_second = (c_first * weights)[finite], (c_second * weights)[finite]
-    coefficients, _ = hn_forward(noisy, stacked, ("copy", *single.effective_sa))
-    y = (coefficients * np.where(finite, weights, 0.0))[:, finite]
+    measure = measurement_matrix(single.plan)
+    y_first, y_second = measure @ first.reshape(-1), measure @ second.reshape(-1)
+    y = cells @ measure.T
     ratio = (np.abs(y - y_second) - np.abs(y - y_first)).sum(axis=1) / lam
     loss = float(np.abs(y_first - y_second).sum() / lam)
 

@@ -4,12 +4,10 @@ figures whose ratios are stated timed in turn."""
 from __future__ import annotations
 
 import gc
-import time
 
 import numpy as np
-import pytest
 
-from privelet_gui.bench import best_in_turn, best_of, context_switches, two_processes
+from privelet_gui.bench import best_in_turn, best_of, peak_additional_bytes
 from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, Schema
 
 
@@ -20,28 +18,6 @@ def small_schema() -> Schema:
 
 
 SCHEMA = small_schema()
-
-
-def test_two_processes_time_one_release_each():
-    matrix = np.random.default_rng(0).integers(0, 5, SCHEMA.shape).astype(float)
-    times = two_processes(matrix, small_schema, 1.0, ("age",))
-    assert len(times) == 2 and times == sorted(times) and 0 < times[0] < 60
-
-
-def broken_schema() -> Schema:
-    raise ValueError("no schema here")
-
-
-def test_a_process_that_fails_stops_the_measurement_at_once():
-    started = time.perf_counter()
-    with pytest.raises(RuntimeError, match="a benchmark process failed"):
-        two_processes(np.zeros(SCHEMA.shape), broken_schema, 1.0, ("age",))
-    assert time.perf_counter() - started < 30  # not the other process's wait at the barrier
-
-
-def test_context_switches_count_a_threads_waits():
-    # a sleeping thread switches at least once per sleep
-    assert context_switches(lambda: [time.sleep(0.001) for _ in range(20)]) >= 20
 
 
 def test_timers_take_turns_after_an_untimed_round_and_keep_their_best():
@@ -91,19 +67,17 @@ def test_the_garbage_is_collected_once_before_the_timings_not_before_each():
     assert full_collections == [1]
 
 
-def test_first_touch_waits_the_idle_time_between_the_free_and_the_touch(monkeypatch):
-    from privelet_gui import bench
+def test_the_peak_memory_of_work_is_what_it_holds_at_most():
+    def hold() -> np.ndarray:
+        big = np.ones(64 << 17)  # 64 MiB, touched
+        return big
 
-    slept: list[float] = []
-    monkeypatch.setattr(bench.time, "sleep", slept.append)
-    assert bench.first_touch(64 << 20, 0.0) > 0 and bench.first_touch(64 << 20, 3.0) > 0
-    assert slept == [0.0, 3.0]
+    assert 60 << 20 < peak_additional_bytes(hold) < 100 << 20
 
 
-def test_the_floors_steps_are_timed_per_value_and_the_cpu_features_named():
-    from privelet_gui import bench
+def test_the_threads_timed_are_one_two_and_every_core():
+    from privelet_gui.bench import thread_choices
+    from privelet_gui.engine import usable_cores
 
-    uniform, log = bench.in_cache_costs(repeat=2)
-    assert 0 < uniform < 1e3 and 0 < log < 1e3  # nanoseconds a value, not seconds a call
-    features = bench.cpu_features()
-    assert features == "?" or features.startswith(("AVX", "FMA", "none of"))
+    choices = thread_choices()
+    assert choices[0] == 1 and choices[-1] == usable_cores() and choices == sorted(set(choices))

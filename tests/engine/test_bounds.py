@@ -16,7 +16,7 @@ from privelet_gui.engine import (
     OrdinalAttribute,
     RangeQuery,
     Schema,
-    TransformPlan,
+    StrategyPlan,
     VarianceModel,
     epsilon_for_variance,
     paper_bound,
@@ -75,25 +75,25 @@ def test_add_remove_quarters_the_bound():
 
 
 def test_exact_worst_case_checked_values():
-    assert HaarTransform(16).worst_case_factor() == pytest.approx(1.42, abs=0.005)  # math.md
+    assert HaarTransform(16).worst_interval_variance() == pytest.approx(1.42, abs=0.005)  # math.md
 
 
 def test_exact_worst_case_of_1001_values_by_brute_force():
     # math.md quotes 2.62 for |A| = 1001; brute force over all 501,501 intervals with the
     # explicit inverse matrix gives 2.7501 (interval 85..938), as does the closed form.
     t = HaarTransform(1001)
-    r = np.array([t.inverse(np.eye(1024)[k]) for k in range(1024)]).T
-    prefix = np.vstack([np.zeros(1024), np.cumsum(r, axis=0)]) / t.weights
+    r = t.reconstruction_matrix()  # values from unit weighted measurements
+    prefix = np.vstack([np.zeros(t.n_measurements), np.cumsum(r, axis=0)])
     best = max(float((((prefix[a + 1 :] - prefix[a]) ** 2).sum(axis=1)).max()) for a in range(1001))
     assert best == pytest.approx(2.750072479, rel=1e-9)
-    assert t.worst_case_factor() == pytest.approx(best, rel=1e-12)
-    assert t.interval_factor(np.array([85]), np.array([938]))[0] == pytest.approx(best, rel=1e-12)
+    assert t.worst_interval_variance() == pytest.approx(best, rel=1e-12)
+    assert t.interval_variances(np.array([85]), np.array([938]))[0] == pytest.approx(best, rel=1e-12)
 
 
 @settings(max_examples=40, deadline=None)
 @given(hierarchies(max_leaves=20, max_depth=5))
 def test_nominal_worst_case_stays_below_four(h):
-    assert NominalTransform(h).worst_case_factor() < 4
+    assert NominalTransform(h).node_variances.max() < 4
 
 
 def test_basic_variance_is_8k_over_epsilon_squared():
@@ -108,24 +108,24 @@ def test_basic_variance_is_8k_over_epsilon_squared():
 @pytest.mark.parametrize("size", [*list(range(1, 20)), 31, 40])
 def test_haar_interval_factors_match_explicit_matrices(size):
     schema = Schema([OrdinalAttribute.integer_range("a", 0, size - 1)])
-    plan = TransformPlan(schema)
+    plan = StrategyPlan.paper(schema)
     t = HaarTransform(size)
     pairs = [(a, b) for a in range(size) for b in range(a, size)]
     expected = [explicit_variance_factor(plan, (a,), (b,)) for a, b in pairs]
-    got = t.interval_factor(np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs]))
+    got = t.interval_variances(np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs]))
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-15)
-    assert t.worst_case_factor() == pytest.approx(max(expected))
+    assert t.worst_interval_variance() == pytest.approx(max(expected))
 
 
 @settings(max_examples=30, deadline=None)
 @given(hierarchies(max_leaves=10))
 def test_nominal_node_factors_match_explicit_matrices(h):
     schema = Schema([NominalAttribute("n", h)])
-    plan = TransformPlan(schema)
+    plan = StrategyPlan.paper(schema)
     t = NominalTransform(h)
     for node in h.nodes():
         expected = explicit_variance_factor(plan, (node.lo,), (node.hi - 1,))
-        assert t.node_factors[node.index] == pytest.approx(expected, rel=1e-12, abs=1e-15)
+        assert t.node_variances[node.index] == pytest.approx(expected, rel=1e-12, abs=1e-15)
 
 
 def test_query_variance_matches_explicit_matrices_for_every_box_and_sa():
@@ -134,8 +134,8 @@ def test_query_variance_matches_explicit_matrices_for_every_box_and_sa():
     model = VarianceModel(schema)
     for r in range(3):
         for sa in itertools.combinations(schema.names, r):
-            plan = TransformPlan(schema, sa)
-            lam = 2 * plan.rho / 0.7
+            plan = StrategyPlan.paper(schema, sa)
+            lam = 2 * float(plan.rho) / 0.7
             worst = 0.0
             for a, b in itertools.combinations_with_replacement(range(6), 2):
                 for node in h.nodes():
@@ -177,8 +177,8 @@ def test_envelope_worst_case_equals_every_interval(size):
 
 def test_big_ordinal_domains_get_their_worst_case():
     t = HaarTransform(50_000)
-    worst = t.worst_case_factor()
+    worst = t.worst_interval_variance()
     # it is attained by some interval, and is below the paper's H(A) = (2 + 16) / 2
     assert 3.5 < worst < 9
-    best_of_sample = t.interval_factor(np.array([0, 3000, 10_007]), np.array([49_999, 40_000, 31_234])).max()
+    best_of_sample = t.interval_variances(np.array([0, 3000, 10_007]), np.array([49_999, 40_000, 31_234])).max()
     assert worst >= best_of_sample

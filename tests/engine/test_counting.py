@@ -200,11 +200,11 @@ def test_cell_indices_equal_ravel_multi_index_across_blocks():
 
 
 def test_a_matrix_larger_than_the_memory_is_refused_before_counting(monkeypatch):
-    from privelet_gui.engine import _memory
+    from privelet_gui.engine import counting
 
     schema = Schema([OrdinalAttribute.integer_range("a", 0, 999), OrdinalAttribute.integer_range("b", 0, 999)])
-    monkeypatch.setattr(_memory, "available_memory", lambda: 4 << 20)  # 4 MiB; the matrix needs 7.6 MiB
+    monkeypatch.setattr(counting, "available_memory", lambda: 4 << 20)  # 4 MiB; the matrix needs 7.6 MiB
     with pytest.raises(SchemaError, match=r"1,000,000 cells \(7.6 MiB\), more than the 4.0 MiB .* exclude attributes"):
         frequency_matrix(pd.DataFrame({"a": [1], "b": [2]}), schema)
-    monkeypatch.setattr(_memory, "available_memory", lambda: 64 << 20)
+    monkeypatch.setattr(counting, "available_memory", lambda: 64 << 20)
     assert frequency_matrix(pd.DataFrame({"a": [1], "b": [2]}), schema)[1, 2] == 1

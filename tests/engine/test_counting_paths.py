@@ -21,7 +21,6 @@ from privelet_gui.engine import (
     OrdinalAttribute,
     PriveletError,
     Schema,
-    _compiled,
     counting,
     frequency_matrix,
 )
@@ -125,18 +124,8 @@ def count_threads() -> list[str]:
     return [t.name for t in threading.enumerate() if t.name.startswith("privelet-count")]
 
 
-@pytest.fixture(params=["numpy", "compiled"])
-def count_path(request, monkeypatch):
-    """Each way of adding the rows to the matrix: numpy's weighted bincount, or the compiled loop."""
-    if request.param == "numpy":
-        monkeypatch.setattr(_compiled, "loaded_count_loop", lambda: None)
-    elif not _compiled.prepare_compiled():
-        pytest.skip("numba is not installed (the fast extra): only numpy's bincount runs here")
-    return request.param
-
-
 @pytest.mark.parametrize("workers", [2, 3])
-def test_a_table_counted_on_threads_gives_the_serial_matrix_report_and_warning(monkeypatch, workers, count_path):
+def test_a_table_counted_on_threads_gives_the_serial_matrix_report_and_warning(monkeypatch, workers):
     monkeypatch.setattr(counting, "_PARALLEL_ROWS", 1000)  # threads from 1,000 rows on
     schema, table = brazil_like(20_000, seed=workers)
     with pytest.warns(DroppedRowsWarning) as serial_warning:
@@ -163,7 +152,6 @@ def test_an_error_on_threads_is_the_serial_one_and_leaves_no_thread(monkeypatch)
 
 
 def test_weights_filled_on_threads_are_reused_by_later_chunks(monkeypatch):
-    monkeypatch.setattr(_compiled, "loaded_count_loop", lambda: None)  # the weights are numpy's bincount's
     monkeypatch.setattr(counting, "_PARALLEL_ROWS", 1000)
     schema, table = brazil_like(25_000, seed=3, incomes=10)  # 80,800 cells: chunks of 5,050 rows are bincounted
     table = table[table["age"].lt(101) & table["job"].cat.codes.lt(40)]
@@ -177,54 +165,6 @@ def test_weights_filled_on_threads_are_reused_by_later_chunks(monkeypatch):
     assert len(counter._weights) == len(table) - 11_100 > 6000 and np.all(counter._weights == 1.0)
     np.testing.assert_array_equal(counter.matrix(), expected_counts(schema, table))
     assert counter.report.rows_read == counter.report.rows_counted == len(table)
-
-
-@pytest.mark.parametrize("workers", [1, 3])
-def test_the_compiled_count_splits_the_cells_between_the_threads_and_adds_later_chunks(monkeypatch, workers):
-    """Each thread counts one range of cells (together: every cell once), the first chunk into a
-    new matrix and the later ones into the same; the counts are the plain scatter's, and no
-    weights are made."""
-    _compiled.prepare_compiled()
-    loop = _compiled.loaded_count_loop()
-    if loop is None:
-        pytest.skip("numba is not installed (the fast extra): only numpy's bincount runs here")
-    calls: list[tuple[int, int, int]] = []
-
-    def counted(flat: np.ndarray, counts: np.ndarray, first: int) -> None:
-        calls.append((first, counts.size, counts.ctypes.data - 8 * first))
-        loop(flat, counts, first)
-
-    monkeypatch.setattr(_compiled, "loaded_count_loop", lambda: counted)
-    monkeypatch.setattr(counting, "_PARALLEL_ROWS", 1000)
-    schema, table = brazil_like(30_000, seed=5, incomes=10)  # 80,800 cells: chunks too big to scatter by add.at
-    table = table[table["age"].lt(101) & table["job"].cat.codes.lt(40)]
-    # every cell once more, so that each range's first and last cells are counted too
-    age, sex, job, income = np.indices(schema.shape).reshape(4, -1)
-    every = pd.DataFrame({"age": age.astype(np.int16),
-                          "sex": pd.Categorical.from_codes(sex, dtype=table["sex"].dtype),
-                          "job": pd.Categorical.from_codes(job, dtype=table["job"].dtype),
-                          "income": income.astype(np.int16)})
-    table = pd.concat([every, table], ignore_index=True).sample(frac=1.0, random_state=1)
-    counter = FrequencyCounter(schema, workers=workers)
-    halves = (table.iloc[: len(table) // 2], table.iloc[len(table) // 2 :])
-    for chunk in halves:
-        counter.add(chunk)
-    ranges = sorted((first, size) for first, size, _ in calls)
-    assert len(calls) == 2 * workers and len({start for _, _, start in calls}) == 1  # one matrix
-    assert ranges[::2] == ranges[1::2] and sum(size for _, size in ranges[::2]) == schema.size
-    assert all(first + size == following for (first, size), (following, _) in zip(ranges[::2], ranges[2::2]))
-    assert len(counter._weights) == 0
-    np.testing.assert_array_equal(counter.matrix(), expected_counts(schema, table))
-
-
-def test_counting_alone_does_not_load_numba_for_its_loop(monkeypatch):
-    """Loading the compiled loops for a count alone costs more than the loop saves: counting uses
-    numpy's bincount until something else (the app's start, a release) has loaded them."""
-    monkeypatch.setattr(_compiled, "_built", [])
-    schema, table = brazil_like(3000, seed=2, incomes=10)
-    table = table[table["age"].lt(101) & table["job"].cat.codes.lt(40)]
-    np.testing.assert_array_equal(frequency_matrix(table, schema), expected_counts(schema, table))
-    assert _compiled._built == []
 
 
 def test_flat_codes_of_a_matrix_past_2_to_the_31_cells_from_a_table():

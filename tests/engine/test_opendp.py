@@ -14,8 +14,8 @@ import pytest
 
 from privelet_gui.bench import brazil_schema
 from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, ReleaseSpec, Schema
-from privelet_gui.engine.exact import ExactSampler
 
+from .sampling import draw
 from .stats import bin_counts, chi_square_limit, discrete_laplace_bins
 
 dp = pytest.importorskip("opendp.prelude")
@@ -50,9 +50,7 @@ def test_opendps_privacy_map_gives_at_most_the_releases_epsilon(spec, epsilon):
 def test_opendp_and_the_exact_sampler_draw_the_same_distribution(theta):
     scale = float(1 / theta)
     ours_count, theirs_count = 200_000, 20_000  # OpenDP draws about 15 microseconds each
-    negative, quotient, remainder = ExactSampler(theta).draw(np.random.default_rng(12), ours_count)
-    shift = ExactSampler(theta).low_bits
-    ours = np.where(negative, -1, 1) * (quotient * 2**shift + remainder)
+    ours = draw("exact", theta, ours_count).astype(np.int64)
     theirs = np.array(opendp_laplace(scale)([0] * theirs_count), dtype=np.int64)
     edges, _ = discrete_laplace_bins(float(theta), bins=20)
     a, b = bin_counts(ours, edges), bin_counts(theirs, edges)

@@ -10,7 +10,7 @@ from privelet_gui.engine import (
     QueryBatch,
     RangeQuery,
     ReleaseSpec,
-    TransformPlan,
+    StrategyPlan,
     VarianceModel,
 )
 from privelet_gui.engine.postprocess import (
@@ -21,7 +21,7 @@ from privelet_gui.engine.postprocess import (
     shift_to_total,
 )
 
-from .strategies import box_indicator, inverse_matrix, schemas
+from .strategies import box_indicator, reconstruction_matrix, schemas
 
 
 def every_box(schema):
@@ -41,10 +41,8 @@ def every_box(schema):
 @given(schemas(max_dims=3, max_cells=60), st.data())
 def test_shifted_variances_match_explicit_matrices(schema, data):
     sa = data.draw(st.lists(st.sampled_from(schema.names), unique=True))
-    plan = TransformPlan(schema, sa)
-    inverse = inverse_matrix(plan)
-    weights = plan.weights.ravel()
-    covariance = inverse @ np.diag(np.where(np.isfinite(weights), 1.0 / weights**2, 0.0)) @ inverse.T
+    reconstruction = reconstruction_matrix(StrategyPlan.paper(schema, sa))
+    covariance = reconstruction @ reconstruction.T
     queries = every_box(schema)
     model = VarianceModel(schema)
     got = model.batch_factors(QueryBatch.of(queries), sa, public_total=True)

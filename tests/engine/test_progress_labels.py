@@ -7,20 +7,27 @@ import re
 
 import numpy as np
 
-from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, Schema, pipeline, privelet, privelet_plus
+from privelet_gui.engine import (
+    Hierarchy,
+    NominalAttribute,
+    OrdinalAttribute,
+    ReleaseSpec,
+    Schema,
+    Sizing,
+    privelet_plus,
+)
 
 JOBS = Hierarchy.from_nested({"*": {"T": ["t1", "t2", "t3"], "O": {"O1": ["o1"]}, "S": ["s1", "s2"]}})
 PART = re.compile(r"^(?:transform pass (\d) of 3, )?(.+): (\d+) of (\d+) (block|slab|tile)s? done$")
 
 
-def test_a_big_block_reports_three_passes_each_with_its_parts_done(monkeypatch):
-    monkeypatch.setattr(pipeline, "_SLAB_CELLS", 200)  # a block made "big": slabs and pencil tiles
-    monkeypatch.setattr(pipeline, "_PENCIL_CELLS", 64)
+def test_a_big_block_reports_three_passes_each_with_its_parts_done():
+    sizing = Sizing(big_block_cells=200, pencil_cells=64)  # a block made "big": slabs and pencil tiles
     schema = Schema([OrdinalAttribute.integer_range("a", 0, 9), NominalAttribute("job", JOBS),
                      OrdinalAttribute.integer_range("o", 0, 30)])
     matrix = np.random.default_rng(2).integers(0, 9, schema.shape).astype(float)
     seen: list[tuple[float, str]] = []
-    privelet(matrix, schema, 1.0, workers=2, progress=lambda f, stage: seen.append((f, stage)))
+    ReleaseSpec(schema, 1.0, "privelet").run(matrix, workers=2, sizing=sizing, progress=lambda f, stage: seen.append((f, stage)))
     parts = [(f, PART.match(stage)) for f, stage in seen if PART.match(stage)]
     assert parts, seen
     steps = [int(m.group(1)) for _, m in parts]

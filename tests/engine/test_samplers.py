@@ -1,19 +1,38 @@
 """The noise samplers: the exact one's distribution, rare paths and ties; both samplers' fit at
-every scale; the bit source; reproducible seeded releases."""
+every scale; the compiled loop against the exact resolver; the bit source; reproducible seeded
+releases."""
 
 import math
 from fractions import Fraction
 
 import numpy as np
 import pytest
-from randomgen import AESCounter
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, PriveletError, ReleaseSpec, Schema
-from privelet_gui.engine import exact as exact_module
-from privelet_gui.engine.bits import is_secure, release_generator, secure_generator, spawn, spawn_lazily
-from privelet_gui.engine.exact import ExactSampler, _LazyUniform, _threshold, exact_discrete_laplace, exp_neg_bounds
-from privelet_gui.engine.noise import StandardSampler, discrete_laplace_variance
+from privelet_gui.engine import (
+    Hierarchy,
+    NominalAttribute,
+    OrdinalAttribute,
+    PriveletError,
+    ReleaseSpec,
+    Schema,
+    Sizing,
+)
+from privelet_gui.engine.kernels import noise as kernels
+from privelet_gui.engine.noise import exact as exact_module
+from privelet_gui.engine.noise.bits import BlockCipher, release_key
+from privelet_gui.engine.noise.calibration import discrete_laplace_variance
+from privelet_gui.engine.noise.exact import (
+    ExactSampler,
+    WordStream,
+    _LazyUniform,
+    _threshold,
+    exact_sampler,
+    exp_neg_bounds,
+)
+from privelet_gui.engine.noise.samplers import exact_float
 
+from .sampling import KEY, ScriptedStream, draw
 from .stats import bin_counts, chi_square, chi_square_limit, discrete_laplace_bins
 
 SCHEMA = Schema(
@@ -23,20 +42,7 @@ SCHEMA = Schema(
     ]
 )
 
-
-def exact_draws(sampler: ExactSampler, count: int, seed: int) -> np.ndarray:
-    """Draws as float64 (exact below 2^53; rounded beyond, which binning at such scales allows)."""
-    negative, quotient, remainder = sampler.draw(np.random.default_rng(seed), count)
-    magnitude = quotient * 2.0**sampler.low_bits + remainder
-    return np.where(negative, -magnitude, magnitude)
-
-
-def standard_draws(sampler: StandardSampler, count: int, seed: int) -> np.ndarray:
-    return sampler.add(np.zeros(count, dtype=np.int64), np.random.default_rng(seed))
-
-
-# scale 1/theta from 0.4 to 2^61 grid units: M = 0, small and large V tables, 32-bit fair words
-# (with a byte of L's digits at M = 27) and 64-bit ones
+# scale 1/theta from 0.4 to 2^61 grid units: M = 0, small and large V tables, and M up to 52
 THETAS = [Fraction(5, 2), Fraction(1, 3), Fraction(1, 1000), Fraction(1, 2**31), Fraction(1, 2**35), Fraction(3, 2**43),
           Fraction(1, 2**61)]
 
@@ -45,10 +51,7 @@ THETAS = [Fraction(5, 2), Fraction(1, 3), Fraction(1, 1000), Fraction(1, 2**31),
 @pytest.mark.parametrize("kind", ["exact", "standard"])
 def test_both_samplers_fit_the_discrete_laplace_law_at_every_scale(theta, kind):
     count = 200_000
-    if kind == "exact":
-        z = exact_draws(ExactSampler(theta), count, seed=11)
-    else:
-        z = standard_draws(StandardSampler(theta), count, seed=11)
+    z = draw(kind, theta, count)
     edges, probabilities = discrete_laplace_bins(float(theta), bins=40)
     expected = count * probabilities
     keep = expected >= 5  # bins expected to be nearly empty are merged into none (chi-square needs ~5)
@@ -58,6 +61,21 @@ def test_both_samplers_fit_the_discrete_laplace_law_at_every_scale(theta, kind):
     )
     assert statistic < chi_square_limit(int(keep.sum())), (statistic, int(keep.sum()))
     assert z.var() == pytest.approx(discrete_laplace_variance(float(theta)), rel=0.02)
+
+
+@pytest.mark.parametrize("theta", [Fraction(2), Fraction(1, 3), Fraction(1, 1000), Fraction(1, 2**31), Fraction(1, 2**67)],
+                         ids=lambda t: f"scale={float(1 / t):.3g}")
+def test_the_compiled_loop_gives_the_exact_resolvers_values(theta):
+    # Every draw the compiled paths decide (the common one, then the full protocol with more
+    # blocks) is the value of the arbitrary-precision resolver on the same stream.
+    count = 3000
+    got = draw("exact", theta, count)
+    sampler = ExactSampler(theta)
+    cipher = BlockCipher(KEY)
+    for position in range(count):
+        exact = sampler.draw(WordStream(cipher, position))
+        assert got[position] == exact_float(exact, sampler.low_bits), position
+        assert abs(got[position] - exact) <= 2 * math.ulp(float(exact))
 
 
 def test_the_exact_sampler_takes_theta_exactly_and_refuses_nonsense():
@@ -85,82 +103,76 @@ def test_exp_neg_bounds_bracket_exp_tightly():
 def test_a_lazy_uniform_decides_exactly_by_drawing_more_words():
     # U's first word equals floor(2^64 p): undecided; the next words decide, as exact arithmetic says
     p_bounds = lambda precision: exp_neg_bounds(Fraction(1, 3), precision)  # noqa: E731
-    first = _threshold(p_bounds, 64)
-    for seed in range(50):
-        bits = np.random.PCG64(seed)
-        uniform = _LazyUniform(first, 64, bits)
-        below = uniform.below(p_bounds)
+    floor_at = lambda width: _threshold(p_bounds, width)  # noqa: E731
+    first = floor_at(64)
+    for position in range(50):
+        uniform = _LazyUniform(first, 64, WordStream(BlockCipher(KEY), position))
+        below = uniform.below(floor_at)
+        assert uniform.known > 64  # a tie at 64 bits always reads more
         lo, hi = p_bounds(uniform.known + 8)
         prefix = uniform.prefix << 8
         assert (prefix + 256 <= lo) if below else (prefix >= hi)
 
 
-class ScriptedBits:
-    """A bit generator whose first words are given, then PCG64's (to force rare paths)."""
-
-    def __init__(self, words: list[int], seed: int):
-        self.words = list(words)
-        self.rest = np.random.PCG64(seed)
-
-    def random_raw(self, size: int | None = None):
-        if size is None:
-            return self.words.pop(0) if self.words else int(self.rest.random_raw())
-        head, self.words = self.words[:size], self.words[size:]
-        tail = self.rest.random_raw(size - len(head))
-        return np.concatenate([np.array(head, dtype=np.uint64), tail]) if head else tail
-
-
-class ScriptedGenerator:
-    def __init__(self, words: list[int], seed: int):
-        self.bit_generator = ScriptedBits(words, seed)
-
-
-def one_draw(sampler: ExactSampler, low: int, w: int, wc: int, seed: int) -> tuple[bool, int, int]:
-    """One positive draw whose L digits, V prefix (32 bits) and C prefix are given (M <= 23)."""
-    assert sampler._fair_bits == 32 and sampler._packed
-    fair = (wc << (31 - sampler._c_bits)) | low  # sign 0, then C's first bits, then L's digits
-    words = [fair, w]  # raw[0]: the fair word in its low half; raw[1]: V's prefix in its low half
-    negative, quotient, remainder = sampler.draw(ScriptedGenerator(words, seed), 1)  # type: ignore[arg-type]
-    return bool(negative[0]), int(quotient[0]), int(remainder[0])
+def one_draw(sampler: ExactSampler, v_prefix: int, c_prefix: int, digits: int, position: int) -> int:
+    """One positive draw whose V prefix (32 bits), C's prefix (64 - M bits) and L's fair digits are
+    given (word a's low bits and the words after block 0 come from the real stream)."""
+    m = sampler.low_bits
+    a = v_prefix << 31
+    b = (c_prefix << m) | digits
+    return sampler.draw(ScriptedStream([a, b], position))
 
 
 def test_a_tie_on_a_v_threshold_is_decided_with_its_exact_conditional_probability():
     sampler = ExactSampler(Fraction(1, 10))  # M = 0: V is the whole magnitude
     thresholds = sampler.quotient_thresholds
     tied = int(thresholds[1])  # the prefix equals T_2: V is 1 or 2
-    share = float(Fraction(exp_neg_bounds(2 * sampler.gamma, 96)[0], 2**64) - tied)  # P(V >= 2 | prefix)
-    values = [one_draw(sampler, low=0, w=tied, wc=0, seed=seed)[1] for seed in range(3000)]
+    lo, _ = exp_neg_bounds(2 * sampler.gamma, 32 + 160)
+    share = float(Fraction(lo, 2**160) - tied)  # P(V >= 2 | prefix)
+    values = [one_draw(sampler, tied, 0, 0, position) for position in range(3000)]
     assert set(values) <= {1, 2}
     observed = values.count(2) / len(values)
     assert abs(observed - share) < 5 * math.sqrt(share * (1 - share) / len(values))
+    # the compiled protocol decides such ties with the next word against the 96-bit floors
+    words = np.array([[tied << 31, 0, w] for w in (0, 2**64 - 1)], dtype=np.uint64)
+    high, low, status = (np.empty(2, dtype=np.int64) for _ in range(3))
+    kernels.exact_draws(words, *sampler.protocol_tables, high, low, status)
+    assert status.tolist() == [kernels.DONE, kernels.DONE] and high.tolist() == [2, 1]
     # a zero prefix is the tail: V passes the table by the exact law of the deep tail
-    deep = [one_draw(sampler, low=0, w=0, wc=0, seed=seed)[1] for seed in range(200)]
-    assert min(deep) >= thresholds.size
+    deep = [one_draw(sampler, 0, 0, 0, position) for position in range(200)]
+    assert min(deep) >= thresholds.size - 1
 
 
 def test_a_tie_on_the_c_threshold_is_decided_with_its_exact_conditional_probability():
     sampler = ExactSampler(Fraction(1, 2**20))  # M = 12
-    mask = (1 << sampler.low_bits) - 1
-    bits = sampler._c_bits
-    share = float(Fraction(sampler.below_bounds[0](bits + 64)[0], 2**64) - sampler.zero_threshold)  # P(C = 0 | prefix)
+    m = sampler.low_bits
+    mask = (1 << m) - 1
+    width = 64 - m
+    tied = int(sampler.below_thresholds[0])  # C's prefix equals floor(2^52 P(C = 0))
+    lo, _ = sampler._below_bounds(0, width + 64)
+    share = float(Fraction(lo, 2**64) - tied)  # P(C = 0 | prefix)
     zero = 0
     runs = 3000
-    for seed in range(runs):
-        _, _, remainder = one_draw(sampler, low=mask, w=12345 << 16, wc=sampler.zero_threshold, seed=seed)
-        zero += remainder == mask  # L = F & ~C with every fair bit set: C = 0 leaves L whole
+    for position in range(runs):
+        magnitude = one_draw(sampler, 12345 << 16, tied, mask, position)
+        zero += magnitude & mask == mask  # L = F & ~C with every fair bit set: C = 0 leaves L whole
     assert abs(zero / runs - share) < 5 * math.sqrt(share * (1 - share) / runs)
 
 
 def test_rare_paths_give_the_exact_law_when_they_are_made_common(monkeypatch):
     # gamma in (1/4, 1/2] makes C non-zero one draw in five; flagging every guide cell sends
-    # every draw to the binary search: the law must not change.
+    # every draw to the full protocol: the law must not change.
     monkeypatch.setattr(exact_module, "_RATE_BITS", 1)
+    exact_sampler.cache_clear()
     theta = Fraction(1, 37)
-    sampler = ExactSampler(theta)
+    sampler = exact_sampler(theta)
     assert sampler.low_bits == 4
-    sampler.guide |= np.uint32(exact_module._SEARCH_FLAG << 16)
-    count = 300_000
-    z = exact_draws(sampler, count, seed=5)
+    sampler.word_guide |= np.uint32(kernels.SEARCH_FLAG)
+    try:
+        count = 300_000
+        z = draw("exact", theta, count)
+    finally:
+        exact_sampler.cache_clear()
     # every value from -120 to 120 on its own (this tests L's bits one by one), tails pooled
     a = math.exp(-float(theta))
     values = np.arange(-120, 121)
@@ -171,101 +183,70 @@ def test_rare_paths_give_the_exact_law_when_they_are_made_common(monkeypatch):
     assert statistic < chi_square_limit(values.size + 1)
 
 
-def test_each_digit_of_the_remainder_has_its_exact_probability(monkeypatch):
-    # gamma in (1/2, 1]: C is non-zero in a third of the draws, with lower bits below its top
+@pytest.mark.parametrize("theta, digits", [(Fraction(1, 37), 5), (Fraction(1, 2**27), 27)])
+def test_each_digit_of_the_remainder_has_its_exact_probability(monkeypatch, theta, digits):
+    # gamma in (1/2, 1]: C is non-zero in a third of the draws, with lower bits below its top, so
+    # each digit's probability differs from its neighbours' (a digit taken from the wrong bit, or
+    # not cleared by C, shows)
     monkeypatch.setattr(exact_module, "_RATE_BITS", 0)
-    theta = Fraction(1, 37)
-    sampler = ExactSampler(theta)
-    assert sampler.low_bits == 5
-    count = 1_000_000
-    _, _, remainder = sampler.draw(np.random.default_rng(9), count)
-    # |Z| has P(|Z| = y) proportional to exp(-theta y), twice that for y > 0 (the two signs)
-    a = math.exp(-float(theta))
-    magnitudes = np.arange(20_000)
-    law = np.where(magnitudes > 0, 2.0, 1.0) * a**magnitudes
-    law /= law.sum()
-    for digit in range(sampler.low_bits):
-        p = law[(magnitudes >> digit & 1) == 1].sum()
-        observed = np.count_nonzero(remainder >> digit & 1) / count
-        assert abs(observed - p) < 4.5 * math.sqrt(p * (1 - p) / count), digit
-    # and jointly: the law of L = |Z| mod 32
-    expected = count * np.bincount(magnitudes % 32, weights=law, minlength=32)
-    assert chi_square(np.bincount(remainder, minlength=32), expected) < chi_square_limit(31)
+    exact_sampler.cache_clear()
+    try:
+        assert exact_sampler(theta).low_bits == digits
+        count = 1_000_000
+        z = draw("exact", theta, count)
+    finally:
+        exact_sampler.cache_clear()
+    remainder = np.abs(z).astype(np.int64) & ((1 << digits) - 1)
+    if digits <= 8:
+        # |Z| has P(|Z| = y) proportional to exp(-theta y), twice that for y > 0 (the two signs)
+        a = math.exp(-float(theta))
+        magnitudes = np.arange(20_000)
+        law = np.where(magnitudes > 0, 2.0, 1.0) * a**magnitudes
+        law /= law.sum()
+        p = np.array([law[(magnitudes >> digit & 1) == 1].sum() for digit in range(digits)])
+    else:
+        # digit j of L is 1 with probability 1 / (1 + exp(theta 2**j)); |Z|'s differ by about
+        # P(Y = 0) = 2**-27 only
+        p = 1 / (1 + np.exp(float(theta) * 2.0 ** np.arange(digits)))
+    observed = np.array([np.count_nonzero(remainder >> digit & 1) for digit in range(digits)]) / count
+    assert np.all(np.abs(observed - p) < 4.5 * np.sqrt(p * (1 - p) / count)), observed - p
+    # jointly, the law of the top five digits
+    top = remainder >> (digits - 5)
+    if digits <= 8:
+        joint = np.bincount(magnitudes % 32, weights=law, minlength=32)
+    else:  # L's digits are independent
+        joint = np.ones(32)
+        for bit, digit in enumerate(range(digits - 5, digits)):
+            joint *= np.where(np.arange(32) >> bit & 1, p[digit], 1 - p[digit])
+    assert chi_square(np.bincount(top, minlength=32), count * joint) < chi_square_limit(31)
 
 
-def test_digits_of_the_remainder_from_their_own_byte_have_their_exact_probabilities(monkeypatch):
-    # M = 27: a 32-bit fair word holds L's first 23 digits, a byte of its own the last 4. At
-    # gamma = 1 C is often non-zero in those last digits, so each digit's probability differs
-    # from its neighbours' (a digit taken from the wrong bit, or not cleared by C, shows).
-    monkeypatch.setattr(exact_module, "_RATE_BITS", 0)
-    theta = Fraction(1, 2**27)
-    sampler = ExactSampler(theta)
-    assert (sampler.low_bits, sampler._fair_bits, sampler._high_digits, sampler.words_per_draw) == (27, 32, 4, 1.125)
-    count = 1_000_000
-    _, _, remainder = sampler.draw(np.random.default_rng(9), count)
-    assert remainder.max() < 2**27
-    # digit j is 1 with probability 1 / (1 + exp(theta 2**j)); the CKS restart moves these by
-    # about P(Y = 0) = 2**-27 only
-    p = 1 / (1 + np.exp(float(theta) * 2.0 ** np.arange(27)))
-    observed = np.array([np.count_nonzero(remainder >> digit & 1) for digit in range(27)]) / count
-    assert np.all(np.abs(observed - p) < 4.5 * np.sqrt(p * (1 - p) / count)), (observed - p)[20:]
-    # jointly, the five digits across the word's end and the byte (independent digits)
-    top = remainder >> 22
-    law = np.ones(32)
-    for bit, digit in enumerate(range(22, 27)):
-        law *= np.where(np.arange(32) >> bit & 1, p[digit], 1 - p[digit])
-    assert chi_square(np.bincount(top, minlength=32), count * law) < chi_square_limit(31)
-
-
-def test_the_bit_source_is_aes_keyed_by_the_os_and_streams_are_disjoint():
-    first, second = secure_generator(), secure_generator()
-    assert is_secure(first) and not np.array_equal(first.bit_generator.random_raw(4), second.bit_generator.random_raw(4))
-    assert is_secure(release_generator(None)) and not is_secure(release_generator(np.random.default_rng(1)))
-    children = spawn(first, 3)
-    assert all(is_secure(child) for child in children)
-    # a tree of streams (blocks, then the tiles of a big block): no two ever share a word
-    family = [*children, *spawn(children[0], 3), *spawn(children[1], 3), *spawn(spawn(children[0], 2)[1], 2)]
-    words = [int(w) for child in family for w in child.bit_generator.random_raw(1000)]
-    assert len(set(words)) == len(words) == 11_000
-    # seeded generators spawn reproducibly
-    again = [g.random() for g in spawn(np.random.default_rng(4), 2)]
-    assert again == [g.random() for g in spawn(np.random.default_rng(4), 2)]
-
-
-@pytest.mark.parametrize("parent", ["aes", "seed sequence", "no seed sequence"])
-def test_children_made_when_needed_are_those_spawned_at_once(parent):
-    # The release's threads make their blocks' generators themselves, in any order: the same
-    # children as numpy's spawn (and as before, for a generator without a SeedSequence), and the
-    # parent left where spawning leaves it.
-    def make_parent() -> np.random.Generator:
-        if parent == "aes":
-            return np.random.Generator(AESCounter(key=12345, counter=0))
-        if parent == "seed sequence":
-            return np.random.default_rng(7)
-        legacy = np.random.MT19937()
-        legacy._legacy_seeding(7)  # as numpy's RandomState seeds it: no SeedSequence to spawn from
-        return np.random.Generator(legacy)
-
-    eager_parent, lazy_parent = make_parent(), make_parent()
-    eager = [child.bit_generator.random_raw(3).tolist() for child in spawn(eager_parent, 4)]
-    makers = spawn_lazily(lazy_parent, 4)
-    lazy = {number: makers[number]().bit_generator.random_raw(3).tolist() for number in (2, 0, 3, 1)}
-    assert [lazy[number] for number in range(4)] == eager
-    assert lazy_parent.bit_generator.random_raw(2).tolist() == eager_parent.bit_generator.random_raw(2).tolist()
-    if parent == "seed sequence":
-        assert eager == [child.bit_generator.random_raw(3).tolist() for child in np.random.default_rng(7).spawn(4)]
-    if parent == "no seed sequence":
-        seeds = make_parent().integers(0, 2**63, size=4)
-        assert eager == [np.random.PCG64(int(seed)).random_raw(3).tolist() for seed in seeds]
+def test_the_bit_source_is_aes_of_each_position_and_block_under_a_key_from_the_os():
+    assert release_key() != release_key() and len(release_key()) == 16
+    cipher = BlockCipher(KEY)
+    inputs = np.array([[position, block] for position in range(50) for block in range(4)], dtype=np.uint64)
+    words = cipher.blocks(inputs).copy()
+    assert len({int(w) for w in words.ravel()}) == words.size  # no two blocks share a word
+    # each block is AES-128 of the position and the block number, little-endian (docs/math.md)
+    reference = Cipher(algorithms.AES(KEY), modes.ECB()).encryptor().update(
+        (7).to_bytes(8, "little") + (3).to_bytes(8, "little"))
+    assert words[7 * 4 + 3].astype("<u8").tobytes() == reference
+    # a seed gives a key of its own, the same every time; a caller's generator its next bytes
+    assert release_key(seed=4) == release_key(seed=4) != release_key(seed=5)
+    assert release_key(np.random.default_rng(4)) == release_key(np.random.default_rng(4))
+    with pytest.raises(PriveletError, match=r"rng must be a numpy\.random\.Generator"):
+        release_key("seed")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("sampler", ["exact", "standard"])
-def test_seeded_releases_are_reproducible_with_either_sampler_and_thread_count(sampler):
+def test_seeded_releases_are_reproducible_whatever_the_threads_and_the_cuts(sampler):
     matrix = np.arange(SCHEMA.size, dtype=float).reshape(SCHEMA.shape)
     spec = ReleaseSpec(SCHEMA, 1.0, "privelet+", ("job",), sampler=sampler)
     one = spec.run(matrix, rng=np.random.default_rng(8), workers=1)
-    two = spec.run(matrix, rng=np.random.default_rng(8), workers=2)
+    two = spec.run(matrix, rng=np.random.default_rng(8), workers=2, sizing=Sizing(block_cells=21))
+    big = spec.run(matrix, rng=np.random.default_rng(8), sizing=Sizing(big_block_cells=10, pencil_cells=5))
     np.testing.assert_array_equal(one.noisy, two.noisy)
+    np.testing.assert_array_equal(one.noisy, big.noisy)
     assert one.sampler == sampler and one.seeded
     unseeded = spec.run(matrix)
     assert not unseeded.seeded and not np.array_equal(unseeded.noisy, one.noisy)
@@ -275,9 +256,11 @@ def test_seeded_releases_are_reproducible_with_either_sampler_and_thread_count(s
 
 
 def test_exact_draws_as_python_integers():
-    draws = exact_discrete_laplace(np.random.default_rng(2), 20_000, Fraction(1, 2**68))
+    sampler = ExactSampler(Fraction(1, 2**68))
+    cipher = BlockCipher(KEY)
+    draws = [sampler.draw(WordStream(cipher, position)) for position in range(2000)]
     assert all(isinstance(z, int) for z in draws)
-    assert max(abs(z) for z in draws) > 2**63  # past int64: the limbs carry them exactly
+    assert max(abs(z) for z in draws) > 2**63  # past int64: the noisy sum is formed in two limbs
 
 
 def test_releases_written_before_the_exact_sampler_read_as_standard():

@@ -1,7 +1,7 @@
-"""The standard sampler's draw: one 64-bit word and one log per coefficient (the magnitude by
-inverting its law, the sign from the word's top bit), its exact law value by value, the
-independence of sign and magnitude, the inversion against exact arithmetic, and the split
-draw (with the CKS restart) above 2^40 grid units."""
+"""The standard sampler's draw: the magnitude by inverting its law from word a's low 52 bits, the
+sign from its top bit; its exact law value by value, the independence of sign and magnitude,
+the inversion against exact arithmetic, and the split draw (with the CKS restart) above 2^40
+grid units."""
 
 from __future__ import annotations
 
@@ -12,30 +12,13 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from privelet_gui.engine import noise as noise_module
-from privelet_gui.engine.noise import StandardSampler, _inversion, discrete_laplace_variance
+from privelet_gui.engine.kernels import noise as kernels
+from privelet_gui.engine.noise import samplers as samplers_module
+from privelet_gui.engine.noise.calibration import discrete_laplace_variance
+from privelet_gui.engine.noise.samplers import StandardParameters
 
+from .sampling import draw
 from .stats import chi_square, chi_square_limit
-
-
-class CountingBits:
-    """A bit generator that counts the words drawn from it (PCG64's words)."""
-
-    def __init__(self, seed: int):
-        self.inner = np.random.PCG64(seed)
-        self.words = 0
-
-    def random_raw(self, size: int | None = None):  # type: ignore[no-untyped-def]
-        self.words += 1 if size is None else size
-        return self.inner.random_raw(size)
-
-
-class CountingGenerator:
-    def __init__(self, seed: int):
-        self.bit_generator = CountingBits(seed)
-
-    def random(self, size: int | None = None):  # type: ignore[no-untyped-def]
-        raise AssertionError("the sampler must not draw uniforms beside its words below 2^40 grid units")
 
 
 def law(theta: float, values: np.ndarray) -> np.ndarray:
@@ -57,10 +40,17 @@ def value_statistic(z: np.ndarray, theta: float, reach: int) -> tuple[float, int
     return statistic, int(keep.sum()) + 1
 
 
+def standard_rows(words: np.ndarray, parameters: StandardParameters) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    high, low, status = (np.empty(len(words), dtype=np.int64) for _ in range(3))
+    kernels.standard_draws(words, parameters.scale, parameters.offset, parameters.split_bits, parameters.block_scale,
+                           parameters.theta, high, low, status)
+    return high, low, status
+
+
 @pytest.mark.parametrize("theta", [Fraction(5, 2), Fraction(7, 10), Fraction(1, 20)])
 def test_every_value_has_its_exact_probability(theta):
     count = 400_000
-    z = StandardSampler(theta).add(np.zeros(count), np.random.default_rng(21))
+    z = draw("standard", theta, count)
     np.testing.assert_array_equal(z, np.round(z))  # integers only
     statistic, cells = value_statistic(z, float(theta), reach=int(12 / float(theta)))
     assert statistic < chi_square_limit(cells), (statistic, cells)
@@ -68,22 +58,16 @@ def test_every_value_has_its_exact_probability(theta):
     assert abs(z.mean()) < 5 * math.sqrt(discrete_laplace_variance(float(theta)) / count)
 
 
-def test_one_word_and_no_uniform_per_coefficient():
+def test_below_2_40_grid_units_every_draw_is_decided_by_its_first_block():
     for theta in (Fraction(2), Fraction(1, 3), Fraction(1, 2**39)):
-        generator = CountingGenerator(3)
-        StandardSampler(theta).add(np.zeros(70_001), generator)  # type: ignore[arg-type]
-        assert generator.bit_generator.words == 70_001
-    # int64 units (past 2^52) take the same single word each, and the sum is exact
-    generator = CountingGenerator(4)
-    units = np.full(1000, 2**60, dtype=np.int64) + np.arange(1000)
-    out = StandardSampler(Fraction(1, 3)).add(units, generator)  # type: ignore[arg-type]
-    assert generator.bit_generator.words == 1000 and out.dtype == np.float64
-    assert np.all(np.abs(out - 2.0**60) < 1000 + 40 * 3)
+        words = np.random.default_rng(3).integers(0, 2**64, (70_001, 2), dtype=np.uint64)
+        _, low, status = standard_rows(words, StandardParameters(theta))
+        assert (status == kernels.DONE).all() and (low == 0).all()
 
 
 def test_the_sign_is_independent_of_the_magnitude():
     theta = 0.2
-    z = StandardSampler(Fraction(theta)).add(np.zeros(400_000), np.random.default_rng(5))
+    z = draw("standard", Fraction(theta), 400_000)
     magnitude, positive = np.abs(z[z != 0]), z[z != 0] > 0
     edges = np.array([1, 2, 3, 5, 8, 13, 21, 10**9])
     shell = np.searchsorted(edges, magnitude, side="right") - 1
@@ -99,11 +83,11 @@ def test_the_inversion_agrees_with_exact_arithmetic_word_by_word():
     getcontext().prec = 60
     rng = np.random.default_rng(6)
     for theta in (Fraction(1, 3), Fraction(3, 1000), Fraction(1, 2**30)):
-        sampler = StandardSampler(theta)
+        parameters = StandardParameters(theta)
         k = np.concatenate([rng.integers(0, 2**52, 2000, dtype=np.uint64), np.array([0, 1, 2**52 - 1], dtype=np.uint64)])
-        words = k | (rng.integers(0, 2, k.size, dtype=np.uint64) << np.uint64(63))  # a sign, ignored here
-        got = np.empty(k.size)
-        _inversion(words, got, sampler.scale, sampler.offset)
+        words = np.zeros((k.size, 2), dtype=np.uint64)
+        words[:, 0] = k  # sign bit 0: positive
+        got, _, _ = standard_rows(words, parameters)
         t = Decimal(theta.numerator) / Decimal(theta.denominator)
         offset = -(1 + (-t).exp()).ln() / t + Decimal(2).ln() / t  # S log(2 / (1 + a))
         checked = 0
@@ -121,20 +105,10 @@ def test_the_inversion_agrees_with_exact_arithmetic_word_by_word():
 def test_the_split_draw_above_2_40_gives_the_exact_law(monkeypatch):
     # The split at scales above 2^40 is made common: at scale 50 with 2 bits of H's scale,
     # m = 4, and "-0" (B = 1, Y = 0: probability (1 - a) / 2, about 1%) is drawn again.
-    monkeypatch.setattr(noise_module, "_FLOAT_SCALE_BITS", 2)
+    monkeypatch.setattr(samplers_module, "_FLOAT_SCALE_BITS", 2)
     theta = Fraction(1, 50)
-    sampler = StandardSampler(theta)
-    assert sampler.shift == 4
-    restarts = []
-    draw = sampler._split_draws
-
-    def counted(rng, count):  # type: ignore[no-untyped-def]
-        high, low = draw(rng, count)
-        restarts.append(count)
-        return high, low
-
-    monkeypatch.setattr(sampler, "_split_draws", counted)
-    z = sampler.add(np.zeros(300_000), np.random.default_rng(8))
+    assert StandardParameters(theta).split_bits == 4
+    z = draw("standard", theta, 300_000)
     statistic, cells = value_statistic(z, float(theta), reach=300)
     assert statistic < chi_square_limit(cells), (statistic, cells)
     assert z.var() == pytest.approx(discrete_laplace_variance(float(theta)), rel=0.03)

@@ -69,13 +69,14 @@ def round_to_units(z: np.int64, den: np.int64, inverse: float, grid_exponent: np
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def exact_common(
-    words: np.ndarray, low_bits: int, word_guide: np.ndarray, zero_threshold: np.uint64, noise: np.ndarray,
-    status: np.ndarray,
+    words: np.ndarray, low_bits: int, word_guide: np.ndarray, zero_threshold: np.uint64, high: np.ndarray,
+    low: np.ndarray, status: np.ndarray,
 ) -> int:  # pragma: no cover - compiled
     """The exact sampler's common draws, without a branch: V from the guide table (its entry less
     V's prefix has V in its high half, and marks a tie or a cell to search), C proved 0 by its
-    prefix, L its fair digits, the sign. Every draw this cannot decide (a V tie or search, C not
-    proved 0, or "-0") gets status NEED_MORE; returns how many did."""
+    prefix, L its fair digits, the sign; ``Z = high 2**M + low`` (``high = +-V``, ``low = +-L``).
+    Every draw this cannot decide (a V tie or search, C not proved 0, or "-0") gets status
+    NEED_MORE; returns how many did."""
     low_mask = (_ONE << _U64(low_bits)) - _ONE
     pending = 0
     for i in range(words.shape[0]):
@@ -87,11 +88,11 @@ def exact_common(
         # a tie (low half 0xFFFF) or a flagged cell (bit 31) make this at least 0x7FFFFFFF
         unsure = (entry | np.uint32(0x7FFF0000)) >= np.uint32(0x7FFFFFFF)
         opened = (b >> _U64(low_bits)) >= zero_threshold  # (for M = 0 the threshold is 2**64 - 1)
-        low = np.int64(b & low_mask)
+        digits = np.int64(b & low_mask)
         negative = (a >> _U64(63)) != _ZERO
-        magnitude = (quotient << low_bits) + low
-        again = unsure | opened | (negative & (magnitude == 0))
-        noise[i] = -magnitude if negative else magnitude
+        again = unsure | opened | (negative & (quotient == 0) & (digits == 0))
+        high[i] = -quotient if negative else quotient
+        low[i] = -digits if negative else digits
         status[i] = NEED_MORE if again else DONE
         pending += again
     return pending
@@ -100,16 +101,17 @@ def exact_common(
 @njit(cache=True, nogil=True, error_model="numpy")
 def exact_draws(
     words: np.ndarray, low_bits: int, v_thresholds: np.ndarray, v_remainders: np.ndarray, q_thresholds: np.ndarray,
-    lower_first: np.ndarray, lower_next: np.ndarray, noise: np.ndarray, status: np.ndarray,
+    lower_first: np.ndarray, lower_next: np.ndarray, high: np.ndarray, low: np.ndarray, status: np.ndarray,
 ) -> int:  # pragma: no cover - compiled
     """The exact sampler's full protocol for each row of ``words`` (all the words each draw has):
-    its status and value; returns how many are not done."""
+    its status and ``Z = high 2**M + low``; returns how many are not done."""
     pending = 0
     for i in range(words.shape[0]):
-        state, value = _exact_draw(words, i, low_bits, v_thresholds, v_remainders, q_thresholds, lower_first,
-                                   lower_next)
+        state, quotient, digits = _exact_draw(words, i, low_bits, v_thresholds, v_remainders, q_thresholds,
+                                              lower_first, lower_next)
         status[i] = state
-        noise[i] = value
+        high[i] = quotient
+        low[i] = digits
         pending += state != DONE
     return pending
 
@@ -118,15 +120,15 @@ def exact_draws(
 def _exact_draw(
     words: np.ndarray, row: int, low_bits: int, v_thresholds: np.ndarray, v_remainders: np.ndarray,
     q_thresholds: np.ndarray, lower_first: np.ndarray, lower_next: np.ndarray,
-) -> tuple[int, np.int64]:  # pragma: no cover - compiled
-    """One draw of the protocol from the words of row ``row``: ``(DONE, Z)``, or ``(NEED_MORE, 0)``
-    / ``(EXACT, 0)``."""
+) -> tuple[int, np.int64, np.int64]:  # pragma: no cover - compiled
+    """One draw of the protocol from the words of row ``row``: ``(DONE, +-V, +-L)``, or
+    ``(NEED_MORE, 0, 0)`` / ``(EXACT, 0, 0)``."""
     n_words = words.shape[1]
     cursor = 0
     low_mask = (_ONE << _U64(low_bits)) - _ONE
     while True:
         if cursor + 2 > n_words:
-            return NEED_MORE, np.int64(0)
+            return NEED_MORE, np.int64(0), np.int64(0)
         a = words[row, cursor]
         b = words[row, cursor + 1]
         cursor += 2
@@ -147,7 +149,7 @@ def _exact_draw(
         while quotient < v_thresholds.shape[0] and _U64(v_thresholds[quotient]) == prefix:
             if not extended:
                 if cursor >= n_words:
-                    return NEED_MORE, np.int64(0)
+                    return NEED_MORE, np.int64(0), np.int64(0)
                 extension = words[row, cursor]
                 cursor += 1
                 extended = True
@@ -157,10 +159,10 @@ def _exact_draw(
             elif extension > remainder:
                 break
             else:
-                return EXACT, np.int64(0)
+                return EXACT, np.int64(0), np.int64(0)
         if quotient == v_thresholds.shape[0]:
-            return EXACT, np.int64(0)  # the tail past the table (a prefix of 0 below the last 0)
-        low = np.int64(0)
+            return EXACT, np.int64(0), np.int64(0)  # the tail past the table (a prefix of 0 below the last 0)
+        digits = np.int64(0)
         if low_bits > 0:
             correction = _ZERO
             c_prefix = b >> _U64(low_bits)
@@ -171,7 +173,7 @@ def _exact_draw(
                     if c_prefix > threshold:
                         count += 1
                     elif c_prefix == threshold:
-                        return EXACT, np.int64(0)
+                        return EXACT, np.int64(0), np.int64(0)
                     else:
                         break
                 level = count - 1
@@ -181,47 +183,49 @@ def _exact_draw(
                 while level > 0:
                     if fresh:
                         if cursor >= n_words:
-                            return NEED_MORE, np.int64(0)
+                            return NEED_MORE, np.int64(0), np.int64(0)
                         uniform = words[row, cursor]
                         cursor += 1
                     lowest = lower_next[level, 0] if fresh else lower_first[level, 0]
                     if uniform < lowest:
                         break
                     if uniform == lowest:
-                        return EXACT, np.int64(0)
+                        return EXACT, np.int64(0), np.int64(0)
                     j = level - 1
                     while True:
                         threshold = lower_next[level, j] if fresh else lower_first[level, j]
                         if uniform > threshold:
                             break
                         if uniform == threshold:
-                            return EXACT, np.int64(0)
+                            return EXACT, np.int64(0), np.int64(0)
                         j -= 1
                     correction |= _ONE << _U64(j)
                     level = j
                     fresh = True
-            low = np.int64((b & low_mask) & ~correction)
-        if negative and quotient == 0 and low == 0:
+            digits = np.int64((b & low_mask) & ~correction)
+        if negative and quotient == 0 and digits == 0:
             continue  # "-0": the draw starts again with the next words
-        magnitude = (np.int64(quotient) << low_bits) + low
-        return DONE, -magnitude if negative else magnitude
+        if negative:
+            return DONE, -np.int64(quotient), -digits
+        return DONE, np.int64(quotient), digits
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def standard_draws(
     words: np.ndarray, scale: float, offset: float, split_bits: int, block_scale: float, theta: float,
-    noise: np.ndarray, status: np.ndarray,
+    high: np.ndarray, low: np.ndarray, status: np.ndarray,
 ) -> int:  # pragma: no cover - compiled
     """The standard sampler (docs/math.md, "The standard sampler") for each row of ``words``: the
     magnitude by inverting its law from word a's low 52 bits, the sign from its top bit; above
-    ``2**40`` grid units a quotient by inversion and ``split_bits`` low bits by rejection.
-    Returns how many are not done."""
+    ``2**40`` grid units a quotient H by inversion and ``split_bits`` low bits L by rejection
+    (``Z = high 2**m + low``, ``high = +-H``, ``low = +-L``). Returns how many are not done."""
     pending = 0
     n_words = words.shape[1]
     low_mask = (_ONE << _U64(split_bits)) - _ONE
     for i in range(words.shape[0]):
         state = NEED_MORE
-        value = np.int64(0)
+        quotient = np.int64(0)
+        digits = np.int64(0)
         cursor = 0
         while cursor + 2 <= n_words:
             a = words[i, cursor]
@@ -232,13 +236,13 @@ def standard_draws(
             exponential = -np.log(unit)
             if split_bits == 0:
                 magnitude = np.int64(np.floor(scale * exponential + offset))
-                state, value = DONE, -magnitude if negative else magnitude
+                state, quotient, digits = DONE, -magnitude if negative else magnitude, np.int64(0)
                 break
             quotient = np.int64(np.floor(block_scale * exponential))
             accepted = False
             while True:
-                low = np.int64(b & low_mask)
-                if np.float64(b >> _U64(split_bits)) * 2.0 ** (split_bits - 64) < np.exp(-theta * low):
+                digits = np.int64(b & low_mask)
+                if np.float64(b >> _U64(split_bits)) * 2.0 ** (split_bits - 64) < np.exp(-theta * digits):
                     accepted = True
                     break
                 if cursor >= n_words:
@@ -247,13 +251,15 @@ def standard_draws(
                 cursor += 1
             if not accepted:
                 break
-            if negative and quotient == 0 and low == 0:
+            if negative and quotient == 0 and digits == 0:
                 continue  # the draw starts again with the next words
-            magnitude = (quotient << split_bits) + low
-            state, value = DONE, -magnitude if negative else magnitude
+            state = DONE
+            if negative:
+                quotient, digits = -quotient, -digits
             break
         status[i] = state
-        noise[i] = value
+        high[i] = quotient
+        low[i] = digits
         pending += state != DONE
     return pending
 
@@ -273,16 +279,31 @@ def fill_inputs(inputs: np.ndarray, start: int, cols: int, positions_rows: np.nd
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def noisy_value(units: np.int64, high: np.int64, low: np.int64, shift: int, grid: float) -> float:  # pragma: no cover
+    """``(units + high 2**shift + low) 2**k`` as float64, a fixed function of the exact integer sum N
+    (docs/math.md, "Exact rounding"): N itself where it fits in int64, else its two canonical limbs
+    ``N = hi 2**shift + lo`` (``0 <= lo < 2**shift``) as ``hi 2**shift + lo`` in floats."""
+    partial = units + low  # |units| < 2**62 and |low| < 2**61: no overflow
+    hi = (partial >> shift) + high
+    lo = partial & ((np.int64(1) << shift) - 1)
+    if -(np.int64(1) << (62 - shift)) <= hi < (np.int64(1) << (62 - shift)):
+        return np.float64((hi << shift) | lo) * grid
+    return (np.float64(hi) * math.ldexp(1.0, shift) + np.float64(lo)) * grid
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def noisy_values(
     z: np.ndarray, out: np.ndarray, cols: int, den_rows: np.ndarray, den_cols: np.ndarray, inverse_rows: np.ndarray,
-    inverse_cols: np.ndarray, grid_exponent: int, noise: np.ndarray, status: np.ndarray, start: int, flat: np.ndarray,
+    inverse_cols: np.ndarray, grid_exponent: int, shift: int, high: np.ndarray, low: np.ndarray, status: np.ndarray,
+    start: int, flat: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
-    """The noisy weighted measurement ``(units + Z) 2**k`` of each done draw: the i-th of the flat
-    indices from ``start`` on, or of ``flat`` when it is given (not empty)."""
+    """The noisy weighted measurement ``(units + Z) 2**k`` of each done draw
+    (``Z = high 2**shift + low``): the i-th of the flat indices from ``start`` on, or of ``flat``
+    when it is given (not empty)."""
     grid = math.ldexp(1.0, grid_exponent)
     scattered = flat.shape[0] > 0
     row, column = divmod(start, cols)
-    for i in range(noise.shape[0]):
+    for i in range(high.shape[0]):
         if scattered:
             f = flat[i]
             row, column = divmod(f, cols)
@@ -291,7 +312,7 @@ def noisy_values(
         if status[i] == DONE:
             den = den_rows[row] * den_cols[column]
             units = round_to_units(z[f], den, inverse_rows[row] * inverse_cols[column] / grid, grid_exponent)
-            out[f] = np.float64(units + noise[i]) * grid
+            out[f] = noisy_value(units, high[i], low[i], shift, grid)
         column += 1
         if column == cols:
             column = 0

@@ -15,7 +15,8 @@ The grid follows the sensitivity, never epsilon nor n: ``g`` is the largest powe
 needs ``|y| / g < 2**62`` (``|y| <= n`` for every weighted measurement of the paper's transforms,
 with the public bound ``n`` under replace-one-tuple and the fixed cap :data:`ADD_REMOVE_MAX_ROWS`
 under add/remove, where n is private) and a noise scale of at most :data:`SCALE_UNITS_MAX` grid
-units (then every noise draw, and its sum with a rounded measurement, stays below ``2**63``).
+units (then every noise draw is below ``2**75`` and its sum with a rounded measurement is formed
+exactly in two int64 limbs).
 """
 
 from __future__ import annotations
@@ -62,9 +63,9 @@ ADD_REMOVE_MAX_ROWS = 1 << 32
 #: The accepted epsilons (outside them a PriveletError names this range).
 EPSILON_MIN = 1e-12
 EPSILON_MAX = 1e12
-#: The largest noise scale ``D / epsilon`` in grid units a release may have: every draw then
-#: stays below 2**61 in magnitude (docs/math.md, "The exact sampler").
-SCALE_UNITS_MAX = 1 << 54
+#: The largest noise scale ``D / epsilon`` in grid units a release may have: the exact sampler's
+#: remainder then has at most 60 bits (docs/math.md, "The exact sampler").
+SCALE_UNITS_MAX = 1 << 68
 # The grid leaves 2**20 (1 + s K) grid units in s rho: the excess is then below 2**-20.
 _GRID_MARGIN_BITS = 20
 # Rounded measurements must stay below this many grid units (exact int64 arithmetic).
@@ -221,7 +222,7 @@ def calibrate(
     if calibration.scale_units > SCALE_UNITS_MAX:
         smallest = math.nextafter(float(Fraction(units) / SCALE_UNITS_MAX), math.inf)
         raise PriveletError(
-            f"epsilon {value:g} is too small for this release: its noise would pass 2^54 grid units. With this "
+            f"epsilon {value:g} is too small for this release: its noise would pass 2^68 grid units. With this "
             f"schema, S_A and neighbouring notion the smallest epsilon is {smallest:.3g} (the engine accepts "
             f"{EPSILON_MIN:g} to {EPSILON_MAX:g}); use a larger epsilon or put more attributes in S_A"
         )

@@ -167,7 +167,7 @@ class ExactSampler:
         low_bits = max(0, ratio.numerator.bit_length() - ratio.denominator.bit_length() + 1)
         while low_bits and (1 << low_bits) > ratio:
             low_bits -= 1
-        if low_bits > 61 - 14:
+        if low_bits > 60:
             raise InternalError("the noise scale passes the exact sampler's range (the calibration caps it)")
         self.low_bits = low_bits
         self.gamma = self.theta * (1 << low_bits)

@@ -26,6 +26,9 @@ __all__ = ["NoiseSampler", "StandardParameters", "noise_sampler"]
 
 # Draws per chunk: their AES blocks and statuses stay in the CPU cache.
 CHUNK = 1 << 14
+#: What noising holds per thread: a chunk's AES inputs, its blocks (and OpenSSL's buffer), the
+#: draws' two parts and statuses.
+CHUNK_BYTES = CHUNK * (16 + 16 + 16 + 3 * 8)
 # Blocks of a draw's stream read at once when block 0 did not suffice.
 _MORE_BLOCKS = 2
 # Up to this scale (grid units) the standard sampler's S E + c resolves single units.
@@ -59,15 +62,17 @@ class NoiseSampler:
         theta = calibration.theta
         self.exact: ExactSampler | None = exact_sampler(theta) if self.name == "exact" else None
         if self.exact is not None:
+            self.shift = self.exact.low_bits
             low_bits, word_guide, zero_threshold = self.exact.common_tables
-            self._common: Callable[[np.ndarray, np.ndarray, np.ndarray], int] | None = partial(
+            self._common: Callable[..., int] | None = partial(
                 kernels.exact_common, low_bits=low_bits, word_guide=word_guide, zero_threshold=zero_threshold)
             low_bits, thresholds, remainders, below, lower_first, lower_next = self.exact.protocol_tables
-            self._draws: Callable[[np.ndarray, np.ndarray, np.ndarray], int] = partial(
+            self._draws: Callable[..., int] = partial(
                 kernels.exact_draws, low_bits=low_bits, v_thresholds=thresholds, v_remainders=remainders,
                 q_thresholds=below, lower_first=lower_first, lower_next=lower_next)
         else:
             standard = StandardParameters(theta)
+            self.shift = standard.split_bits
             self._common = None
             self._draws = partial(kernels.standard_draws, scale=standard.scale, offset=standard.offset,
                                   split_bits=standard.split_bits, block_scale=standard.block_scale,
@@ -81,18 +86,19 @@ class NoiseSampler:
         rows of ``cols`` measurements, with per-row and per-column denominators and positions
         (a measurement's are the products and the sums of its row's and its column's)."""
         k = self.calibration.grid_exponent
-        layout = (cols, den_rows, den_cols, 1.0 / den_rows, 1.0 / den_cols, k)
+        layout = (cols, den_rows, den_cols, 1.0 / den_rows, 1.0 / den_cols, k, self.shift)
         size = min(CHUNK, z.size)
         inputs = np.empty((size, 2), dtype=np.uint64)
-        noise = np.empty(size, dtype=np.int64)
+        high = np.empty(size, dtype=np.int64)
+        low = np.empty(size, dtype=np.int64)
         status = np.empty(size, dtype=np.int64)
+        draws = self._draws if self._common is None else self._common
         for start in range(0, z.size, CHUNK):
             count = min(CHUNK, z.size - start)
             kernels.fill_inputs(inputs[:count], start, cols, positions_rows, positions_cols)
             words = cipher.blocks(inputs[:count])
-            draws = self._draws if self._common is None else self._common
-            pending = draws(words, noise=noise[:count], status=status[:count])
-            kernels.noisy_values(z, out, *layout, noise[:count], status[:count], start, _NO_FLAT)
+            pending = draws(words, high=high[:count], low=low[:count], status=status[:count])
+            kernels.noisy_values(z, out, *layout, high[:count], low[:count], status[:count], start, _NO_FLAT)
             if pending:
                 left = np.flatnonzero(status[:count] != kernels.DONE)
                 self._finish(z, out, start + left, inputs[left, 0].copy(), words[left].copy(), layout, cipher)
@@ -106,10 +112,7 @@ class NoiseSampler:
         exact_flat: list[np.ndarray] = []
         exact_positions: list[np.ndarray] = []
         if self._common is not None:  # the full protocol, on block 0 first
-            noise = np.empty(len(flat), dtype=np.int64)
-            status = np.empty(len(flat), dtype=np.int64)
-            self._draws(words, noise=noise, status=status)
-            kernels.noisy_values(z, out, *layout, noise, status, 0, flat)
+            status = self._retry(z, out, flat, words, layout)
             exact = status == kernels.EXACT
             exact_flat.append(flat[exact])
             exact_positions.append(positions[exact])
@@ -121,10 +124,7 @@ class NoiseSampler:
             more[:, :, 1] = np.arange(blocks, blocks + _MORE_BLOCKS)
             words = np.concatenate([words, cipher.blocks(more.reshape(-1, 2)).reshape(len(flat), -1)], axis=1)
             blocks += _MORE_BLOCKS
-            noise = np.empty(len(flat), dtype=np.int64)
-            status = np.empty(len(flat), dtype=np.int64)
-            self._draws(words, noise=noise, status=status)
-            kernels.noisy_values(z, out, *layout, noise, status, 0, flat)
+            status = self._retry(z, out, flat, words, layout)
             exact = status == kernels.EXACT
             exact_flat.append(flat[exact])
             exact_positions.append(positions[exact])
@@ -133,16 +133,35 @@ class NoiseSampler:
         for f, position in zip(np.concatenate(exact_flat).tolist(), np.concatenate(exact_positions).tolist()):
             self._exact_value(z, out, f, position, layout, cipher)
 
+    def _retry(self, z: np.ndarray, out: np.ndarray, flat: np.ndarray, words: np.ndarray,
+               layout: tuple) -> np.ndarray:  # type: ignore[type-arg]
+        """The full protocol for the draws at flat indices ``flat`` with their ``words``; their statuses."""
+        high = np.empty(len(flat), dtype=np.int64)
+        low = np.empty(len(flat), dtype=np.int64)
+        status = np.empty(len(flat), dtype=np.int64)
+        self._draws(words, high=high, low=low, status=status)
+        kernels.noisy_values(z, out, *layout, high, low, status, 0, flat)
+        return status
+
     def _exact_value(self, z: np.ndarray, out: np.ndarray, f: int, position: int, layout: tuple,  # type: ignore[type-arg]
                      cipher: BlockCipher) -> None:
         if self.exact is None:
             raise InternalError("the standard sampler asked for an exact comparison")
-        cols, den_rows, den_cols, _, _, k = layout
+        cols, den_rows, den_cols, _, _, k, shift = layout
         row, column = divmod(f, cols)
         numerator = int(z[f]) << max(-k, 0)
         denominator = int(den_rows[row]) * int(den_cols[column]) << max(k, 0)
         units = (2 * numerator + denominator) // (2 * denominator)  # floor(x + 1/2), as the compiled loop
-        out[f] = math.ldexp(float(units + self.exact.draw(WordStream(cipher, position))), k)
+        out[f] = math.ldexp(exact_float(units + self.exact.draw(WordStream(cipher, position)), shift), k)
+
+
+def exact_float(total: int, shift: int) -> float:
+    """The float64 of an exact noisy integer N, as the compiled loop forms it
+    (:func:`~privelet_gui.engine.kernels.noise.noisy_value`): N itself where
+    ``-2**62 <= N < 2**62``, else ``hi 2**shift + lo`` from its canonical limbs."""
+    if -(1 << 62) <= total < 1 << 62:
+        return float(total)
+    return float(total >> shift) * math.ldexp(1.0, shift) + float(total & ((1 << shift) - 1))
 
 
 def noise_sampler(name: Sampler, calibration: NoiseCalibration) -> NoiseSampler:
