@@ -36,7 +36,7 @@ def privelet_plus(
     workers: int | None = None,
     public_total: bool | None = None,
 ) -> Release:
-    """Privelet+ (math.md): the HN transform on attributes outside ``sa``, noise, inverse.
+    """Privelet+ (docs/math.md, "Strategies"): the wavelets on the attributes outside ``sa``, noise, reconstruction.
 
     ``matrix`` is M (non-negative integer counts, shape ``schema.shape``). ``rng`` is for
     reproducible tests only; by default the noise is seeded from OS entropy. The S_A

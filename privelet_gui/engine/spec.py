@@ -433,7 +433,7 @@ class Release:
     """A differentially private noisy frequency matrix and how it was made.
 
     ``noisy`` has the shape of the input. ``scale`` is the effective Laplace scale
-    ``D g / epsilon`` of the weighted measurements (docs/math.md; it exceeds the nominal
+    ``D g / epsilon`` of the weighted measurements (docs/math.md, "The grid"; it exceeds the nominal
     ``lambda`` by a relative excess below 1e-6). ``sampler`` names the noise sampler
     (``"exact"`` or ``"standard"``). ``seeded`` is True when the caller supplied the seed or
     the random generator (tests): such a release must not be published. ``total_shift`` is

@@ -157,7 +157,7 @@ def evaluate(
 ) -> tuple[QueryBatch, list[EvaluationRow]]:
     """The paper's experiment on the custodian's own data: Basic and Privelet+ per epsilon.
 
-    Draws ``queries`` random queries (math.md), releases M with Basic and with Privelet+
+    Draws ``queries`` random queries (docs/math.md, "The paper's evaluation"), releases M with Basic and with Privelet+
     (S_A = ``sa``) at every epsilon, and summarises square and relative errors (sanity
     bound 0.1% of n) per coverage quintile. Uses the true matrix: not for publication.
     """

@@ -225,7 +225,7 @@ class PrefixSums:
 
 
 def random_workload(schema: Schema, n: int, rng: np.random.Generator) -> QueryBatch:
-    """The paper's random workload (math.md, "The paper's evaluation").
+    """The paper's random workload (docs/math.md, "The paper's evaluation").
 
     Each query has a uniform number of predicates in ``[1, min(4, d)]`` on distinct
     random attributes; an ordinal predicate is an interval between two uniform

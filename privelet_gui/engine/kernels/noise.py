@@ -46,7 +46,7 @@ _ZERO = np.uint64(0)
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def round_to_units(z: np.int64, den: np.int64, inverse: float, grid_exponent: np.int64) -> np.int64:  # pragma: no cover
-    """``floor(z / (den 2**k) + 1/2)`` exactly (docs/math.md, "Exact rounding"): a float candidate,
+    """``floor(z / (den 2**k) + 1/2)`` exactly (docs/math.md, "The grid"): a float candidate,
     corrected by its exact int64 residual. ``inverse`` is about ``1 / (den 2**k)``."""
     if grid_exponent <= 0:
         a = z << -grid_exponent
@@ -281,7 +281,7 @@ def fill_inputs(inputs: np.ndarray, start: int, cols: int, positions_rows: np.nd
 @njit(cache=True, nogil=True, error_model="numpy")
 def noisy_value(units: np.int64, high: np.int64, low: np.int64, shift: int, grid: float) -> float:  # pragma: no cover
     """``(units + high 2**shift + low) 2**k`` as float64, a fixed function of the exact integer sum N
-    (docs/math.md, "Exact rounding"): N itself where it fits in int64, else its two canonical limbs
+    (docs/math.md, "The grid"): N itself where it fits in int64, else its two canonical limbs
     ``N = hi 2**shift + lo`` (``0 <= lo < 2**shift``) as ``hi 2**shift + lo`` in floats."""
     partial = units + low  # |units| < 2**62 and |low| < 2**61: no overflow
     hi = (partial >> shift) + high

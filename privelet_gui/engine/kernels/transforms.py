@@ -3,7 +3,7 @@
 Every kernel works on a 3-D view ``(outer, axis, inner)``: the transform runs along the middle
 axis for each outer position, on whole rows of ``inner`` values (contiguous in memory, so the
 innermost loops vectorise). The forward kernels take counts as int64 and give the weighted
-measurements' integer numerators (docs/math.md, "Exact rounding"); the reconstruction kernels take
+measurements' integer numerators (docs/math.md, "The grid"); the reconstruction kernels take
 the noisy weighted measurements as float64 and give values.
 """
 

@@ -211,7 +211,7 @@ class Hierarchy:
 
     @cached_property
     def rho(self) -> int:
-        """The nominal transform's generalized sensitivity h (math.md).
+        """The nominal transform's generalized sensitivity h (docs/math.md, "The nominal wavelet").
 
         Levels where a node is its parent's only child are not counted: their
         coefficients are identically zero.

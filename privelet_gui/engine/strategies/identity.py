@@ -13,7 +13,7 @@ __all__ = ["IdentityTransform"]
 
 
 class IdentityTransform(AxisStrategy):
-    """No transform: weight 1, rho 1, one measurement per value (docs/math.md, "Privelet+").
+    """No transform: weight 1, rho 1, one measurement per value (docs/math.md, "Strategies").
 
     Examples
     --------
