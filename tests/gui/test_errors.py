@@ -118,18 +118,18 @@ def test_a_release_error_is_explained_and_recoverable(sample_window, qtbot, tmp_
 def test_a_release_larger_than_the_free_memory_is_refused_and_the_app_stays_usable(
     sample_window, qtbot, dialogs, monkeypatch
 ):
-    from privelet_gui.engine import _memory
+    from privelet_gui.engine import memory
 
     window = sample_window
     matrix_bytes = 8 * window.document.schema().size
     # room for the matrix, not for the release's own buffers
-    monkeypatch.setattr(_memory, "available_memory", lambda: matrix_bytes + (1 << 20))
+    monkeypatch.setattr(memory, "available_memory", lambda: matrix_bytes + (1 << 20))
     with qtbot.waitSignal(window.releaseFailed, timeout=30_000):
         assert window.run_release()
     assert dialogs.errors[0][0] == "The release failed"
     assert "of memory besides the matrix" in dialogs.errors[0][1] and "S_A" in dialogs.errors[0][1]
     assert window.document.outcome is None
-    monkeypatch.setattr(_memory, "available_memory", lambda: None)
+    monkeypatch.setattr(memory, "available_memory", lambda: None)
     with qtbot.waitSignal(window.releaseFinished, timeout=60_000):
         assert window.run_release()
     assert window.document.outcome is not None

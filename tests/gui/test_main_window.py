@@ -202,14 +202,14 @@ def test_help_texts(window):
 
 
 def test_the_window_loads_the_compiled_noise_loop_on_a_thread_of_its_own(qtbot, dialogs, monkeypatch):
-    # Loading numba when the first release started stalled the window's thread (gui/stall_bench):
-    # the window asks for it as it opens, off its own thread.
+    # Compiling (or loading the cached) numba loops when the first release started would stall
+    # the window's thread: the window asks for them as it opens, off its own thread.
     import threading
 
     from privelet_gui.gui import main_window
 
     asked_on: list[str] = []
-    monkeypatch.setattr(main_window, "prepare_compiled", lambda: asked_on.append(threading.current_thread().name) or True)
+    monkeypatch.setattr(main_window, "prepare_kernels", lambda: asked_on.append(threading.current_thread().name))
     win = main_window.MainWindow()
     qtbot.addWidget(win)
     win.dialogs = dialogs
