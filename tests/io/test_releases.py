@@ -113,11 +113,13 @@ def test_release_files_hold_no_true_counts(tmp_path, release, true_counts):
     path = tmp_path / "r.npz"
     save_release(release, path)
     with zipfile.ZipFile(path) as z:
-        assert sorted(z.namelist()) == ["metadata.npy", "noisy.npy"]
+        assert sorted(z.namelist()) == ["metadata.npy", "noisy.npy", "signature.npy"]
     with np.load(path, allow_pickle=False) as npz:
-        assert sorted(npz.files) == ["metadata", "noisy"]
+        assert sorted(npz.files) == ["metadata", "noisy", "signature"]
         noisy = npz["noisy"]
         meta_text = str(npz["metadata"][()])
+        signature = json.loads(str(npz["signature"][()]))
+    assert sorted(signature) == ["algorithm", "key_id", "mac"]  # a keyed hash of the file, nothing of the table
     assert not np.array_equal(noisy, true_counts)
     assert np.mean(noisy == true_counts) < 0.01  # every cell is perturbed (on a fine grid)
     meta = json.loads(meta_text)
