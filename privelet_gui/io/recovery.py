@@ -40,7 +40,7 @@ from typing import Any
 
 from ..engine.errors import PriveletError
 from ..engine.release import Release
-from ._json import is_finite_number, loads
+from ._json import is_finite_number, loads, shown
 from ._user_data import user_data_location
 from .atomic import atomic_write, remove_abandoned
 from .ledger import Ledger, LedgerEntry
@@ -376,8 +376,9 @@ def _release_part(path: Path, part: Any) -> OrphanRelease | None:
     meta = load_release_metadata(file)
     if (meta.get("epsilon"), meta.get("mechanism")) != (float(epsilon), mechanism):
         raise PriveletError(
-            f"its description (epsilon {float(epsilon):g}, {mechanism}) does not match its release file "
-            f"(epsilon {meta.get('epsilon')!r}, {meta.get('mechanism')!r}): one of them was edited"
+            f"its description (epsilon {shown(float(epsilon))}, mechanism {shown(mechanism)}) does not match its "
+            f"release file (epsilon {shown(meta.get('epsilon'))}, mechanism {shown(meta.get('mechanism'))}): one of "
+            "them was edited"
         )
     entry = part.get("ledger_entry")
     extra = meta.get("extra")

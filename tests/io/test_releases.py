@@ -457,6 +457,24 @@ def test_zip_compressions_the_reader_cannot_decode_are_a_release_file_error(tmp_
         load_release(path)
 
 
+@pytest.mark.parametrize("entry", ["metadata", "noisy"])
+@pytest.mark.parametrize("character", [b"{", b"("])
+def test_a_nul_in_an_entrys_header_is_a_release_file_error(tmp_path, release, entry, character):
+    """Found by the fuzz mode: numpy's header parser raised tokenize.TokenError on a NUL byte."""
+    path = tmp_path / "r.npz"
+    save_release(release, path)
+    with zipfile.ZipFile(path) as archive:
+        members = {name: bytearray(archive.read(name)) for name in archive.namelist()}
+    header = members[f"{entry}.npy"]
+    at = header.index(character, 10)  # in the header's dictionary, after the magic and the length
+    header[at] = 0
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, bytes(data))
+    with pytest.raises(ReleaseFileError, match=f"the {entry} entry cannot be read"):
+        load_release(path)
+
+
 def test_a_basic_release_without_a_schema_loads(tmp_path):
     made = basic(np.ones((3, 4)), 1.0, np.random.default_rng(1))
     save_release(made, tmp_path / "b.npz", seed=1)
