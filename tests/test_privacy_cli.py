@@ -134,6 +134,7 @@ def test_query_and_export_warn_when_a_release_file_was_changed_after_it_was_writ
     path, other = tmp_path / "r.npz", tmp_path / "other.npz"
     assert release(capsys, table, path, "--quiet")[0] == 0
     assert release(capsys, table, other, "--quiet", "--yes", "--epsilon", "8")[0] == 0
+    assert release_file_metadata(other)["epsilon"] == 8
     code, out, err = call(capsys, "query", str(path), "--where", "age=2..5")
     assert code == 0 and "warning" not in err  # written here, unchanged
     rewrite_release_file(path, meta=release_file_metadata(other))  # relabelled: epsilon 8, the scale to match
@@ -183,3 +184,14 @@ def test_a_damaged_zarr_release_is_a_one_line_error(capsys, tmp_path):
     (folder / "noisy" / "zarr.json").write_text("[" * 50_000 + "]" * 50_000)
     code, out, err = call(capsys, "query", str(folder), "--where", "age=0..5")
     assert code == 1 and "nested 50,000 levels deep" in err and "Traceback" not in err
+
+
+def test_a_damaged_signing_key_stops_a_release_before_its_noise_is_drawn(capsys, table, tmp_path):
+    from privelet_gui.io.signing import signing_key_path
+
+    signing_key_path().parent.mkdir(parents=True, exist_ok=True)
+    signing_key_path().write_text("damaged", encoding="ascii")
+    code, _, err = release(capsys, table, tmp_path / "r.npz")
+    assert code == 1 and "release signing key" in err and "move it away" in err
+    assert not (tmp_path / "r.npz").exists()
+    assert Ledger().entries() == []  # nothing spent

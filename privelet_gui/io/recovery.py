@@ -12,8 +12,9 @@ is exported or dropped, and when the app closes normally.
 
 A copy is read as untrusted: its release's epsilon and mechanism are taken from the release
 file (which must be one of the copy's own, and agree with the description), its ledger entry is
-noted as the release's file only if it records that release and no file yet, and a lock file
-that cannot be one (a folder, a FIFO) leaves its copy alone instead of stopping the app's start.
+noted as the release's file only if it records that release and no file yet, the project file
+it names becomes where Save goes only if it is one (or is not there yet), and a lock file that
+cannot be one (a folder, a FIFO) leaves its copy alone instead of stopping the app's start.
 
 The folder is ``recovery`` in the user's data folder (platformdirs: for example
 ``~/.local/share/privelet-studio/recovery`` on Linux), or the folder named by the environment
@@ -44,7 +45,7 @@ from ._json import is_finite_number, loads, shown
 from ._user_data import user_data_location
 from .atomic import atomic_write, remove_abandoned
 from .ledger import Ledger, LedgerEntry
-from .project import Project, project_from_json, project_to_json
+from .project import PROJECT_SUFFIX, Project, load_project, project_from_json, project_to_json
 from .releases import load_release_metadata, save_release
 
 __all__ = [
@@ -349,8 +350,7 @@ def _read(path: Path, lock: _Lock) -> Orphan:
         saved_at = datetime.fromisoformat(str(obj.get("saved_at")))
         if saved_at.tzinfo is None:
             saved_at = saved_at.replace(tzinfo=UTC)
-        where = obj.get("project_path")
-        project_path = Path(where) if isinstance(where, str) and where else None
+        project_path = _project_path(obj.get("project_path"))
     except (PriveletError, OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
         return Orphan(path, None, None, None, None, str(exc), lock)
     return Orphan(path, saved_at, project_path, project, release, None, lock, obj)
@@ -365,7 +365,7 @@ def _release_part(path: Path, part: Any) -> OrphanRelease | None:
     if not isinstance(part, dict) or not isinstance(part.get("file"), str):
         raise PriveletError("its release is not described")
     if not re.fullmatch(re.escape(path.stem) + r"-[1-9][0-9]{0,8}\.npz", part["file"]):
-        raise PriveletError(f"its release file {part['file']!r} is not one of this copy's ({path.stem}-<n>.npz)")
+        raise PriveletError(f"its release file {shown(part['file'])} is not one of this copy's ({path.stem}-<n>.npz)")
     file = path.parent / part["file"]
     if not file.is_file():
         raise PriveletError(f"its release file {file.name} is missing")
@@ -385,6 +385,25 @@ def _release_part(path: Path, part: Any) -> OrphanRelease | None:
     created = extra.get("created") if isinstance(extra, dict) else None
     return OrphanRelease(file, float(epsilon), mechanism, created if isinstance(created, str) else None,
                          entry if isinstance(entry, int) and not isinstance(entry, bool) else None)
+
+
+def _project_path(where: object) -> Path | None:
+    """The project file a copy's work was last saved to (where Save goes once it is recovered):
+    an absolute path naming a project file, or nothing yet under a project file's name. Any
+    other (None: Save asks where) so that an edited description cannot make Save overwrite
+    another file."""
+    if not isinstance(where, str) or not where:
+        return None
+    candidate = Path(where)
+    if not candidate.is_absolute():
+        return None
+    if not candidate.exists():
+        return candidate if candidate.suffix == PROJECT_SUFFIX else None
+    try:
+        load_project(candidate)
+    except (PriveletError, OSError, ValueError):
+        return None
+    return candidate
 
 
 def _entry_problem(number: int, entry: LedgerEntry | None, meta: dict[str, Any]) -> str | None:

@@ -256,7 +256,9 @@ def _read_metadata(npz: np.lib.npyio.NpzFile, p: Path) -> dict[str, Any]:
 
 
 def load_release_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The JSON metadata of a release file (without loading the matrix)."""
+    """The JSON metadata of a release file (without loading the matrix), as the file holds it:
+    neither checked against its signature (which covers the matrix too) nor its flags
+    reconciled; :func:`load_release` does both."""
     from .zarr_releases import is_zarr_release, load_zarr_release_metadata
 
     if is_zarr_release(path):  # a chunked release folder (privelet_gui.distributed)
@@ -529,7 +531,7 @@ def _seeded(meta: Mapping[str, Any], p: Path, warn: ReleaseWarning) -> bool:
         raise _invalid(p, f'"bit_source" must be text, got {shown(source)}')
     if flag != (source != BIT_SOURCE):
         warn(
-            f"{p}: its seeded flag ({str(flag).lower()}) and its bit source ({source!r}) disagree, so the file was "
+            f"{p}: its seeded flag ({str(flag).lower()}) and its bit source ({shown(source)}) disagree, so the file was "
             "edited or damaged. It is read as a SEEDED TEST RELEASE (not private): exporting it needs --allow-seeded "
             "(in the app, a confirmation) and the export is marked as seeded. Do not publish it."
         )

@@ -92,3 +92,48 @@ def test_the_app_starts_when_lock_files_of_the_recovery_folder_are_a_folder_and_
     qtbot.addWidget(window)
     assert window.isVisible() and window.document.summary is None
     assert sorted(p.name for p in folder.iterdir()) == ["fifo.json", "fifo.lock", "folder.json", "folder.lock"]
+
+
+def _crashed_copy_with_release(folder, epsilon, entry=None):
+    """A crashed app's copy holding a release (the slot's lock given up, as a kill leaves it)."""
+    from privelet_gui.io.recovery import KeptRelease
+
+    slot = RecoveryStore(folder).slot()
+    slot.write(None, None, KeptRelease(ReleaseSpec(SCHEMA, epsilon).run(np.ones(SCHEMA.shape)), {}, entry))
+    slot._lock.release()
+    slot._lock.path.unlink()
+    return slot.path
+
+
+def test_a_copy_whose_description_was_edited_is_not_offered(window, dialogs, tmp_path):
+    import json
+
+    copy = _crashed_copy_with_release(recovery_folder(), 0.5)
+    document = json.loads(copy.read_text(encoding="utf-8"))
+    document["release"]["epsilon"] = 8.0  # the question would say epsilon 8 for a release of 0.5
+    copy.write_text(json.dumps(document), encoding="utf-8")
+    assert not window.offer_recovery()
+    assert "recover" not in dialogs.asked and copy.is_file()  # not offered, kept as it is
+
+
+def test_recovering_a_release_whose_ledger_entry_was_edited_leaves_the_ledger_alone(window, dialogs, qtbot, tmp_path):
+    import json
+
+    from privelet_gui.io.ledger import Ledger
+
+    ledger = Ledger()
+    theirs = ledger.record("a" * 64, ReleaseSpec(SCHEMA, 3.0).run(np.ones(SCHEMA.shape)))
+    ours = ledger.record("b" * 64, ReleaseSpec(SCHEMA, 0.5).run(np.ones(SCHEMA.shape)))
+    copy = _crashed_copy_with_release(recovery_folder(), 0.5, ours)
+    document = json.loads(copy.read_text(encoding="utf-8"))
+    document["release"]["ledger_entry"] = theirs
+    copy.write_text(json.dumps(document), encoding="utf-8")
+    dialogs.choices["recover"] = "recover"
+    dialogs.save_path_answer = tmp_path / "recovered.npz"
+    assert window.offer_recovery()
+    qtbot.waitUntil(lambda: bool(dialogs.errors), timeout=20_000)
+    [(title, message)] = dialogs.errors
+    assert title == "Cannot save the recovered release to recovered.npz"
+    assert f"left the privacy ledger as it was: the copy names ledger entry {theirs}, which records another" in message
+    assert (tmp_path / "recovered.npz").is_file()  # the release is saved all the same
+    assert [entry.output for entry in ledger.entries()] == [None, None]

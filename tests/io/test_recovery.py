@@ -327,3 +327,31 @@ def test_a_ledger_entry_that_is_gone_or_already_written_is_left_as_it_was(tmp_pa
     with pytest.raises(PriveletError, match=re.escape(expected)):
         orphan.save_release(tmp_path / "saved.npz")
     assert [e.output for e in ledger.entries()] == [str(tmp_path / "first.npz") if case == "written" else None]
+
+
+def test_save_goes_only_to_a_project_file_the_copy_names(tmp_path):
+    from privelet_gui.io.project import save_project
+
+    (tmp_path / "notes.txt").write_text("the user's notes", encoding="utf-8")
+    save_project(PROJECT, tmp_path / "census.json")  # a project file under another name: still one
+    cases = {
+        str(tmp_path / "notes.txt"): None,  # edited to another file: Save would overwrite it
+        str(tmp_path): None,  # a folder
+        "census.privelet": None,  # relative: to where?
+        str(tmp_path / "census.json"): tmp_path / "census.json",
+        str(tmp_path / "new.privelet"): tmp_path / "new.privelet",  # saved, then moved or deleted
+        str(tmp_path / "new.txt"): None,
+    }
+    for where, expected in cases.items():
+        folder = tmp_path / "recovery"
+        slot = RecoveryStore(folder).slot()
+        slot.write(PROJECT, None)
+        _crash(slot, folder)
+        document = json.loads(slot.path.read_text(encoding="utf-8"))
+        document["project_path"] = where
+        slot.path.write_text(json.dumps(document), encoding="utf-8")
+        [orphan] = RecoveryStore(folder).orphans()
+        assert orphan.problem is None and orphan.project == PROJECT
+        assert orphan.project_path == expected, where
+        orphan.discard()
+    assert (tmp_path / "notes.txt").read_text(encoding="utf-8") == "the user's notes"
