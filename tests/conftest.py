@@ -24,10 +24,12 @@ atexit.register(shutil.rmtree, _SETTINGS, True)
 # The privacy ledger: never the user's. The whole session (subprocesses too) points at a
 # temporary file, and each test gets a fresh one of its own (see ``private_ledger``); the
 # user's own ledger (where it is before this run points elsewhere) must be left as it was
-# (``users_ledger_untouched``).
+# (``users_ledger_untouched``), and so must the release signing key beside it.
 from privelet_gui.io.ledger import ledger_path  # noqa: E402  (after QT_QPA_PLATFORM, before PRIVELET_LEDGER)
+from privelet_gui.io.signing import signing_key_path  # noqa: E402
 
 USERS_LEDGER = ledger_path()
+USERS_SIGNING_KEY = signing_key_path()
 _SESSION_LEDGER = Path(tempfile.mkdtemp(prefix="privelet-test-ledger-")) / "ledger.sqlite3"
 os.environ["PRIVELET_LEDGER"] = str(_SESSION_LEDGER)
 
@@ -68,15 +70,15 @@ def _state(path: Path) -> tuple[int, int] | None:
 
 @pytest.fixture(scope="session", autouse=True)
 def users_ledger_untouched() -> object:
-    """Fail the run if the user's own ledger was created or changed while the tests ran."""
-    before = _state(USERS_LEDGER)
+    """Fail the run if the user's own ledger or signing key was created or changed while the tests ran."""
+    before = {path: _state(path) for path in (USERS_LEDGER, USERS_SIGNING_KEY)}
     yield
-    after = _state(USERS_LEDGER)
-    if after != before:
-        pytest.fail(
-            f"the user's privacy ledger {USERS_LEDGER} was {'created' if before is None else 'changed'} by the "
-            "test run (every test must use a temporary ledger: PRIVELET_LEDGER)", pytrace=False
-        )
+    for path, state in before.items():
+        if _state(path) != state:
+            pytest.fail(
+                f"the user's {path.name} {path} was {'created' if state is None else 'changed'} by the test run "
+                "(every test must use a temporary ledger and key: PRIVELET_LEDGER)", pytrace=False
+            )
 
 
 def _folder_state(folder: Path) -> dict[str, tuple[int, int] | None] | None:

@@ -123,3 +123,75 @@ def test_a_seeded_release_is_exported_only_with_the_flag_and_then_marked(capsys,
         pd.read_csv(tmp_path / "x.csv", comment="#", dtype={"noisy_count": str})["noisy_count"].to_numpy(dtype=float),
         load_release(seeded).noisy.reshape(-1),
     )
+
+
+# -- what a release read says about trusting it ---------------------------------------------------------
+
+
+def test_query_and_export_warn_when_a_release_file_was_changed_after_it_was_written(capsys, table, tmp_path):
+    from tests.io.test_release_trust import release_file_metadata, rewrite_release_file
+
+    path, other = tmp_path / "r.npz", tmp_path / "other.npz"
+    assert release(capsys, table, path, "--quiet")[0] == 0
+    assert release(capsys, table, other, "--quiet", "--yes", "--epsilon", "8")[0] == 0
+    assert release_file_metadata(other)["epsilon"] == 8
+    code, out, err = call(capsys, "query", str(path), "--where", "age=2..5")
+    assert code == 0 and "warning" not in err  # written here, unchanged
+    rewrite_release_file(path, meta=release_file_metadata(other))  # relabelled: epsilon 8, the scale to match
+    code, out, err = call(capsys, "query", str(path), "--where", "age=2..5", "--quiet")
+    assert code == 0 and "95% interval" in out  # still answered...
+    assert f"privelet: warning: {path} FAILED its signature check" in err  # ...with the warning, even with --quiet
+    code, out, err = call(capsys, "export", str(path), "--out", str(tmp_path / "cells.csv"))
+    assert code == 0 and "FAILED its signature check" in err and (tmp_path / "cells.csv").is_file()
+    rewrite_release_file(path, signature=False)
+    code, out, err = call(capsys, "query", str(path), "--where", "age=2..5")
+    assert code == 0 and f"privelet: warning: {path} carries no signature" in err
+
+
+def test_a_seeded_release_whose_flag_was_cleared_is_still_refused_without_the_flag(capsys, table, tmp_path):
+    from tests.io.test_release_trust import release_file_metadata, rewrite_release_file
+
+    seeded = tmp_path / "seeded.npz"
+    assert release(capsys, table, seeded, "--seed", "7", "--quiet")[0] == 0
+    meta = release_file_metadata(seeded)
+    meta["seeded"], meta["seed"] = False, None
+    rewrite_release_file(seeded, meta=meta)
+    code, _, err = call(capsys, "export", str(seeded), "--out", str(tmp_path / "x.csv"))
+    assert code == 1 and "--allow-seeded" in err and not (tmp_path / "x.csv").exists()
+    assert "its seeded flag (false) and its bit source ('seeded generator (tests only)') disagree" in err
+    code, out, err = call(capsys, "export", str(seeded), "--out", str(tmp_path / "x.csv"), "--allow-seeded")
+    assert code == 0 and "marked as a seeded test release" in out
+    assert (tmp_path / "x.csv").read_text(encoding="utf-8").startswith(f"# {SEEDED_WARNING}")
+
+
+def test_a_damaged_zarr_release_is_a_one_line_error(capsys, tmp_path):
+    pytest.importorskip("zarr")
+    from privelet_gui.engine import ReleaseSpec
+    from privelet_gui.io.zarr_releases import save_zarr_release
+
+    schema = Schema([OrdinalAttribute.integer_range("age", 0, 99), NominalAttribute("sex", Hierarchy.flat(["F", "M"]))])
+    folder = tmp_path / "r.zarr"
+    save_zarr_release(ReleaseSpec(schema, 1.0).run(np.ones(schema.shape)), folder, chunks=(10, 2))
+    chunk = folder / "noisy" / "c" / "3" / "0"
+    chunk.write_bytes(np.full(20, np.inf).tobytes())
+    code, out, err = call(capsys, "export", str(folder), "--out", str(tmp_path / "cells.csv"))
+    assert code == 1 and not (tmp_path / "cells.csv").exists()
+    assert err.startswith("privelet: error: ") and "the chunk noisy/c/3/0 differs from the checksum" in err
+    assert "Traceback" not in err
+    chunk.unlink()
+    code, out, err = call(capsys, "query", str(folder), "--where", "age=0..5")
+    assert code == 1 and out == "" and "the chunk noisy/c/3/0 of the noisy matrix is missing" in err
+    (folder / "noisy" / "zarr.json").write_text("[" * 50_000 + "]" * 50_000)
+    code, out, err = call(capsys, "query", str(folder), "--where", "age=0..5")
+    assert code == 1 and "nested 50,000 levels deep" in err and "Traceback" not in err
+
+
+def test_a_damaged_signing_key_stops_a_release_before_its_noise_is_drawn(capsys, table, tmp_path):
+    from privelet_gui.io.signing import signing_key_path
+
+    signing_key_path().parent.mkdir(parents=True, exist_ok=True)
+    signing_key_path().write_text("damaged", encoding="ascii")
+    code, _, err = release(capsys, table, tmp_path / "r.npz")
+    assert code == 1 and "release signing key" in err and "move it away" in err
+    assert not (tmp_path / "r.npz").exists()
+    assert Ledger().entries() == []  # nothing spent

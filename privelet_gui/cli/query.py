@@ -18,7 +18,7 @@ from ._common import UsageError, fmt, loud, note, progress_bar
 if TYPE_CHECKING:
     from ..engine import Release
 
-__all__ = ["STDOUT", "register"]
+__all__ = ["STDOUT", "register", "warn_about_release"]
 
 #: ``--out -`` names standard output.
 STDOUT = "-"
@@ -57,11 +57,17 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
     p.set_defaults(handler=_cmd_export)
 
 
+def warn_about_release(message: str) -> None:
+    """What a reader must know about a release read (its signature, its flags): on stderr,
+    even with --quiet, as the privacy warnings are."""
+    print(f"privelet: warning: {message}", file=sys.stderr)
+
+
 def _cmd_query(args: argparse.Namespace) -> int:
     from ..engine import PriveletError
     from ..io import answer_query, load_release, parse_where
 
-    release = load_release(args.release)
+    release = load_release(args.release, warn=warn_about_release)
     if release.schema is None:
         raise PriveletError(f"{args.release} has no schema, so its cells have no labels to query")
     answer = answer_query(release, parse_where(release.schema, args.where))
@@ -88,7 +94,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
             )
     else:
         out = check_writable(args.out, force=args.force)
-    release = load_release(args.release)
+    release = load_release(args.release, warn=warn_about_release)
     if release.seeded and args.allow_seeded:
         print(loud(SEEDED_WARNING), file=sys.stderr)  # even with --quiet: a privacy warning
     what = "" if args.counts == "noisy" else f", {args.counts} counts (post-processed for convenience: biased for big sums)"

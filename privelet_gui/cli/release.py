@@ -191,6 +191,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
         save_release,
     )
     from ..io.ledger import BudgetCheck, Ledger, ask_before_spending
+    from ..io.signing import signing_key
     from ..io.zarr_releases import check_zarr_target, save_zarr_release
 
     if args.demo:
@@ -211,6 +212,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
     _check_dask_options(args, table, zarr_out)
     # fail before the long work
     out = check_zarr_target(args.out, force=args.force) if zarr_out else check_writable(args.out, force=args.force)
+    signing_key()  # the file is signed when written: a damaged key must stop us before the noise spends budget
     schema = load_schema(schema_path)
     spec = _spec_of(args, schema, epsilon)
     if schema.domain_from_data:  # said even with --quiet, as the seed warning is

@@ -901,18 +901,20 @@ class MainWindow(QMainWindow):
             if path is None:
                 return False
         path = release_location(path)
+        warnings: list[str] = []  # filled by the worker, read once it is done
 
         def success(release: Release) -> None:
             self.go_to("release")
-            self.release_panel.show_opened_release(path, release)
+            self.release_panel.show_opened_release(path, release, warnings)
             self.release_panel.tabs.setCurrentWidget(self.release_panel.workbench)
-            self.statusBar().showMessage(f"Opened the release {path.name}: noisy counts only.", 8000)
+            checked = " Read the warning above it." if warnings else ""
+            self.statusBar().showMessage(f"Opened the release {path.name}: noisy counts only.{checked}", 8000)
 
         def failure(error: BaseException) -> None:
             self.dialogs.error(f"Cannot open the release {path.name}", error)
 
-        self._start(lambda progress, cancel: open_release_file(path, progress, cancel), f"Opening {path.name}",
-                    success=success, failure=failure)
+        self._start(lambda progress, cancel: open_release_file(path, progress, cancel, warnings.append),
+                    f"Opening {path.name}", success=success, failure=failure)
         return True
 
     def export_release(

@@ -12,7 +12,7 @@ says what is wrong, where, and how to fix it.
 """
 
 from .atomic import atomic_write, check_writable
-from .errors import OutputExistsError, ReleaseFileError, TableError
+from .errors import OutputExistsError, ReleaseFileError, TableError, UnverifiedReleaseWarning
 from .hierarchies import (
     ARX_DELIMITERS,
     HierarchyLabelWarning,
@@ -79,6 +79,7 @@ __all__ = [
     "TableError",
     "TableOptions",
     "TableSummary",
+    "UnverifiedReleaseWarning",
     "answer_query",
     "atomic_write",
     "check_writable",

@@ -1,6 +1,6 @@
-"""Errors raised by the readers and writers.
+"""Errors (and the one warning) raised by the readers and writers.
 
-All are :class:`~privelet_gui.engine.PriveletError` (a ``ValueError``), so the command
+All the errors are :class:`~privelet_gui.engine.PriveletError` (a ``ValueError``), so the command
 line prints them as one line and exits with code 1, and the desktop app shows them in
 a dialog. Each message says what is wrong, where, and how to fix it.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..engine.errors import PriveletError
 
-__all__ = ["OutputExistsError", "ReleaseFileError", "TableError"]
+__all__ = ["OutputExistsError", "ReleaseFileError", "TableError", "UnverifiedReleaseWarning"]
 
 
 class TableError(PriveletError):
@@ -29,3 +29,9 @@ class OutputExistsError(PriveletError, FileExistsError):
 
 class ReleaseFileError(PriveletError):
     """A file is not a valid Privelet release (wrong format, damaged, or from a newer version)."""
+
+
+class UnverifiedReleaseWarning(UserWarning):
+    """A release was read, but what it says cannot be fully trusted: its signature failed, is
+    missing or cannot be checked here, or its flags disagree (the message says which, what it
+    means and what to do). Raised as a Python warning only by readers given no ``warn`` function."""

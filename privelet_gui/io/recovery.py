@@ -10,6 +10,12 @@ crashed, was killed or lost power before the work was saved or discarded. The ne
 offers it back. A slot's parts go when the project is saved or discarded, when the release
 is exported or dropped, and when the app closes normally.
 
+A copy is read as untrusted: its release's epsilon and mechanism are taken from the release
+file (which must be one of the copy's own, and agree with the description), its ledger entry is
+noted as the release's file only if it records that release and no file yet, the project file
+it names becomes where Save goes only if it is one (or is not there yet), and a lock file that
+cannot be one (a folder, a FIFO) leaves its copy alone instead of stopping the app's start.
+
 The folder is ``recovery`` in the user's data folder (platformdirs: for example
 ``~/.local/share/privelet-studio/recovery`` on Linux), or the folder named by the environment
 variable ``PRIVELET_RECOVERY`` (the tests use temporary ones). A copy holds what a project
@@ -23,22 +29,24 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import shutil
+import stat
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from ..engine import Release
 from ..engine.errors import PriveletError
-from ._json import is_finite_number, loads
+from ._json import is_finite_number, loads, shown
 from ._user_data import user_data_location
 from .atomic import atomic_write, remove_abandoned
-from .ledger import Ledger
-from .project import Project, project_from_json, project_to_json
-from .releases import save_release
+from .ledger import Ledger, LedgerEntry
+from .project import PROJECT_SUFFIX, Project, load_project, project_from_json, project_to_json
+from .releases import load_release_metadata, save_release
 
 __all__ = [
     "RECOVERY_ENVIRONMENT",
@@ -66,30 +74,37 @@ class _Lock:
 
     def __init__(self, path: Path):
         self.path = path
-        self._handle: IO[bytes] | None = None
+        self._handle: int | None = None  # the open file's descriptor, while locked
 
     def acquire(self) -> bool:
-        """Take the lock (creating the file); False if another process holds it."""
-        handle = open(self.path, "a+b")  # noqa: SIM115  (held open while locked)
+        """Take the lock (creating the file); False if another process holds it, or if it
+        cannot be taken: the name is a folder, a FIFO or a device (opened without waiting,
+        never locked), or the folder cannot be written."""
         try:
+            handle = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NONBLOCK", 0), 0o600)
+        except OSError:
+            return False
+        try:
+            if not stat.S_ISREG(os.fstat(handle).st_mode):
+                raise OSError(f"{self.path} is not a file")
             if os.name == "nt":
                 import msvcrt
 
-                handle.seek(0)
-                msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
+                os.lseek(handle, 0, os.SEEK_SET)
+                msvcrt.locking(handle, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
             else:
                 import fcntl
 
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            handle.close()
+            os.close(handle)
             return False
         self._handle = handle
         return True
 
     def release(self) -> None:
         if self._handle is not None:
-            self._handle.close()  # closing the file releases the lock
+            os.close(self._handle)  # closing the file releases the lock
             self._handle = None
 
 
@@ -141,8 +156,8 @@ class Orphan:
         """Write the release to ``target`` (atomically, replacing it) and note it in the privacy
         ledger as the release's file; the orphan then holds it no more (:meth:`forget_release`).
 
-        Raises OSError when it cannot be written; PriveletError when the ledger cannot note it
-        (the file is written then).
+        Raises OSError when it cannot be written; PriveletError when the ledger cannot note it,
+        or its entry does not record this release (:func:`_entry_problem`; the file is written then).
         """
         assert self.release is not None
         if target.resolve() == self.release.path.resolve():
@@ -151,11 +166,18 @@ class Orphan:
             shutil.copyfileobj(source, copy, 1 << 20)
         entry = self.release.ledger_entry
         self.forget_release()
-        if entry is not None:
-            try:
-                Ledger().set_output(entry, target.resolve())
-            except PriveletError as exc:
-                raise PriveletError(f"wrote {target.name}, but could not note it in the privacy ledger: {exc}") from None
+        if entry is None:
+            return
+        try:
+            ledger = Ledger()
+            problem = _entry_problem(entry, next((e for e in ledger.entries() if e.id == entry), None),
+                                     load_release_metadata(target))
+            if problem is None:
+                ledger.set_output(entry, target.resolve())
+        except PriveletError as exc:
+            raise PriveletError(f"wrote {target.name}, but could not note it in the privacy ledger: {exc}") from None
+        if problem is not None:
+            raise PriveletError(f"wrote {target.name}, but left the privacy ledger as it was: {problem}")
 
     def forget_release(self) -> None:
         """The release is saved elsewhere: the copy keeps the project only (or goes)."""
@@ -328,18 +350,22 @@ def _read(path: Path, lock: _Lock) -> Orphan:
         saved_at = datetime.fromisoformat(str(obj.get("saved_at")))
         if saved_at.tzinfo is None:
             saved_at = saved_at.replace(tzinfo=UTC)
-        where = obj.get("project_path")
-        project_path = Path(where) if isinstance(where, str) and where else None
+        project_path = _project_path(obj.get("project_path"))
     except (PriveletError, OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
         return Orphan(path, None, None, None, None, str(exc), lock)
     return Orphan(path, saved_at, project_path, project, release, None, lock, obj)
 
 
 def _release_part(path: Path, part: Any) -> OrphanRelease | None:
+    """The release a copy's description ``part`` names: one of the copy's own release files
+    (``<id>-<n>.npz``), whose metadata (read from the file, not the description) must agree
+    with what the description says of it."""
     if part is None:
         return None
-    if not isinstance(part, dict) or not isinstance(part.get("file"), str) or "/" in part["file"] or "\\" in part["file"]:
+    if not isinstance(part, dict) or not isinstance(part.get("file"), str):
         raise PriveletError("its release is not described")
+    if not re.fullmatch(re.escape(path.stem) + r"-[1-9][0-9]{0,8}\.npz", part["file"]):
+        raise PriveletError(f"its release file {shown(part['file'])} is not one of this copy's ({path.stem}-<n>.npz)")
     file = path.parent / part["file"]
     if not file.is_file():
         raise PriveletError(f"its release file {file.name} is missing")
@@ -347,10 +373,52 @@ def _release_part(path: Path, part: Any) -> OrphanRelease | None:
     if (not isinstance(epsilon, int | float) or isinstance(epsilon, bool) or not is_finite_number(epsilon)
             or not isinstance(mechanism, str)):
         raise PriveletError("its release's epsilon or mechanism is not given")
+    meta = load_release_metadata(file)
+    if (meta.get("epsilon"), meta.get("mechanism")) != (float(epsilon), mechanism):
+        raise PriveletError(
+            f"its description (epsilon {shown(float(epsilon))}, mechanism {shown(mechanism)}) does not match its "
+            f"release file (epsilon {shown(meta.get('epsilon'))}, mechanism {shown(meta.get('mechanism'))}): one of "
+            "them was edited"
+        )
     entry = part.get("ledger_entry")
-    created = part.get("created")
+    extra = meta.get("extra")
+    created = extra.get("created") if isinstance(extra, dict) else None
     return OrphanRelease(file, float(epsilon), mechanism, created if isinstance(created, str) else None,
                          entry if isinstance(entry, int) and not isinstance(entry, bool) else None)
+
+
+def _project_path(where: object) -> Path | None:
+    """The project file a copy's work was last saved to (where Save goes once it is recovered):
+    an absolute path naming a project file, or nothing yet under a project file's name. Any
+    other (None: Save asks where) so that an edited description cannot make Save overwrite
+    another file."""
+    if not isinstance(where, str) or not where:
+        return None
+    candidate = Path(where)
+    if not candidate.is_absolute():
+        return None
+    if not candidate.exists():
+        return candidate if candidate.suffix == PROJECT_SUFFIX else None
+    try:
+        load_project(candidate)
+    except (PriveletError, OSError, ValueError):
+        return None
+    return candidate
+
+
+def _entry_problem(number: int, entry: LedgerEntry | None, meta: dict[str, Any]) -> str | None:
+    """Why the ledger entry ``number`` (``entry``: None if there is none) must not be noted
+    as the file of the release whose metadata is ``meta`` (None: it may). A copy's
+    description names its entry; an edited one could name another release's."""
+    if entry is None:
+        return f"the copy names ledger entry {number}, which the ledger does not hold"
+    recorded = (entry.epsilon, entry.mechanism, entry.neighbours, entry.sampler, entry.seeded)
+    if recorded != tuple(meta.get(key) for key in ("epsilon", "mechanism", "neighbours", "sampler", "seeded")):
+        return (f"the copy names ledger entry {number}, which records another release (epsilon {entry.epsilon:g}, "
+                f"{entry.mechanism}): the copy's description was edited")
+    if entry.output is not None:
+        return f"ledger entry {number} notes this release as written to {entry.output} already"
+    return None
 
 
 def _absolute(project: Project) -> Project:

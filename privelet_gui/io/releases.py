@@ -15,6 +15,12 @@ It never holds a true count. Under replace-one-tuple neighbours the number of ro
 public, and a release shifted to it sums to it; under add/remove it appears nowhere. Files are written
 atomically and never overwrite an existing file unless asked to.
 
+A third entry, ``signature``, holds the file's signature (:mod:`privelet_gui.io.signing`: an
+HMAC-SHA-256 of the metadata and the matrix with a key kept beside the privacy ledger). A file
+that lacks it (older versions) or fails it still loads, with a warning saying what that means
+(:func:`load_release`); so does a file whose ``seeded`` flag and ``bit_source`` disagree, which
+is read as seeded.
+
 Exports of a seeded release (reproducible noise: NOT private) are refused unless asked
 for, and then say so in the file itself: a first line ``# SEEDED TEST RELEASE ...`` in
 CSV, key-value metadata ``privelet.seeded = true`` (and the warning) in Parquet.
@@ -27,6 +33,8 @@ import io
 import json
 import math
 import os
+import tokenize
+import warnings
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -61,14 +69,16 @@ from ..engine.progress import CancelCallback, Progress, ProgressCallback
 from ..engine.spec import MECHANISMS, ReleaseSpec, axes_schema, mechanism_name
 from ._json import is_finite_number, loads, shown
 from .atomic import atomic_write, check_writable
-from .errors import ReleaseFileError
+from .errors import ReleaseFileError, UnverifiedReleaseWarning
 from .schema import schema_from_json, schema_to_json
+from .signing import canonical_json, sign, signature_problem
 
 __all__ = [
     "RELEASE_FORMAT",
     "RELEASE_FORMAT_VERSION",
     "SEEDED_WARNING",
     "QueryAnswer",
+    "ReleaseWarning",
     "answer_query",
     "count_column",
     "export_release",
@@ -77,6 +87,7 @@ __all__ = [
     "parse_where",
     "release_frame",
     "release_metadata",
+    "release_warning",
     "save_release",
     "write_export",
     "write_long_format",
@@ -165,7 +176,8 @@ def save_release(
     metadata: Mapping[str, Any] | None = None,
     seed: int | None = None,
 ) -> dict[str, Any]:
-    """Write ``release`` to one ``.npz`` file, atomically; returns the metadata written.
+    """Write ``release`` to one ``.npz`` file, atomically, signed (see the module docstring);
+    returns the metadata written.
 
     ``metadata`` (plain JSON values) is stored under ``"extra"``; ``seed`` records the
     seed of a seeded (test) release. An existing file is replaced only with ``force``.
@@ -176,9 +188,25 @@ def save_release(
     meta = release_metadata(release, seed=seed, metadata=metadata)
     text = json.dumps(meta, ensure_ascii=False, allow_nan=False)
     check_writable(path, force=force)
+    signature = json.dumps(sign(_signed_content(meta, noisy)))
     with atomic_write(path, force=force) as f:
-        np.savez(f, noisy=noisy, metadata=np.array(text))
+        np.savez(f, noisy=noisy, metadata=np.array(text), signature=np.array(signature))
     return meta
+
+
+def _signed_content(meta: Mapping[str, Any], noisy: np.ndarray) -> list[Any]:
+    """What a release file's signature covers: its metadata and its matrix's float64 cells."""
+    return [b"privelet release file", canonical_json(meta), np.ascontiguousarray(noisy, dtype="<f8")]
+
+
+#: Where :func:`load_release` says what a reader must know about a file it loads (its signature,
+#: flags that disagree): a function of the message.
+ReleaseWarning = Callable[[str], None]
+
+
+def release_warning(message: str) -> None:
+    """The default :data:`ReleaseWarning`: a Python warning (:class:`UnverifiedReleaseWarning`)."""
+    warnings.warn(UnverifiedReleaseWarning(message), stacklevel=3)
 
 
 def _open_npz(path: str | os.PathLike[str]) -> tuple[np.lib.npyio.NpzFile, Path]:
@@ -229,7 +257,9 @@ def _read_metadata(npz: np.lib.npyio.NpzFile, p: Path) -> dict[str, Any]:
 
 
 def load_release_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The JSON metadata of a release file (without loading the matrix)."""
+    """The JSON metadata of a release file (without loading the matrix), as the file holds it:
+    neither checked against its signature (which covers the matrix too) nor its flags
+    reconciled; :func:`load_release` does both."""
     from .zarr_releases import is_zarr_release, load_zarr_release_metadata
 
     if is_zarr_release(path):  # a chunked release folder (privelet_gui.distributed)
@@ -239,7 +269,7 @@ def load_release_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
         return _read_metadata(npz, p)
 
 
-def load_release(path: str | os.PathLike[str]) -> Release:
+def load_release(path: str | os.PathLike[str], *, warn: ReleaseWarning | None = None) -> Release:
     """Read a release file back into an engine :class:`~privelet_gui.engine.Release`.
 
     The schema, calibration, S_A and flags are rebuilt from the metadata, so exact
@@ -247,27 +277,49 @@ def load_release(path: str | os.PathLike[str]) -> Release:
     checked first (:func:`_release_fields`): a file whose metadata or matrix do not make
     a consistent release is refused with a :class:`ReleaseFileError` saying what is wrong.
     A Zarr release folder is opened lazily (:func:`~privelet_gui.io.zarr_releases.open_zarr_release`).
+
+    The signature is checked (:func:`~privelet_gui.io.signing.signature_problem`): a file
+    that fails it, lacks it or was signed on another machine loads, and ``warn`` (default:
+    :func:`release_warning`) hears what that means and what to do; so does a file read as
+    seeded because its flags disagree.
     """
     from .zarr_releases import is_zarr_release, open_zarr_release
 
+    say = warn or release_warning
     if is_zarr_release(path):
-        return open_zarr_release(path)
+        return open_zarr_release(path, warn=say)
     npz, p = _open_npz(path)
     with npz:
         meta = _read_metadata(npz, p)
-        fields = _release_fields(meta, p)
+        fields = _release_fields(meta, p, say)
         noisy = _read_array(npz, "noisy", p, lambda header: _check_matrix_header(header, fields["shape"], p))
+        signature = _read_signature(npz, p)
     noisy = np.asarray(noisy, dtype=np.float64)
     if not np.isfinite(noisy).all():
         raise _invalid(p, "the noisy matrix holds NaN or infinite values")
-    return _release_holding(fields, noisy, p)
+    release = _release_holding(fields, noisy, p)
+    problem = signature_problem(signature, _signed_content(meta, noisy), str(p))
+    if problem is not None:
+        say(problem)
+    return release
 
 
-def release_from_metadata(meta: Mapping[str, Any], noisy: Any, p: Path) -> Release:
+def _read_signature(npz: np.lib.npyio.NpzFile, p: Path) -> object:
+    """The signature a file holds (None: none; a text that says it is damaged: unreadable)."""
+    if "signature" not in npz.files:
+        return None
+    try:
+        text = str(_read_array(npz, "signature", p, _check_metadata_header)[()])
+        return loads(text, source=f"{p} (signature)", error=ReleaseFileError)
+    except ReleaseFileError:
+        return "damaged"  # not a signature: signature_problem says it is damaged
+
+
+def release_from_metadata(meta: Mapping[str, Any], noisy: Any, p: Path, warn: ReleaseWarning) -> Release:
     """The release that ``meta`` describes (checked as :func:`load_release` checks it),
     holding ``noisy`` (an array, or a lazily read one: anything with ``shape`` and
-    indexing); errors name the file ``p``."""
-    return _release_holding(_release_fields(meta, p), noisy, p)
+    indexing); errors name the file ``p``, and ``warn`` hears what a reader must know."""
+    return _release_holding(_release_fields(meta, p, warn), noisy, p)
 
 
 def _release_holding(fields: dict[str, Any], noisy: Any, p: Path) -> Release:
@@ -322,7 +374,8 @@ def _read_array(
     except ReleaseFileError:
         raise
     except (zipfile.BadZipFile, ValueError, KeyError, OSError, EOFError, zlib.error, NotImplementedError,
-            RuntimeError) as exc:  # damaged data, an unsupported compression, encryption
+            RuntimeError, SyntaxError, tokenize.TokenError) as exc:
+        # damaged data, an unsupported compression, encryption; a header numpy cannot parse
         raise ReleaseFileError(
             f"{p}: the {name} entry cannot be read ({_brief(exc)}); the file is damaged or was written by a tool "
             "with a compression this reader does not support"
@@ -376,14 +429,15 @@ def _text_list(meta: Mapping[str, Any], key: str, p: Path) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _release_fields(meta: Mapping[str, Any], p: Path) -> dict[str, Any]:
+def _release_fields(meta: Mapping[str, Any], p: Path, warn: ReleaseWarning) -> dict[str, Any]:
     """The fields of a :class:`Release` from checked metadata (and ``shape``: the matrix's).
 
     Refused: an unknown mechanism, neighbour relation or sampler; epsilon, rho, scale and
     the calibration's fields that are not finite numbers of the right kind; a calibration
     whose epsilon, neighbours or rho differ from the release's, or whose noise is smaller
     than the mechanism needs; S_A, rho or the mechanism inconsistent with the schema; a shape
-    that is not a list of positive integers or differs from the schema's.
+    that is not a list of positive integers or differs from the schema's. Read as seeded
+    (and said to ``warn``): a release whose seeded flag and bit source disagree (:func:`_seeded`).
     """
     mechanism = meta.get("mechanism")
     if mechanism not in MECHANISMS:
@@ -455,11 +509,34 @@ def _release_fields(meta: Mapping[str, Any], p: Path) -> dict[str, Any]:
         "neighbours": neighbours,
         "calibration": calibration,
         "schema": schema,
-        "seeded": meta["seeded"],
+        "seeded": _seeded(meta, p, warn),
         "sampler": sampler,
         "total_shift": _total_shift(meta, p),
         "shape": shape,
     }
+
+
+def _seeded(meta: Mapping[str, Any], p: Path, warn: ReleaseWarning) -> bool:
+    """Whether to read the release as seeded: when its ``seeded`` flag says so, and also when
+    its ``bit_source`` names anything but the OS-keyed generator of unseeded releases.
+
+    Two flags that disagree mean an edited or damaged file. It is read as seeded, not
+    refused: a seeded file read as private would be exported without its mark (its noise can
+    be removed by anyone who has the seed), while a private file read as seeded only needs
+    ``--allow-seeded`` (in the app, a confirmation) and is marked; and the file stays readable.
+    """
+    flag, source = meta["seeded"], meta.get("bit_source")
+    if source is None:  # files written before bit_source was recorded
+        return bool(flag)
+    if not isinstance(source, str):
+        raise _invalid(p, f'"bit_source" must be text, got {shown(source)}')
+    if flag != (source != BIT_SOURCE):
+        warn(
+            f"{p}: its seeded flag ({str(flag).lower()}) and its bit source ({shown(source)}) disagree, so the file was "
+            "edited or damaged. It is read as a SEEDED TEST RELEASE (not private): exporting it needs --allow-seeded "
+            "(in the app, a confirmation) and the export is marked as seeded. Do not publish it."
+        )
+    return bool(flag) or source != BIT_SOURCE
 
 
 def _release_schema(obj: object, shape: tuple[int, ...], p: Path) -> Schema | None:

@@ -48,6 +48,7 @@ from ..engine import (
     measure_release,
 )
 from ..io.ledger import BudgetCheck, Ledger, Spending, ask_before_spending, check_budget
+from ..io.releases import ReleaseWarning
 from ..io.zarr_releases import is_zarr_release
 
 __all__ = [
@@ -398,15 +399,19 @@ def release_location(path: str | os.PathLike[str]) -> Path:
 
 
 def open_release_file(
-    path: str | os.PathLike[str], progress: ProgressFunction | None = None, should_cancel: CancelFunction | None = None
+    path: str | os.PathLike[str],
+    progress: ProgressFunction | None = None,
+    should_cancel: CancelFunction | None = None,
+    warn: ReleaseWarning | None = None,
 ) -> Release:
     """A release file, or a Zarr release folder read into memory for the app's views.
 
     A Zarr release bigger than :data:`APP_RELEASE_MEMORY_SHARE` of the available memory is
-    refused, naming the commands that read it chunk by chunk.
+    refused, naming the commands that read it chunk by chunk. ``warn`` hears what the reader
+    must know about it (its signature, flags that disagree: :func:`~privelet_gui.io.load_release`).
     """
     location = release_location(path)
-    release = pio.load_release(location)
+    release = pio.load_release(location, warn=warn)
     if isinstance(release.noisy, np.ndarray):
         return release
     shape = tuple(release.noisy.shape)

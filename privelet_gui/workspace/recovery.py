@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..engine.errors import PriveletError
 from ..io.project import Project
 from ..io.recovery import KeptRelease, RecoverySlot, RecoveryStore
 from .jobs import extra_metadata
@@ -50,8 +51,9 @@ class RecoveryKeeper:
     def keep(self, snapshot: Snapshot) -> str | None:
         """Write ``snapshot`` (remove the copy for None); what went wrong, or None.
 
-        A failure (a full disk, a folder without write access) is returned, not raised: the
-        work in the window is untouched, and the next change tries again.
+        A failure (a full disk, a folder without write access, a damaged signing key for the
+        release's file) is returned, not raised: the work in the window is untouched, and the
+        next change tries again.
         """
         try:
             if snapshot is None:
@@ -60,6 +62,8 @@ class RecoveryKeeper:
                 self.slot.write(*snapshot)
         except OSError as exc:
             return f"cannot keep a copy of the unsaved work in {self.store.folder}: {exc.strerror or exc}"
+        except PriveletError as exc:
+            return f"cannot keep a copy of the unsaved work in {self.store.folder}: {exc}"
         return None
 
     def update(self) -> str | None:

@@ -90,7 +90,7 @@ def test_measured_error_marginals_and_workbench_after_a_release(sample_window, q
     metadata = pio.load_release_metadata(target)
     assert not any("preview" in key or "true" in key.lower() for key in metadata)
     with np.load(target) as archive:
-        assert sorted(archive.files) == ["metadata", "noisy"]
+        assert sorted(archive.files) == ["metadata", "noisy", "signature"]  # the signature: a keyed hash only
     # the workbench queries this release (its prefix sums come from a task)
     bench = window.release_panel.workbench
     qtbot.waitUntil(lambda: bench.last_answer is not None, timeout=20_000)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -226,3 +228,130 @@ def test_a_copy_whose_release_file_is_missing_says_so(tmp_path):
     assert "release file" in (orphan.problem or "") and "missing" in (orphan.problem or "")
     orphan.leave()
     assert slot.path.is_file()  # kept: never deleted without the user's word
+
+
+def _orphan_with_release(folder: Path, epsilon: float = 0.5, entry: int | None = None) -> Path:
+    """A crashed app's copy holding a release (and its ledger entry); its description's path."""
+    slot = RecoveryStore(folder).slot()
+    slot.write(None, None, KeptRelease(_release(epsilon), {"created": "2026-12-01T10:00:00+00:00"}, entry))
+    _crash(slot, folder)
+    return slot.path
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="makes a FIFO")
+@pytest.mark.parametrize("kind", ["folder", "fifo"])
+def test_a_lock_that_is_not_a_file_leaves_its_copy_alone(tmp_path, kind):
+    copy = _orphan_with_release(tmp_path)
+    lock = copy.with_suffix(".lock")
+    if kind == "folder":
+        lock.mkdir()
+    else:
+        os.mkfifo(lock)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert RecoveryStore(tmp_path).orphans() == []  # no exception: the copy cannot be claimed, so it is not offered
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert (lock.is_dir() if kind == "folder" else stat.S_ISFIFO(lock.stat().st_mode))
+    other = _orphan_with_release(tmp_path, 2.0)  # the other copies are offered as before
+    [orphan] = RecoveryStore(tmp_path).orphans()
+    assert orphan.path == other and orphan.release is not None and orphan.release.epsilon == 2.0
+    orphan.leave()
+
+
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        ({"epsilon": 8.0}, r"its description \(epsilon 8.0, mechanism 'privelet'\) does not match its release file \(epsilon 0.5, "),
+        ({"mechanism": "basic"}, "does not match its release file"),
+        ({"file": "other-1.npz"}, r"its release file 'other-1.npz' is not one of this copy's \(.*-<n>.npz\)"),
+        ({"file": "../elsewhere-1.npz"}, "is not one of this copy's"),
+    ],
+)
+def test_an_edited_description_is_not_trusted(tmp_path, edit, problem):
+    copy = _orphan_with_release(tmp_path)
+    other = _orphan_with_release(tmp_path / "x", 8.0)  # a release file another copy holds
+    (tmp_path / "other-1.npz").write_bytes(next(other.parent.glob("*.npz")).read_bytes())
+    document = json.loads(copy.read_text(encoding="utf-8"))
+    document["release"].update(edit)
+    copy.write_text(json.dumps(document), encoding="utf-8")
+    [orphan] = RecoveryStore(tmp_path).orphans()
+    assert orphan.release is None and not orphan.holds_work
+    assert re.search(problem, orphan.problem or ""), orphan.problem
+    orphan.leave()
+    assert json.loads(copy.read_text(encoding="utf-8")) == document  # kept as it is, for the user to look at
+
+
+def test_the_release_facts_come_from_its_file(tmp_path):
+    copy = _orphan_with_release(tmp_path)
+    document = json.loads(copy.read_text(encoding="utf-8"))
+    document["release"]["created"] = "1999-01-01T00:00:00+00:00"
+    copy.write_text(json.dumps(document), encoding="utf-8")
+    [orphan] = RecoveryStore(tmp_path).orphans()
+    assert orphan.release is not None and orphan.release.created == "2026-12-01T10:00:00+00:00"
+    orphan.leave()
+
+
+def test_a_ledger_entry_of_another_release_is_left_as_it_was(tmp_path):
+    from privelet_gui.engine import PriveletError
+    from privelet_gui.io.ledger import Ledger
+
+    ledger = Ledger()
+    theirs = ledger.record("a" * 64, _release(3.0))  # another release, not yet written
+    ours = ledger.record("b" * 64, _release(0.5))
+    copy = _orphan_with_release(tmp_path, 0.5, ours)
+    document = json.loads(copy.read_text(encoding="utf-8"))
+    document["release"]["ledger_entry"] = theirs  # edited: saving would note this file as that release's
+    copy.write_text(json.dumps(document), encoding="utf-8")
+    [orphan] = RecoveryStore(tmp_path).orphans()
+    assert orphan.release is not None and orphan.release.ledger_entry == theirs
+    target = tmp_path / "saved.npz"
+    with pytest.raises(PriveletError, match=rf"wrote saved.npz, but left the privacy ledger as it was: the copy names "
+                                            rf"ledger entry {theirs}, which records another release \(epsilon 3"):
+        orphan.save_release(target)
+    assert target.is_file()  # the work is saved all the same
+    assert [entry.output for entry in ledger.entries()] == [None, None]
+
+
+@pytest.mark.parametrize("case", ["missing", "written"])
+def test_a_ledger_entry_that_is_gone_or_already_written_is_left_as_it_was(tmp_path, case):
+    from privelet_gui.engine import PriveletError
+    from privelet_gui.io.ledger import Ledger
+
+    ledger = Ledger()
+    entry = ledger.record("b" * 64, _release(0.5))
+    if case == "written":
+        ledger.set_output(entry, tmp_path / "first.npz")
+    _orphan_with_release(tmp_path, 0.5, entry if case == "written" else entry + 1)
+    [orphan] = RecoveryStore(tmp_path).orphans()
+    expected = f"notes this release as written to {tmp_path / 'first.npz'} already" if case == "written" else (
+        f"names ledger entry {entry + 1}, which the ledger does not hold")
+    with pytest.raises(PriveletError, match=re.escape(expected)):
+        orphan.save_release(tmp_path / "saved.npz")
+    assert [e.output for e in ledger.entries()] == [str(tmp_path / "first.npz") if case == "written" else None]
+
+
+def test_save_goes_only_to_a_project_file_the_copy_names(tmp_path):
+    from privelet_gui.io.project import save_project
+
+    (tmp_path / "notes.txt").write_text("the user's notes", encoding="utf-8")
+    save_project(PROJECT, tmp_path / "census.json")  # a project file under another name: still one
+    cases = {
+        str(tmp_path / "notes.txt"): None,  # edited to another file: Save would overwrite it
+        str(tmp_path): None,  # a folder
+        "census.privelet": None,  # relative: to where?
+        str(tmp_path / "census.json"): tmp_path / "census.json",
+        str(tmp_path / "new.privelet"): tmp_path / "new.privelet",  # saved, then moved or deleted
+        str(tmp_path / "new.txt"): None,
+    }
+    for where, expected in cases.items():
+        folder = tmp_path / "recovery"
+        slot = RecoveryStore(folder).slot()
+        slot.write(PROJECT, None)
+        _crash(slot, folder)
+        document = json.loads(slot.path.read_text(encoding="utf-8"))
+        document["project_path"] = where
+        slot.path.write_text(json.dumps(document), encoding="utf-8")
+        [orphan] = RecoveryStore(folder).orphans()
+        assert orphan.problem is None and orphan.project == PROJECT
+        assert orphan.project_path == expected, where
+        orphan.discard()
+    assert (tmp_path / "notes.txt").read_text(encoding="utf-8") == "the user's notes"

@@ -113,11 +113,13 @@ def test_release_files_hold_no_true_counts(tmp_path, release, true_counts):
     path = tmp_path / "r.npz"
     save_release(release, path)
     with zipfile.ZipFile(path) as z:
-        assert sorted(z.namelist()) == ["metadata.npy", "noisy.npy"]
+        assert sorted(z.namelist()) == ["metadata.npy", "noisy.npy", "signature.npy"]
     with np.load(path, allow_pickle=False) as npz:
-        assert sorted(npz.files) == ["metadata", "noisy"]
+        assert sorted(npz.files) == ["metadata", "noisy", "signature"]
         noisy = npz["noisy"]
         meta_text = str(npz["metadata"][()])
+        signature = json.loads(str(npz["signature"][()]))
+    assert sorted(signature) == ["algorithm", "key_id", "mac"]  # a keyed hash of the file, nothing of the table
     assert not np.array_equal(noisy, true_counts)
     assert np.mean(noisy == true_counts) < 0.01  # every cell is perturbed (on a fine grid)
     meta = json.loads(meta_text)
@@ -444,7 +446,9 @@ def test_zip_compressions_the_reader_cannot_decode_are_a_release_file_error(tmp_
     path = tmp_path / "r.npz"
     meta = save_release(release, path)
     _rewrite(path, meta=meta, noisy=release.noisy, compression=zipfile.ZIP_LZMA)
-    assert load_release(path).epsilon == release.epsilon  # one zip supports: fine
+    said: list[str] = []
+    assert load_release(path, warn=said.append).epsilon == release.epsilon  # one zip supports: fine
+    assert len(said) == 1 and "carries no signature" in said[0]  # rewritten here, without one
     data = bytearray(_rewrite(path, meta=meta, noisy=release.noisy, compression=zipfile.ZIP_DEFLATED).read_bytes())
     for header, offset in ((b"PK\x03\x04", 8), (b"PK\x01\x02", 10)):  # method 99 (AES): not in zipfile
         at = -1
@@ -452,6 +456,24 @@ def test_zip_compressions_the_reader_cannot_decode_are_a_release_file_error(tmp_
             data[at + offset : at + offset + 2] = (99).to_bytes(2, "little")
     path.write_bytes(bytes(data))
     with pytest.raises(ReleaseFileError, match="compression this reader does not support"):
+        load_release(path)
+
+
+@pytest.mark.parametrize("entry", ["metadata", "noisy"])
+@pytest.mark.parametrize("character", [b"{", b"("])
+def test_a_nul_in_an_entrys_header_is_a_release_file_error(tmp_path, release, entry, character):
+    """Found by the fuzz mode: numpy's header parser raised tokenize.TokenError on a NUL byte."""
+    path = tmp_path / "r.npz"
+    save_release(release, path)
+    with zipfile.ZipFile(path) as archive:
+        members = {name: bytearray(archive.read(name)) for name in archive.namelist()}
+    header = members[f"{entry}.npy"]
+    at = header.index(character, 10)  # in the header's dictionary, after the magic and the length
+    header[at] = 0
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, bytes(data))
+    with pytest.raises(ReleaseFileError, match=f"the {entry} entry cannot be read"):
         load_release(path)
 
 

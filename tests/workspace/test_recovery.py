@@ -84,3 +84,16 @@ def test_a_release_no_file_holds_is_in_the_copy_until_it_is_saved(workspace, tmp
     assert keeper.snapshot() is None
     keeper.update()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_release_that_cannot_be_signed_is_reported_not_raised(workspace, tmp_path):
+    from privelet_gui.io.signing import signing_key_path
+    from privelet_gui.workspace import run_release
+
+    keeper = RecoveryKeeper(workspace, RecoveryStore(tmp_path))
+    workspace.set_release_outcome(run_release(workspace.release_job(), ask=lambda check: False))
+    signing_key_path().write_text("damaged", encoding="ascii")  # the ledger (and the key beside it) exist now
+    problem = keeper.update()
+    assert problem is not None and "release signing key" in problem and "move it away" in problem
+    assert workspace.outcome is not None  # the release in the window is untouched
+    keeper.close()

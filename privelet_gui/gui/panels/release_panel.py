@@ -21,6 +21,7 @@ biased, in a column named after them); a release file always keeps the release's
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
@@ -122,6 +123,9 @@ class ReleasePanel(QWidget):
         opened.addWidget(self.export_opened_parquet)
         self.opened_bar.hide()
         layout.addWidget(self.opened_bar)
+        self.opened_warning = Banner("warning")  # what the file's signature or flags say about trusting it
+        self.opened_warning.hide()
+        layout.addWidget(self.opened_warning)
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
         layout.addWidget(self.tabs, 1)
@@ -367,9 +371,12 @@ class ReleasePanel(QWidget):
         raw = " (of the raw release, before the shift to the public total)" if spec.uses_public_total else ""
         return f"variance {fmt_number(variance)}, about ± {fmt_count(spec.margin95(variance))} at 95%{raw}"
 
-    def show_opened_release(self, path: Path, release: Release) -> None:
-        """Show a release file opened from disk, with the bar that exports it."""
+    def show_opened_release(self, path: Path, release: Release, warnings: Sequence[str] = ()) -> None:
+        """Show a release file opened from disk, with the bar that exports it and the
+        ``warnings`` its reader gave (its signature, its flags)."""
         self.opened = (path, release)
+        self.opened_warning.set_text("\n\n".join(warnings))
+        self.opened_warning.setVisible(bool(warnings))
         seeded = ": a SEEDED TEST RELEASE, not private (exporting it asks first)" if release.seeded else ""
         self.opened_label.setText(
             f"Showing the release file {path.name}{seeded}: {mechanism_name(release.mechanism)}, epsilon "
@@ -392,6 +399,7 @@ class ReleasePanel(QWidget):
         if self.opened is not None and release is not self.opened[1]:
             self.opened = None
             self.opened_bar.hide()
+            self.opened_warning.hide()
         self._shown = release
         self.preview.set_release(release, preview, source, unmeasured_reason)
         if release is not None and release.noisy.size > INSTANT_PREFIX_CELLS:
