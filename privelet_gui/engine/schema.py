@@ -812,6 +812,23 @@ class OrdinalAttribute(_AttributeBase):
     def is_numeric(self) -> bool:
         return self.bins is not None or self.integer_start is not None
 
+    def position_of_number(self, number: float) -> int | None:
+        """The value a cell holding ``number`` is counted as (a bin, or a whole number of the
+        range; outside them, the first or last value when clamped), or None when it is counted
+        as none (outside and not clamped, not whole for a range, or the domain is not numeric)."""
+        if self.bins is not None:
+            index = self.bins.index_of_number(number)
+            if index is None and self.out_of_range == "clamp" and not math.isnan(number):
+                index = 0 if number < self.bins.lowest else self.bins.count - 1
+            return index
+        start = self.integer_start
+        if start is None or not (math.isfinite(number) and float(number).is_integer()):
+            return None
+        position = int(number) - start
+        if self.out_of_range == "clamp":
+            return min(max(position, 0), self._value_count - 1)
+        return position if 0 <= position < self._value_count else None
+
     def _is_value_text(self, text: str) -> bool:
         if self.bins is not None:
             number = _number_in(text)
