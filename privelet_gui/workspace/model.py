@@ -180,7 +180,8 @@ class AttributeConfig:
             if self.bin_edges is not None:
                 edges = self.bin_edges
                 listed = ", ".join(map(_num, edges)) if len(edges) <= 6 else f"{_num(edges[0])}, ..., {_num(edges[-1])}"
-                text = f"{len(edges) - 1:,} bins between edges {listed}"
+                count = len(edges) - 1 + self.open_below + self.open_above
+                text = f"{counted(count, 'bin')} at edges {listed}"
             else:
                 start, stop, width = self.bins
                 text = f"bins of width {_num(width)} from {_num(start)} to {_num(stop)}"

@@ -312,8 +312,11 @@ class AttributeEditor(QGroupBox):
         for widget in (self.start, self.stop, self.bin_width):
             widget.setEnabled(not edges)
         self.bin_edges.setEnabled(edges)
-        if not self.bin_edges.hasFocus():
-            self.bin_edges.setText(", ".join(map(_edge_text, config.bin_edges or ())))
+        # the edges the document holds (after an edit, an undo): what is typed is applied at once, or refused
+        # with the reason shown and the document unchanged (it then stays, to be corrected)
+        shown = ", ".join(map(_edge_text, config.bin_edges or ()))
+        if self.bin_edges.text() != shown:
+            self.bin_edges.setText(shown)
         self.open_below.setChecked(config.open_below)
         self.open_above.setChecked(config.open_above)
         self.bins_count.setText(config.bins_summary())
