@@ -668,17 +668,23 @@ class OrdinalAttribute(_AttributeBase):
     ``values`` lists the domain in order; a run of consecutive integers is kept as a
     ``range`` (given as a range or as a list: the same attribute either way), whose
     labels are computed, not stored. Its numbers are compared exactly, whatever their size.
-    With ``bins``, the column is parsed as numbers and each value falls into an
-    equal-width bin; the labels are the bins.
+    With ``bins`` (:class:`NumericBins`: equal widths or given edges, with open ends or
+    not), the column is parsed as numbers and each value falls into its bin; the labels are
+    the bins (``"[0, 1000)"``, ``"[150000, inf)"``).
     ``domain_from_data`` records that the values were learned from the table being
     protected (not private: see the module docstring); it changes nothing else.
     ``out_of_range`` says what to do with a number outside an integer range or
     the bins: ``"error"`` (default), ``"clamp"`` to the first/last value, or
-    ``"drop"`` the row.
+    ``"drop"`` the row. Clamped first and last values hold every number beyond them, and
+    their labels say so: ``"<=0"`` and ``">=99"`` for a range, ``"(-inf, 10)"`` and
+    ``"[190000, inf)"`` for bins (their plain labels still name them, as files written
+    before do).
 
     Missing cells are empty ones and, with ``missing_values``, cells holding one of those
     texts (``("N",)``; None: only empty cells, or the table's own list when a reader
-    supplies one, see :meth:`Schema.with_default_missing_values`). They count as the value
+    supplies one, see :meth:`Schema.with_default_missing_values`); a text that a cell holds
+    for one of the domain's values is refused there (such cells would silently count as
+    missing), ``missing`` itself excepted. They count as the value
     ``missing``, or are dropped (``drop_missing``: each one reported by the counter), or
     else stop the counting with an error. ``missing`` is one of the values, or with
     ``missing_at_end`` a value of its own placed after the last one: the domain then has one
@@ -1303,7 +1309,8 @@ class Schema(Sequence[Attribute]):
     def with_default_missing_values(self, values: Iterable[str]) -> Schema:
         """This schema with ``values`` (a table's texts meaning missing, e.g. its reading
         options') as the ``missing_values`` of every attribute that names none of its own
-        (``missing_values=None``); attributes with their own list keep it."""
+        (``missing_values=None``); attributes with their own list keep it. A text that is a
+        value of such an attribute is refused, naming the attribute (give it its own list)."""
         markers = check_missing_values(values, "the table's reading options")
         if not markers:
             return self

@@ -248,8 +248,8 @@ def _attribute(entry: object, path: str, ctx: _Context, base: Path) -> Attribute
     except (SchemaError, HierarchyError) as exc:
         if getattr(exc, "_privelet_located", False):
             raise
-        error = ctx.error(path, str(exc), "fix the attribute", attribute=name,
-                          hierarchy=isinstance(exc, HierarchyError))
+        message = str(exc).removeprefix(f"attribute {name!r}: ")  # the location names it already
+        error = ctx.error(path, message, "fix the attribute", attribute=name, hierarchy=isinstance(exc, HierarchyError))
         raise error from None
 
 

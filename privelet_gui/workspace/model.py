@@ -204,6 +204,7 @@ def parse_bin_edges(text: str) -> tuple[float, ...]:
     spaces (``"0, 1, 10000, 50000"``); checked as the engine checks them (raises
     PriveletError naming the problem)."""
     edges: list[float] = []
+    typed: list[str] = []
     for item in re.split(r"[,;\s]+", text.strip()):
         if not item:
             continue
@@ -218,8 +219,15 @@ def parse_bin_edges(text: str) -> tuple[float, ...]:
                 f"the edges are finite numbers, not {item!r}: for a bin holding every number below the first edge or "
                 "from the last one on, tick \"Open below\" or \"Open above\""
             )
+        if edges and number <= edges[-1]:
+            raise SchemaError(
+                f"the edges must increase, but {item} comes after {typed[-1]}: list them in increasing order, each once"
+            )
         edges.append(number)
-    NumericBins.from_edges(edges)  # at least two, increasing, exact float64: else a message saying which
+        typed.append(item)
+    if len(edges) < 2:
+        raise SchemaError("type at least two edges, the first bin's ends (e.g. 0, 1, 10000, 50000)")
+    NumericBins.from_edges(edges)  # exact float64 numbers, not too many bins: else a message saying which
     return tuple(edges)
 
 

@@ -20,8 +20,8 @@ def test_typed_edges_are_numbers_in_increasing_order(text, edges):
 
 @pytest.mark.parametrize(
     ("text", "message"),
-    [("0, ten", r"'ten' is not a number"), ("5", "at least two numbers"), ("0, 5, 5", "is not greater than"),
-     ("0, inf", r"not 'inf'.*\"Open above\""), ("", "at least two numbers")],
+    [("0, ten", r"'ten' is not a number"), ("5", "at least two edges"), ("0, 5, 5", "must increase, but 5 comes after 5"),
+     ("0, inf", r"not 'inf'.*\"Open above\""), ("", "at least two edges")],
 )
 def test_typed_edges_that_make_no_bins_say_why(text, message):
     with pytest.raises(PriveletError, match=message):

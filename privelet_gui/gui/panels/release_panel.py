@@ -254,6 +254,8 @@ class ReleasePanel(QWidget):
         self.counts_note.setWordWrap(True)
         result_layout.addWidget(self.counts_note)
         note = QLabel("Exports hold only noisy counts (long format: one row per cell). Files are written atomically. "
+                      "Each export says how it was made (epsilon, mechanism, noise scale): a CSV file in a "
+                      ".metadata.json file beside it, a Parquet file in its own metadata. "
                       "A release file (.npz) always keeps the release's own counts.")
         note.setWordWrap(True)
         result_layout.addWidget(note)
