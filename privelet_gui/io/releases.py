@@ -537,8 +537,8 @@ def spreadsheet_safe(text: str) -> str:
     would take it for a formula (it starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage
     return and is not a plain number such as ``-5``), else as it is.
 
-    >>> spreadsheet_safe("=HYPERLINK(\"http://x\")"), spreadsheet_safe("-5"), spreadsheet_safe("[0, 10)")
-    ('\'=HYPERLINK("http://x")', '-5', '[0, 10)')
+    >>> spreadsheet_safe("=SUM(A1:A9)"), spreadsheet_safe("-5"), spreadsheet_safe("[0, 10)")
+    ("'=SUM(A1:A9)", '-5', '[0, 10)')
     """
     if _FORMULA_START.match(text) and not _PLAIN_NUMBER.fullmatch(text):
         return "'" + text
