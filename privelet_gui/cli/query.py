@@ -54,6 +54,9 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
                         "errors but bias large sums, and their column is named so (e.g. noisy_count_nonnegative)")
     p.add_argument("--allow-seeded", action="store_true",
                    help="export a seeded (test, NOT private) release anyway; the file then says it is seeded")
+    p.add_argument("--standard-error", action="store_true",
+                   help="add each cell's exact noise standard deviation (column noisy_count_standard_error), worked "
+                        "out from the release's epsilon, S_A, mechanism and schema alone (noisy counts only)")
     p.set_defaults(handler=_cmd_export)
 
 
@@ -82,7 +85,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from ..io import check_writable, export_release, load_release
+    from ..io import check_writable, export_metadata_path, export_release, load_release
     from ..io.releases import SEEDED_WARNING
 
     to_stdout = args.out == STDOUT
@@ -94,24 +97,32 @@ def _cmd_export(args: argparse.Namespace) -> int:
             )
     else:
         out = check_writable(args.out, force=args.force)
+        described = export_metadata_path(out, args.format)  # the CSV's description beside it
+        if described is not None:
+            check_writable(described, force=args.force)
     release = load_release(args.release, warn=warn_about_release)
     if release.seeded and args.allow_seeded:
         print(loud(SEEDED_WARNING), file=sys.stderr)  # even with --quiet: a privacy warning
     what = "" if args.counts == "noisy" else f", {args.counts} counts (post-processed for convenience: biased for big sums)"
+    if args.standard_error:
+        what += ", with each cell's noise standard deviation"
     seeded = ", marked as a seeded test release" if release.seeded else ""
     if to_stdout:
         rows = _export_to_stdout(release, args)
         if rows is None:
             return 1
-        note(args, f"wrote {rows:,} rows to standard output (one per cell{what}){seeded}")  # stdout holds the cells
+        own = ("; CSV on standard output has no description beside it (--out FILE.csv writes one)"
+               if (args.format or "csv") == "csv" else "")
+        note(args, f"wrote {rows:,} rows to standard output (one per cell{what}){seeded}{own}")  # stdout holds the cells
         return 0
     bar = progress_bar(args)
     try:
         rows = export_release(release, out, format=args.format, force=args.force, counts=args.counts,
-                              allow_seeded=args.allow_seeded, progress=bar)
+                              allow_seeded=args.allow_seeded, progress=bar, standard_error=args.standard_error)
     finally:
         bar.close()
-    print(f"wrote {out} ({rows:,} rows, one per cell{what})" + seeded)
+    described_in = f"; described in {described}" if described is not None else "; described in its own metadata"
+    print(f"wrote {out} ({rows:,} rows, one per cell{what}){seeded}{described_in}")
     return 0
 
 
@@ -123,7 +134,7 @@ def _export_to_stdout(release: Release, args: argparse.Namespace) -> int | None:
     bar = progress_bar(args)  # on stderr, beside the data
     try:
         rows = write_export(release, sys.stdout.buffer, format=args.format or "csv", counts=args.counts,
-                            allow_seeded=args.allow_seeded, progress=bar)
+                            allow_seeded=args.allow_seeded, progress=bar, standard_error=args.standard_error)
         sys.stdout.buffer.flush()
     except BrokenPipeError:
         # The reader stopped early (``| head``): no error message for that. Standard output

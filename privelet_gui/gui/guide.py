@@ -22,8 +22,10 @@ this computer only. The summary lists each column's distinct values and a sugges
 
 <h3>2. Attributes</h3>
 <p>Include the columns to release and give each a <b>public domain</b>: the values it can take, known without
-looking at the data. <b>Ordinal</b> attributes have ordered values: an integer range, numeric bins (start, stop,
-width; values outside can stop the release, be clamped or be dropped) or an explicit list. <b>Nominal</b>
+looking at the data. <b>Ordinal</b> attributes have ordered values: an integer range, numeric bins (start, stop
+and width, or edges such as 0, 1, 10000, 50000; an open first or last bin holds every number below or above them;
+values outside can stop the release, be clamped into the first or last value, whose label then says so, or be
+dropped) or an explicit list. <b>Nominal</b>
 attributes have a hierarchy of groups. A domain taken from the data is marked <i>not private</i>: the presence
 of a rare value can reveal a person. Replace it with a public code list, or confirm that it is public.</p>
 <p>The table shows |A| (domain size), h (hierarchy height), and the factors P(A) and H(A) of the noise bound.</p>

@@ -57,6 +57,7 @@ from ..workspace.jobs import (
     classify_file,
     export_opened_release,
     export_release_file,
+    export_written_text,
     open_release_file,
     release_location,
     run_release,
@@ -944,18 +945,22 @@ class MainWindow(QMainWindow):
         fmt = _EXPORT_FORMATS[kind]
         if counts is None:
             counts = "noisy" if fmt == "release" else self.release_panel.counts_kind()
-        self._start_export(partial(export_release_file, outcome, target, fmt, force=force, counts=counts), target,
-                           saved)
+        standard_error = fmt != "release" and self.release_panel.standard_error()
+        self._start_export(partial(export_release_file, outcome, target, fmt, force=force, counts=counts,
+                                   standard_error=standard_error), target, fmt, saved)
         return True
 
-    def _start_export(self, write: Callable[..., Any], target: Path, saved: Callable[[], None] | None = None) -> None:
-        """Write an export in the background; then remember its folder and say so (or show why not)."""
+    def _start_export(
+        self, write: Callable[..., Any], target: Path, fmt: ExportFormat, saved: Callable[[], None] | None = None
+    ) -> None:
+        """Write an export in the background; then remember its folder and say so, naming what
+        describes it (or show why not)."""
 
         def success(written: Path) -> None:
             if saved is not None:
                 saved()
             self.settings.set_last_folder("export", target)
-            self.statusBar().showMessage(f"Wrote {target.name}.", 8000)
+            self.statusBar().showMessage(export_written_text(target, fmt), 15000)
             self.exportFinished.emit(target)
 
         def failure(error: BaseException) -> None:
@@ -990,8 +995,9 @@ class MainWindow(QMainWindow):
         target = Path(path)
         fmt: Literal["csv", "parquet"] = "parquet" if kind == "parquet" else "csv"
         self._start_export(partial(export_opened_release, release, target, fmt, force=force,
-                                   counts=counts or self.release_panel.counts_kind(), allow_seeded=release.seeded),
-                           target)
+                                   counts=counts or self.release_panel.counts_kind(), allow_seeded=release.seeded,
+                                   standard_error=self.release_panel.standard_error()),
+                           target, fmt)
         return True
 
     # -- schema files -----------------------------------------------------------------------------------

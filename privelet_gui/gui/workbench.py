@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 from ..engine import Hierarchy, NominalAttribute, OrdinalAttribute, PrefixSums, RangeQuery, Release
 from ..formatting import fmt_number, fmt_numbers, table_is_scientific
 from ..io import QueryAnswer, answer_query, atomic_write
+from ..io.releases import spreadsheet_safe
 
 __all__ = ["INSTANT_PREFIX_CELLS", "MAX_LISTED_VALUES", "IntervalPicker", "NodePicker", "QueryWorkbench"]
 
@@ -377,7 +378,8 @@ class QueryWorkbench(QWidget):
 
     @staticmethod
     def _row(answer: QueryAnswer) -> tuple[str, float, float, float, float]:
-        return answer.query, answer.noisy_count, answer.ci95[0], answer.ci95[1], answer.variance**0.5
+        # the query names attributes and values: text a spreadsheet must not run as a formula
+        return spreadsheet_safe(answer.query), answer.noisy_count, answer.ci95[0], answer.ci95[1], answer.variance**0.5
 
     def _update_enabled(self) -> None:
         ready = self.release is not None and self._prefix is not None and bool(self._pickers)

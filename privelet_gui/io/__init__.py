@@ -32,6 +32,8 @@ from .inference import infer_attribute, infer_schema, infer_table_schema
 from .releases import (
     QueryAnswer,
     answer_query,
+    export_metadata,
+    export_metadata_path,
     export_release,
     load_release,
     load_release_metadata,
@@ -85,6 +87,8 @@ __all__ = [
     "check_writable",
     "count_table",
     "dumps_schema",
+    "export_metadata",
+    "export_metadata_path",
     "export_release",
     "hierarchy_from_arx_rows",
     "hierarchy_summary",

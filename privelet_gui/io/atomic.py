@@ -16,13 +16,13 @@ import re
 import socket
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 from .errors import OutputExistsError
 
-__all__ = ["atomic_write", "check_folder", "check_writable", "remove_abandoned"]
+__all__ = ["atomic_files", "atomic_write", "check_folder", "check_writable", "remove_abandoned"]
 
 
 def check_writable(path: str | os.PathLike[str], *, force: bool = False) -> Path:
@@ -78,9 +78,7 @@ def atomic_write(
         raise ValueError(f"mode must be 'wb' or 'w', got {mode!r}")
     target = check_writable(path, force=force)
     remove_abandoned(target)
-    # Created with O_EXCL and mode 0o666 so that the user's umask applies, as for any new file.
-    temp = target.with_name(f".{target.name}.{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:12]}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    temp, fd = _open_temp(target)
     try:
         if mode == "wb":
             handle: IO[Any] = os.fdopen(fd, "wb")
@@ -99,6 +97,59 @@ def atomic_write(
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
+
+
+@contextlib.contextmanager
+def atomic_files(paths: Sequence[str | os.PathLike[str]], *, force: bool = False) -> Iterator[list[IO[bytes]]]:
+    """Write files that belong together (an export and the JSON that describes it) as one:
+    each to a temporary file beside it (binary handles, in the order of ``paths``), all
+    renamed into place only once the block has written every one.
+
+    A block that raises (a cancel, a full disk) leaves every target as it was and no
+    temporary file. Should a rename fail (another writer made the file meanwhile), the files
+    this call already renamed into place are removed, so that none is left without the
+    others (with ``force``, the files they had replaced are gone already: a rename cannot be
+    undone). Without ``force`` no existing file is replaced, as for :func:`atomic_write`.
+    """
+    targets = [check_writable(path, force=force) for path in paths]
+    temps: list[Path] = []
+    handles: list[IO[bytes]] = []
+    try:
+        for target in targets:
+            remove_abandoned(target)
+            temp, fd = _open_temp(target)
+            temps.append(temp)
+            try:
+                handles.append(os.fdopen(fd, "wb"))
+            except BaseException:
+                os.close(fd)
+                raise
+        yield handles
+        for handle in handles:
+            handle.flush()
+            os.fsync(handle.fileno())
+            handle.close()
+        committed: list[Path] = []
+        try:
+            for temp, target in zip(temps, targets, strict=True):
+                _commit(temp, target, force)
+                committed.append(target)
+        except BaseException:
+            for target in committed:
+                target.unlink(missing_ok=True)
+            raise
+    finally:
+        for handle in handles:
+            handle.close()
+        for temp in temps:
+            temp.unlink(missing_ok=True)
+
+
+def _open_temp(target: Path) -> tuple[Path, int]:
+    """A new temporary file beside ``target`` (named for this process) and its descriptor."""
+    # Created with O_EXCL and mode 0o666 so that the user's umask applies, as for any new file.
+    temp = target.with_name(f".{target.name}.{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:12]}.tmp")
+    return temp, os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
 
 
 # Which machine made a temporary file: a process number means something only there (a

@@ -47,8 +47,9 @@ import csv
 import io
 import json
 import os
+import re
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -63,6 +64,7 @@ __all__ = [
     "ARX_DELIMITERS",
     "DisplayLabels",
     "HierarchyLabelWarning",
+    "check_display_labels",
     "hierarchy_from_arx_rows",
     "hierarchy_summary",
     "hierarchy_to_arx_rows",
@@ -487,10 +489,32 @@ def read_display_labels(
     labels = {code: text for code, text in pairs.items() if code in codes}
     unknown = tuple(code for code in pairs if code not in codes)
     try:
+        check_display_labels(labels)
         hierarchy.with_display_labels(labels)
     except HierarchyError as exc:
         raise HierarchyError(f"{p}: {exc}") from None
     return DisplayLabels({c: t for c, t in labels.items() if t != c}, unknown, source)
+
+
+#: What no display label may hold: control characters (tabs, line breaks, terminal escapes,
+#: NUL: C0, DEL and C1), the Unicode line and paragraph separators, and the bidirectional
+#: embeddings, overrides and isolates, which make a label show as other text than it is.
+_NOT_IN_LABELS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def check_display_labels(labels: Mapping[str, str]) -> None:
+    """Refuse display labels holding a character of :data:`_NOT_IN_LABELS` (labels are plain
+    one-line text, shown on screens and written into exports), naming the code and the character."""
+    for code, text in labels.items():
+        found = _NOT_IN_LABELS.search(text) if isinstance(text, str) else None  # the engine refuses other types
+        if found is not None:
+            char = found.group()
+            what = ("a line break" if char in "\n\r\u2028\u2029" else "a tab" if char == "\t"
+                    else "a bidirectional text control" if char >= "\u202a" else "a control character")
+            raise HierarchyError(
+                f"the display label of {code!r}, {text!r}, holds {what} (U+{ord(char):04X}); a display label is plain "
+                "one-line text: remove that character"
+            )
 
 
 def _starts_with_brace(path: Path) -> bool:

@@ -24,6 +24,16 @@ is read as seeded.
 Exports of a seeded release (reproducible noise: NOT private) are refused unless asked
 for, and then say so in the file itself: a first line ``# SEEDED TEST RELEASE ...`` in
 CSV, key-value metadata ``privelet.seeded = true`` (and the warning) in Parquet.
+
+Every export describes itself (:func:`export_metadata`: epsilon, neighbours, mechanism, S_A,
+the noise scale, the shift to the public total, the count kind, the software version; never
+a count): a CSV file in a JSON file beside it, ``NAME.csv.metadata.json``, written atomically
+with it (:func:`export_metadata_path`), a Parquet file in its key-value metadata
+``privelet.metadata``. An export may add each cell's exact noise standard deviation
+(``noisy_count_standard_error``), computed from the release's metadata alone. Text cells of
+a CSV export that a spreadsheet would take for a formula (starting with ``=``, ``+``, ``-``,
+``@``, a tab or a carriage return, and not a plain number) begin with an apostrophe
+(:func:`spreadsheet_safe`); Parquet's typed text columns keep the labels as they are.
 """
 
 from __future__ import annotations
@@ -33,12 +43,13 @@ import io
 import json
 import math
 import os
+import re
 import tokenize
 import warnings
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -55,6 +66,7 @@ from ..engine import (
     NominalAttribute,
     PrefixSums,
     PriveletError,
+    QueryBatch,
     RangeQuery,
     Release,
     Schema,
@@ -68,7 +80,7 @@ from ..engine.postprocess import post_processed_counts
 from ..engine.progress import CancelCallback, Progress, ProgressCallback
 from ..engine.spec import MECHANISMS, ReleaseSpec, axes_schema, mechanism_name
 from ._json import is_finite_number, loads, shown
-from .atomic import atomic_write, check_writable
+from .atomic import atomic_files, atomic_write, check_writable
 from .errors import ReleaseFileError, UnverifiedReleaseWarning
 from .schema import schema_from_json, schema_to_json
 from .signing import canonical_json, sign, signature_problem
@@ -77,10 +89,14 @@ __all__ = [
     "RELEASE_FORMAT",
     "RELEASE_FORMAT_VERSION",
     "SEEDED_WARNING",
+    "STANDARD_ERROR_COLUMN",
     "QueryAnswer",
     "ReleaseWarning",
     "answer_query",
+    "cell_standard_errors",
     "count_column",
+    "export_metadata",
+    "export_metadata_path",
     "export_release",
     "load_release",
     "load_release_metadata",
@@ -89,6 +105,8 @@ __all__ = [
     "release_metadata",
     "release_warning",
     "save_release",
+    "spreadsheet_safe",
+    "standard_error_fits",
     "write_export",
     "write_long_format",
 ]
@@ -586,6 +604,34 @@ def count_column(counts: str = "noisy") -> str:
 LABEL_SUFFIX = "_label"
 
 
+# A spreadsheet opening a CSV file runs a cell starting with one of these as a formula
+# (=HYPERLINK(...), +cmd|...), unless the cell is a plain number.
+_FORMULA_START = re.compile(r"[=+\-@\t\r]")
+_PLAIN_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+def spreadsheet_safe(text: str) -> str:
+    """``text`` as a CSV export writes it: with an apostrophe before it when a spreadsheet
+    would take it for a formula (it starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage
+    return and is not a plain number such as ``-5``), else as it is.
+
+    >>> spreadsheet_safe("=SUM(A1:A9)"), spreadsheet_safe("-5"), spreadsheet_safe("[0, 10)")
+    ("'=SUM(A1:A9)", '-5', '[0, 10)')
+    """
+    if _FORMULA_START.match(text) and not _PLAIN_NUMBER.fullmatch(text):
+        return "'" + text
+    return text
+
+
+def _spreadsheet_safe_index(texts: pd.Index) -> pd.Index:
+    """:func:`spreadsheet_safe` of every text of an index, at pandas' speed (ranges are long)."""
+    column = pd.Series(texts, dtype=object).astype(str)
+    risky = column.str.match(_FORMULA_START.pattern) & ~column.str.fullmatch(_PLAIN_NUMBER.pattern)
+    if not risky.any():
+        return texts
+    return pd.Index(column.mask(risky, "'" + column), dtype=object)
+
+
 @dataclass(frozen=True)
 class ExportAxis:
     """One attribute's columns in the long format: its codes, and (when it has display
@@ -596,6 +642,17 @@ class ExportAxis:
     label_name: str | None = None  # the label column, or None
     labels: pd.Index | None = None  # the distinct display labels (two codes may share one)
     label_of: np.ndarray | None = None  # axis position -> index into ``labels``
+
+    def spreadsheet_safe(self) -> ExportAxis:
+        """This axis with its column names and texts as :func:`spreadsheet_safe` writes them
+        (for CSV; two texts never become one, since only texts that are not numbers change)."""
+        return replace(
+            self,
+            name=spreadsheet_safe(self.name),
+            codes=_spreadsheet_safe_index(self.codes),
+            label_name=None if self.label_name is None else spreadsheet_safe(self.label_name),
+            labels=None if self.labels is None else _spreadsheet_safe_index(self.labels),
+        )
 
     def columns(self, positions: np.ndarray) -> dict[str, pd.Categorical]:
         """The columns of cells at axis ``positions`` (integers)."""
@@ -650,10 +707,12 @@ def release_frame(release: Release, *, counts: str = "noisy") -> pd.DataFrame:
 
 
 def _cells_frame(
-    noisy: Any, index: tuple[slice, ...], shape: tuple[int, ...], axes: list[ExportAxis], counts: str
+    noisy: Any, index: tuple[slice, ...], shape: tuple[int, ...], axes: list[ExportAxis], counts: str,
+    errors_of: Release | None = None,
 ) -> pd.DataFrame:
     """The long-format rows of the box ``index`` of ``noisy`` (counts of kind ``counts``
-    already), with categorical code (and label) columns over all the values."""
+    already), with categorical code (and label) columns over all the values, and with
+    ``errors_of`` that release's noise standard deviation of each cell (:func:`cell_standard_errors`)."""
     values = np.asarray(noisy[index], dtype=np.float64)
     extents = values.shape
     columns: dict[str, Any] = {}
@@ -665,7 +724,46 @@ def _cells_frame(
         columns.update(export.columns(np.tile(np.repeat(np.arange(start, start + extents[axis], dtype=dtype), inner), outer)))
     flat = values.reshape(-1)
     columns[count_column(counts)] = flat.astype(np.int64) if counts.endswith("integer") else flat
+    if errors_of is not None:
+        columns[STANDARD_ERROR_COLUMN] = cell_standard_errors(errors_of, index)
     return pd.DataFrame(columns, copy=False)
+
+
+#: The column of each cell's exact noise standard deviation (``standard_error=True``).
+STANDARD_ERROR_COLUMN = f"{COUNT_COLUMN}_standard_error"
+# Single-cell queries whose variances are computed at once (three int64 arrays of this many rows per axis).
+_ERROR_BATCH = 1 << 16
+
+
+def cell_standard_errors(release: Release, box: tuple[slice, ...] | None = None) -> np.ndarray:
+    """The exact standard deviation of the noise in each cell of ``box`` (default: the whole
+    matrix), flat in C order: the square root of :meth:`~privelet_gui.engine.Release.variances`
+    of the single-cell queries (of the release as it is, shifted to the public total or not).
+
+    It depends on the schema, epsilon, S_A, the mechanism and the neighbours only: never on
+    the data, and never on the noisy counts themselves.
+    """
+    schema = release.schema
+    if schema is None:
+        raise PriveletError("this release has no schema, so the noise of its cells cannot be worked out: "
+                            "export it without the standard error")
+    box = box or tuple(slice(0, n) for n in schema.shape)
+    positions, nodes = [], []
+    for attribute, part in zip(schema, box, strict=True):
+        axis = np.arange(*part.indices(attribute.size), dtype=np.int64)
+        positions.append(axis)
+        # a nominal cell is the query of its leaf's node; an ordinal one has none (-1)
+        leaves = attribute.hierarchy.layout.leaf_nodes if isinstance(attribute, NominalAttribute) else None
+        nodes.append(np.full(len(axis), -1, dtype=np.int64) if leaves is None else leaves[axis].astype(np.int64))
+    extents = tuple(len(axis) for axis in positions)
+    total = math.prod(extents)
+    out = np.empty(total)
+    for begin in range(0, total, _ERROR_BATCH):
+        cells = np.unravel_index(np.arange(begin, min(begin + _ERROR_BATCH, total)), extents)
+        lo = np.stack([axis[cell] for axis, cell in zip(positions, cells, strict=True)], axis=1)
+        node = np.stack([axis[cell] for axis, cell in zip(nodes, cells, strict=True)], axis=1)
+        out[begin : begin + len(lo)] = release.variances(QueryBatch(lo, lo, node))
+    return np.sqrt(out)
 
 
 # Cells per slab of an export (8 MiB of counts): its rows are made, written and dropped.
@@ -706,6 +804,7 @@ def write_long_format(
     gz: bool = False,
     counts: str = "noisy",
     steps: Progress | None = None,
+    standard_error: bool = False,
 ) -> int:
     """The long format (:func:`release_frame`) of ``noisy`` (the release's counts of kind
     ``counts``: a numpy array, or a Zarr array read a slab at a time) into the binary
@@ -714,11 +813,14 @@ def write_long_format(
     One slab of about a million cells at a time: memory stays that of one slab whatever
     the size of the release. ``steps`` hears how many rows are written after each slab, and
     a cancel there stops the export (an atomic file is then removed). A seeded release is
-    marked in the file (see the module docstring).
+    marked in the file (see the module docstring); a Parquet file holds its
+    :func:`export_metadata`, and with ``standard_error`` every row its cell's noise standard
+    deviation (:data:`STANDARD_ERROR_COLUMN`). CSV text is :func:`spreadsheet_safe`.
     """
     steps = steps or Progress()
     shape = tuple(int(n) for n in noisy.shape)
     axes = export_axes(release, shape)
+    errors_of = release if standard_error else None
     total, rows = math.prod(shape), 0
     slabs = chunk_grid(shape, regular_chunks(shape, _SLAB_CELLS))
 
@@ -733,8 +835,9 @@ def write_long_format(
         try:
             if release.seeded:
                 text.write(f"# {SEEDED_WARNING}\n")
+            safe = [axis.spreadsheet_safe() for axis in axes]
             for index in slabs:
-                frame = _cells_frame(noisy, index, shape, axes, counts)
+                frame = _cells_frame(noisy, index, shape, safe, counts, errors_of)
                 frame.to_csv(text, index=False, header=rows == 0, lineterminator="\n")
                 written(len(frame))
             text.flush()
@@ -746,11 +849,18 @@ def write_long_format(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    marks = {
+        **seeded_marks(release.seeded),
+        PARQUET_METADATA_KEY: json.dumps(
+            export_metadata(release, counts=counts, standard_error=standard_error), allow_nan=False
+        ).encode(),
+    }
     writer: Any = None
     try:
         for index in slabs:
-            table = pa.Table.from_pandas(_cells_frame(noisy, index, shape, axes, counts), preserve_index=False)
-            table = table.replace_schema_metadata({**(table.schema.metadata or {}), **seeded_marks(release.seeded)})
+            frame = _cells_frame(noisy, index, shape, axes, counts, errors_of)
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+            table = table.replace_schema_metadata({**(table.schema.metadata or {}), **marks})
             if writer is None:
                 writer = pq.ParquetWriter(handle, table.schema)
             writer.write_table(table)
@@ -775,6 +885,81 @@ def _export_format(path: Path, given: str | None) -> tuple[ExportFormat, bool]:
     raise PriveletError(f"cannot tell the export format from {path.name!r}; use a .csv or .parquet name, or give the format")
 
 
+#: The JSON file beside a CSV export that describes it: ``cells.csv`` -> ``cells.csv.metadata.json``.
+METADATA_SUFFIX = ".metadata.json"
+#: The Parquet key-value metadata holding the same description.
+PARQUET_METADATA_KEY = b"privelet.metadata"
+EXPORT_FORMAT = "privelet-export"
+EXPORT_FORMAT_VERSION = 1
+
+
+def export_metadata_path(path: str | os.PathLike[str], format: ExportFormat | None = None) -> Path | None:
+    """The JSON file that describes an export to ``path`` (CSV), or None (Parquet holds its
+    description itself)."""
+    p = Path(path)
+    fmt, _ = _export_format(p, format)
+    return p.with_name(p.name + METADATA_SUFFIX) if fmt == "csv" else None
+
+
+def export_metadata(release: Release, *, counts: str = "noisy", standard_error: bool = False) -> dict[str, Any]:
+    """What an export says about itself (plain JSON): how its counts were made (mechanism,
+    epsilon, neighbours, S_A, the noise scale, the shift to the public total), which column
+    holds which counts, and the software. Never a count, nor the number of rows under
+    add/remove neighbours (the shift is there only when the number of rows is public)."""
+    described = {"noisy": "the release's own noisy counts: unbiased, may be negative or fractional"}
+    meta: dict[str, Any] = {
+        "format": EXPORT_FORMAT,
+        "format_version": EXPORT_FORMAT_VERSION,
+        "software": "privelet-gui",
+        "software_version": __version__,
+        "exported": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "mechanism": release.mechanism,
+        "epsilon": float(release.epsilon),
+        "neighbours": release.neighbours,
+        "sa": list(release.sa),
+        "noise_scale": float(release.scale),
+        "nominal_scale": float(release.nominal_scale),
+        "rho": release.rho,
+        "sampler": release.sampler,
+        "post_processing": _post_processing(release),
+        "count_column": count_column(counts),
+        "counts": counts,
+        "counts_description": described.get(
+            counts, f"{counts} counts post-processed from the noisy ones (biased for big sums)"
+        ),
+        "standard_error_column": STANDARD_ERROR_COLUMN if standard_error else None,
+        "seeded": bool(release.seeded),
+        "domain_from_data": [] if release.schema is None else list(release.schema.domain_from_data),
+    }
+    if standard_error:
+        meta["standard_error_description"] = (
+            "the exact standard deviation of the noise in each cell's noisy count, computed from epsilon, S_A, "
+            "the mechanism and the schema alone (never from the data)"
+        )
+    if release.seeded:
+        meta["warning"] = SEEDED_WARNING
+    return meta
+
+
+def standard_error_fits(counts: str) -> bool:
+    """Whether exported counts of kind ``counts`` may have a standard error column: only the
+    release's own noisy counts, whose noise it describes (post-processed ones are biased)."""
+    return counts == "noisy"
+
+
+def _check_standard_error(release: Release, counts: str, standard_error: bool) -> None:
+    if not standard_error:
+        return
+    if not standard_error_fits(counts):
+        raise PriveletError(
+            f"a standard error describes the noise of the release's own counts, not {counts} counts (post-processed, "
+            "biased): export the noisy counts with the standard error, or these counts without it"
+        )
+    if release.schema is None:
+        raise PriveletError("this release has no schema, so the noise of its cells cannot be worked out: "
+                            "export it without the standard error")
+
+
 #: What every export of a seeded release says, in the file itself.
 SEEDED_WARNING = (
     "SEEDED TEST RELEASE - NOT PRIVATE: its noise was made with a fixed seed, and anyone who knows "
@@ -792,10 +977,15 @@ def export_release(
     allow_seeded: bool = False,
     progress: ProgressCallback | None = None,
     should_cancel: CancelCallback | None = None,
+    standard_error: bool = False,
 ) -> int:
     """Export the long format (:func:`release_frame`) to CSV (``.csv``, ``.csv.gz``) or Parquet.
 
-    Writes atomically; returns the number of rows (= cells). By default noisy counts keep
+    Writes atomically, a CSV file with the JSON that describes it (:func:`export_metadata`)
+    beside it, at :func:`export_metadata_path` (both or neither); a Parquet file holds that
+    description as key-value metadata ``privelet.metadata``. ``standard_error`` adds each
+    cell's exact noise standard deviation (:data:`STANDARD_ERROR_COLUMN`, noisy counts only).
+    Returns the number of rows (= cells). By default noisy counts keep
     full precision (they may be negative or fractional: that is the noise, and rounding or
     clipping them biases sums). ``counts="nonnegative"``, ``"integer"`` or
     ``"nonnegative-integer"`` exports counts for users who cannot use those, in a column
@@ -808,18 +998,46 @@ def export_release(
     (:class:`~privelet_gui.engine.Cancelled`, and no file is left).
     """
     _refuse_seeded(release, allow_seeded)
+    count_column(counts)  # an unknown kind fails before anything is written
+    _check_standard_error(release, counts, standard_error)
     steps = Progress(progress, should_cancel)
     if not isinstance(release.noisy, np.ndarray):  # a lazily opened Zarr release: never read whole
         from .zarr_releases import export_release_chunked
 
-        return export_release_chunked(release, path, format=format, force=force, counts=counts, steps=steps)
+        return export_release_chunked(release, path, format=format, force=force, counts=counts, steps=steps,
+                                      standard_error=standard_error)
+    return write_export_file(release, post_processed_counts(release.noisy, counts), path, format=format, force=force,
+                             counts=counts, steps=steps, standard_error=standard_error)
+
+
+def write_export_file(
+    release: Release,
+    noisy: Any,
+    path: str | os.PathLike[str],
+    *,
+    format: ExportFormat | None = None,
+    force: bool = False,
+    counts: str = "noisy",
+    steps: Progress | None = None,
+    standard_error: bool = False,
+) -> int:
+    """:func:`write_long_format` of ``noisy`` (the release's counts of kind ``counts``, a numpy
+    or Zarr array) into the file ``path``, atomically, with a CSV file's description beside
+    it (written with it: both or neither); returns the rows."""
     p = Path(path)
     fmt, gz = _export_format(p, format)
-    count_column(counts)  # an unknown kind fails before anything is written
-    check_writable(p, force=force)
-    noisy = post_processed_counts(release.noisy, counts)
-    with atomic_write(p, force=force) as f:
-        return write_long_format(release, noisy, f, fmt, gz=gz, counts=counts, steps=steps)
+    sidecar = export_metadata_path(p, fmt)
+    targets = [p] if sidecar is None else [p, sidecar]
+    for target in targets:
+        check_writable(target, force=force)
+    with atomic_files(targets, force=force) as handles:
+        rows = write_long_format(release, noisy, handles[0], fmt, gz=gz, counts=counts, steps=steps,
+                                 standard_error=standard_error)
+        if sidecar is not None:
+            meta = {**export_metadata(release, counts=counts, standard_error=standard_error), "file": p.name,
+                    "rows": rows}
+            handles[1].write((json.dumps(meta, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode())
+    return rows
 
 
 def write_export(
@@ -830,24 +1048,29 @@ def write_export(
     counts: str = "noisy",
     allow_seeded: bool = False,
     progress: ProgressCallback | None = None,
+    standard_error: bool = False,
 ) -> int:
     """:func:`export_release` into an open binary ``stream`` (standard output, a pipe).
 
-    The same rows, count kinds and seeded marks as the file export, uncompressed; returns
-    the rows. A stream cannot be written atomically: a reader sees the rows as they come,
-    and a failure part-way leaves the rows written so far (the command line then exits
-    with an error). ``stream`` stays open.
+    The same rows, count kinds, seeded marks and standard errors as the file export,
+    uncompressed; Parquet holds its description, CSV has none (a stream has no file beside
+    it: :func:`export_metadata` gives it). Returns the rows. A stream cannot be written
+    atomically: a reader sees the rows as they come, and a failure part-way leaves the rows
+    written so far (the command line then exits with an error). ``stream`` stays open.
     """
     _refuse_seeded(release, allow_seeded)
     if format not in ("csv", "parquet"):
         raise PriveletError(f"export format must be 'csv' or 'parquet', got {format!r}")
+    count_column(counts)
+    _check_standard_error(release, counts, standard_error)
     if not isinstance(release.noisy, np.ndarray):
         from .zarr_releases import write_export_chunked
 
-        return write_export_chunked(release, stream, format=format, counts=counts, progress=progress)
-    count_column(counts)
+        return write_export_chunked(release, stream, format=format, counts=counts, progress=progress,
+                                    standard_error=standard_error)
     noisy = post_processed_counts(release.noisy, counts)
-    return write_long_format(release, noisy, stream, format, counts=counts, steps=Progress(progress))
+    return write_long_format(release, noisy, stream, format, counts=counts, steps=Progress(progress),
+                             standard_error=standard_error)
 
 
 def _refuse_seeded(release: Release, allow_seeded: bool) -> None:
@@ -878,16 +1101,16 @@ def _value_label(attribute: Any, text: str) -> str:
         number = float(text)
     except ValueError:
         return text  # RangeQuery.build reports it with the attribute's values
-    if attribute.bins is not None and math.isfinite(number):
+    if not attribute.is_numeric or not math.isfinite(number):
+        return text
+    index = attribute.position_of_number(number)
+    if index is not None:
+        return str(attribute.labels[index])
+    if attribute.bins is not None:
         b = attribute.bins
-        index = b.index_of_number(number)
-        if index is None:
-            raise SchemaError(
-                f"{text} is outside attribute {attribute.name!r} (bins from {b.start} to {b.stop}, stop excluded)"
-            )
-        return attribute.labels[index]
-    if attribute.integer_start is not None and number.is_integer():
-        return str(int(number))
+        raise SchemaError(
+            f"{text} is outside attribute {attribute.name!r} (bins from {b.start} to {b.stop}, stop excluded)"
+        )
     return text
 
 

@@ -1,14 +1,18 @@
 """Schema files (versioned JSON) and schema inference.
 
-Format, version 2 (version 1 is the same without the missing-value keys and display labels:
-a file is written with the lowest version that holds what it says, so files that use none of
-them still open in older versions of Privelet Studio)::
+Format, version 3 (a file is written with the lowest version that holds what it says, so
+files that use none of the later keys still open in older versions of Privelet Studio:
+version 1 has none of the missing-value keys, display labels, bin edges or open ends;
+version 2 adds ``missing_values``, ``missing``'s ``missing_at_end``, ``drop_missing`` and
+``display_labels``; version 3 adds bin ``edges``, ``open_below`` and ``open_above``)::
 
-    {"version": 1,
+    {"version": 3,
      "attributes": [
        {"name": "age", "type": "ordinal", "range": [0, 100]},
        {"name": "income", "column": "PINCP", "type": "ordinal",
         "bins": {"start": 0, "stop": 500000, "width": 1000}, "out_of_range": "clamp"},
+       {"name": "wage", "type": "ordinal",
+        "bins": {"edges": [0, 1, 10000, 50000, 150000], "open_below": true, "open_above": true}},
        {"name": "education", "type": "ordinal", "values": ["Preschool", "1st-4th", "Bachelors"]},
        {"name": "sex", "type": "nominal", "hierarchy": {"*": ["Male", "Female"]}},
        {"name": "occupation", "type": "nominal", "hierarchy_file": "hierarchy_occupation.csv"},
@@ -17,21 +21,41 @@ them still open in older versions of Privelet Studio)::
        {"name": "INDP_CAT", "type": "nominal", "values": ["0", "1"], "drop_missing": true,
         "display_labels": {"0": "AGR: Agriculture", "1": "EXT: Mining"}}]}
 
-Every attribute has a ``name`` and a ``type``; ``column`` names the table column when
-it differs from the name. An ordinal attribute has exactly one of ``range``
-(inclusive integers, parsed as numbers), ``bins`` (equal-width numeric bins,
-``stop`` exclusive) or ``values`` (text labels in order). A nominal attribute has a
-``hierarchy`` (nested JSON), a ``hierarchy_file`` (ARX CSV or JSON, relative to the
-schema file) or plain ``values`` (a flat hierarchy under ``*``). Optional keys:
-``out_of_range`` (``error``, ``clamp`` or ``drop``; for ``range`` and ``bins``),
-``domain_from_data`` (true when the domain was learned from the data: not private) and,
-for missing cells (empty ones, and those holding one of ``missing_values``; without that
-key, the texts the table's reading options name):
+The top level has exactly ``version`` and ``attributes``. Every attribute has:
+
+- ``name``: the attribute's name (unique in the file);
+- ``type``: ``"ordinal"`` (ordered values) or ``"nominal"`` (a hierarchy of groups);
+- ``column`` (optional): the table column it reads, when it differs from the name.
+
+An ordinal attribute has exactly one of:
+
+- ``range``: ``[first, last]``, inclusive integers, parsed as numbers;
+- ``bins``: numeric bins, either equal-width ``{"start", "stop", "width"}`` (``stop``
+  exclusive) or between given ``{"edges": [e0, e1, ...]}`` (``[e0, e1), [e1, e2), ...``,
+  increasing); both may add ``"open_below": true`` (a first bin ``(-inf, start)`` for every
+  number below) and ``"open_above": true`` (a last bin ``[stop, inf)``). Labels are the
+  intervals: ``"[0, 1000)"``, ``"(-inf, 0)"``, ``"[150000, inf)"``;
+- ``values``: text labels (or integers) in order;
+
+and may have ``out_of_range`` (``"error"``, the default, ``"clamp"`` or ``"drop"``; for
+``range`` and ``bins``): what numbers outside the domain do. Clamped ones are counted in the
+first or last value, whose labels then say so: ``"<=0"`` and ``">=99"`` for a range,
+``"(-inf, 1000)"`` and ``"[499000, inf)"`` for bins (their plain forms still name them).
+
+A nominal attribute has exactly one of ``hierarchy`` (nested JSON), ``hierarchy_file`` (ARX
+CSV or JSON, relative to the schema file) or plain ``values`` (a flat hierarchy under ``*``),
+and may have ``level`` (count the column at that level of its hierarchy, 2 or more; the root
+is level 1) and ``display_labels``: code -> the text shown for it (the tree's leaves and
+groups; exports get a ``<name>_label`` column), which changes nothing that is counted. Labels
+and codes hold no control characters (tabs, line breaks, escapes, bidirectional overrides).
+
+Both kinds may have ``domain_from_data`` (true when the domain was learned from the data: not
+private) and, for missing cells (empty ones, and those holding one of ``missing_values``;
+without that key, the texts the table's reading options name; a text that is itself one of
+the domain's values is refused, since its cells would silently count as missing):
 ``missing`` (the value they count as: a leaf, or an ordinal value; with
 ``"missing_at_end": true`` an ordinal value of its own after the last) or
-``"drop_missing": true`` (their rows are dropped, and counted in the report). A nominal
-attribute may have ``display_labels``: code -> the text shown for it (the tree's leaves and
-groups; exports get a ``<name>_label`` column), which changes nothing that is counted.
+``"drop_missing": true`` (their rows are dropped, and counted in the report).
 """
 
 from __future__ import annotations
@@ -60,7 +84,7 @@ from ..engine import (
 from ..engine.model.schema import MAX_AXIS_VALUES, RANGE_BOUNDS, Attribute, check_missing_values
 from ._json import loads, shown
 from .atomic import atomic_write, check_writable
-from .hierarchies import read_hierarchy, write_arx_hierarchy
+from .hierarchies import check_display_labels, read_hierarchy, write_arx_hierarchy
 
 __all__ = [
     "INFERRED_DOMAIN_WARNING",
@@ -72,13 +96,15 @@ __all__ = [
     "schema_to_json",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _COMMON_KEYS = ("name", "type", "column", "missing", "domain_from_data", "missing_values", "drop_missing")
 _ORDINAL_KEYS = (*_COMMON_KEYS, "range", "bins", "values", "out_of_range", "missing_at_end")
 _NOMINAL_KEYS = (*_COMMON_KEYS, "hierarchy", "hierarchy_file", "values", "level", "display_labels")
 #: Keys that version 1 did not have: a file using none of them is written as version 1.
 _VERSION_2_KEYS = ("missing_values", "drop_missing", "missing_at_end", "display_labels")
+#: Keys of ``bins`` that version 2 did not have.
+_VERSION_3_BIN_KEYS = ("edges", "open_below", "open_above")
 _OUT_OF_RANGE = ("error", "clamp", "drop")
 
 #: Printed (loudly) wherever an inferred schema is shown or saved.
@@ -222,8 +248,8 @@ def _attribute(entry: object, path: str, ctx: _Context, base: Path) -> Attribute
     except (SchemaError, HierarchyError) as exc:
         if getattr(exc, "_privelet_located", False):
             raise
-        error = ctx.error(path, str(exc), "fix the attribute", attribute=name,
-                          hierarchy=isinstance(exc, HierarchyError))
+        message = str(exc).removeprefix(f"attribute {name!r}: ")  # the location names it already
+        error = ctx.error(path, message, "fix the attribute", attribute=name, hierarchy=isinstance(exc, HierarchyError))
         raise error from None
 
 
@@ -347,18 +373,33 @@ def _ordinal(entry: Mapping[str, Any], path: str, ctx: _Context, name: str, colu
     return attribute
 
 
+_BIN_KEYS = ("start", "stop", "width", "edges", "open_below", "open_above")
+
+
 def _bins(spec: object, path: str, ctx: _Context, name: str) -> NumericBins:
     example = '"bins": {"start": 0, "stop": 500000, "width": 1000}'
+    edges_example = '"bins": {"edges": [0, 1, 10000, 50000], "open_below": true, "open_above": true}'
     if not isinstance(spec, Mapping):
-        raise _located(ctx.error(path, f"must be an object with start, stop and width, got {shown(spec)}",
-                                 f"e.g. {example}", attribute=name))
+        raise _located(ctx.error(path, f"must be an object with start, stop and width, or edges, got {shown(spec)}",
+                                 f"e.g. {example} or {edges_example}", attribute=name))
     for key in spec:
-        if key not in ("start", "stop", "width"):
-            raise _located(ctx.error(f"{path}.{key}", "unknown key", "bins have only start, stop and width",
+        if key not in _BIN_KEYS:
+            raise _located(ctx.error(f"{path}.{key}", "unknown key",
+                                     "bins have start, stop and width, or edges; and open_below or open_above",
                                      attribute=name))
+    ends: dict[str, bool] = {}
+    for key in ("open_below", "open_above"):
+        flag = spec.get(key, False)
+        if not isinstance(flag, bool):
+            raise _located(ctx.error(f"{path}.{key}", f"must be true or false, got {shown(flag)}",
+                                     f"true adds a bin for every number {'below the first' if key == 'open_below' else 'from the last'} edge",
+                                     attribute=name))
+        ends[key] = flag
+    if "edges" in spec:
+        return _edge_bins(spec, path, ctx, name, ends, edges_example)
     for key in ("start", "stop", "width"):
         if key not in spec:
-            raise _located(ctx.error(f"{path}.{key}", "missing", f"e.g. {example}", attribute=name))
+            raise _located(ctx.error(f"{path}.{key}", "missing", f"e.g. {example} or {edges_example}", attribute=name))
         if not _is_number(spec[key]):
             raise _located(ctx.error(f"{path}.{key}", f"must be a finite number, got {shown(spec[key])}",
                                      f"e.g. {example}", attribute=name))
@@ -370,9 +411,34 @@ def _bins(spec: object, path: str, ctx: _Context, name: str) -> NumericBins:
         raise _located(ctx.error(f"{path}.stop", f"stop ({shown(stop)}) must be greater than start ({shown(start)})",
                                  "stop is the end of the last bin (exclusive)", attribute=name))
     try:
-        return NumericBins(start, stop, width)
+        return NumericBins(start, stop, width, open_below=ends["open_below"], open_above=ends["open_above"])
     except SchemaError as exc:  # too many bins, edges too close for float64, numbers float64 cannot hold
         raise _located(ctx.error(path, str(exc), f"e.g. {example}", attribute=name)) from None
+
+
+def _edge_bins(spec: Mapping[str, Any], path: str, ctx: _Context, name: str, ends: dict[str, bool],
+               example: str) -> NumericBins:
+    """``{"edges": [...]}`` bins, each edge checked where it stands."""
+    both = [key for key in ("start", "stop", "width") if key in spec]
+    if both:
+        raise _located(ctx.error(f"{path}.{both[0]}", "bins have either edges or start, stop and width, not both",
+                                 f"remove {both[0]!r}, e.g. {example}", attribute=name))
+    edges = spec["edges"]
+    if not isinstance(edges, list) or len(edges) < 2:
+        raise _located(ctx.error(f"{path}.edges", f"must be a list of at least two numbers, got {shown(edges)}",
+                                 f"e.g. {example}", attribute=name))
+    for j, edge in enumerate(edges):
+        if not _is_number(edge):
+            raise _located(ctx.error(f"{path}.edges[{j}]", f"must be a finite number, got {shown(edge)}",
+                                     "write each edge as a number", attribute=name))
+        if j and edge <= edges[j - 1]:
+            raise _located(ctx.error(f"{path}.edges[{j}]",
+                                     f"{shown(edge)} is not greater than the edge before it ({shown(edges[j - 1])})",
+                                     "list the edges in increasing order, each once", attribute=name))
+    try:
+        return NumericBins.from_edges(edges, open_below=ends["open_below"], open_above=ends["open_above"])
+    except SchemaError as exc:  # too many bins, numbers float64 cannot hold exactly
+        raise _located(ctx.error(f"{path}.edges", str(exc), f"e.g. {example}", attribute=name)) from None
 
 
 def _nominal(entry: Mapping[str, Any], path: str, ctx: _Context, base: Path, name: str, column: str | None,
@@ -410,6 +476,11 @@ def _nominal(entry: Mapping[str, Any], path: str, ctx: _Context, base: Path, nam
         if not isinstance(labels, Mapping):
             raise _located(ctx.error(f"{path}.display_labels", f"must map codes to labels, got {shown(labels)}",
                                      'e.g. "display_labels": {"1": "Male", "2": "Female"}', attribute=name))
+        try:
+            check_display_labels(labels)
+        except HierarchyError as exc:
+            message, fix = str(exc).split("; ", 1)
+            raise _located(ctx.error(f"{path}.display_labels", message, fix, attribute=name, hierarchy=True)) from None
         try:
             hierarchy = hierarchy.with_display_labels(labels)
         except HierarchyError as exc:
@@ -520,9 +591,7 @@ def schema_to_json(schema: Schema, *, hierarchy_files: bool = False) -> dict[str
                 entry["display_labels"] = {c: finest.display_labels[c] for c in finest.labels if c in finest.display_labels}
         else:
             if attribute.bins is not None:
-                b = attribute.bins
-                entry["bins"] = {"start": _json_value(b.start), "stop": _json_value(b.stop),
-                                 "width": _json_value(b.width)}
+                entry["bins"] = _bins_json(attribute.bins)
             elif attribute.integer_start is not None:
                 entry["range"] = [attribute.integer_start, attribute.integer_start + len(attribute.values) - 1]
             else:
@@ -540,8 +609,26 @@ def schema_to_json(schema: Schema, *, hierarchy_files: bool = False) -> dict[str
         if attribute.domain_from_data:
             entry["domain_from_data"] = True
         out.append(entry)
-    version = 2 if any(key in entry for entry in out for key in _VERSION_2_KEYS) else 1
+    if any(key in entry.get("bins", ()) for entry in out for key in _VERSION_3_BIN_KEYS):
+        version = 3
+    elif any(key in entry for entry in out for key in _VERSION_2_KEYS):
+        version = 2
+    else:
+        version = 1
     return {"version": version, "attributes": out}
+
+
+def _bins_json(bins: NumericBins) -> dict[str, Any]:
+    """A ``bins`` entry: equal-width or edges, with its open ends (only when open)."""
+    if bins.edges is not None:
+        # whole edges as integers, as people write them (they read back as the same float64)
+        out: dict[str, Any] = {"edges": [int(e) if e.is_integer() and abs(e) < 2.0**53 else e for e in bins.edges]}
+    else:
+        out = {"start": _json_value(bins.start), "stop": _json_value(bins.stop), "width": _json_value(bins.width)}
+    for key in ("open_below", "open_above"):
+        if getattr(bins, key):
+            out[key] = True
+    return out
 
 
 def dumps_schema(schema: Schema, *, hierarchy_files: bool = False) -> str:

@@ -50,19 +50,19 @@ import numpy as np
 from ..engine import PriveletError, Release
 from ..engine.progress import Progress, ProgressCallback
 from ._json import loads, shown
-from .atomic import atomic_write, check_folder, check_writable
+from .atomic import check_folder
 from .errors import OutputExistsError, ReleaseFileError
 from .releases import (
     RELEASE_FORMAT,
     RELEASE_FORMAT_VERSION,
     ExportFormat,
     ReleaseWarning,
-    _export_format,
     chunk_grid,
     regular_chunks,
     release_from_metadata,
     release_metadata,
     release_warning,
+    write_export_file,
     write_long_format,
 )
 from .signing import canonical_json, sign, signature_problem
@@ -505,21 +505,20 @@ def export_release_chunked(
     force: bool = False,
     counts: str = "noisy",
     steps: Progress | None = None,
+    standard_error: bool = False,
 ) -> int:
     """:func:`~privelet_gui.io.export_release` of a lazily opened Zarr release, read one slab
     of cells at a time (:func:`~privelet_gui.io.releases.write_long_format`), never whole.
 
-    The same rows in the same order (the matrix in C order). Writes atomically; returns the
-    rows. A seeded release is marked as :func:`~privelet_gui.io.export_release` marks it (the
-    caller has allowed it). Only the noisy counts themselves: non-negative or whole counts
-    keep the total of the whole matrix, which a slab does not see.
+    The same rows in the same order (the matrix in C order), the same description (a CSV
+    file's beside it) and standard errors. Writes atomically; returns the rows. A seeded
+    release is marked as :func:`~privelet_gui.io.export_release` marks it (the caller has
+    allowed it). Only the noisy counts themselves: non-negative or whole counts keep the
+    total of the whole matrix, which a slab does not see.
     """
     _check_chunked_counts(counts)
-    p = Path(path)
-    fmt, gz = _export_format(p, format)
-    check_writable(p, force=force)
-    with atomic_write(p, force=force) as f:
-        return write_long_format(release, release.noisy, f, fmt, gz=gz, steps=steps)
+    return write_export_file(release, release.noisy, path, format=format, force=force, steps=steps,
+                             standard_error=standard_error)
 
 
 def write_export_chunked(
@@ -529,10 +528,12 @@ def write_export_chunked(
     format: ExportFormat = "csv",
     counts: str = "noisy",
     progress: ProgressCallback | None = None,
+    standard_error: bool = False,
 ) -> int:
     """:func:`export_release_chunked` into an open binary ``stream`` (see :func:`~privelet_gui.io.write_export`)."""
     _check_chunked_counts(counts)
-    return write_long_format(release, release.noisy, stream, format, steps=Progress(progress))
+    return write_long_format(release, release.noisy, stream, format, steps=Progress(progress),
+                             standard_error=standard_error)
 
 
 def _check_chunked_counts(counts: str) -> None:

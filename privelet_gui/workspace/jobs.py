@@ -61,6 +61,7 @@ __all__ = [
     "classify_file",
     "export_opened_release",
     "export_release_file",
+    "export_written_text",
     "extra_metadata",
     "natural_sorted",
     "open_release_file",
@@ -329,13 +330,16 @@ def export_release_file(
     *,
     force: bool = False,
     counts: str = "noisy",
+    standard_error: bool = False,
 ) -> Path:
     """Write a release: the release file (.npz, with metadata) or a long-format CSV / Parquet.
 
-    The io writers are atomic (a temporary file renamed into place). Only noisy counts
-    are written: a release file always the release's own, a CSV or Parquet export the kind
-    ``counts`` asks for (:data:`~privelet_gui.engine.postprocess.COUNT_KINDS`). Once written,
-    the file is noted as the release's output in the privacy ledger (the last file written).
+    The io writers are atomic (a temporary file renamed into place; a CSV file with the JSON
+    that describes it beside it, :func:`export_written_text`). Only noisy counts are written:
+    a release file always the release's own, a CSV or Parquet export the kind ``counts`` asks
+    for (:data:`~privelet_gui.engine.postprocess.COUNT_KINDS`), with each cell's noise
+    standard deviation if ``standard_error``. Once written, the file is noted as the
+    release's output in the privacy ledger (the last file written).
     """
     steps = Progress(progress, should_cancel)
     fmt = fmt or export_format(path)
@@ -348,7 +352,7 @@ def export_release_file(
         pio.save_release(outcome.release, path, force=force, metadata=extra_metadata(outcome))
     else:
         pio.export_release(outcome.release, path, format=fmt, force=force, counts=counts, progress=progress,
-                           should_cancel=should_cancel)
+                           should_cancel=should_cancel, standard_error=standard_error)
     if outcome.budget is not None and outcome.ledger_entry is not None:
         try:
             outcome.budget.ledger.set_output(outcome.ledger_entry, Path(path).resolve())
@@ -368,6 +372,7 @@ def export_opened_release(
     force: bool = False,
     counts: str = "noisy",
     allow_seeded: bool = False,
+    standard_error: bool = False,
 ) -> Path:
     """Export a release read from a file as long-format CSV or Parquet
     (:func:`~privelet_gui.io.export_release`). A seeded release needs ``allow_seeded``
@@ -375,9 +380,20 @@ def export_opened_release(
     steps = Progress(progress, should_cancel)
     steps.report(0.0, f"writing {Path(path).name}")
     pio.export_release(release, path, format=fmt, force=force, counts=counts, allow_seeded=allow_seeded,
-                       progress=progress, should_cancel=should_cancel)
+                       progress=progress, should_cancel=should_cancel, standard_error=standard_error)
     steps.report(1.0, f"wrote {Path(path).name}")
     return Path(path)
+
+
+def export_written_text(path: Path, fmt: ExportFormat) -> str:
+    """What the app says once an export is written: the file, and what describes it (a CSV
+    file's JSON beside it; Parquet's own metadata; a release file is its own description)."""
+    if fmt == "release":
+        return f"Wrote {path.name}."
+    described = pio.export_metadata_path(path, fmt)
+    if described is None:
+        return f"Wrote {path.name} (epsilon, mechanism and noise scale are in its metadata)."
+    return f"Wrote {path.name} and, beside it, {described.name} (epsilon, mechanism and noise scale)."
 
 
 # -- dropped files -----------------------------------------------------------------------------

@@ -21,6 +21,8 @@ edit is an undoable :class:`~privelet_gui.workspace.history.Change` on
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +46,7 @@ from ..engine import (
 from ..engine.counting import InvalidPolicy
 from ..engine.model.schema import OutOfRange, check_missing_values
 from ..engine.spec import Mechanism
+from ..formatting import counted
 from ..io import ColumnSummary, TableSummary, infer_attribute
 from ..io.inference import MISSING_LABEL, free_root_label, missing_code
 from ..io.ledger import BudgetCheck, spending_summary
@@ -65,6 +68,7 @@ __all__ = [
     "WorkspaceEvents",
     "config_from_attribute",
     "infer_config",
+    "parse_bin_edges",
 ]
 
 Kind = Literal["ordinal", "nominal"]
@@ -104,6 +108,9 @@ class AttributeConfig:
     lo: int = 0
     hi: int = 0
     bins: tuple[float, float, float] = (0.0, 1.0, 1.0)  # start, stop, width
+    bin_edges: tuple[float, ...] | None = None  # bins between these edges instead (None: equal widths)
+    open_below: bool = False  # bins: a first bin for every number below them
+    open_above: bool = False  # bins: a last bin for every number from their end on
     out_of_range: OutOfRange = "error"
     missing: str | None = None  # the value missing cells count as (None: they are dropped or refused)
     domain_from_data: bool = False
@@ -137,11 +144,26 @@ class AttributeConfig:
                 self.name, int(self.lo), int(self.hi), out_of_range=self.out_of_range, **common
             )
         if self.mode == "bins":
-            start, stop, width = self.bins
-            return OrdinalAttribute(
-                self.name, bins=NumericBins(start, stop, width), out_of_range=self.out_of_range, **common
-            )
+            return OrdinalAttribute(self.name, bins=self.numeric_bins(), out_of_range=self.out_of_range, **common)
         return OrdinalAttribute(self.name, self.values, out_of_range=self.out_of_range, **common)
+
+    def numeric_bins(self) -> NumericBins:
+        """The bins the settings describe (equal widths, or between the given edges; open ends
+        as set), checked by the engine; raises PriveletError."""
+        if self.bin_edges is not None:
+            return NumericBins.from_edges(self.bin_edges, open_below=self.open_below, open_above=self.open_above)
+        start, stop, width = self.bins
+        return NumericBins(start, stop, width, open_below=self.open_below, open_above=self.open_above)
+
+    def bins_summary(self) -> str:
+        """How many bins the settings make, and their first and last labels (or what is wrong)."""
+        try:
+            bins = self.numeric_bins()
+        except PriveletError as exc:
+            return f"invalid: {exc}"
+        labels = bins.labels(clamped=self.out_of_range == "clamp")
+        shown = ", ".join(labels) if len(labels) <= 4 else f"{labels[0]}, {labels[1]}, ..., {labels[-1]}"
+        return f"= {counted(len(labels), 'bin')}: {shown}"
 
     def domain_text(self) -> str:
         """A one-line description of the domain."""
@@ -156,14 +178,58 @@ class AttributeConfig:
         if self.mode == "range":
             return f"integers {self.lo} to {self.hi}{own}"
         if self.mode == "bins":
-            start, stop, width = self.bins
-            return f"bins of width {_num(width)} from {_num(start)} to {_num(stop)}{own}"
+            if self.bin_edges is not None:
+                edges = self.bin_edges
+                listed = ", ".join(map(_num, edges)) if len(edges) <= 6 else f"{_num(edges[0])}, ..., {_num(edges[-1])}"
+                count = len(edges) - 1 + self.open_below + self.open_above
+                text = f"{counted(count, 'bin')} at edges {listed}"
+            else:
+                start, stop, width = self.bins
+                text = f"bins of width {_num(width)} from {_num(start)} to {_num(stop)}"
+            ends = [end for end, on in (("below", self.open_below), ("above", self.open_above)) if on]
+            return text + (f", open {' and '.join(ends)}" if ends else "") + own
         shown = ", ".join(map(str, self.values[:4])) + (", ..." if len(self.values) > 4 else "")
         return f"{len(self.values):,} values: {shown}{own}"
 
 
 def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+#: Equal-width bins are offered as edges to edit when there are at most this many.
+MAX_EDITED_EDGES = 100
+
+
+def parse_bin_edges(text: str) -> tuple[float, ...]:
+    """Bin edges as typed: numbers in increasing order, separated by commas, semicolons or
+    spaces (``"0, 1, 10000, 50000"``); checked as the engine checks them (raises
+    PriveletError naming the problem)."""
+    edges: list[float] = []
+    typed: list[str] = []
+    for item in re.split(r"[,;\s]+", text.strip()):
+        if not item:
+            continue
+        try:
+            number = float(item)
+        except ValueError:
+            raise SchemaError(
+                f"{item!r} is not a number: type the bin edges as numbers in increasing order, e.g. 0, 1, 10000, 50000"
+            ) from None
+        if not math.isfinite(number):
+            raise SchemaError(
+                f"the edges are finite numbers, not {item!r}: for a bin holding every number below the first edge or "
+                "from the last one on, tick \"Open below\" or \"Open above\""
+            )
+        if edges and number <= edges[-1]:
+            raise SchemaError(
+                f"the edges must increase, but {item} comes after {typed[-1]}: list them in increasing order, each once"
+            )
+        edges.append(number)
+        typed.append(item)
+    if len(edges) < 2:
+        raise SchemaError("type at least two edges, the first bin's ends (e.g. 0, 1, 10000, 50000)")
+    NumericBins.from_edges(edges)  # exact float64 numbers, not too many bins: else a message saying which
+    return tuple(edges)
 
 
 def _shown_labels(schema: Schema) -> list[dict[str, str]]:
@@ -201,8 +267,14 @@ def config_from_attribute(attribute: Attribute, history: History | None) -> Attr
     config.missing_at_end = attribute.missing_at_end
     config.values = attribute.values or attribute.labels  # a range stays a range (it may be huge)
     if attribute.bins is not None:
+        bins = attribute.bins
         config.mode = "bins"
-        config.bins = (attribute.bins.start, attribute.bins.stop, attribute.bins.width)
+        config.open_below, config.open_above = bins.open_below, bins.open_above
+        if bins.width is not None:
+            config.bins = (bins.start, bins.stop, bins.width)
+        else:
+            config.bin_edges = bins.edges
+            config.bins = (bins.start, bins.stop, bins.stop - bins.start)  # one bin, should equal widths be chosen
     elif attribute.integer_start is not None:
         config.mode = "range"
         config.lo = attribute.integer_start
@@ -809,7 +881,7 @@ class Workspace:
             tree = _flat_tree([*labels, *([own] if own is not None and labels else [])], self.history, config.name)
             self._watch(tree)
             changes["hierarchy"] = tree
-        domain_keys = {"mode", "values", "lo", "hi", "bins", "hierarchy"}
+        domain_keys = {"mode", "values", "lo", "hi", "bins", "bin_edges", "open_below", "open_above", "hierarchy"}
         if domain_keys & set(changes) and "domain_from_data" not in changes and config.domain_from_data:
             # A domain the user typed in is theirs: it is no longer "taken from the data".
             changes["domain_from_data"] = False
@@ -821,6 +893,33 @@ class Workspace:
         before = {key: getattr(config, key) for key in changes}
         key = None if merge is None else ("attribute", merge, column)
         self.history.push(FieldChange(label, apply, before, changes, merge_key=key, done=self._attributes_changed))
+
+    def set_bin_edges(self, column: str, edges: Sequence[float] | None) -> None:
+        """Count the column in bins between ``edges`` (checked first: raises PriveletError and
+        changes nothing), or with None in equal-width bins again; one undoable change."""
+        config = self.config(column)
+        if edges is None:
+            self.set_attribute(column, f"{config.name}: bins of equal width", mode="bins", bin_edges=None)
+            return
+        bins = NumericBins.from_edges(edges, open_below=config.open_below, open_above=config.open_above)
+        assert bins.edges is not None
+        self.set_attribute(column, f"{config.name}: bins between {len(bins.edges)} edges", mode="bins",
+                           bin_edges=bins.edges)
+
+    def use_bin_edges(self, column: str) -> None:
+        """Switch the column's bins to given edges, starting from the equal-width bins' own edges
+        (when there are at most :data:`MAX_EDITED_EDGES` of them; else their two ends)."""
+        config = self.config(column)
+        if config.bin_edges is not None:
+            return
+        try:
+            bins = NumericBins(*config.bins)
+        except PriveletError:
+            edges: tuple[float, ...] = (0.0, 1.0)
+        else:
+            edges = tuple(bins.edge(i) for i in range(bins.count + 1)) if bins.count < MAX_EDITED_EDGES else (
+                float(bins.start), float(bins.stop))
+        self.set_bin_edges(column, edges)
 
     def include_every_column(self, include: bool = True) -> int:
         """Include (or exclude) every column as one undoable change, announced once (views
@@ -968,8 +1067,9 @@ class Workspace:
             if isinstance(new, NominalAttribute):
                 changes = {"level": new.level}
             else:
-                assert new.bins is not None
-                changes = {"mode": "bins", "bins": (new.bins.start, new.bins.stop, new.bins.width)}
+                assert new.bins is not None and new.bins.width is not None  # the advisor's bins are equal-width
+                changes = {"mode": "bins", "bins": (new.bins.start, new.bins.stop, new.bins.width), "bin_edges": None,
+                           "open_below": new.bins.open_below, "open_above": new.bins.open_above}
         # Straight through the history, not set_attribute: a domain that still comes from the
         # data (binned edges of an inferred range) keeps its "from the data" warning.
         before = {key: getattr(config, key) for key in changes}

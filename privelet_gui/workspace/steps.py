@@ -105,7 +105,7 @@ def _ordinal_issues(
             )
             return [StepIssue("attributes", "text-in-numeric", f"{name}: the column holds text but the domain is "
                               f"numeric; use explicit values or make the attribute nominal{hint}", severity, name)]
-        lo, hi = (attribute.bins.start, attribute.bins.stop) if attribute.bins else (config.lo, config.hi + 1)
+        lo, hi = (attribute.bins.lowest, attribute.bins.highest) if attribute.bins else (config.lo, config.hi + 1)
         assert column.minimum is not None and column.maximum is not None
         if column.minimum < lo or column.maximum >= hi:
             if attribute.out_of_range == "error":

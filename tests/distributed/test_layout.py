@@ -11,7 +11,15 @@ from hypothesis import strategies as st
 
 from privelet_gui.distributed.counting import _Codes, _dense, _merge
 from privelet_gui.distributed.layout import grid, release_layout
-from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, ReleasePipeline, ReleaseSpec, Schema, Sizing
+from privelet_gui.engine import (
+    Hierarchy,
+    NominalAttribute,
+    OrdinalAttribute,
+    ReleasePipeline,
+    ReleaseSpec,
+    Schema,
+    Sizing,
+)
 
 
 def _schema(sizes: list[int]) -> Schema:

@@ -131,7 +131,7 @@ def test_categorical_columns_are_encoded_by_distinct_value():
 
 def test_numeric_bins_and_unparsable_numbers():
     income = OrdinalAttribute("income", bins=NumericBins(0, 3000, 1000), out_of_range="clamp")
-    assert income.labels == ("[0, 1000)", "[1000, 2000)", "[2000, 3000)")
+    assert income.labels == ("(-inf, 1000)", "[1000, 2000)", "[2000, inf)")  # clamped: the ends hold all beyond
     m = frequency_matrix(pd.DataFrame({"income": ["0", "999.5", "1000", "2999", "45000", "-5"]}), Schema([income]))
     assert m.tolist() == [3.0, 1.0, 2.0]
     with pytest.raises(DomainError, match="'abc'"):

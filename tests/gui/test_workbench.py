@@ -231,3 +231,17 @@ def test_a_long_ordinal_axis_is_picked_with_spin_boxes_showing_its_values(qtbot)
     assert picker.interval() == (900, 900) and picker.last.text() == "1900"
     # A text that is no value of the axis is not taken.
     assert picker.first.validate("12x", 0)[0] != QValidator.State.Acceptable
+
+
+def test_exported_queries_cannot_become_spreadsheet_formulas(qtbot, tmp_path):
+    schema = Schema([OrdinalAttribute.integer_range("-x", 0, 3), NominalAttribute("job", Hierarchy.flat(["a", "b"]))])
+    bench = QueryWorkbench()
+    qtbot.addWidget(bench)
+    bench.set_release(privelet_plus(np.ones(schema.shape), schema, 1.0))
+    picker = bench.picker("-x")
+    assert isinstance(picker, IntervalPicker)
+    picker.set_interval(1, 2)
+    bench.keep()
+    with bench.export_csv(tmp_path / "queries.csv").open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    assert rows[1][0] == "'-x=1..2"  # a leading minus would make a formula of it

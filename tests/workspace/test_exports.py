@@ -27,4 +27,5 @@ def test_an_export_job_reports_the_rows_written_and_stops_on_cancel(tmp_path: Pa
     asked = iter([False, False, True])  # at the start, after the first slab, after the second
     with pytest.raises(Cancelled):
         jobs.export_opened_release(release, tmp_path / f"b.{fmt}", fmt, should_cancel=lambda: next(asked))
-    assert sorted(p.name for p in tmp_path.iterdir()) == [f"a.{fmt}"]  # no b, no temporary file
+    described = [f"a.{fmt}.metadata.json"] if fmt == "csv" else []  # a CSV file's description beside it
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"a.{fmt}", *described]  # no b, nor its description

@@ -375,6 +375,8 @@ def _binned(attribute: OrdinalAttribute, width: int) -> OrdinalAttribute | None:
         return None  # the declared value for empty cells would no longer be a label
     if attribute.bins is not None:
         b = attribute.bins
+        if b.width is None or not b.uniform:
+            return None  # bins between given edges, or open-ended: no wider equal bins keep them
         return OrdinalAttribute(attribute.name, bins=NumericBins(b.start, b.stop, b.width * width), **options)  # type: ignore[arg-type]
     start = attribute.integer_start
     if start is None:

@@ -11,6 +11,7 @@ import decimal
 import math
 import operator
 import re
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -74,41 +75,79 @@ def _too_wide(name: str, what: str, count: int) -> SchemaError:
 
 
 def _format_edge(x: float) -> str:
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
     return str(int(x)) if x.is_integer() else repr(x)
+
+
+def _exact_float(name: str, value: object) -> float:
+    """``value`` as a float64, refused unless it is a finite number float64 holds exactly."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise SchemaError(f"bins.{name} must be a finite number, got {shown(value)}")
+    try:
+        exact = float(value) == value
+    except OverflowError:
+        exact = False
+    if not exact or not math.isfinite(float(value)):
+        raise SchemaError(f"bins.{name} must be a finite number that float64 holds exactly, got {shown(value)}")
+    return float(value)
 
 
 @dataclass(frozen=True)
 class NumericBins:
-    """Equal-width numeric bins ``[start, start + width), ...`` up to ``stop`` (exclusive).
+    """Numeric bins: equal-width ``[start, start + width), ...`` up to ``stop`` (exclusive), or
+    the bins between given edges (:meth:`from_edges`: ``[e0, e1), [e1, e2), ...``), with
+    optional open ends.
 
-    Bin ``i`` holds the numbers ``x`` with ``edge(i) <= x < edge(i + 1)``, where
-    ``edge(i) = start + i * width`` in float64 and the last bin ends at ``stop``: exactly
-    the intervals its labels show. Numbers are compared as float64 values.
+    With ``open_below`` a first bin ``(-inf, start)`` holds every number below ``start``; with
+    ``open_above`` a last bin ``[stop, inf)`` every number from ``stop`` on (income brackets:
+    below 0, 0, 1 to 10,000, ..., 150,000 and more). Numbers outside the bins (only past an
+    end that is not open) follow the attribute's ``out_of_range`` policy.
+
+    Bin ``i`` holds the numbers ``x`` with ``edge(i) <= x < edge(i + 1)``: for equal widths
+    ``start + k * width`` in float64 with the last bin ending at ``stop``, exactly the
+    intervals its labels show. Numbers are compared as float64 values.
+
+    Examples
+    --------
+    >>> income = NumericBins.from_edges([0, 1, 10_000, 150_000], open_below=True, open_above=True)
+    >>> income.count, list(income.labels())
+    (5, ['(-inf, 0)', '[0, 1)', '[1, 10000)', '[10000, 150000)', '[150000, inf)'])
+    >>> income.index_of_number(-3.5), income.index_of_number(2e6)
+    (0, 4)
+    >>> NumericBins(0, 30, 10).labels(clamped=True)[:]  # a clamped first and last bin hold all beyond
+    ('(-inf, 10)', '[10, 20)', '[20, inf)')
     """
 
     start: float
     stop: float
-    width: float
-    _count: int = field(init=False, repr=False, compare=False, default=0)
+    width: float | None = None  # None for bins between given edges
+    edges: tuple[float, ...] | None = field(default=None, kw_only=True)
+    open_below: bool = field(default=False, kw_only=True)
+    open_above: bool = field(default=False, kw_only=True)
+    _inner: int = field(init=False, repr=False, compare=False, default=0)
 
     def __post_init__(self) -> None:
-        for name in ("start", "stop", "width"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-                raise SchemaError(f"bins.{name} must be a finite number, got {value!r}")
-            try:
-                exact = float(value) == value
-            except OverflowError:
-                exact = False
-            if not exact or not math.isfinite(float(value)):
-                raise SchemaError(
-                    f"bins.{name} must be a finite number that float64 holds exactly, got {shown(value)}"
-                )
-        start, stop, width = float(self.start), float(self.stop), float(self.width)
+        for flag in ("open_below", "open_above"):
+            if not isinstance(getattr(self, flag), bool):
+                raise SchemaError(f"bins.{flag} must be true or false, got {shown(getattr(self, flag))}")
+        if self.edges is not None:
+            self._check_edges()
+            return
+        start, stop = _exact_float("start", self.start), _exact_float("stop", self.stop)
+        if self.width is None:
+            raise SchemaError("bins need a width (equal-width bins) or a list of edges (NumericBins.from_edges)")
+        width = _exact_float("width", self.width)
         if width <= 0:
             raise SchemaError(f"bins.width must be positive, got {self.width!r}")
         if stop <= start:
             raise SchemaError(f"bins.stop ({self.stop!r}) must be greater than bins.start ({self.start!r})")
+        if not math.isfinite(stop - start):
+            raise SchemaError(
+                f"bins from {self.start!r} to {self.stop!r} span more than float64 can hold (the largest number is "
+                f"{sys.float_info.max:.4g}); use a narrower range, with an open end (open_below, open_above) or "
+                "out_of_range clamp or drop for the numbers beyond it"
+            )
         # Consecutive edges must be distinct floats, else bins would be empty or share a label.
         if width < 4 * float(np.spacing(max(abs(start), abs(stop)))):
             raise SchemaError(
@@ -116,7 +155,7 @@ class NumericBins:
                 "float64 cannot tell the bin edges apart; use wider bins"
             )
         ratio = (stop - start) / width
-        if ratio > MAX_AXIS_VALUES:
+        if ratio + self.open_below + self.open_above > MAX_AXIS_VALUES:
             raise SchemaError(
                 f"bins from {self.start!r} to {self.stop!r} of width {self.width!r} make {math.ceil(ratio):,} bins, "
                 f"more than the {MAX_AXIS_VALUES:,} one axis may hold; use wider bins"
@@ -127,43 +166,127 @@ class NumericBins:
             count -= 1
         while start + count * width < stop:
             count += 1
-        object.__setattr__(self, "_count", count)
+        object.__setattr__(self, "_inner", count)
+
+    def _check_edges(self) -> None:
+        edges = self.edges
+        if self.width is not None:
+            raise SchemaError("bins have either a width (equal-width bins) or a list of edges, not both")
+        if isinstance(edges, (str, bytes)) or not isinstance(edges, Sequence):
+            raise SchemaError(f"bins.edges must be a list of numbers in increasing order, got {shown(edges)}")
+        if len(edges) < 2:
+            raise SchemaError(f"bins.edges needs at least two numbers (the first bin's ends), got {shown(list(edges))}")
+        if len(edges) - 1 + self.open_below + self.open_above > MAX_AXIS_VALUES:
+            raise SchemaError(
+                f"{len(edges) - 1:,} bins between edges, more than the {MAX_AXIS_VALUES:,} one axis may hold"
+            )
+        exact = tuple(_exact_float(f"edges[{k}]", value) for k, value in enumerate(edges))
+        for k in range(1, len(exact)):
+            if exact[k] <= exact[k - 1]:
+                raise SchemaError(
+                    f"bins.edges must increase: edges[{k}] = {shown(edges[k])} is not greater than "
+                    f"edges[{k - 1}] = {shown(edges[k - 1])}"
+                )
+        if (self.start, self.stop) != (exact[0], exact[-1]):
+            raise SchemaError("bins.start and bins.stop are the first and last edge; make them with NumericBins.from_edges")
+        object.__setattr__(self, "edges", exact)
+        object.__setattr__(self, "_inner", len(exact) - 1)
+
+    @classmethod
+    def from_edges(cls, edges: Iterable[float], *, open_below: bool = False, open_above: bool = False) -> NumericBins:
+        """The bins ``[edges[0], edges[1]), [edges[1], edges[2]), ...`` (increasing, exact float64
+        numbers), with an open first and/or last bin as asked."""
+        items = tuple(edges)
+        if len(items) < 2:
+            raise SchemaError(f"bins.edges needs at least two numbers (the first bin's ends), got {shown(list(items))}")
+        first, last = items[0], items[-1]
+        return cls(first, last, edges=items, open_below=open_below, open_above=open_above)
 
     @property
     def count(self) -> int:
-        """The number of bins."""
-        return self._count
+        """The number of bins (open ends included)."""
+        return self._inner + self.open_below + self.open_above
+
+    @property
+    def uniform(self) -> bool:
+        """Whether the bins are equal-width and closed at both ends (``start``, ``stop`` and
+        ``width`` say everything about them)."""
+        return self.edges is None and not self.open_below and not self.open_above
+
+    @property
+    def lowest(self) -> float:
+        """The smallest number a bin holds (-inf with an open first bin)."""
+        return -math.inf if self.open_below else float(self.start)
+
+    @property
+    def highest(self) -> float:
+        """Where the bins end, excluded (inf with an open last bin)."""
+        return math.inf if self.open_above else float(self.stop)
+
+    def _inner_edge(self, k: int) -> float:
+        if self.edges is not None:
+            return self.edges[k]
+        assert self.width is not None
+        return float(self.stop) if k >= self._inner else float(self.start) + k * float(self.width)
 
     def edge(self, i: int) -> float:
-        """The lower edge of bin ``i`` (``stop`` for ``i == count``)."""
-        return float(self.stop) if i >= self.count else float(self.start) + i * float(self.width)
+        """The lower edge of bin ``i`` (-inf for an open first bin); ``edge(count)`` is where
+        the last bin ends (``stop``, or inf for an open last bin)."""
+        if self.open_below:
+            if i <= 0:
+                return -math.inf
+            i -= 1
+        if i > self._inner:
+            return math.inf
+        return self._inner_edge(i)
 
-    def positions(self, numbers: np.ndarray) -> np.ndarray:
-        """The bin of each number, as float64 (NaN stays NaN): below 0 for numbers under
-        ``start``, ``count`` or more for numbers at or past ``stop`` (both outside)."""
-        start, stop, width = float(self.start), float(self.stop), float(self.width)
-        numbers = np.asarray(numbers, dtype=np.float64)
+    @cached_property
+    def _edge_array(self) -> np.ndarray:
+        assert self.edges is not None
+        return np.asarray(self.edges, dtype=np.float64)
+
+    def _inner_positions(self, numbers: np.ndarray) -> np.ndarray:
+        """The closed bins' positions (below 0 under ``start``, ``_inner`` or more from ``stop`` on)."""
+        if self.edges is not None:
+            index = np.searchsorted(self._edge_array, numbers, side="right") - 1
+            return np.where(np.isnan(numbers), np.nan, index.astype(np.float64))
+        assert self.width is not None
+        start, stop, width, count = float(self.start), float(self.stop), float(self.width), self._inner
         with np.errstate(invalid="ignore", over="ignore"):
             guess = np.floor((numbers - start) / width)
             inside = (numbers >= start) & (numbers < stop)
-            index = np.clip(np.where(inside, guess, 0), 0, self.count - 1)
+            index = np.clip(np.where(inside, guess, 0), 0, count - 1)
             # Division rounds: move to the bin whose float edges hold the number, as the labels say.
             index -= inside & (numbers < start + index * width)
-            index += inside & (index + 1 < self.count) & (numbers >= start + (index + 1) * width)
-        return np.where(inside, index, np.where(numbers >= stop, np.maximum(guess, self.count), guess))
+            index += inside & (index + 1 < count) & (numbers >= start + (index + 1) * width)
+        return np.where(inside, index, np.where(numbers >= stop, np.maximum(guess, count), guess))
+
+    def positions(self, numbers: np.ndarray) -> np.ndarray:
+        """The bin of each number, as float64 (NaN stays NaN): below 0 for numbers under
+        the first bin, ``count`` or more for numbers past the last (both outside; never with
+        open ends)."""
+        numbers = np.asarray(numbers, dtype=np.float64)
+        index = self._inner_positions(numbers)
+        if self.open_below:
+            index = np.where(numbers < float(self.start), 0.0, index + 1)
+        if self.open_above:
+            index = np.where(numbers >= float(self.stop), float(self.count - 1), index)
+        return index
 
     def index_of_number(self, number: float) -> int | None:
-        """The bin holding ``number``, or None when it lies outside ``[start, stop)``."""
+        """The bin holding ``number``, or None when it lies outside every bin."""
         try:
             value = float(number)
         except OverflowError:
-            return None
+            value = math.inf if number > 0 else -math.inf
         index = self.positions(np.array([value]))[0]
         return int(index) if 0 <= index < self.count else None
 
-    def labels(self) -> Sequence[str]:
-        """``"[a, b)"`` for each bin, computed when asked for (nothing is stored)."""
-        return _BinLabels(self)
+    def labels(self, *, clamped: bool = False) -> Sequence[str]:
+        """``"[a, b)"`` for each bin (``"(-inf, b)"`` and ``"[a, inf)"`` for open ones), computed
+        when asked for (nothing is stored). ``clamped``: numbers beyond the first and last bins
+        are counted in them (``out_of_range="clamp"``), so those say they are open."""
+        return _BinLabels(self, clamped)
 
 
 class _ComputedLabels(Sequence[str]):
@@ -230,19 +353,31 @@ class _ComputedLabels(Sequence[str]):
 
 
 class _RangeLabels(_ComputedLabels):
-    """``str(start + i)``: the labels of an integer range."""
+    """``str(start + i)``: the labels of an integer range. When numbers beyond it are clamped
+    to its ends, those say so: ``"<=0"`` and ``">=99"`` (their plain text still finds them,
+    as files written before name them)."""
 
-    def __init__(self, values: range):
+    def __init__(self, values: range, clamped: bool = False):
         self._values = values
+        self._clamped = clamped
 
     def __len__(self) -> int:
         return len(self._values)
 
     def label(self, i: int) -> str:
-        return str(self._values[i])
+        text = str(self._values[i])
+        if self._clamped and len(self._values) > 1:
+            if i == 0:
+                return f"<={text}"
+            if i == len(self._values) - 1:
+                return f">={text}"
+        return text
 
     def position(self, label: str) -> int | None:
         # Only the canonical text of an integer is a label ("7", not "07", "+7" or "7.0").
+        if self._clamped and label[:2] in ("<=", ">="):
+            found = self.position(label[2:])
+            return found if found is not None and self.label(found) == label else None
         if len(label) > 20 or not _CANONICAL_INTEGER.fullmatch(label):
             return None
         value = int(label)
@@ -253,34 +388,53 @@ _CANONICAL_INTEGER = re.compile(r"0|-?[1-9][0-9]*")
 
 
 class _BinLabels(_ComputedLabels):
-    """``"[a, b)"``: the labels of equal-width bins."""
+    """``"[a, b)"``: the labels of bins, ``"(-inf, b)"`` and ``"[a, inf)"`` for open ones (and,
+    when ``clamped``, for the first and last, which then hold every number beyond them: their
+    closed form still finds them, as files written before name them)."""
 
-    _FORM = re.compile(r"\[([^,\s]+), ([^,\s]+)\)")
+    _FORM = re.compile(r"([\[(])([^,\s]+), ([^,\s]+)\)")
 
-    def __init__(self, bins: NumericBins):
+    def __init__(self, bins: NumericBins, clamped: bool = False):
         self._bins = bins
+        self._clamped = clamped
 
     def __len__(self) -> int:
         return self._bins.count
 
     def label(self, i: int) -> str:
-        return f"[{_format_edge(self._bins.edge(i))}, {_format_edge(self._bins.edge(i + 1))})"
+        return self._text(i, open_ends=self._clamped)
+
+    def _text(self, i: int, *, open_ends: bool) -> str:
+        lower, upper = self._bins.edge(i), self._bins.edge(i + 1)
+        if open_ends and i == 0:
+            lower = -math.inf
+        if open_ends and i == self._bins.count - 1:
+            upper = math.inf
+        if lower == -math.inf:
+            return f"(-inf, {_format_edge(upper)})"
+        return f"[{_format_edge(lower)}, {_format_edge(upper)})"
 
     def position(self, label: str) -> int | None:
         form = self._FORM.fullmatch(label)
         if form is None:
             return None
-        try:
-            lower = float(form.group(1))
-        except ValueError:
-            return None
-        bins = self._bins
-        if not math.isfinite(lower):
-            return None
-        guess = round((lower - float(bins.start)) / float(bins.width))
-        for i in (guess - 1, guess, guess + 1):
-            if 0 <= i < bins.count and self.label(i) == label:
-                return i
+        if form.group(2) == "-inf":
+            i = 0
+        else:
+            try:
+                lower = float(form.group(2))
+            except ValueError:
+                return None
+            if not math.isfinite(lower):
+                return None
+            found = self._bins.index_of_number(lower)
+            if found is None:
+                return None
+            i = found
+        if label == self.label(i):
+            return i
+        if self._clamped and i in (0, self._bins.count - 1) and label == self._text(i, open_ends=False):
+            return i
         return None
 
 
@@ -370,11 +524,26 @@ class _AttributeBase(ABC):
             object.__setattr__(
                 self, "missing_values", check_missing_values(self.missing_values, f"attribute {self.name!r}")
             )
+            taken = self._value_among(self.missing_values)
+            if taken is not None:
+                raise SchemaError(
+                    f"attribute {self.name!r}: a cell holding {taken!r} is one of its values, so {taken!r} cannot also "
+                    "mean missing (such cells would silently count as missing); remove it from the texts meaning missing"
+                )
         if self.drop_missing and self.missing is not None:
             raise SchemaError(
                 f"attribute {self.name!r}: missing cells either count as {self.missing!r} or are dropped, not both; "
                 "remove one of the two settings"
             )
+
+    def _value_among(self, texts: Iterable[str]) -> str | None:
+        """The first of ``texts`` that a cell holds for one of the domain's values (as counting
+        reads it), or None. ``missing`` itself is left out: its cells count as it either way."""
+        return next((text for text in texts if text != self.missing and self._is_value_text(text)), None)
+
+    @abstractmethod
+    def _is_value_text(self, text: str) -> bool:
+        """Whether a cell holding ``text`` counts as one of the domain's declared values."""
 
     def _missing_rows(self, column: pd.Series) -> np.ndarray:
         """Rows whose cell is missing: empty (NA, blank text) or one of ``missing_values``."""
@@ -498,17 +667,23 @@ class OrdinalAttribute(_AttributeBase):
     ``values`` lists the domain in order; a run of consecutive integers is kept as a
     ``range`` (given as a range or as a list: the same attribute either way), whose
     labels are computed, not stored. Its numbers are compared exactly, whatever their size.
-    With ``bins``, the column is parsed as numbers and each value falls into an
-    equal-width bin; the labels are the bins.
+    With ``bins`` (:class:`NumericBins`: equal widths or given edges, with open ends or
+    not), the column is parsed as numbers and each value falls into its bin; the labels are
+    the bins (``"[0, 1000)"``, ``"[150000, inf)"``).
     ``domain_from_data`` records that the values were learned from the table being
     protected (not private: see the module docstring); it changes nothing else.
     ``out_of_range`` says what to do with a number outside an integer range or
     the bins: ``"error"`` (default), ``"clamp"`` to the first/last value, or
-    ``"drop"`` the row.
+    ``"drop"`` the row. Clamped first and last values hold every number beyond them, and
+    their labels say so: ``"<=0"`` and ``">=99"`` for a range, ``"(-inf, 10)"`` and
+    ``"[190000, inf)"`` for bins (their plain labels still name them, as files written
+    before do).
 
     Missing cells are empty ones and, with ``missing_values``, cells holding one of those
     texts (``("N",)``; None: only empty cells, or the table's own list when a reader
-    supplies one, see :meth:`Schema.with_default_missing_values`). They count as the value
+    supplies one, see :meth:`Schema.with_default_missing_values`); a text that a cell holds
+    for one of the domain's values is refused there (such cells would silently count as
+    missing), ``missing`` itself excepted. They count as the value
     ``missing``, or are dropped (``drop_missing``: each one reported by the counter), or
     else stop the counting with an error. ``missing`` is one of the values, or with
     ``missing_at_end`` a value of its own placed after the last one: the domain then has one
@@ -621,10 +796,11 @@ class OrdinalAttribute(_AttributeBase):
     @cached_property
     def _value_labels(self) -> Sequence[str]:
         """The labels of the declared values (the range, the bins or the listed values)."""
+        clamped = self.out_of_range == "clamp"
         if self.bins is not None:
-            return self.bins.labels()
+            return self.bins.labels(clamped=clamped)
         if isinstance(self.values, range):
-            return _RangeLabels(self.values)
+            return _RangeLabels(self.values, clamped)
         return tuple(str(v) for v in self.values)
 
     @property
@@ -640,6 +816,32 @@ class OrdinalAttribute(_AttributeBase):
     @property
     def is_numeric(self) -> bool:
         return self.bins is not None or self.integer_start is not None
+
+    def position_of_number(self, number: float) -> int | None:
+        """The value a cell holding ``number`` is counted as (a bin, or a whole number of the
+        range; outside them, the first or last value when clamped), or None when it is counted
+        as none (outside and not clamped, not whole for a range, or the domain is not numeric)."""
+        if self.bins is not None:
+            index = self.bins.index_of_number(number)
+            if index is None and self.out_of_range == "clamp" and not math.isnan(number):
+                index = 0 if number < self.bins.lowest else self.bins.count - 1
+            return index
+        start = self.integer_start
+        if start is None or not (math.isfinite(number) and float(number).is_integer()):
+            return None
+        position = int(number) - start
+        if self.out_of_range == "clamp":
+            return min(max(position, 0), self._value_count - 1)
+        return position if 0 <= position < self._value_count else None
+
+    def _is_value_text(self, text: str) -> bool:
+        if self.bins is not None:
+            number = _number_in(text)
+            return number is not None and self.bins.index_of_number(number) is not None
+        if isinstance(self.values, range):
+            value = _exact_number(text.strip())
+            return value is not None and self.values.start <= value < self.values.stop
+        return _position(self._value_labels, text) is not None
 
     @cached_property
     def _number_markers(self) -> bool:
@@ -777,6 +979,12 @@ class NominalAttribute(_AttributeBase):
     @property
     def out_of_range(self) -> OutOfRange:
         return "error"
+
+    def _is_value_text(self, text: str) -> bool:
+        if self.level is not None:  # the column holds the finest values, or the level's own
+            return text in self._coarse_labels
+        h = self.hierarchy
+        return text in h and h.layout.fanout[h.index_of(text)] == 0
 
     def _encode_rows(self, column: pd.Series) -> EncodedColumn:
         if self.level is not None:
@@ -1008,6 +1216,14 @@ def _parse_integers(texts: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np
     return positions, unparsable
 
 
+def _number_in(text: str) -> float | None:
+    """The float64 a cell holding ``text`` is read as by bins (:func:`_as_numbers`), or None."""
+    stripped = text.strip()
+    if stripped.lower() in _INFINITY or (len(stripped) <= 4000 and _DECIMAL_NUMBER.fullmatch(stripped)):
+        return float(stripped)
+    return None
+
+
 def _exact_number(text: str) -> decimal.Decimal | int | None:
     """The whole number ``text`` writes (infinities as +-2**64, beyond every range), or None."""
     sign = _INFINITY.get(text.lower())
@@ -1092,10 +1308,20 @@ class Schema(Sequence[Attribute]):
     def with_default_missing_values(self, values: Iterable[str]) -> Schema:
         """This schema with ``values`` (a table's texts meaning missing, e.g. its reading
         options') as the ``missing_values`` of every attribute that names none of its own
-        (``missing_values=None``); attributes with their own list keep it."""
+        (``missing_values=None``); attributes with their own list keep it. A text that is a
+        value of such an attribute is refused, naming the attribute (give it its own list)."""
         markers = check_missing_values(values, "the table's reading options")
         if not markers:
             return self
+        for a in self._attributes:
+            taken = a._value_among(markers) if a.missing_values is None else None
+            if taken is not None:
+                raise SchemaError(
+                    f"the table's texts meaning missing include {taken!r}, but a cell holding it is a value of "
+                    f"attribute {a.name!r} (it would silently count as missing): "
+                    f"give {a.name!r} texts meaning missing of its own (without {taken!r}), or take {taken!r} out of "
+                    "the table's"
+                )
         return Schema(
             a if a.missing_values is not None else replace(a, missing_values=markers)
             for a in self._attributes

@@ -36,9 +36,9 @@ from PySide6.QtWidgets import (
 )
 
 from ... import io as pio
-from ...engine import Hierarchy, HierarchyError, NumericBins, PriveletError
+from ...engine import Hierarchy, HierarchyError, PriveletError
 from ...qt.widgets import Banner, StepHeader, SwitchBox, fmt_bytes
-from ...workspace.model import MAX_CELLS
+from ...workspace.model import MAX_CELLS, parse_bin_edges
 from ..document import AttributeConfig, Document
 from ..models.attributes_model import AttributesModel
 
@@ -136,8 +136,13 @@ class AttributeEditor(QGroupBox):
         self.mode_pages.addWidget(range_page)
 
         bins_page = QWidget()
-        bins_layout = QHBoxLayout(bins_page)
+        bins_layout = QVBoxLayout(bins_page)
         bins_layout.setContentsMargins(0, 0, 0, 0)
+        self.bins_kind = QButtonGroup(self)
+        equal_row = QHBoxLayout()
+        self.equal_bins = QRadioButton("Equal width:")
+        self.bins_kind.addButton(self.equal_bins)
+        equal_row.addWidget(self.equal_bins)
         self.start = QDoubleSpinBox()
         self.stop = QDoubleSpinBox()
         self.bin_width = QDoubleSpinBox()
@@ -146,12 +151,32 @@ class AttributeEditor(QGroupBox):
             edge.setDecimals(4)
             edge.setKeyboardTracking(False)
             edge.setAccessibleName(f"Bins {name.lower()}")
-            bins_layout.addWidget(QLabel(name))
-            bins_layout.addWidget(edge)
+            equal_row.addWidget(QLabel(name))
+            equal_row.addWidget(edge)
         self.bin_width.setMinimum(1e-4)
+        equal_row.addStretch(1)
+        bins_layout.addLayout(equal_row)
+        edges_row = QHBoxLayout()
+        self.edge_bins = QRadioButton("Between edges:")
+        self.edge_bins.setToolTip("Bins of any widths: [first, second), [second, third), ...")
+        self.bins_kind.addButton(self.edge_bins)
+        edges_row.addWidget(self.edge_bins)
+        self.bin_edges = QLineEdit()
+        self.bin_edges.setAccessibleName("Bin edges")
+        self.bin_edges.setPlaceholderText("increasing numbers, e.g. 0, 1, 10000, 50000, 150000")
+        edges_row.addWidget(self.bin_edges, 1)
+        bins_layout.addLayout(edges_row)
+        ends_row = QHBoxLayout()
+        self.open_below = QCheckBox("Open below")
+        self.open_below.setToolTip("A first bin (-inf, start) for every number below the bins")
+        self.open_above = QCheckBox("Open above")
+        self.open_above.setToolTip("A last bin [stop, inf) for every number from the end of the bins on")
+        ends_row.addWidget(self.open_below)
+        ends_row.addWidget(self.open_above)
         self.bins_count = QLabel()
-        bins_layout.addWidget(self.bins_count)
-        bins_layout.addStretch(1)
+        self.bins_count.setWordWrap(True)
+        ends_row.addWidget(self.bins_count, 1)
+        bins_layout.addLayout(ends_row)
         self.mode_pages.addWidget(bins_page)
 
         values_page = QWidget()
@@ -232,6 +257,10 @@ class AttributeEditor(QGroupBox):
         self.hi.valueChanged.connect(self._range_changed)
         for edge in (self.start, self.stop, self.bin_width):
             edge.valueChanged.connect(self._bins_changed)
+        self.edge_bins.toggled.connect(self._bins_kind_changed)
+        self.bin_edges.editingFinished.connect(self._edges_edited)
+        self.open_below.toggled.connect(lambda on: self._open_end_changed("open_below", on))
+        self.open_above.toggled.connect(lambda on: self._open_end_changed("open_above", on))
         self.out_of_range.currentIndexChanged.connect(self._out_of_range_changed)
         self.missing.activated.connect(self._missing_changed)
         self.own_markers.toggled.connect(self._own_markers_toggled)
@@ -264,7 +293,8 @@ class AttributeEditor(QGroupBox):
         self.setTitle(f"Attribute {config.name!r}" + ("" if config.include else " (not included)"))
         blockers = [QSignalBlocker(w) for w in (self.ordinal, self.nominal, self.mode, self.lo, self.hi, self.start,
                                                  self.stop, self.bin_width, self.out_of_range, self.missing,
-                                                 self.own_markers)]
+                                                 self.own_markers, self.equal_bins, self.edge_bins, self.open_below,
+                                                 self.open_above)]
         self.ordinal.setChecked(config.kind == "ordinal")
         self.nominal.setChecked(config.kind == "nominal")
         self.pages.setCurrentIndex(0 if config.kind == "ordinal" else 1)
@@ -276,10 +306,20 @@ class AttributeEditor(QGroupBox):
         self.start.setValue(float(start))
         self.stop.setValue(float(stop))
         self.bin_width.setValue(float(width))
-        try:
-            self.bins_count.setText(f"= {NumericBins(start, stop, width).count:,} bins")
-        except PriveletError:
-            self.bins_count.setText("(invalid)")
+        edges = config.bin_edges is not None
+        self.equal_bins.setChecked(not edges)
+        self.edge_bins.setChecked(edges)
+        for widget in (self.start, self.stop, self.bin_width):
+            widget.setEnabled(not edges)
+        self.bin_edges.setEnabled(edges)
+        # the edges the document holds (after an edit, an undo): what is typed is applied at once, or refused
+        # with the reason shown and the document unchanged (it then stays, to be corrected)
+        shown = ", ".join(map(_edge_text, config.bin_edges or ()))
+        if self.bin_edges.text() != shown:
+            self.bin_edges.setText(shown)
+        self.open_below.setChecked(config.open_below)
+        self.open_above.setChecked(config.open_above)
+        self.bins_count.setText(config.bins_summary())
         if not self.values.hasFocus():
             # the box lists the values only in its own mode, and only as many as anyone edits by hand
             listed = config.values if config.mode == "values" else ()
@@ -382,6 +422,31 @@ class AttributeEditor(QGroupBox):
             bins = (self.start.value(), self.stop.value(), self.bin_width.value())
             self._doc.set_attribute(config.column, f"{config.name}: bins", merge="bins", bins=bins)
 
+    def _bins_kind_changed(self, edges: bool) -> None:
+        config = self._config()
+        if config is None:
+            return
+        if edges:
+            self._doc.use_bin_edges(config.column)
+        else:
+            self._doc.set_bin_edges(config.column, None)
+
+    def _edges_edited(self) -> None:
+        config = self._config()
+        if config is None or config.bin_edges is None:
+            return
+        try:
+            self._doc.set_bin_edges(config.column, parse_bin_edges(self.bin_edges.text()))
+        except PriveletError as exc:
+            self.issues.setText(f"<span style='color:#c62828'>&#9679;</span> {_html(str(exc))}")
+
+    def _open_end_changed(self, end: str, on: bool) -> None:
+        config = self._config()
+        if config is not None:
+            where = "below" if end == "open_below" else "above"
+            change: dict[str, Any] = {end: on}
+            self._doc.set_attribute(config.column, f"{config.name}: bins {'open' if on else 'closed'} {where}", **change)
+
     def _apply_values(self) -> None:
         config = self._config()
         if config is None:
@@ -435,6 +500,11 @@ class AttributeEditor(QGroupBox):
             config.hierarchy.replace(Hierarchy.flat(list(leaves), root=config.hierarchy.root.label), "Flat hierarchy")
         except HierarchyError as exc:
             self.issues.setText(_html(str(exc)))
+
+
+def _edge_text(edge: float) -> str:
+    """An edge as people type it: ``10000``, not ``10000.0``; other numbers exactly."""
+    return str(int(edge)) if edge.is_integer() and abs(edge) < 2.0**53 else repr(edge)
 
 
 def _html(text: str) -> str:

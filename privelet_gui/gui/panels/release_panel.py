@@ -52,7 +52,7 @@ from ...engine import (
     ReleaseSpec,
     mechanism_name,
 )
-from ...io.releases import count_column
+from ...io.releases import STANDARD_ERROR_COLUMN, count_column, standard_error_fits
 from ...qt import icons
 from ...qt.widgets import Banner, StepHeader, fmt_count, fmt_number
 from ...workspace.jobs import MEASURE_MAX_CELLS, ReleaseJob, ReleaseOutcome, check_table_budget
@@ -254,12 +254,20 @@ class ReleasePanel(QWidget):
         self.counts.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
         self.counts.currentIndexChanged.connect(self._counts_changed)
         counts_row.addWidget(self.counts)
+        self.standard_errors = QCheckBox("With each cell's standard error")
+        self.standard_errors.setToolTip(
+            f"Add the column {STANDARD_ERROR_COLUMN}: the exact standard deviation of each cell's noise, worked out "
+            "from epsilon, S_A, the mechanism and the domains alone (never from the data). For noisy counts only."
+        )
+        counts_row.addWidget(self.standard_errors)
         counts_row.addStretch(1)
         result_layout.addLayout(counts_row)
         self.counts_note = QLabel()
         self.counts_note.setWordWrap(True)
         result_layout.addWidget(self.counts_note)
         note = QLabel("Exports hold only noisy counts (long format: one row per cell). Files are written atomically. "
+                      "Each export says how it was made (epsilon, mechanism, noise scale): a CSV file in a "
+                      ".metadata.json file beside it, a Parquet file in its own metadata. "
                       "A release file (.npz) always keeps the release's own counts.")
         note.setWordWrap(True)
         result_layout.addWidget(note)
@@ -448,10 +456,15 @@ class ReleasePanel(QWidget):
         """The count kind chosen for CSV and Parquet exports (one of COUNT_KINDS)."""
         return str(self.counts.currentData())
 
+    def standard_error(self) -> bool:
+        """Whether CSV and Parquet exports get each cell's noise standard deviation."""
+        return self.standard_errors.isEnabled() and self.standard_errors.isChecked()
+
     def _counts_changed(self) -> None:
         kind = self.counts_kind()
         column = count_column(kind)
         self.counts_note.setText(f"{COUNT_TEXTS[kind][1]} Column: {column}.")
+        self.standard_errors.setEnabled(standard_error_fits(kind))
 
     def _invalid_changed(self) -> None:
         self._doc.set_privacy("Rows outside the domains: " + str(self.invalid.currentData()), invalid=self.invalid.currentData())
