@@ -808,10 +808,8 @@ class Workspace:
             tree = _flat_tree([*labels, *([own] if own is not None and labels else [])], self.history, config.name)
             self._watch(tree)
             changes["hierarchy"] = tree
-        domain_keys = {"mode", "values", "lo", "hi", "bins", "hierarchy"}
-        if domain_keys & set(changes) and "domain_from_data" not in changes and config.domain_from_data:
-            # A domain the user typed in is theirs: it is no longer "taken from the data".
-            changes["domain_from_data"] = False
+        # No edit clears "taken from the data" by itself (see confirm_domain_public): a tree built
+        # from the observed values, a range or list edited from the data's own, all still reveal them.
         label = text or f"Change {config.name}: " + ", ".join(sorted(changes))
 
         def apply(name: str, value: Any) -> None:
@@ -820,6 +818,14 @@ class Workspace:
         before = {key: getattr(config, key) for key in changes}
         key = None if merge is None else ("attribute", merge, column)
         self.history.push(FieldChange(label, apply, before, changes, merge_key=key, done=self._attributes_changed))
+
+    def confirm_domain_public(self, column: str, text: str | None = None) -> None:
+        """The custodian says the column's domain is public knowledge (undoable). With an import
+        of a public domain (a hierarchy file, a schema), the only way a domain taken from the
+        data loses its flag: no other edit clears it, since a domain derived from the observed
+        values (a tree of them, a range or list edited from them) still reveals them."""
+        config = self.config(column)
+        self.set_attribute(column, text or f"{config.name}: domain confirmed public", domain_from_data=False)
 
     def include_every_column(self, include: bool = True) -> int:
         """Include (or exclude) every column as one undoable change, announced once (views

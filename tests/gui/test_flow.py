@@ -53,7 +53,10 @@ def test_whole_flow_on_the_sample(window, qtbot, tmp_path, dialogs):
     panel.editor.lo.setValue(0)
     panel.editor.hi.setValue(99)
     assert doc.schema()["age"].size == 100
-    assert not doc.config("age").domain_from_data  # typed in by the custodian: public
+    assert doc.config("age").domain_from_data  # edited from the data's 17..90: still taken from the data
+    assert panel.editor.private_banner.isVisibleTo(panel.editor)
+    panel.editor.private_banner.button.click()  # "It is public knowledge": the custodian's 0..99
+    assert not doc.config("age").domain_from_data
     assert model.index(row_of(window, "age"), AttributesModel.PRIVACY).data() == "public"
     assert "not private" in model.index(row_of(window, "sex"), AttributesModel.PRIVACY).data()
     assert panel.banner.isVisibleTo(panel)  # the visible "not private" warning

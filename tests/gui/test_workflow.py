@@ -54,6 +54,7 @@ def test_next_years_table_keeps_this_years_settings(window, qtbot, tmp_path, dia
     open_plain(window, qtbot, first)
     doc = window.document
     doc.set_attribute("age", "Public ages", lo=0, hi=99)
+    doc.confirm_domain_public("age")
     job = doc.config("job").hierarchy
     job.add_group([job.find("a"), job.find("b")], "A or B")  # a hand-made hierarchy
     doc.set_sa(["job"])

@@ -345,3 +345,35 @@ def test_step_lines_count_as_people_count(workspace):
     nominal = next(column for column in included if workspace.config(column).kind == "nominal")
     workspace.set_attribute(nominal, include=True)
     assert workspace.step_status("hierarchies").message == "1 hierarchy ready"
+
+
+def test_a_domain_derived_from_the_data_keeps_its_flag_through_every_edit(sample_summary, tmp_path):
+    """Issue 39, item 1: switching the type builds a flat tree of the observed values, editing
+    a range or a list starts from the data's own: each is still a domain taken from the data.
+    Only an import of a public domain or the custodian's confirmation clears the flag, and a
+    saved project keeps it."""
+    from privelet_gui.io.project import load_project, save_project
+
+    ws = Workspace()
+    ws.set_table(sample_summary)  # every domain inferred from the data
+    ws.set_attribute("age", include=True)
+    ws.set_attribute("age", "Make age nominal", kind="nominal")  # a flat tree of the observed ages
+    age = ws.config("age")
+    assert age.kind == "nominal" and age.hierarchy is not None and age.domain_from_data
+    assert "age" in ws.domains_from_data() and ws.domains_text().startswith("NOT private")
+    ws.set_attribute("age", "Make age ordinal", kind="ordinal")
+    for changes in ({"mode": "range"}, {"lo": 0, "hi": 99}, {"mode": "values", "values": ("17", "18", "19")},
+                    {"mode": "bins", "bins": (0.0, 100.0, 10.0)}):
+        ws.set_attribute("age", **changes)
+        assert ws.config("age").domain_from_data, changes
+    ws.set_attribute("age", "Make age nominal", kind="nominal")
+    path = tmp_path / "p.privelet"
+    save_project(ws.to_project(), path)
+    again = Workspace()
+    again.apply_project(load_project(path), path, sample_summary)
+    assert again.config("age").kind == "nominal" and again.config("age").domain_from_data
+    assert "age" in again.domains_from_data()
+    ws.confirm_domain_public("age")
+    assert not ws.config("age").domain_from_data and "age" not in ws.domains_from_data()
+    ws.history.undo()
+    assert ws.config("age").domain_from_data

@@ -549,7 +549,7 @@ class HierarchyPanel(QWidget):
         stack.beginMacro(text)
         self.model.replace(hierarchy, text)  # type: ignore[arg-type]
         if public and self._config.domain_from_data:
-            self._doc.set_attribute(self._config.column, "Domain from a public hierarchy", domain_from_data=False)
+            self._doc.confirm_domain_public(self._config.column, "Domain from a public hierarchy")
         stack.endMacro()
 
     def _leaves(self) -> list[str]:
