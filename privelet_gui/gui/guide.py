@@ -5,6 +5,7 @@ from __future__ import annotations
 import platform
 
 from .. import __version__
+from ..workspace.model import EPSILON_FORMAT_TEXT
 
 __all__ = ["GUIDE_HTML", "about_html"]
 
@@ -39,7 +40,8 @@ The problems list shows data values missing from the hierarchy, empty groups and
 complete when none remain. Every edit can be undone (Ctrl+Z) and redone (Ctrl+Shift+Z).</p>
 
 <h3>4. Privacy</h3>
-<p>Choose epsilon with the slider (logarithmic, 0.01 to 10) or type it. Smaller is more private and noisier.
+<p>Choose epsilon with the slider (logarithmic, 0.01 to 10) or type it: """ + EPSILON_FORMAT_TEXT + """. A number
+the field cannot take is refused with the reason, never changed into another. Smaller is more private and noisier.
 Choose what neighbouring tables differ by: <i>replace one record</i> (the paper's notion) or <i>add or remove
 one record</i>. Choose S_A, the attributes released without a transform; the recommended set never makes the
 bound worse. The table compares Basic, Privelet and Privelet+: the paper's bound and the exact worst-case noise

@@ -21,6 +21,7 @@ edit is an undoable :class:`~privelet_gui.workspace.history.Change` on
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +41,7 @@ from ..engine import (
     recommend_sa,
 )
 from ..engine.counting import InvalidPolicy
-from ..engine.noise import Neighbours, Sampler
+from ..engine.noise import EPSILON_MAX, EPSILON_MIN, Neighbours, Sampler, check_epsilon
 from ..engine.schema import OutOfRange, check_missing_values
 from ..engine.spec import Mechanism
 from ..io import ColumnSummary, TableSummary, infer_attribute
@@ -57,13 +58,16 @@ if TYPE_CHECKING:
     from ..engine import Suggestion
 
 __all__ = [
+    "EPSILON_FORMAT_TEXT",
     "MAX_CELLS",
     "MAX_DEFAULT_VALUES",
     "AttributeConfig",
     "Workspace",
     "WorkspaceEvents",
     "config_from_attribute",
+    "epsilon_text",
     "infer_config",
+    "parse_epsilon",
 ]
 
 Kind = Literal["ordinal", "nominal"]
@@ -159,6 +163,48 @@ class AttributeConfig:
             return f"bins of width {_num(width)} from {_num(start)} to {_num(stop)}{own}"
         shown = ", ".join(map(str, self.values[:4])) + (", ..." if len(self.values) > 4 else "")
         return f"{len(self.values):,} values: {shown}{own}"
+
+
+#: What a typed epsilon must look like: the engine's range, and the decimal separator.
+EPSILON_FORMAT_TEXT = (
+    f"a number from {EPSILON_MIN:g} to {EPSILON_MAX:g}, written with a point as the decimal separator "
+    "(0.5, 2, 1e-3)"
+)
+# A plain decimal number, or one in scientific notation: no sign, no comma, no digit group.
+_EPSILON_PATTERN = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def parse_epsilon(text: str) -> float:
+    """The epsilon ``text`` says, exactly, when the engine accepts it; else a PriveletError
+    naming the range and the decimal separator (never another number: ``0,5`` is refused, not
+    read as 5).
+
+    >>> parse_epsilon(" 1e-3 "), parse_epsilon("5000")
+    (0.001, 5000.0)
+    >>> parse_epsilon("0,5")
+    Traceback (most recent call last):
+    ...
+    privelet_gui.engine.errors.PriveletError: epsilon must be a number from 1e-12 to 1e+12, written with a point as the decimal separator (0.5, 2, 1e-3); got '0,5' (a comma is no decimal separator here: 0.5)
+    """
+    typed = text.strip()
+    hint = f" (a comma is no decimal separator here: {typed.replace(',', '.')})" if "," in typed else ""
+    refused = PriveletError(f"epsilon must be {EPSILON_FORMAT_TEXT}; got {typed!r}{hint}")
+    if not _EPSILON_PATTERN.fullmatch(typed):
+        raise refused
+    try:
+        return check_epsilon(float(typed))
+    except (PriveletError, OverflowError):
+        raise refused from None
+
+
+def epsilon_text(epsilon: float) -> str:
+    """An epsilon as typed back: the shortest text that reads as exactly this number.
+
+    >>> epsilon_text(0.5), epsilon_text(2.0), epsilon_text(1e-12), epsilon_text(5000.0)
+    ('0.5', '2', '1e-12', '5000')
+    """
+    text = repr(float(epsilon))
+    return text[:-2] if text.endswith(".0") else text
 
 
 def _num(x: float) -> str:
@@ -929,7 +975,10 @@ class Workspace:
         setattr(self, name, value)
 
     def set_epsilon(self, epsilon: float) -> None:
-        self.set_privacy(f"Set epsilon to {epsilon:g}", merge="epsilon", epsilon=float(epsilon))
+        """Set epsilon (undoable); a PriveletError if the engine would refuse it (see :func:`parse_epsilon`
+        for typed text)."""
+        epsilon = check_epsilon(epsilon)
+        self.set_privacy(f"Set epsilon to {epsilon_text(epsilon)}", merge="epsilon", epsilon=epsilon)
 
     def set_sampler(self, sampler: Sampler) -> None:
         """Choose the noise sampler (undoable; checked when the release spec is made)."""

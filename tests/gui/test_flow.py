@@ -98,7 +98,8 @@ def test_whole_flow_on_the_sample(window, qtbot, tmp_path, dialogs):
     # -- 4. privacy: epsilon and S_A; the displayed bound is the engine's
     window.go_to("privacy")
     pp = window.privacy_panel
-    pp.spin.setValue(0.5)
+    pp.epsilon_field.setText("0.5")
+    assert pp.apply_typed_epsilon()
     assert doc.epsilon == 0.5
     assert doc.sa == recommend_sa(doc.schema()) and "recommended" in pp.sa_rule_label.text()  # the default
     pp.clear_sa.click()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -377,3 +378,21 @@ def test_a_domain_derived_from_the_data_keeps_its_flag_through_every_edit(sample
     assert not ws.config("age").domain_from_data and "age" not in ws.domains_from_data()
     ws.history.undo()
     assert ws.config("age").domain_from_data
+
+
+@pytest.mark.parametrize("typed", ["1e-13", "0,5", "-1", "0", "1e13", "1_000", "inf", "nan", "½"])
+def test_a_typed_epsilon_is_taken_exactly_or_refused_with_the_engines_range(workspace, typed):
+    """Issue 39, item 3: the rule behind the app's epsilon field."""
+    from privelet_gui.engine import PriveletError
+    from privelet_gui.engine.noise import EPSILON_MAX, EPSILON_MIN
+    from privelet_gui.workspace.model import epsilon_text, parse_epsilon
+
+    with pytest.raises(PriveletError, match=re.escape(f"from {EPSILON_MIN:g} to {EPSILON_MAX:g}, written with a point as the decimal")):
+        parse_epsilon(typed)
+    for text, value in (("1e-3", 0.001), ("5000", 5000.0), (f"{EPSILON_MIN:g}", EPSILON_MIN), (f"{EPSILON_MAX:g}", EPSILON_MAX)):
+        assert parse_epsilon(text) == value and parse_epsilon(epsilon_text(value)) == value
+    workspace.set_epsilon(5000.0)
+    assert workspace.release_spec().epsilon == 5000.0
+    with pytest.raises(PriveletError, match="at most"):
+        workspace.set_epsilon(EPSILON_MAX * 10)
+    assert workspace.epsilon == 5000.0
