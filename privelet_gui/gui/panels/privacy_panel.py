@@ -78,9 +78,9 @@ from ..tasks import CancelFunction, TaskService
 from .advisor_panel import AdvisorBox, KeyedLane
 
 __all__ = [
+    "INLINE_SEARCH_SECONDS",
     "SLIDER_EPSILON_MAX",
     "SLIDER_EPSILON_MIN",
-    "INLINE_SEARCH_SECONDS",
     "Z95",
     "PrivacyPanel",
     "WorkloadBox",
