@@ -45,7 +45,7 @@ from ..engine.noise import EPSILON_MAX, EPSILON_MIN, Neighbours, Sampler, check_
 from ..engine.schema import OutOfRange, check_missing_values
 from ..engine.spec import Mechanism
 from ..io import ColumnSummary, TableSummary, infer_attribute
-from ..io.inference import MISSING_LABEL, free_root_label, missing_code
+from ..io.inference import MISSING_LABEL, free_root_label, infer_numbers, missing_code
 from ..io.ledger import BudgetCheck, spending_summary
 from ..io.project import Project, WorkloadChoice
 from .events import Event
@@ -271,6 +271,12 @@ def infer_config(column: ColumnSummary, history: History | None = None) -> Attri
         # The values a switch to "values" starts from are the data's own (a switch to nominal
         # builds its flat tree from them then: Workspace.set_attribute).
         config.values = tuple(values)
+    elif (numbers := infer_numbers(column)) is not None:
+        # Codes written as numbers: a switch to an ordinal range or bins starts from the numbers'.
+        if numbers.bins is not None:
+            config.bins = (numbers.bins.start, numbers.bins.stop, numbers.bins.width)
+        if column.integer and column.minimum is not None and column.maximum is not None:
+            config.lo, config.hi = int(column.minimum), int(column.maximum)
     if not values:
         config.include = False
         config.note = "the column is empty"

@@ -121,7 +121,7 @@ def test_too_large_a_matrix_blocks_the_release(sample_window):
 
 def test_empty_cells_can_be_mapped_to_a_value(window, qtbot, tmp_path):
     path = tmp_path / "t.csv"
-    path.write_text("sex,age\nF,30\n,\nM,52\n")
+    path.write_text("sex,age\nF,30\n,\nM,52\nF,41\n")  # three ages: two values would be a code (1/2)
     with qtbot.waitSignal(window.tableLoaded, timeout=10_000):
         window.open_table(path, pio.sniff_table(path))
     doc = window.document

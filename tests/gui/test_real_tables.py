@@ -157,6 +157,7 @@ def test_labels_from_a_data_dictionary_to_the_tree_workbench_and_export(window, 
     dialogs.open_answer = acs.dictionary
     assert panel.set_attribute("SEX")
     assert panel.import_labels(acs.dictionary) == 2
+    dialogs.choices["domains-from-data"] = "release"  # the flat trees were built from the data's values
     with qtbot.waitSignal(window.releaseFinished, timeout=30_000):
         assert window.run_release()
     picker = window.release_panel.workbench.picker("INDP_CAT")
