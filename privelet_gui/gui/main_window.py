@@ -50,6 +50,7 @@ from ..io.project import PROJECT_SUFFIX, Project, load_project, save_project
 from ..io.recovery import Orphan, RecoveryStore
 from ..io.zarr_releases import is_zarr_release
 from ..qt import icons
+from ..qt.plots import TRUE_DATA_CHOICES, true_data_question_text
 from ..workspace.jobs import (
     ExportFormat,
     ReleaseControl,
@@ -233,6 +234,7 @@ class MainWindow(QMainWindow):
         self.hierarchy_panel = HierarchyPanel(self.document, lambda: self.dialogs)
         self.privacy_panel = PrivacyPanel(self.document, self.tasks)
         self.release_panel = ReleasePanel(self.document, self.tasks)
+        self.release_panel.preview.set_true_data_question(self._ask_true_data_export)
         self.panels = {
             "data": self.data_panel,
             "attributes": self.attributes_panel,
@@ -564,6 +566,15 @@ class MainWindow(QMainWindow):
             self.export_release("release", then=resume)
             return False
         return choice == "discard"
+
+    def _ask_true_data_export(self, fmt: str, noisy_side: bool) -> str:
+        """Before a view of the error preview (computed from the true table) is exported: a key
+        of TRUE_DATA_CHOICES (the noisy side alone, everything marked, or cancel)."""
+        keys = ("noisy", "true", "cancel") if noisy_side else ("true", "cancel")
+        return self.dialogs.choose(
+            "export-true-data", "Export data computed from the true table?", true_data_question_text(fmt, noisy_side),
+            [(key, TRUE_DATA_CHOICES[key]) for key in keys], warning=True,
+        )
 
     def _edit_state(self) -> int:
         """How many times the settings have changed (an edit merged into the last one included)."""

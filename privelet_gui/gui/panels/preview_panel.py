@@ -2,8 +2,8 @@
 
 The measured views come from :func:`privelet_gui.engine.measure_release`, computed in
 the release task while the true matrix still exists, on the release as published (shifted
-to the public number of rows when it was); they carry the true-data banner
-and nothing from them is exported with the release. The heat map shows the noisy
+to the public number of rows when it was); they carry the true-data banner,
+nothing from them is exported with the release, and exporting one of them asks first. The heat map shows the noisy
 release only. Sums over big releases run in a task, never on the GUI thread.
 """
 
@@ -15,7 +15,7 @@ import numpy as np
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from ...engine import ErrorPreview, Release, marginal, mechanism_name
-from ...qt.plots import ErrorByCoveragePlot, HeatmapPlot, MarginalComparisonPlot
+from ...qt.plots import ErrorByCoveragePlot, HeatmapPlot, MarginalComparisonPlot, TrueDataQuestion
 from ..tasks import TaskService
 
 __all__ = ["ErrorPreviewPanel", "total_text"]
@@ -93,6 +93,11 @@ class ErrorPreviewPanel(QWidget):
         self.heat_columns.currentIndexChanged.connect(self._show_heatmap)
         self.tabs.addTab(heat, "Noisy two-attribute marginal")
         self._set_enabled()
+
+    def set_true_data_question(self, ask: TrueDataQuestion) -> None:
+        """Who asks before a view that reads the true data is exported (the app's dialogs)."""
+        for view in (self.square, self.relative, self.marginal):
+            view.true_data_question = ask
 
     # -- data -------------------------------------------------------------------------------------
     def set_release(
