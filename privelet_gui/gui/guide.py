@@ -31,10 +31,13 @@ of a rare value can reveal a person. Replace it with a public code list, or conf
 
 <h3>3. Hierarchies</h3>
 <p>Edit the hierarchy of each nominal attribute. Drag values and groups to move them (several at once with
-Ctrl or Shift), <i>Group</i> the selection (Ctrl+G), rename in place (F2), delete a group (its children move up),
-move items up or down (Alt+Up, Alt+Down), and filter by text. Import and export ARX CSV
-(<tt>value;group;...;*</tt>) or JSON hierarchies; <i>Build</i> a flat hierarchy, group codes by prefix
-(SOC <tt>11-1011</tt> &rarr; <tt>11-1</tt> &rarr; <tt>11</tt>) or group consecutive values into ranges. The
+Ctrl or Shift), <i>Group</i> the selection (Ctrl+G), rename a group in place (F2: its code, which is yours to
+choose), label a value or a group (Ctrl+L; F2 on a value edits its label, since its code is what the data holds),
+delete a group (its children move up), move items up or down (Alt+Up, Alt+Down), and filter by text. Beside
+the attribute: import and export ARX CSV (<tt>value;group;...;*</tt>) or JSON hierarchies (replacing a tree you
+have grouped or edited asks first), <i>Import labels</i> from a data dictionary, and <i>Build</i> a flat
+hierarchy, group codes by prefix (SOC <tt>11-1011</tt> &rarr; <tt>11-1</tt> &rarr; <tt>11</tt>) or group
+consecutive values into ranges. The
 order of the values is the order of the released table: the editor never reorders values unless you move them.
 The problems list shows data values missing from the hierarchy, empty groups and duplicate labels; the step is
 complete when none remain. Every edit can be undone (Ctrl+Z) and redone (Ctrl+Shift+Z).</p>

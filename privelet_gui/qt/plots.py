@@ -33,6 +33,7 @@ from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QMessageBox, QPu
 
 from ..engine import AttributeFactors, QuintileRow, mechanism_name
 from ..io import atomic_write
+from ..io.releases import LABEL_SUFFIX
 from .widgets import Banner
 
 __all__ = [
@@ -502,16 +503,26 @@ class MarginalComparisonPlot(PlotView):
             self.plot_item.addItem(bars)
         self.noisy_columns = (0, 2)  # the values and their noisy counts: the release's alone
 
-    def set_marginals(self, attribute: str, labels: Sequence[str], true: np.ndarray, noisy: np.ndarray) -> None:
+    def set_marginals(
+        self, attribute: str, labels: Sequence[str], true: np.ndarray, noisy: np.ndarray,
+        shown: Sequence[str] | None = None,
+    ) -> None:
+        """Draw an attribute's marginals: ``labels`` are its codes, ``shown`` their display
+        labels (the axis shows these; the table has them beside the codes), if it has any."""
         xs = np.arange(len(labels), dtype=float)
         self.bars["true"].setOpts(x=xs - 0.2, height=np.asarray(true, dtype=float))
         self.bars["noisy"].setOpts(x=xs + 0.2, height=np.asarray(noisy, dtype=float))
         self.plot_item.setLabel("bottom", attribute)
-        step = max(1, len(labels) // 20)
-        self.plot_item.getAxis("bottom").setTicks([[(i, labels[i]) for i in range(0, len(labels), step)]])
+        _label_axis(self.plot_item.getAxis("bottom"), shown or labels, 0.0)
+        counts = [[float(t), float(n)] for t, n in zip(true, noisy)]
+        if shown is None:
+            self.noisy_columns = (0, 2)
+            self.set_table([attribute, "true_count", "noisy_count"], [[code, *c] for code, c in zip(labels, counts)])
+            return
+        self.noisy_columns = (0, 1, 3)
         self.set_table(
-            [attribute, "true_count", "noisy_count"],
-            [[label, float(t), float(n)] for label, t, n in zip(labels, true, noisy)],
+            [attribute, attribute + LABEL_SUFFIX, "true_count", "noisy_count"],
+            [[code, text, *c] for code, text, c in zip(labels, shown, counts)],
         )
 
 
@@ -525,19 +536,40 @@ class HeatmapPlot(PlotView):
         self.colour_bar = pg.ColorBarItem(colorMap=pg.colormap.get("viridis"), label="noisy count")
         self.colour_bar.setImageItem(self.image, insert_in=self.plot_item)
 
-    def set_marginal(self, rows: tuple[str, Sequence[str]], columns: tuple[str, Sequence[str]], values: np.ndarray) -> None:
+    def set_marginal(
+        self, rows: tuple[str, Sequence[str]], columns: tuple[str, Sequence[str]], values: np.ndarray,
+        shown: tuple[Sequence[str] | None, Sequence[str] | None] = (None, None),
+    ) -> None:
+        """Draw a two-attribute marginal: ``rows`` and ``columns`` are (attribute, codes),
+        ``shown`` their display labels where they have some (on the axes, and in the table
+        beside the codes)."""
         values = np.asarray(values, dtype=float)
         self.image.setImage(values, autoLevels=False)
         low, high = float(values.min()), float(values.max())
         self.colour_bar.setLevels((low, high if high > low else low + 1))
         self.plot_item.setLabel("bottom", rows[0])
         self.plot_item.setLabel("left", columns[0])
-        # Cell i spans [i, i + 1]: label its middle (at most about 20 labels per axis).
-        for axis, labels in (("bottom", rows[1]), ("left", columns[1])):
-            step = max(1, len(labels) // 20)
-            self.plot_item.getAxis(axis).setTicks([[(i + 0.5, labels[i]) for i in range(0, len(labels), step)]])
+        # Cell i spans [i, i + 1]: label its middle.
+        for axis, labels, texts in (("bottom", rows[1], shown[0]), ("left", columns[1], shown[1])):
+            _label_axis(self.plot_item.getAxis(axis), texts or labels, 0.5)
+        header: list[str] = []
+        keys: list[list[list[str]]] = []
+        for (name, labels), texts in zip((rows, columns), shown, strict=True):
+            header += [name] if texts is None else [name, name + LABEL_SUFFIX]
+            keys.append([[code] if texts is None else [code, texts[i]] for i, code in enumerate(labels)])
         self.set_table(
-            [rows[0], columns[0], "noisy_count"],
-            [[r, c, float(values[i, j])] for i, r in enumerate(rows[1]) for j, c in enumerate(columns[1])],
+            [*header, "noisy_count"],
+            [[*r, *c, float(values[i, j])] for i, r in enumerate(keys[0]) for j, c in enumerate(keys[1])],
         )
         self.plot_item.getViewBox().autoRange()
+
+
+def _label_axis(axis: pg.AxisItem, labels: Sequence[str], offset: float) -> None:
+    """Label an axis of categories with ``labels`` (value ``i`` at ``i + offset``): about 20 at
+    most, a long label cut to 24 characters (the table has it whole)."""
+    step = max(1, len(labels) // 20)
+    axis.setTicks([[(i + offset, _short_label(labels[i])) for i in range(0, len(labels), step)]])
+
+
+def _short_label(text: str, most: int = 24) -> str:
+    return text if len(text) <= most else text[: most - 1] + "…"

@@ -309,6 +309,48 @@ def test_a_new_value_can_join_at_the_depth_of_the_other_leaves():
     assert flat.to_hierarchy().to_nested() == {"*": ["a", "b", "N"]}  # already at the leaves' depth
 
 
+def test_the_group_made_for_a_value_shows_the_values_label():
+    """Issue 39, item 5: "N (group)", made so that N sits at the depth of the other leaves,
+    shows N's label wherever labels are shown (the engine's display labels), and follows it."""
+    tree = HierarchyTree(Hierarchy.from_nested({"*": {"AGR": ["170", "180"], "MIN": ["370", "380"]}}))
+    tree.add_empty_group(tree.find("AGR"), "deeper")  # a deeper tree: N gets two groups of its own
+    tree.move_nodes([tree.find("170")], tree.find("deeper"))
+    tree.add_leaves_at_depth(["N"])
+    top, inner = tree.find("N (group)'"), tree.find("N (group)")
+    assert top.children == [inner] and inner.children == [tree.find("N")]
+    assert tree.set_display_labels({"N": "Not applicable", "AGR": "Agriculture"}) == 4
+    shown = tree.to_hierarchy().display_labels
+    assert (shown["N (group)"], shown["N (group)'"], shown["AGR"]) == ("Not applicable (group)",) * 2 + ("Agriculture",)
+    tree.set_display_label(tree.find("N"), "N/A")  # the groups follow
+    assert (inner.display, top.display) == ("N/A (group)", "N/A (group)")
+    tree.set_display_label(top, "Nobody")  # a label of its own is kept
+    tree.set_display_label(tree.find("N"), None)
+    assert (inner.display, top.display) == (None, "Nobody")
+    tree.history.undo()
+    tree.history.undo()
+    assert (inner.display, top.display) == ("N/A (group)", "N/A (group)")
+    plain = HierarchyTree(Hierarchy.from_nested({"*": {"N (group)": ["x", "N"]}}))  # not one the app made
+    plain.set_display_labels({"N": "Not applicable"})
+    assert plain.find("N (group)").display is None
+
+
+def test_a_tree_is_edited_once_grouped_or_changed_in_place():
+    """What the Hierarchies step asks about before an import replaces a tree."""
+    tree = HierarchyTree(Hierarchy.flat(["a", "b", "c"]))
+    assert not tree.is_edited()
+    tree.set_display_label(tree.find("a"), "Alpha")
+    assert tree.is_edited()
+    tree.history.undo()
+    assert not tree.is_edited()
+    tree.delete_leaves([tree.find("c")])
+    assert tree.is_edited()
+    tree.replace(Hierarchy.flat(["a", "b"]))  # a new tree: nothing done to it yet
+    assert not tree.is_edited()
+    tree.history.undo()  # the edited one is back
+    assert tree.is_edited()
+    assert HierarchyTree(Hierarchy.from_nested({"*": {"g": ["a"], "h": ["b"]}})).is_edited()  # groups are work
+
+
 def test_a_schema_with_a_huge_range_opens_without_building_its_values():
     """Sixty million integers are a range: the workspace, its checks and a switch to
     nominal never list them (a list of that size would take gigabytes and minutes)."""

@@ -160,7 +160,7 @@ class ErrorPreviewPanel(QWidget):
         self._compute(
             "marginal",
             lambda: marginal(noisy_matrix, [axis]),
-            lambda noisy: self.marginal.set_marginals(name, schema[name].labels, true, noisy),
+            lambda noisy: self.marginal.set_marginals(name, schema[name].labels, true, noisy, schema[name].display_labels),
         )
 
     def _show_heatmap(self) -> None:
@@ -173,7 +173,10 @@ class ErrorPreviewPanel(QWidget):
         self._compute(
             "heatmap",
             lambda: marginal(release.noisy, axes),
-            lambda values: self.heatmap.set_marginal((rows, schema[rows].labels), (columns, schema[columns].labels), values),
+            lambda values: self.heatmap.set_marginal(
+                (rows, schema[rows].labels), (columns, schema[columns].labels), values,
+                (schema[rows].display_labels, schema[columns].display_labels),
+            ),
         )
 
     def _compute(self, view: str, work: Callable[[], np.ndarray], show: Callable[[np.ndarray], None]) -> None:

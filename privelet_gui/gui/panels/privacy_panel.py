@@ -169,6 +169,7 @@ class WorkloadBox(QGroupBox):
         self._doc = document
         self._jobs = KeyedLane(tasks.lane("best S_A"), self._computed)
         self.grain_widgets: dict[str, QSpinBox | QComboBox] = {}
+        self._grain_labels: list[dict[str, str] | None] = []  # the display labels the level lists show
         self.result: BestSa | None = None  # as shown
 
         columns = QHBoxLayout(self)
@@ -287,7 +288,9 @@ class WorkloadBox(QGroupBox):
         schema = self._doc.schema()
         attributes = list(schema) if schema is not None else []
         marginals = bool(choice.ways)
-        if self._attribute_names() != [a.name for a in attributes]:
+        shown = [dict(a.hierarchy.display_labels) if isinstance(a, NominalAttribute) else None for a in attributes]
+        if self._attribute_names() != [a.name for a in attributes] or shown != self._grain_labels:
+            self._grain_labels = shown
             self.attributes.setRowCount(0)
             self.grain_widgets = {}
             self.attributes.setRowCount(len(attributes))
@@ -332,8 +335,8 @@ class WorkloadBox(QGroupBox):
             combo.addItem(f"its {attribute.size:,} values", None)
             for level in range(height - 1, 1, -1):
                 nodes = level_nodes(attribute, level)
-                labels = attribute.hierarchy.labels
-                example = ", ".join(labels[n] for n in nodes[:2])
+                hierarchy = attribute.hierarchy
+                example = ", ".join(hierarchy.display_label(hierarchy.labels[n]) for n in nodes[:2])
                 combo.addItem(f"hierarchy level {level}: {len(nodes):,} groups ({example}, ...)", level)
             combo.currentIndexChanged.connect(lambda _i, n=name, c=combo: self._grain_changed(n, c.currentData()))
             return combo
