@@ -276,8 +276,9 @@ class QueryWorkbench(QWidget):
         buttons.addWidget(self.clear_button)
         buttons.addWidget(self.export_button)
         layout.addLayout(buttons)
-        self.table = QTableWidget(0, len(self.COLUMNS))
-        self.table.setHorizontalHeaderLabels(["Query", "Noisy count", "95% low", "95% high", "Std. error"])
+        headers = ["Query", "Noisy count", "95% low", "95% high", "Std. error"]  # the query shown with its labels
+        self.table = QTableWidget(0, len(headers))
+        self.table.setHorizontalHeaderLabels(headers)
         self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         layout.addWidget(self.table, 1)

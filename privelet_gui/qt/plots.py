@@ -57,10 +57,7 @@ TRUE_DATA_WARNING = (
 )
 
 #: What an export of a view that reads the true data says in the file itself.
-TRUE_DATA_MARK = (
-    "USES THE TRUE DATA - for the data custodian's machine only, NOT for publication: computed from the "
-    "table itself, not from the release alone"
-)
+TRUE_DATA_MARK = "USES THE TRUE DATA - for the data custodian's machine only, NOT for publication"
 #: The answers to "export a view that reads the true data?": (key, button text).
 TRUE_DATA_CHOICES = {
     "noisy": "Export the noisy counts only",
@@ -72,6 +69,7 @@ TRUE_DATA_CHOICES = {
 TrueDataQuestion = Callable[[str, bool], str]
 
 MARK_COLOUR = "#B00020"  # the true-data mark in an exported image: dark red, bold
+MARKED_TITLE_HEIGHT = 58  # pixels for the two lines of a marked title (one line has 30)
 # Colour-blind-safe (Okabe-Ito): Basic in vermillion, Privelet+ in blue, plain Privelet in bluish green.
 MECHANISM_COLOURS = {
     "basic": "#D55E00", "privelet+": "#0072B2", "privelet": "#009E73", "true": "#7F7F7F", "noisy": "#0072B2",
@@ -307,7 +305,7 @@ class PlotView(QWidget):
         self.plot_item.setTitle(
             f"{title}<br><span style='color:{MARK_COLOUR}; font-weight:bold'>{html.escape(TRUE_DATA_MARK)}</span>"
         )
-        self.plot_item.layout.setRowFixedHeight(0, 2 * self.plot_item.titleLabel.size().height() or 60)
+        self.plot_item.layout.setRowFixedHeight(0, MARKED_TITLE_HEIGHT)
         self.plot_item.layout.activate()
         try:
             yield
@@ -373,10 +371,10 @@ class PlotView(QWidget):
 def true_data_question_text(fmt: str, noisy_side: bool) -> str:
     """What the question before a true-data export says."""
     what = "chart" if fmt in ("png", "svg") else "table"
-    text = (f"This {what} was computed from the true table, on this machine: it is not private. The file will "
-            f"say so in itself; keep it on this machine and never publish it.")
+    text = (f"This {what} was computed from the true table, on this machine: it is not private. Exported, it says "
+            "so in the file itself; keep such a file on this machine and never publish it.")
     if noisy_side:
-        text += " The noisy counts alone come from the release and may be published with it."
+        text += " The noisy counts alone come from the release: exported on their own, they may be published with it."
     return text
 
 

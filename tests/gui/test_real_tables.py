@@ -273,6 +273,7 @@ def test_labels_show_wherever_a_code_is_shown(window, qtbot, acs, dialogs, tmp_p
     bench.picker("SEX").set_node("2")
     bench.picker("INDP").set_node("4")
     bench.keep()
+    assert bench.table.columnCount() == 5  # the labelled query stands in for the codes, not beside them
     item = bench.table.item(0, 0)
     assert item.text() == "SEX=Female, INDP=MFG: Manufacturing" and item.toolTip() == "Codes: SEX=2, INDP=4"
     assert "SEX=Female, INDP=MFG: Manufacturing" in bench.answer_label.text()
