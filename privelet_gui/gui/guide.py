@@ -55,7 +55,9 @@ variance of a range-count query, and the error you can expect on the worst query
 <p><i>Run release</i> counts the table and adds the noise in the background; you can keep working or cancel.
 The summary shows epsilon, S_A, the sensitivity rho, the noise scale lambda, the bounds and the time taken.
 Export the release as a release file (.npz, with its settings), or as CSV or Parquet in long format (one row
-per cell). Only noisy counts are ever written. Each release spends its epsilon: releasing the same table twice
+per cell). Only noisy counts are ever written. The error preview's views computed from the true data (measured
+errors, true marginals) ask before they are exported: their noisy side alone, or everything, marked in the file
+itself as true data for your machine only. Each release spends its epsilon: releasing the same table twice
 with epsilon 1 costs epsilon 2.</p>
 
 <h3>Projects</h3>

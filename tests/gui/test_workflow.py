@@ -74,10 +74,10 @@ def test_next_years_table_keeps_this_years_settings(window, qtbot, tmp_path, dia
 
 
 def test_the_menu_opens_next_years_table_without_asking(window, qtbot, tmp_path, dialogs):
-    open_plain(window, qtbot, write_year(tmp_path, "2018.csv", [30, 41], ["a", "b"]))
+    open_plain(window, qtbot, write_year(tmp_path, "2018.csv", [30, 41, 52], ["a", "b", "a"]))  # two ages: a code
     window.document.set_attribute("age", lo=0, hi=99)
     dialogs.save_answer = "discard"
-    dialogs.open_answer = write_year(tmp_path, "2019.csv", [33, 44], ["a", "b"])
+    dialogs.open_answer = write_year(tmp_path, "2019.csv", [33, 44, 55], ["a", "b", "a"])
     with qtbot.waitSignal(window.tableLoaded, timeout=20_000):
         window.act_open_next.trigger()
     assert "reuse-settings" not in dialogs.asked
