@@ -128,6 +128,13 @@ class Dialogs:
         value, ok = QInputDialog.getText(self.parent, title, label, text=text)
         return value if ok and value.strip() else None
 
+    def choose_item(self, kind: str, title: str, label: str, items: Sequence[str], current: str | None = None) -> str | None:
+        """One of ``items`` from a list (no free text), ``current`` chosen at first; None if
+        cancelled. ``kind`` names the question (for tests)."""
+        start = items.index(current) if current in items else 0
+        value, ok = QInputDialog.getItem(self.parent, title, label, list(items), start, False)
+        return value if ok and value in items else None
+
     def ask_spend_budget(self, check: BudgetCheck) -> bool:
         """Before a release's noise is drawn, when its table has spent some budget already:
         what was spent, what this release adds and the new total; True to spend it."""
@@ -297,6 +304,9 @@ class HeadlessDialogs:
 
     def get_text(self, title: str, label: str, text: str = "") -> str | None:
         return text or None
+
+    def choose_item(self, kind: str, title: str, label: str, items: Sequence[str], current: str | None = None) -> str | None:
+        return None  # a scripted run never picks for the custodian
 
     def ask_spend_budget(self, check: BudgetCheck) -> bool:
         return True  # a scripted tour releases the sample into its own temporary ledger

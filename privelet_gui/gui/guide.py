@@ -5,6 +5,7 @@ from __future__ import annotations
 import platform
 
 from .. import __version__
+from ..workspace.model import EPSILON_FORMAT_TEXT
 
 __all__ = ["GUIDE_HTML", "about_html"]
 
@@ -32,16 +33,20 @@ of a rare value can reveal a person. Replace it with a public code list, or conf
 
 <h3>3. Hierarchies</h3>
 <p>Edit the hierarchy of each nominal attribute. Drag values and groups to move them (several at once with
-Ctrl or Shift), <i>Group</i> the selection (Ctrl+G), rename in place (F2), delete a group (its children move up),
-move items up or down (Alt+Up, Alt+Down), and filter by text. Import and export ARX CSV
-(<tt>value;group;...;*</tt>) or JSON hierarchies; <i>Build</i> a flat hierarchy, group codes by prefix
-(SOC <tt>11-1011</tt> &rarr; <tt>11-1</tt> &rarr; <tt>11</tt>) or group consecutive values into ranges. The
+Ctrl or Shift), <i>Group</i> the selection (Ctrl+G), rename a group in place (F2: its code, which is yours to
+choose), label a value or a group (Ctrl+L; F2 on a value edits its label, since its code is what the data holds),
+delete a group (its children move up), move items up or down (Alt+Up, Alt+Down), and filter by text. Beside
+the attribute: import and export ARX CSV (<tt>value;group;...;*</tt>) or JSON hierarchies (replacing a tree you
+have grouped or edited asks first), <i>Import labels</i> from a data dictionary, and <i>Build</i> a flat
+hierarchy, group codes by prefix (SOC <tt>11-1011</tt> &rarr; <tt>11-1</tt> &rarr; <tt>11</tt>) or group
+consecutive values into ranges. The
 order of the values is the order of the released table: the editor never reorders values unless you move them.
 The problems list shows data values missing from the hierarchy, empty groups and duplicate labels; the step is
 complete when none remain. Every edit can be undone (Ctrl+Z) and redone (Ctrl+Shift+Z).</p>
 
 <h3>4. Privacy</h3>
-<p>Choose epsilon with the slider (logarithmic, 0.01 to 10) or type it. Smaller is more private and noisier.
+<p>Choose epsilon with the slider (logarithmic, 0.01 to 10) or type it: """ + EPSILON_FORMAT_TEXT + """. A number
+the field cannot take is refused with the reason, never changed into another. Smaller is more private and noisier.
 Choose what neighbouring tables differ by: <i>replace one record</i> (the paper's notion) or <i>add or remove
 one record</i>. Choose S_A, the attributes released without a transform; the recommended set never makes the
 bound worse. The table compares Basic, Privelet and Privelet+: the paper's bound and the exact worst-case noise
@@ -52,7 +57,9 @@ variance of a range-count query, and the error you can expect on the worst query
 <p><i>Run release</i> counts the table and adds the noise in the background; you can keep working or cancel.
 The summary shows epsilon, S_A, the sensitivity rho, the noise scale lambda, the bounds and the time taken.
 Export the release as a release file (.npz, with its settings), or as CSV or Parquet in long format (one row
-per cell). Only noisy counts are ever written. Each release spends its epsilon: releasing the same table twice
+per cell). Only noisy counts are ever written. The error preview's views computed from the true data (measured
+errors, true marginals) ask before they are exported: their noisy side alone, or everything, marked in the file
+itself as true data for your machine only. Each release spends its epsilon: releasing the same table twice
 with epsilon 1 costs epsilon 2.</p>
 
 <h3>Projects</h3>

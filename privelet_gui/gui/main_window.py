@@ -50,6 +50,7 @@ from ..io.project import PROJECT_SUFFIX, Project, load_project, save_project
 from ..io.recovery import Orphan, RecoveryStore
 from ..io.zarr_releases import is_zarr_release
 from ..qt import icons
+from ..qt.plots import TRUE_DATA_CHOICES, true_data_question_text
 from ..workspace.jobs import (
     ExportFormat,
     ReleaseControl,
@@ -123,6 +124,12 @@ class MainWindow(QMainWindow):
         self._recovery_pending: list[Snapshot] = []  # the snapshot still to write (at most one)
         self._cancelling: Callable[[], None] | None = None
         self._release_control: ReleaseControl | None = None  # the release being made
+        # Closing waits for the release export it asked for: the edit state at which the
+        # custodian then chose to discard changes (not asked again unless edited since).
+        self._close_discarded_at: int | None = None
+        self._edits = 0  # see _edit_state
+        for changed in (self.document.undo_stack.indexChanged, self.document.tableChanged):
+            changed.connect(self._count_edit)
         self._questions = WorkerQuestion(self)  # the release's question, asked from its worker
         # the engine's compiled loops compiled (first run) or loaded from numba's cache now, in
         # the background, not when the first release starts
@@ -229,6 +236,7 @@ class MainWindow(QMainWindow):
         self.hierarchy_panel = HierarchyPanel(self.document, lambda: self.dialogs)
         self.privacy_panel = PrivacyPanel(self.document, self.tasks)
         self.release_panel = ReleasePanel(self.document, self.tasks)
+        self.release_panel.preview.set_true_data_question(self._ask_true_data_export)
         self.panels = {
             "data": self.data_panel,
             "attributes": self.attributes_panel,
@@ -529,17 +537,25 @@ class MainWindow(QMainWindow):
         else:
             self.open_table(path)
 
-    def _confirm_discard(self, what: str) -> bool:
-        """Ask about unsaved changes, then about a release no file holds yet; True if the
-        caller may go on (every path that drops the settings or the release comes here)."""
-        if self.document.has_unsaved_work:
+    def _confirm_discard(
+        self, what: str, *, discarded: bool = False, resume: Callable[[int | None], object] | None = None,
+    ) -> bool:
+        """Ask about unsaved changes (unless the custodian ``discarded`` them already), then about
+        a release no file holds yet; True if the caller may go on (every path that drops the
+        settings or the release comes here). When the custodian chooses to export the release
+        first, ``resume`` runs once it is written, given the edit state at which changes were
+        discarded (None: none were)."""
+        discarded_at: int | None = None
+        if self.document.has_unsaved_work and not discarded:
             choice = self.dialogs.ask_save_changes(what)
             if choice == "cancel" or (choice == "save" and not self.save_project()):
                 return False
-        return self._confirm_drop_release(what)
+            discarded_at = self._edit_state() if choice == "discard" else None
+        return self._confirm_drop_release(what, resume=None if resume is None else partial(resume, discarded_at))
 
-    def _confirm_drop_release(self, what: str) -> bool:
-        """A release that spent epsilon is never dropped without asking; True if the caller may go on."""
+    def _confirm_drop_release(self, what: str, *, resume: Callable[[], object] | None = None) -> bool:
+        """A release that spent epsilon is never dropped without asking; True if the caller may go
+        on. "Export it..." writes it in the background; then ``resume`` (if given) goes on."""
         if not self.document.release_at_risk():
             return True
         choice = self.dialogs.choose(
@@ -549,9 +565,22 @@ class MainWindow(QMainWindow):
             [("export", "Export it..."), ("discard", "Discard the release"), ("cancel", "Cancel")],
         )
         if choice == "export":
-            self.export_release("release")  # runs in the background; the custodian goes on afterwards
+            self.export_release("release", then=resume)
             return False
         return choice == "discard"
+
+    def _ask_true_data_export(self, fmt: str, noisy_side: bool) -> str:
+        """Before a view of the error preview (computed from the true table) is exported: a key
+        of TRUE_DATA_CHOICES (the noisy side alone, everything marked, or cancel)."""
+        keys = ("noisy", "true", "cancel") if noisy_side else ("true", "cancel")
+        return self.dialogs.choose(
+            "export-true-data", "Export data computed from the true table?", true_data_question_text(fmt, noisy_side),
+            [(key, TRUE_DATA_CHOICES[key]) for key in keys], warning=True,
+        )
+
+    def _edit_state(self) -> int:
+        """How many times the settings have changed (an edit merged into the last one included)."""
+        return self._edits
 
     def open_table(self, path: str | Path | None = None, options: Any = None, *, schema: Any = None,
                    keep_settings: bool = False, reuse_settings: bool | None = None) -> bool:
@@ -919,11 +948,12 @@ class MainWindow(QMainWindow):
         return True
 
     def export_release(
-        self, kind: str = "release", path: str | Path | None = None, *, force: bool = False, counts: str | None = None
+        self, kind: str = "release", path: str | Path | None = None, *, force: bool = False, counts: str | None = None,
+        then: Callable[[], object] | None = None,
     ) -> bool:
         """Write the last release (dialog only when no path is given). CSV and Parquet hold the
         count kind ``counts`` (default: the one chosen in the Release step); a release file
-        always the release's own counts."""
+        always the release's own counts. ``then`` runs once it is written (not if it fails)."""
         outcome = self.document.outcome
         if outcome is None:
             self.dialogs.error("Nothing to export", "run a release first (Release step)")
@@ -941,6 +971,8 @@ class MainWindow(QMainWindow):
         def saved() -> None:
             if self.document.outcome is outcome:
                 self.document.mark_release_saved(target)
+            if then is not None:
+                QTimer.singleShot(0, then)  # once the export task has wound up
 
         fmt = _EXPORT_FORMATS[kind]
         if counts is None:
@@ -1131,7 +1163,9 @@ class MainWindow(QMainWindow):
 
     # -- closing ---------------------------------------------------------------------------------------
     def closeEvent(self, event: QCloseEvent) -> None:
-        if not self._confirm_discard("closing"):
+        discarded_at, self._close_discarded_at = self._close_discarded_at, None
+        discarded = discarded_at is not None and discarded_at == self._edit_state()
+        if not self._confirm_discard("closing", discarded=discarded, resume=self._close_once_exported):
             event.ignore()
             return
         # Close = cancel + wait: no worker outlives the window.
@@ -1142,6 +1176,16 @@ class MainWindow(QMainWindow):
         self.settings.set_window_state(self.saveState())
         self.settings.sync()
         event.accept()
+
+
+    def _count_edit(self, *_: object) -> None:
+        self._edits += 1
+
+    def _close_once_exported(self, discarded_at: int | None) -> None:
+        """Closing asked to export the release first and it is written: close, without asking
+        again about changes the custodian chose to discard (unless edited since)."""
+        self._close_discarded_at = discarded_at
+        self.close()
 
 
 def _recovery_question(orphan: Orphan, others: int) -> str:

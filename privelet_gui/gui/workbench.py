@@ -7,6 +7,7 @@ everything it shows may be published with the release.
 from __future__ import annotations
 
 import csv
+import html
 import io
 from pathlib import Path
 
@@ -34,7 +35,7 @@ from ..formatting import fmt_number, fmt_numbers, table_is_scientific
 from ..io import QueryAnswer, answer_query, atomic_write
 from ..io.releases import spreadsheet_safe
 
-__all__ = ["INSTANT_PREFIX_CELLS", "MAX_LISTED_VALUES", "IntervalPicker", "NodePicker", "QueryWorkbench"]
+__all__ = ["INSTANT_PREFIX_CELLS", "MAX_LISTED_VALUES", "IntervalPicker", "NodePicker", "QueryWorkbench", "labelled_query"]
 
 #: Releases up to this many cells get their prefix sums at once; bigger ones from the caller
 #: (computed in a task: a cumulative sum over every cell).
@@ -64,6 +65,21 @@ class _ExpandArrows(QObject):
         if event.type() == QEvent.Type.MouseButtonPress:
             view.setExpanded(index, not view.isExpanded(index))
         return True  # the press, and the release that would choose and close: both kept from the combo box
+
+
+def labelled_query(query: RangeQuery) -> str:
+    """A query as :meth:`~privelet_gui.engine.RangeQuery.describe` writes it (``age=20..29,
+    job=4``), each node shown by its display label where it has one (``job=Manufacturing``)."""
+    parts = []
+    for axis, attribute in enumerate(query.schema):
+        if isinstance(attribute, NominalAttribute):
+            if query.nodes[axis] != 0:
+                hierarchy = attribute.hierarchy
+                parts.append(f"{attribute.name}={hierarchy.display_label(hierarchy.labels[query.nodes[axis]])}")
+        elif (query.lo[axis], query.hi[axis]) != (0, attribute.size - 1):
+            first, last = attribute.labels[query.lo[axis]], attribute.labels[query.hi[axis]]
+            parts.append(f"{attribute.name}={first}" if first == last else f"{attribute.name}={first}..{last}")
+    return ", ".join(parts) or "*"
 
 
 def _shown(hierarchy: Hierarchy, code: str) -> str:
@@ -226,15 +242,16 @@ class QueryWorkbench(QWidget):
 
     answered = Signal(object)  # QueryAnswer
 
-    COLUMNS = ("query", "noisy_count", "ci95_low", "ci95_high", "std_error")
+    COLUMNS = ("query", "noisy_count", "ci95_low", "ci95_high", "std_error", "query_labels")
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.release: Release | None = None
         self._prefix: PrefixSums | None = None
         self._pickers: dict[str, NodePicker | IntervalPicker] = {}
-        self._answers: list[QueryAnswer] = []
+        self._answers: list[tuple[QueryAnswer, str]] = []  # each kept answer, and its query as shown
         self.last_answer: QueryAnswer | None = None
+        self._last_shown = ""  # the last answer's query with display labels
         layout = QVBoxLayout(self)
         self.notice = QLabel("Open or make a release to query it.")
         self.notice.setWordWrap(True)
@@ -260,8 +277,9 @@ class QueryWorkbench(QWidget):
         buttons.addWidget(self.clear_button)
         buttons.addWidget(self.export_button)
         layout.addLayout(buttons)
-        self.table = QTableWidget(0, len(self.COLUMNS))
-        self.table.setHorizontalHeaderLabels(["Query", "Noisy count", "95% low", "95% high", "Std. error"])
+        headers = ["Query", "Noisy count", "95% low", "95% high", "Std. error"]  # the query shown with its labels
+        self.table = QTableWidget(0, len(headers))
+        self.table.setHorizontalHeaderLabels(headers)
         self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         layout.addWidget(self.table, 1)
@@ -325,28 +343,31 @@ class QueryWorkbench(QWidget):
             return
         answer = answer_query(self.release, query, prefix=self._prefix)  # type: ignore[arg-type]
         self.last_answer = answer
-        count, low, high, std = fmt_numbers(self._row(answer)[1:])  # one style for the four
+        self._last_shown = labelled_query(query)
+        count, low, high, std = fmt_numbers(self._row(answer)[1:5])  # one style for the four
         self.answer_label.setText(
             f"<b>{count}</b> &nbsp; 95% interval [{low}, {high}]"
-            f"<br><small>{answer.query} · {query.cells:,} cells · noise std. {std}</small>"
+            f"<br><small>{html.escape(self._last_shown)} · {query.cells:,} cells · noise std. {std}</small>"
         )
         self.answered.emit(answer)
 
     def keep(self) -> None:
         if self.last_answer is None:
             return
-        self._answers.append(self.last_answer)
+        self._answers.append((self.last_answer, self._last_shown))
         self._fill_table()
         self._update_enabled()
 
     def _fill_table(self) -> None:
         """The kept answers, every number in the table's one style (a new huge one turns them all scientific)."""
-        rows = [self._row(answer) for answer in self._answers]
-        scientific = table_is_scientific(value for row in rows for value in row[1:])
+        rows = [self._row(answer, shown) for answer, shown in self._answers]
+        scientific = table_is_scientific(value for row in rows for value in row[1:5])
         self.table.setRowCount(len(rows))
         for row, values in enumerate(rows):
-            self.table.setItem(row, 0, QTableWidgetItem(values[0]))
-            for column, value in enumerate(values[1:], start=1):
+            item = QTableWidgetItem(values[5])  # the query with display labels; its codes in the tooltip
+            item.setToolTip(f"Codes: {values[0]}" if values[5] != values[0] else "")
+            self.table.setItem(row, 0, item)
+            for column, value in enumerate(values[1:5], start=1):
                 item = QTableWidgetItem(fmt_number(value, scientific_form=scientific))
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.table.setItem(row, column, item)
@@ -358,7 +379,7 @@ class QueryWorkbench(QWidget):
 
     @property
     def answers(self) -> list[QueryAnswer]:
-        return list(self._answers)
+        return [answer for answer, _ in self._answers]
 
     def export_csv(self, path: str | Path | None = None) -> Path | None:
         """Write the kept queries (noisy answers and intervals only) to CSV, atomically."""
@@ -370,16 +391,19 @@ class QueryWorkbench(QWidget):
         text = io.StringIO()
         writer = csv.writer(text, lineterminator="\n")
         writer.writerow(self.COLUMNS)
-        writer.writerows(self._row(a) for a in self._answers)
+        for answer, shown in self._answers:
+            codes, *numbers, labelled = self._row(answer, shown)
+            # the queries name attributes and values: text a spreadsheet must not run as a formula
+            writer.writerow([spreadsheet_safe(codes), *numbers, spreadsheet_safe(labelled)])
         target = Path(path)
         with atomic_write(target, force=True, mode="w") as handle:
             handle.write(text.getvalue())
         return target
 
     @staticmethod
-    def _row(answer: QueryAnswer) -> tuple[str, float, float, float, float]:
-        # the query names attributes and values: text a spreadsheet must not run as a formula
-        return spreadsheet_safe(answer.query), answer.noisy_count, answer.ci95[0], answer.ci95[1], answer.variance**0.5
+    def _row(answer: QueryAnswer, shown: str = "") -> tuple[str, float, float, float, float, str]:
+        """A kept answer as exported: the query's codes, the numbers, the query with display labels."""
+        return answer.query, answer.noisy_count, answer.ci95[0], answer.ci95[1], answer.variance**0.5, shown or answer.query
 
     def _update_enabled(self) -> None:
         ready = self.release is not None and self._prefix is not None and bool(self._pickers)

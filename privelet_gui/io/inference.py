@@ -6,7 +6,10 @@ marked ``domain_from_data`` so that the app and the command line keep saying so.
 
 The rule, per column summary (:class:`~privelet_gui.io.summary.ColumnSummary`):
 
-- numbers: ordinal; an integer range when the integers span at most
+- codes written as numbers (:func:`holds_codes`: two values such as 1/2 for sex, a code
+  with a leading zero, industry codes spread too widely for a range): nominal, a flat
+  hierarchy of the codes in numeric order (bins would merge codes that mean different things);
+- other numbers: ordinal; an integer range when the integers span at most
   :data:`INFER_MAX_RANGE` values, else :data:`INFER_BINS` equal bins with round edges;
 - text: nominal, a flat hierarchy of the sorted distinct values;
 - an empty column: nominal, the single value ``"(missing)"``.
@@ -23,8 +26,9 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 
@@ -34,11 +38,16 @@ from .summary import MAX_TRACKED_VALUES, ColumnSummary, ProgressFunction, summar
 from .tables import TableOptions
 
 __all__ = [
+    "CODE_MAX_VALUES",
+    "CODE_MIN_REPEATS",
     "INFER_BINS",
     "INFER_MAX_RANGE",
     "MISSING_LABEL",
     "free_root_label",
+    "guess_kind",
+    "holds_codes",
     "infer_attribute",
+    "infer_numbers",
     "infer_schema",
     "infer_table_schema",
     "missing_code",
@@ -50,6 +59,64 @@ INFER_MAX_RANGE = 1000
 INFER_BINS = 100
 #: The value empty cells of a text column count as.
 MISSING_LABEL = "(missing)"
+#: Widely spread integers are codes (:func:`holds_codes`) only up to this many distinct values...
+CODE_MAX_VALUES = 1000
+#: ... each found in this many cells on average (a quantity's values are mostly distinct).
+CODE_MIN_REPEATS = 5
+# A number written with a leading zero ("01", "0601"): a fixed-width code.
+_LEADING_ZERO = re.compile(r"[+-]?0\d")
+
+
+def holds_codes(column: ColumnSummary) -> bool:
+    """Whether a column of numbers holds codes (a category each, not a quantity): proposed
+    nominal, since an order or bins would mean nothing, or merge codes. Codes are
+
+    - at most two distinct values (1/2 for sex, 0/1 for yes or no: as ordinal or nominal they
+      answer the same queries),
+    - numbers written with a leading zero (``01``): a fixed-width code, or
+    - non-negative integers spread too widely for a range (more than :data:`INFER_MAX_RANGE`
+      apart, such as industry codes 170 to 9920), at most :data:`CODE_MAX_VALUES` of them, each
+      in :data:`CODE_MIN_REPEATS` cells or more on average: bins of a quantity (incomes,
+      mostly distinct) stay bins.
+
+    A guess, like every proposal: the custodian sees it and can change the type.
+    """
+    values = column.values
+    if not column.numeric or not values or column.minimum is None or column.maximum is None:
+        return False
+    if len(values) <= 2 or any(_LEADING_ZERO.match(value.strip()) for value in values):
+        return True
+    return (
+        column.integer and column.minimum >= 0 and column.maximum - column.minimum + 1 > INFER_MAX_RANGE
+        and len(values) <= CODE_MAX_VALUES
+        and column.counted is not None and column.counted >= CODE_MIN_REPEATS * len(values)
+    )
+
+
+def guess_kind(column: ColumnSummary) -> Literal["ordinal", "nominal"]:
+    """The type :func:`infer_attribute` proposes for the column (without building its domain)."""
+    return "ordinal" if column.numeric and column.distinct > 0 and not holds_codes(column) else "nominal"
+
+
+def infer_numbers(column: ColumnSummary) -> OrdinalAttribute | None:
+    """The ordinal domain proposed for a column of numbers, codes or not (an integer range, or
+    bins), or None when the column is not numbers float64 holds exactly."""
+    lo, hi = column.minimum, column.maximum
+    # numbers of every size float64 holds exactly (and whose spread it can divide into bins)
+    if not column.numeric or lo is None or hi is None or max(abs(lo), abs(hi)) >= 2.0**53:
+        return None
+    # A value of their own for missing cells, after the numbers (see the module docstring).
+    own: dict[str, Any] = {"missing": missing_code(column), "missing_at_end": True} if column.missing else {}
+    if column.integer and hi - lo + 1 <= INFER_MAX_RANGE:
+        return OrdinalAttribute.integer_range(column.name, int(lo), int(hi), domain_from_data=True, **own)
+    width = _nice_width((hi - lo) / INFER_BINS if hi > lo else 1.0)
+    start = math.floor(lo / width) * width
+    stop = (math.floor(hi / width) + 1) * width
+    try:
+        bins = NumericBins(_tidy(start), _tidy(stop), _tidy(width))
+    except SchemaError:  # edges float64 cannot tell apart: propose the values themselves
+        return None
+    return OrdinalAttribute(column.name, bins=bins, domain_from_data=True, **own)
 
 
 def infer_attribute(column: ColumnSummary) -> Attribute:
@@ -59,22 +126,9 @@ def infer_attribute(column: ColumnSummary) -> Attribute:
     values than a summary tracks (``MAX_TRACKED_VALUES``): too many for a domain.
     """
     name = column.name
-    lo, hi = column.minimum, column.maximum
-    # A value of their own for missing cells, after the numbers (see the module docstring).
-    own: dict[str, Any] = {"missing": missing_code(column), "missing_at_end": True} if column.missing else {}
-    # numbers of every size float64 holds exactly (and whose spread it can divide into bins)
-    if column.numeric and lo is not None and hi is not None and max(abs(lo), abs(hi)) < 2.0**53:
-        if column.integer and hi - lo + 1 <= INFER_MAX_RANGE:
-            return OrdinalAttribute.integer_range(name, int(lo), int(hi), domain_from_data=True, **own)
-        width = _nice_width((hi - lo) / INFER_BINS if hi > lo else 1.0)
-        start = math.floor(lo / width) * width
-        stop = (math.floor(hi / width) + 1) * width
-        try:
-            bins = NumericBins(_tidy(start), _tidy(stop), _tidy(width))
-        except SchemaError:  # edges float64 cannot tell apart: propose the values themselves
-            bins = None
-        if bins is not None:
-            return OrdinalAttribute(name, bins=bins, domain_from_data=True, **own)
+    numbers = None if holds_codes(column) else infer_numbers(column)
+    if numbers is not None:
+        return numbers
     if column.values is None:
         raise SchemaError(
             f"column {name!r} has more than {MAX_TRACKED_VALUES:,} distinct values, too many for a domain; "
@@ -111,9 +165,9 @@ def infer_schema(table: pd.DataFrame, missing_values: Sequence[str] = ()) -> Sch
     Examples
     --------
     >>> import pandas as pd
-    >>> s = infer_schema(pd.DataFrame({"age": ["30", "41"], "sex": ["M", "F"]}))
+    >>> s = infer_schema(pd.DataFrame({"age": ["30", "41", "17"], "sex": ["1", "2", "2"], "job": ["b", "a", "b"]}))
     >>> [(a.name, a.kind, a.labels[:2], a.domain_from_data) for a in s]
-    [('age', 'ordinal', ('30', '31'), True), ('sex', 'nominal', ('F', 'M'), True)]
+    [('age', 'ordinal', ('17', '18'), True), ('sex', 'nominal', ('1', '2'), True), ('job', 'nominal', ('a', 'b'), True)]
     """
     return _inferred(summarize_frame(table, missing_values))
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -60,12 +60,8 @@ class ColumnSummary:
     missing_values: tuple[str, ...] = ()  # the texts meaning missing this summary counts as missing
     missing_counts: tuple[tuple[str, int], ...] = ()  # (text, cells) for each of them that occurs
     approximate: bool = False  # see with_missing_values
+    counted: int | None = None  # cells holding a value (missing ones aside); None when too many values to tell
     _raw: _RawColumn | None = field(default=None, compare=False, repr=False)
-
-    @property
-    def type_guess(self) -> Literal["ordinal", "nominal"]:
-        """Integers are ordinal (an ordered domain), numbers too (bins); text is nominal."""
-        return "ordinal" if self.numeric and self.distinct > 0 else "nominal"
 
     @property
     def kind_text(self) -> str:
@@ -251,6 +247,7 @@ class _RawColumn:
             empty=self.empty,
             missing_values=markers,
             missing_counts=occurring,
+            counted=sum(counts[v] for v in left),
             _raw=self,
         )
 

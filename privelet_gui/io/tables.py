@@ -72,6 +72,23 @@ _SAMPLE_BYTES = 1 << 16
 _SAMPLE_LINES = 100
 _PARQUET_MAGIC = b"PAR1"
 _GZIP_MAGIC = b"\x1f\x8b"
+# The first bytes of files that are no text table, and what to call them in a message.
+_BINARY_SIGNATURES: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF87a", "a GIF image"),
+    (b"GIF89a", "a GIF image"),
+    (b"%PDF-", "a PDF document"),
+    (b"PK\x03\x04", "a ZIP archive, or a spreadsheet saved as .xlsx or .ods (save it as CSV)"),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an old Excel (.xls) or Office file (save it as CSV)"),
+    (b"SQLite format 3\x00", "an SQLite database"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
+    (b"\xfd7zXZ\x00", "an xz archive (decompress it first)"),
+    (b"\x28\xb5\x2f\xfd", "a Zstandard archive (decompress it first)"),
+    (b"\x7fELF", "a program"),
+)
+# Bytes that no text table holds (control characters but tab, line breaks, form feed and escape).
+_CONTROL_BYTES = bytes([*range(0x00, 0x09), 0x0B, *range(0x0E, 0x1B), *range(0x1C, 0x20)])
 _NUMBER = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
@@ -186,6 +203,31 @@ def _read_sample(path: Path, gz: bool, size: int = _SAMPLE_BYTES) -> tuple[bytes
 
 def _gzip_error(path: Path, exc: BaseException) -> TableError:
     return TableError(f"{path}: cannot decompress the file ({_short(exc)}); is it a complete, valid .gz file?")
+
+
+def _check_text(path: Path, data: bytes, encoding: str | None = None) -> None:
+    """Refuse a file that is no text table (an image, a PDF, a spreadsheet renamed .csv) with a
+    message that says so, before its bytes are taken for rows with a delimiter problem. Text in
+    UTF-16 or UTF-32 (whose ASCII characters come with NUL bytes) is text."""
+    kind = next((name for magic, name in _BINARY_SIGNATURES if data.startswith(magic)), None)
+    if kind is None:
+        head = data[:4096]
+        wide = (encoding or "").lower().replace("_", "-").startswith(("utf-16", "utf-32"))
+        controls = len(head) - len(head.translate(None, _CONTROL_BYTES))
+        if head and not wide and not _looks_wide(head) and controls > len(head) // 10:
+            kind = "binary data"
+    if kind is not None:
+        raise TableError(
+            f"{path} is not a text table: it looks like {kind}. Open a CSV or TSV file (or gzip-compressed "
+            "CSV), or a Parquet file"
+        )
+
+
+def _looks_wide(head: bytes) -> bool:
+    """Whether ``head`` reads as UTF-16 text without a byte-order mark: a NUL byte beside most
+    characters, all on the same side (the encoding is then chosen by hand)."""
+    even, odd = head[0::2].count(0), head[1::2].count(0)
+    return max(even, odd) > len(head) // 4 and min(even, odd) <= max(even, odd) // 10
 
 
 def _decode_sample(path: Path, data: bytes, complete: bool, encoding: str) -> str:
@@ -304,6 +346,7 @@ def sniff_table(path: str | os.PathLike[str]) -> TableOptions:
     if fmt == "parquet":
         return TableOptions(format="parquet")
     data, complete = _read_sample(p, gz)
+    _check_text(p, data)
     encoding = _guess_encoding(data)
     lines = _sample_lines(_decode_sample(p, data, complete, encoding), complete)
     delimiter = sniff_delimiter(lines)
@@ -333,6 +376,7 @@ def _resolve(path: str | os.PathLike[str], options: TableOptions | None) -> _Sou
         columns, unreadable = _parquet_columns(p)
         return _Source(p, replace(options, format="parquet"), "parquet", False, columns, 0.0, unreadable)
     data, complete = _read_sample(p, gz)
+    _check_text(p, data, options.encoding)
     text = _decode_sample(p, data, complete, options.encoding)
     lines = _sample_lines(text, complete)
     if not lines:

@@ -5,15 +5,21 @@ Two kinds of views, labelled honestly:
 - data-independent ones (expected error from the exact variances, per-attribute
   factors, the noisy release itself) cost no privacy;
 - views that compare with the true data carry a visible banner saying so: they are
-  for the custodian's own machine and nothing from them goes into a release export.
+  for the custodian's own machine and nothing from them goes into a release export. Their
+  export buttons ask first (:data:`TRUE_DATA_CHOICES`: the noisy side alone where the view
+  has one, or everything), and a file with true data says so in itself: a first line
+  ``# `` + :data:`TRUE_DATA_MARK` in CSV (as seeded exports are marked), the mark as a second
+  title line in PNG and SVG.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import html
 import io
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +29,16 @@ import pyqtgraph.exporters as exporters
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QRect, Qt
 from PySide6.QtGui import QImage, QPainter, QWheelEvent
 from PySide6.QtSvg import QSvgGenerator
-from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QMessageBox, QPushButton, QVBoxLayout, QWidget
 
 from ..engine import AttributeFactors, QuintileRow, mechanism_name
 from ..io import atomic_write
+from ..io.releases import LABEL_SUFFIX
 from .widgets import Banner
 
 __all__ = [
+    "TRUE_DATA_CHOICES",
+    "TRUE_DATA_MARK",
     "TRUE_DATA_WARNING",
     "AttributeFactorPlot",
     "ChartWidget",
@@ -37,6 +46,8 @@ __all__ = [
     "HeatmapPlot",
     "MarginalComparisonPlot",
     "PlotView",
+    "TrueDataQuestion",
+    "true_data_question_text",
 ]
 
 #: Shown on every view that reads the true data.
@@ -45,6 +56,20 @@ TRUE_DATA_WARNING = (
     "Nothing shown here goes into an exported release."
 )
 
+#: What an export of a view that reads the true data says in the file itself.
+TRUE_DATA_MARK = "USES THE TRUE DATA - for the data custodian's machine only, NOT for publication"
+#: The answers to "export a view that reads the true data?": (key, button text).
+TRUE_DATA_CHOICES = {
+    "noisy": "Export the noisy counts only",
+    "true": "Export with the true data (marked)",
+    "cancel": "Cancel",
+}
+#: Asks which export of a true-data view to write: (format, whether it has a noisy side) ->
+#: a key of :data:`TRUE_DATA_CHOICES`. The app's asks through its dialogs (tests answer it).
+TrueDataQuestion = Callable[[str, bool], str]
+
+MARK_COLOUR = "#B00020"  # the true-data mark in an exported image: dark red, bold
+MARKED_TITLE_HEIGHT = 58  # pixels for the two lines of a marked title (one line has 30)
 # Colour-blind-safe (Okabe-Ito): Basic in vermillion, Privelet+ in blue, plain Privelet in bluish green.
 MECHANISM_COLOURS = {
     "basic": "#D55E00", "privelet+": "#0072B2", "privelet": "#009E73", "true": "#7F7F7F", "noisy": "#0072B2",
@@ -137,7 +162,8 @@ class PlotView(QWidget):
     a warning banner.
 
     ``export_png``/``export_svg``/``export_csv`` take a path (tests, scripts) or, with
-    none, ask with a file dialog (pyqtgraph's ``export(path=None)`` convention).
+    none, ask with a file dialog (pyqtgraph's ``export(path=None)`` convention). The export
+    buttons of a view that reads the true data ask first (:meth:`export_clicked`).
     The legend sits in a row under the chart, where it covers no data (the first bar, the
     first point of a line); ``legend_below=False`` puts it over the top-left corner instead,
     for a figure that keeps room there.
@@ -178,14 +204,21 @@ class PlotView(QWidget):
         self.reset_button.setEnabled(False)
         self.reset_button.clicked.connect(self.reset_view)
         buttons.addWidget(self.reset_button)
-        for text, slot in (("PNG…", self.export_png), ("SVG…", self.export_svg), ("Data (CSV)…", self.export_csv)):
+        self.export_buttons: dict[str, QPushButton] = {}
+        for text, fmt in (("PNG…", "png"), ("SVG…", "svg"), ("Data (CSV)…", "csv")):
             button = QPushButton(text)
             button.setToolTip(f"Export this view as {text.rstrip('…')}")
-            button.clicked.connect(lambda _=False, s=slot: s())
+            button.clicked.connect(lambda _=False, f=fmt: self.export_clicked(f))
             buttons.addWidget(button)
+            self.export_buttons[fmt] = button
         layout.addLayout(buttons)
         self._header: list[str] = []
         self._rows: list[Sequence[object]] = []
+        #: The columns of the table that come from the release alone (a true-data view's noisy
+        #: side, exported on its own when asked), or None: every column reads the true data.
+        self.noisy_columns: tuple[int, ...] | None = None
+        #: Asks before a true-data export (None: a message box of its own).
+        self.true_data_question: TrueDataQuestion | None = None
 
     # -- data behind the plot ---------------------------------------------------------
     def set_table(self, header: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
@@ -214,15 +247,71 @@ class PlotView(QWidget):
         self.reset_button.setEnabled(True)
 
     # -- exports ----------------------------------------------------------------------
-    def export_png(self, path: str | Path | None = None) -> Path | None:
-        exporter = exporters.ImageExporter(self.plot_item)
-        exporter.parameters()["width"] = max(800, int(self.plot_widget.width()))
-        return self._write(path, "PNG image (*.png)", lambda: _png_bytes(exporter.export(toBytes=True)))
+    def export_clicked(self, fmt: str) -> Path | None:
+        """An export button: for a view that reads the true data, ask first what to write (and
+        nothing when cancelled); then the file dialog. The file written, or None."""
+        if not self.uses_true_data:
+            return self.export_png() if fmt == "png" else self.export_svg() if fmt == "svg" else self.export_csv()
+        noisy_side = fmt == "csv" and self.noisy_columns is not None
+        ask = self.true_data_question or self._ask_true_data
+        choice = ask(fmt, noisy_side)
+        if choice == "noisy" and noisy_side:
+            return self.export_csv(noisy_only=True)
+        if choice != "true":
+            return None
+        if fmt == "csv":
+            return self.export_csv()
+        return self.export_png(marked=True) if fmt == "png" else self.export_svg(marked=True)
 
-    def export_svg(self, path: str | Path | None = None) -> Path | None:
+    def _ask_true_data(self, fmt: str, noisy_side: bool) -> str:
+        box = QMessageBox(QMessageBox.Icon.Warning, "Export data computed from the true table?",
+                          true_data_question_text(fmt, noisy_side), QMessageBox.StandardButton.NoButton, self)
+        keys = ("noisy", "true", "cancel") if noisy_side else ("true", "cancel")
+        buttons = {box.addButton(TRUE_DATA_CHOICES[key], QMessageBox.ButtonRole.AcceptRole
+                                 if key != "cancel" else QMessageBox.ButtonRole.RejectRole): key for key in keys}
+        first = next(iter(buttons))
+        box.setDefaultButton(first)
+        box.setEscapeButton(list(buttons)[-1])
+        box.exec()
+        return buttons.get(box.clickedButton(), "cancel")  # type: ignore[call-overload]
+
+    def export_png(self, path: str | Path | None = None, *, marked: bool = False) -> Path | None:
+        """The plot as PNG; ``marked`` adds :data:`TRUE_DATA_MARK` to its title."""
+        def render() -> bytes:
+            with self._marked_title(marked):
+                exporter = exporters.ImageExporter(self.plot_item)
+                exporter.parameters()["width"] = max(800, int(self.plot_widget.width()))
+                return _png_bytes(exporter.export(toBytes=True))
+
+        return self._write(path, "PNG image (*.png)", render)
+
+    def export_svg(self, path: str | Path | None = None, *, marked: bool = False) -> Path | None:
+        """The plot as SVG; ``marked`` adds :data:`TRUE_DATA_MARK` to its title."""
         # pyqtgraph 0.14's SVGExporter cannot parse the closed paths ("... Z") that Qt 6.12
         # writes (pyqtgraph issue #3485), so the plot is drawn through Qt's own SVG generator.
-        return self._write(path, "SVG image (*.svg)", self._svg_bytes)
+        def render() -> bytes:
+            with self._marked_title(marked):
+                return self._svg_bytes()
+
+        return self._write(path, "SVG image (*.svg)", render)
+
+    @contextlib.contextmanager
+    def _marked_title(self, marked: bool) -> Iterator[None]:
+        """While an image is drawn: :data:`TRUE_DATA_MARK` as a second, red title line."""
+        if not marked:
+            yield
+            return
+        title = self.plot_item.titleLabel.text
+        self.plot_item.setTitle(
+            f"{title}<br><span style='color:{MARK_COLOUR}; font-weight:bold'>{html.escape(TRUE_DATA_MARK)}</span>"
+        )
+        self.plot_item.layout.setRowFixedHeight(0, MARKED_TITLE_HEIGHT)
+        self.plot_item.layout.activate()
+        try:
+            yield
+        finally:
+            self.plot_item.setTitle(title)
+            self.plot_item.layout.activate()
 
     def _svg_bytes(self) -> bytes:
         data = QByteArray()
@@ -240,12 +329,23 @@ class PlotView(QWidget):
         buffer.close()
         return bytes(data.data())
 
-    def export_csv(self, path: str | Path | None = None) -> Path | None:
+    def export_csv(self, path: str | Path | None = None, *, noisy_only: bool = False) -> Path | None:
+        """The numbers drawn as CSV. A view that reads the true data writes them all, its first
+        line ``# `` + :data:`TRUE_DATA_MARK`, or with ``noisy_only`` its noisy columns alone."""
+        if noisy_only and self.noisy_columns is None:
+            raise ValueError("this view has no noisy side to export alone")
+        keep = self.noisy_columns if noisy_only else None
+
+        def pick(row: Sequence[object]) -> list[object]:
+            return list(row) if keep is None else [row[i] for i in keep]
+
         def table() -> bytes:
             text = io.StringIO()
+            if self.uses_true_data and not noisy_only:
+                text.write(f"# {TRUE_DATA_MARK}\n")
             writer = csv.writer(text, lineterminator="\n")
-            writer.writerow(self._header)
-            writer.writerows(self._rows)
+            writer.writerow(pick(self._header))
+            writer.writerows(pick(row) for row in self._rows)
             return text.getvalue().encode("utf-8")
 
         return self._write(path, "CSV table (*.csv)", table)
@@ -266,6 +366,16 @@ class PlotView(QWidget):
                 return None
             path = chosen
         return Path(path)
+
+
+def true_data_question_text(fmt: str, noisy_side: bool) -> str:
+    """What the question before a true-data export says."""
+    what = "chart" if fmt in ("png", "svg") else "table"
+    text = (f"This {what} was computed from the true table, on this machine: it is not private. Exported, it says "
+            "so in the file itself; keep such a file on this machine and never publish it.")
+    if noisy_side:
+        text += " The noisy counts alone come from the release: exported on their own, they may be published with it."
+    return text
 
 
 def _png_bytes(image: QImage) -> bytes:
@@ -389,17 +499,28 @@ class MarginalComparisonPlot(PlotView):
         }
         for bars in self.bars.values():
             self.plot_item.addItem(bars)
+        self.noisy_columns = (0, 2)  # the values and their noisy counts: the release's alone
 
-    def set_marginals(self, attribute: str, labels: Sequence[str], true: np.ndarray, noisy: np.ndarray) -> None:
+    def set_marginals(
+        self, attribute: str, labels: Sequence[str], true: np.ndarray, noisy: np.ndarray,
+        shown: Sequence[str] | None = None,
+    ) -> None:
+        """Draw an attribute's marginals: ``labels`` are its codes, ``shown`` their display
+        labels (the axis shows these; the table has them beside the codes), if it has any."""
         xs = np.arange(len(labels), dtype=float)
         self.bars["true"].setOpts(x=xs - 0.2, height=np.asarray(true, dtype=float))
         self.bars["noisy"].setOpts(x=xs + 0.2, height=np.asarray(noisy, dtype=float))
         self.plot_item.setLabel("bottom", attribute)
-        step = max(1, len(labels) // 20)
-        self.plot_item.getAxis("bottom").setTicks([[(i, labels[i]) for i in range(0, len(labels), step)]])
+        _label_axis(self.plot_item.getAxis("bottom"), shown or labels, 0.0)
+        counts = [[float(t), float(n)] for t, n in zip(true, noisy)]
+        if shown is None:
+            self.noisy_columns = (0, 2)
+            self.set_table([attribute, "true_count", "noisy_count"], [[code, *c] for code, c in zip(labels, counts)])
+            return
+        self.noisy_columns = (0, 1, 3)
         self.set_table(
-            [attribute, "true_count", "noisy_count"],
-            [[label, float(t), float(n)] for label, t, n in zip(labels, true, noisy)],
+            [attribute, attribute + LABEL_SUFFIX, "true_count", "noisy_count"],
+            [[code, text, *c] for code, text, c in zip(labels, shown, counts)],
         )
 
 
@@ -413,19 +534,40 @@ class HeatmapPlot(PlotView):
         self.colour_bar = pg.ColorBarItem(colorMap=pg.colormap.get("viridis"), label="noisy count")
         self.colour_bar.setImageItem(self.image, insert_in=self.plot_item)
 
-    def set_marginal(self, rows: tuple[str, Sequence[str]], columns: tuple[str, Sequence[str]], values: np.ndarray) -> None:
+    def set_marginal(
+        self, rows: tuple[str, Sequence[str]], columns: tuple[str, Sequence[str]], values: np.ndarray,
+        shown: tuple[Sequence[str] | None, Sequence[str] | None] = (None, None),
+    ) -> None:
+        """Draw a two-attribute marginal: ``rows`` and ``columns`` are (attribute, codes),
+        ``shown`` their display labels where they have some (on the axes, and in the table
+        beside the codes)."""
         values = np.asarray(values, dtype=float)
         self.image.setImage(values, autoLevels=False)
         low, high = float(values.min()), float(values.max())
         self.colour_bar.setLevels((low, high if high > low else low + 1))
         self.plot_item.setLabel("bottom", rows[0])
         self.plot_item.setLabel("left", columns[0])
-        # Cell i spans [i, i + 1]: label its middle (at most about 20 labels per axis).
-        for axis, labels in (("bottom", rows[1]), ("left", columns[1])):
-            step = max(1, len(labels) // 20)
-            self.plot_item.getAxis(axis).setTicks([[(i + 0.5, labels[i]) for i in range(0, len(labels), step)]])
+        # Cell i spans [i, i + 1]: label its middle.
+        for axis, labels, texts in (("bottom", rows[1], shown[0]), ("left", columns[1], shown[1])):
+            _label_axis(self.plot_item.getAxis(axis), texts or labels, 0.5)
+        header: list[str] = []
+        keys: list[list[list[str]]] = []
+        for (name, labels), texts in zip((rows, columns), shown, strict=True):
+            header += [name] if texts is None else [name, name + LABEL_SUFFIX]
+            keys.append([[code] if texts is None else [code, texts[i]] for i, code in enumerate(labels)])
         self.set_table(
-            [rows[0], columns[0], "noisy_count"],
-            [[r, c, float(values[i, j])] for i, r in enumerate(rows[1]) for j, c in enumerate(columns[1])],
+            [*header, "noisy_count"],
+            [[*r, *c, float(values[i, j])] for i, r in enumerate(keys[0]) for j, c in enumerate(keys[1])],
         )
         self.plot_item.getViewBox().autoRange()
+
+
+def _label_axis(axis: pg.AxisItem, labels: Sequence[str], offset: float) -> None:
+    """Label an axis of categories with ``labels`` (value ``i`` at ``i + offset``): about 20 at
+    most, a long label cut to 24 characters (the table has it whole)."""
+    step = max(1, len(labels) // 20)
+    axis.setTicks([[(i + offset, _short_label(labels[i])) for i in range(0, len(labels), step)]])
+
+
+def _short_label(text: str, most: int = 24) -> str:
+    return text if len(text) <= most else text[: most - 1] + "…"

@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..engine import (
+    EPSILON_MAX,
+    EPSILON_MIN,
     SAMPLER,
     Attribute,
     HierarchyError,
@@ -41,6 +43,7 @@ from ..engine import (
     Sampler,
     Schema,
     SchemaError,
+    check_epsilon,
     recommend_sa,
 )
 from ..engine.counting import InvalidPolicy
@@ -48,7 +51,7 @@ from ..engine.model.schema import OutOfRange, check_missing_values
 from ..engine.spec import Mechanism
 from ..formatting import counted
 from ..io import ColumnSummary, TableSummary, infer_attribute
-from ..io.inference import MISSING_LABEL, free_root_label, missing_code
+from ..io.inference import MISSING_LABEL, free_root_label, infer_numbers, missing_code
 from ..io.ledger import BudgetCheck, spending_summary
 from ..io.project import Project, WorkloadChoice
 from .events import Event
@@ -61,14 +64,17 @@ if TYPE_CHECKING:
     from ..engine import Suggestion
 
 __all__ = [
+    "EPSILON_FORMAT_TEXT",
     "MAX_CELLS",
     "MAX_DEFAULT_VALUES",
     "AttributeConfig",
     "Workspace",
     "WorkspaceEvents",
     "config_from_attribute",
+    "epsilon_text",
     "infer_config",
     "parse_bin_edges",
+    "parse_epsilon",
 ]
 
 Kind = Literal["ordinal", "nominal"]
@@ -192,6 +198,48 @@ class AttributeConfig:
         return f"{len(self.values):,} values: {shown}{own}"
 
 
+#: What a typed epsilon must look like: the engine's range, and the decimal separator.
+EPSILON_FORMAT_TEXT = (
+    f"a number from {EPSILON_MIN:g} to {EPSILON_MAX:g}, written with a point as the decimal separator "
+    "(0.5, 2, 1e-3)"
+)
+# A plain decimal number, or one in scientific notation: no sign, no comma, no digit group.
+_EPSILON_PATTERN = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def parse_epsilon(text: str) -> float:
+    """The epsilon ``text`` says, exactly, when the engine accepts it; else a PriveletError
+    naming the range and the decimal separator (never another number: ``0,5`` is refused, not
+    read as 5).
+
+    >>> parse_epsilon(" 1e-3 "), parse_epsilon("5000")
+    (0.001, 5000.0)
+    >>> parse_epsilon("0,5")
+    Traceback (most recent call last):
+    ...
+    privelet_gui.engine.errors.PriveletError: epsilon must be a number from 1e-12 to 1e+12, written with a point as the decimal separator (0.5, 2, 1e-3); got '0,5' (a comma is no decimal separator here: 0.5)
+    """
+    typed = text.strip()
+    hint = f" (a comma is no decimal separator here: {typed.replace(',', '.')})" if "," in typed else ""
+    refused = PriveletError(f"epsilon must be {EPSILON_FORMAT_TEXT}; got {typed!r}{hint}")
+    if not _EPSILON_PATTERN.fullmatch(typed):
+        raise refused
+    try:
+        return check_epsilon(float(typed))
+    except (PriveletError, OverflowError):
+        raise refused from None
+
+
+def epsilon_text(epsilon: float) -> str:
+    """An epsilon as typed back: the shortest text that reads as exactly this number.
+
+    >>> epsilon_text(0.5), epsilon_text(2.0), epsilon_text(1e-12), epsilon_text(5000.0)
+    ('0.5', '2', '1e-12', '5000')
+    """
+    text = repr(float(epsilon))
+    return text[:-2] if text.endswith(".0") else text
+
+
 def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
@@ -298,6 +346,12 @@ def infer_config(column: ColumnSummary, history: History | None = None) -> Attri
         # The values a switch to "values" starts from are the data's own (a switch to nominal
         # builds its flat tree from them then: Workspace.set_attribute).
         config.values = tuple(values)
+    elif (numbers := infer_numbers(column)) is not None:
+        # Codes written as numbers: a switch to an ordinal range or bins starts from the numbers'.
+        if numbers.bins is not None:
+            config.bins = (numbers.bins.start, numbers.bins.stop, numbers.bins.width)
+        if column.integer and column.minimum is not None and column.maximum is not None:
+            config.lo, config.hi = int(column.minimum), int(column.maximum)
     if not values:
         config.include = False
         config.note = "the column is empty"
@@ -881,10 +935,8 @@ class Workspace:
             tree = _flat_tree([*labels, *([own] if own is not None and labels else [])], self.history, config.name)
             self._watch(tree)
             changes["hierarchy"] = tree
-        domain_keys = {"mode", "values", "lo", "hi", "bins", "bin_edges", "open_below", "open_above", "hierarchy"}
-        if domain_keys & set(changes) and "domain_from_data" not in changes and config.domain_from_data:
-            # A domain the user typed in is theirs: it is no longer "taken from the data".
-            changes["domain_from_data"] = False
+        # No edit clears "taken from the data" by itself (see confirm_domain_public): a tree built
+        # from the observed values, a range or list edited from the data's own, all still reveal them.
         label = text or f"Change {config.name}: " + ", ".join(sorted(changes))
 
         def apply(name: str, value: Any) -> None:
@@ -920,6 +972,14 @@ class Workspace:
             edges = tuple(bins.edge(i) for i in range(bins.count + 1)) if bins.count < MAX_EDITED_EDGES else (
                 float(bins.start), float(bins.stop))
         self.set_bin_edges(column, edges)
+
+    def confirm_domain_public(self, column: str, text: str | None = None) -> None:
+        """The custodian says the column's domain is public knowledge (undoable). With an import
+        of a public domain (a hierarchy file, a schema), the only way a domain taken from the
+        data loses its flag: no other edit clears it, since a domain derived from the observed
+        values (a tree of them, a range or list edited from them) still reveals them."""
+        config = self.config(column)
+        self.set_attribute(column, text or f"{config.name}: domain confirmed public", domain_from_data=False)
 
     def include_every_column(self, include: bool = True) -> int:
         """Include (or exclude) every column as one undoable change, announced once (views
@@ -1023,7 +1083,10 @@ class Workspace:
         setattr(self, name, value)
 
     def set_epsilon(self, epsilon: float) -> None:
-        self.set_privacy(f"Set epsilon to {epsilon:g}", merge="epsilon", epsilon=float(epsilon))
+        """Set epsilon (undoable); a PriveletError if the engine would refuse it (see :func:`parse_epsilon`
+        for typed text)."""
+        epsilon = check_epsilon(epsilon)
+        self.set_privacy(f"Set epsilon to {epsilon_text(epsilon)}", merge="epsilon", epsilon=epsilon)
 
     def set_sampler(self, sampler: Sampler) -> None:
         """Choose the noise sampler (undoable; checked when the release spec is made)."""

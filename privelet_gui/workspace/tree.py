@@ -206,12 +206,20 @@ class _Edit(Change):
             self._built = True
         else:
             self._inverses = [inverse for op in self._ops if (inverse := tree._apply(op)) is not None]
+        self._count(+1)
         tree._edited()
 
     def undo(self) -> None:
+        self._count(-1)
         for op in reversed(self._inverses):
             self._tree._apply(op)
         self._tree._edited()
+
+    def _count(self, step: int) -> None:
+        """An edit of the tree in place (not a replacement of it) counts for its root."""
+        if self._ops and not any(op[0] == "reset" for op in self._ops):
+            counts = self._tree._edits
+            counts[self._tree.root.uid] = counts.get(self._tree.root.uid, 0) + step
 
     @property
     def obsolete(self) -> bool:
@@ -234,6 +242,7 @@ class HierarchyTree:
         self._nodes: dict[int, TreeNode] = {}
         self._recording: tuple[list[Op], list[Op]] | None = None
         self._cache: dict[str, Any] = {}
+        self._edits: dict[int, int] = {}  # root uid -> edits made to that tree in place (undone ones not counted)
         self._root = tree_from_hierarchy(tree) if isinstance(tree, Hierarchy) else tree
         self._register(self._root)
 
@@ -329,6 +338,11 @@ class HierarchyTree:
             if len(missing) > limit:
                 problems.append(Problem("missing", f"... and {len(missing) - limit:,} more data values missing from the hierarchy"))
         return problems
+
+    def is_edited(self) -> bool:
+        """Whether replacing the tree would lose the custodian's work: it has groups under its
+        root, or was edited since it was built, imported or opened (undone edits aside)."""
+        return self._edits.get(self._root.uid, 0) > 0 or any(child.is_group for child in self._root.children)
 
     def display_labels(self) -> dict[str, str]:
         """Code -> display label of every node that has one."""
@@ -517,18 +531,30 @@ class HierarchyTree:
 
     def set_display_label(self, node: TreeNode, text: str | None) -> bool:
         """Show ``text`` for the node (empty, None or its code: no display label); its code,
-        and so what it counts, stays."""
+        and so what it counts, stays. The groups :meth:`add_leaves_at_depth` made for a value
+        follow its label (see :meth:`set_display_labels`)."""
         display = _display_text(node, text)
         if display == node.display:
             return False
         what = f"Label {node.label!r} {display!r}" if display is not None else f"Remove the label of {node.label!r}"
-        return self._push(what, lambda: self._do(("relabel", node.uid, display)))
+        changes = [(node, display), *_made_group_labels(node, display)]
+
+        def build() -> None:
+            for changed, shown in changes:
+                self._do(("relabel", changed.uid, shown))
+
+        return self._push(what, build)
 
     def set_display_labels(self, labels: Mapping[str, str], text: str = "Import labels") -> int:
         """Give every node whose code ``labels`` names that display label, as one edit; the
-        number of nodes whose label changed."""
+        number of nodes whose label changed. A group :meth:`add_leaves_at_depth` made for a
+        value (``N (group)``), unless labelled itself, shows the value's label too
+        (``N/A (group)``)."""
         targets = [(node, _display_text(node, labels[node.label])) for node in self._root.walk() if node.label in labels]
         changes = [(node, display) for node, display in targets if display != node.display]
+        named = {node.uid for node, _ in targets}
+        changes += [(group, shown) for node, display in changes for group, shown in _made_group_labels(node, display)
+                    if group.uid not in named]
         if not changes:
             return 0
 
@@ -691,6 +717,25 @@ def _display_text(node: TreeNode, text: str | None) -> str | None:
     none (empty, or the code itself)."""
     shown = " ".join((text or "").split())[:MAX_DISPLAY_LABEL]
     return None if not shown or shown == node.label else shown
+
+
+def _made_group_labels(leaf: TreeNode, display: str | None) -> list[tuple[TreeNode, str | None]]:
+    """The labels of the groups :meth:`HierarchyTree.add_leaves_at_depth` made for ``leaf``
+    (``"<code> (group)"``, each the only child of the next) once the leaf shows ``display``:
+    ``"<display> (group)"`` (None without one). A group labelled otherwise by the custodian keeps its label."""
+    if leaf.is_group:
+        return []
+    old = None if leaf.display is None else f"{leaf.display} (group)"
+    new = None if display is None else f"{display} (group)"
+    made: list[tuple[TreeNode, str | None]] = []
+    node = leaf
+    while (group := node.parent) is not None and len(group.children) == 1 and group.parent is not None:
+        if group.label.rstrip("'") != f"{leaf.label} (group)":
+            break
+        if group.display in (None, old):
+            made.append((group, _display_text(group, new)))
+        node = group
+    return made
 
 
 def _ancestors(node: TreeNode) -> Iterator[TreeNode]:

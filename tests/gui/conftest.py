@@ -147,6 +147,9 @@ class FakeDialogs:
         self.budget_checks: list[Any] = []  # the BudgetCheck of each such question
         self.seeded_answer = False  # export a seeded release
         self.seeded_asked: list[str] = []  # the release files asked about
+        self.item_answers: dict[str, str] = {}  # answers to choose_item(kind, ...) (default: cancelled)
+        self.items: dict[str, list[str]] = {}  # the items of the last choose_item question of each kind
+        self.item_current: dict[str, str | None] = {}  # the item it offered first
 
     def error(self, title: str, error: BaseException | str) -> None:
         self.errors.append((title, str(error)))
@@ -167,6 +170,15 @@ class FakeDialogs:
 
     def get_text(self, title: str, label: str, text: str = "") -> str | None:
         return self.text_answer
+
+    def choose_item(self, kind: str, title: str, label: str, items: list[str], current: str | None = None) -> str | None:
+        self.asked.append(kind)
+        self.texts[kind] = label
+        self.items[kind] = list(items)
+        self.item_current[kind] = current
+        answer = self.item_answers.get(kind)
+        assert answer is None or answer in items, f"{answer!r} is not among the choices {items}"
+        return answer
 
     def ask_spend_budget(self, check: Any) -> bool:
         self.asked.append("spend-budget")

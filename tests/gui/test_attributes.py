@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from PySide6.QtCore import Qt
 
 from privelet_gui import io as pio
@@ -79,6 +81,31 @@ def test_data_derived_domains_are_flagged_until_confirmed(window, qtbot):
     assert doc.config("sex").domain_from_data
 
 
+def test_switching_a_data_domain_to_nominal_keeps_it_not_private(window, qtbot, tmp_path):
+    """Issue 39, item 1: Type Ordinal -> Nominal builds a flat tree of the observed values, which
+    is still a domain taken from the data: flagged in the table, the banners, the Release step
+    and the saved project."""
+    with qtbot.waitSignal(window.tableLoaded, timeout=30_000):
+        window.open_table(pio.sample_table_path(), pio.sniff_table(pio.sample_table_path()))
+    doc = window.document
+    panel = window.attributes_panel
+    row = [c.column for c in doc.configs].index("age")
+    privacy = panel.model.index(row, AttributesModel.PRIVACY)
+    assert privacy.data() == "from the data: not private" and doc.config("age").kind == "ordinal"
+    panel.select("age")
+    panel.editor.nominal.click()  # the Type radio button
+    config = doc.config("age")
+    assert config.kind == "nominal" and len(config.hierarchy.leaves()) == 72
+    assert privacy.data() == "from the data: not private"
+    assert panel.editor.private_banner.isVisibleTo(panel.editor) and panel.banner.isVisibleTo(panel)
+    assert "age" in window.release_panel.setup_labels["domains"].text() and "NOT private" in window.release_panel.setup_labels["domains"].text()
+    path = tmp_path / "p.privelet"
+    assert window.save_project(path)
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    (age,) = [a for a in saved["schema"]["attributes"] if a["name"] == "age"]
+    assert age["type"] == "nominal" and age["domain_from_data"] is True
+
+
 def test_too_large_a_matrix_blocks_the_release(sample_window):
     doc = sample_window.document
     model = sample_window.attributes_panel.model
@@ -94,7 +121,7 @@ def test_too_large_a_matrix_blocks_the_release(sample_window):
 
 def test_empty_cells_can_be_mapped_to_a_value(window, qtbot, tmp_path):
     path = tmp_path / "t.csv"
-    path.write_text("sex,age\nF,30\n,\nM,52\n")
+    path.write_text("sex,age\nF,30\n,\nM,52\nF,41\n")  # three ages: two values would be a code (1/2)
     with qtbot.waitSignal(window.tableLoaded, timeout=10_000):
         window.open_table(path, pio.sniff_table(path))
     doc = window.document

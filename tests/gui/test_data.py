@@ -12,6 +12,7 @@ import pytest
 from privelet_gui import io as pio
 from privelet_gui.engine import Cancelled
 from privelet_gui.io import summarize_table
+from privelet_gui.io.inference import guess_kind
 from privelet_gui.workspace.jobs import classify_file
 
 
@@ -32,13 +33,39 @@ def test_a_table_is_read_in_the_worker_with_progress(window, qtbot, tmp_path):
     assert not window.data_panel.progress.isVisibleTo(window.data_panel)
     assert fractions and fractions[-1] == 1.0
     age = summary.column("age")
-    assert (age.integer, age.minimum, age.maximum, age.distinct, age.type_guess) == (True, 0, 96, 97, "ordinal")
+    assert (age.integer, age.minimum, age.maximum, age.distinct, guess_kind(age)) == (True, 0, 96, 97, "ordinal")
     region = summary.column("region")
-    assert (region.numeric, region.distinct, region.type_guess) == (False, 13, "nominal")
+    assert (region.numeric, region.distinct, guess_kind(region)) == (False, 13, "nominal")
     # The per-column summary is shown.
     model = window.data_panel.summary_model
     assert model.rowCount() == 3
     assert model.index(2, 0).data() == "region" and model.index(2, 3).data() == "13"
+
+
+def test_codes_written_as_numbers_start_nominal_in_the_data_and_attributes_steps(window, qtbot, tmp_path):
+    """Issue 39, item 6: 1/2 for sex and industry codes are nominal from the start (every code
+    its own value, in numeric order); a switch to ordinal starts from the numbers' range."""
+    from privelet_gui.gui.models.attributes_model import AttributesModel
+
+    path = tmp_path / "people.csv"
+    codes = ["170", "180", "770", "3390", "7860", "8680"]
+    rows = [f"{20 + i % 50},{1 + i % 2},{codes[i % 6]}" for i in range(60)]
+    path.write_text("AGEP,SEX,INDP\n" + "\n".join(rows) + "\n")
+    with qtbot.waitSignal(window.tableLoaded, timeout=30_000):
+        assert window.open_table(path, pio.sniff_table(path))
+    summary_model = window.data_panel.summary_model
+    assert [summary_model.index(row, 2).data() for row in range(3)] == ["ordinal", "nominal", "nominal"]
+    doc = window.document
+    attributes = window.attributes_panel.model
+    assert [attributes.index(row, AttributesModel.TYPE).data() for row in range(3)] == ["ordinal", "nominal", "nominal"]
+    assert doc.schema()["INDP"].hierarchy.leaves == tuple(codes)
+    assert doc.schema()["SEX"].hierarchy.leaves == ("1", "2")
+    window.attributes_panel.select("INDP")
+    window.attributes_panel.editor.ordinal.click()
+    window.attributes_panel.editor.mode.setCurrentIndex(window.attributes_panel.editor.mode.findData("range"))
+    assert (doc.config("INDP").lo, doc.config("INDP").hi) == (170, 8680)
+    window.attributes_panel.editor.mode.setCurrentIndex(window.attributes_panel.editor.mode.findData("bins"))
+    assert doc.config("INDP").bins == (100, 8700, 100)
 
 
 def test_reading_options_can_be_changed_keeping_the_settings(sample_window, qtbot, dialogs):

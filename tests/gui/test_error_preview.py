@@ -151,3 +151,36 @@ def test_a_zarr_release_folder_opens_in_the_workbench(window, qtbot, tmp_path):
     np.testing.assert_array_equal(bench.release.noisy, release.noisy)
     qtbot.waitUntil(lambda: bench.last_answer is not None, timeout=20_000)
     assert bench.last_answer.noisy_count == pytest.approx(release.noisy.sum())
+
+
+def test_exporting_the_true_marginals_asks_and_marks_the_file(sample_window, qtbot, tmp_path, dialogs, monkeypatch):
+    """Issue 39, item 2, in the app: Error preview -> Marginals -> "Data (CSV)..." asks first
+    (Cancel by default), writes the noisy side alone or, when asked for, the true counts marked."""
+    from PySide6.QtWidgets import QFileDialog
+
+    from privelet_gui.qt.plots import TRUE_DATA_MARK
+
+    window = sample_window
+    targets = iter([tmp_path / "noisy.csv", tmp_path / "both.csv"])
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(lambda *args: (str(next(targets)), "")))
+    assert window.document.measure_error
+    with qtbot.waitSignal(window.releaseFinished, timeout=120_000):
+        assert window.run_release()
+    panel = window.release_panel.preview
+    panel.tabs.setCurrentIndex(1)  # Marginals
+    panel.marginal_attribute.setCurrentText("sex")
+    qtbot.waitUntil(lambda: panel.marginal.table[0][:1] == ["sex"], timeout=20_000)
+    button = panel.marginal.export_buttons["csv"]
+    button.click()  # the fake's default answer: Cancel
+    assert dialogs.asked[-1] == "export-true-data" and dialogs.warnings["export-true-data"]
+    assert "computed from the true table" in dialogs.texts["export-true-data"]
+    assert not list(tmp_path.glob("*.csv"))
+    dialogs.choices["export-true-data"] = "noisy"
+    button.click()
+    noisy = (tmp_path / "noisy.csv").read_text(encoding="utf-8").splitlines()
+    assert noisy[0] == "sex,noisy_count" and len(noisy) == 3 and "true" not in "".join(noisy).lower()
+    dialogs.choices["export-true-data"] = "true"
+    button.click()
+    both = (tmp_path / "both.csv").read_text(encoding="utf-8").splitlines()
+    assert both[:2] == [f"# {TRUE_DATA_MARK}", "sex,true_count,noisy_count"]
+    assert sum(float(line.split(",")[1]) for line in both[2:]) == window.document.outcome.report.rows_counted

@@ -32,6 +32,26 @@ def test_malformed_table_shows_an_error_and_the_app_stays_usable(window, qtbot, 
     assert not window.data_panel.error.isVisibleTo(window.data_panel)
 
 
+def test_a_picture_renamed_csv_is_reported_as_no_text_table(window, qtbot, tmp_path, dialogs):
+    """Issue 39, item 6: the import dialog and the read both say "not a text table", and the
+    import dialog offers nothing to read."""
+    from tests.io.test_tables import _png_bytes
+
+    picture = tmp_path / "chart.csv"
+    picture.write_bytes(_png_bytes())
+    dialog = ImportDialog(picture)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    assert dialog.banner.isVisibleTo(dialog) and "chart.csv is not a text table: it looks like a PNG image" in dialog.banner.text()
+    assert "delimiter" not in dialog.banner.text()
+    assert not dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).isEnabled()
+    with qtbot.waitSignal(window.tableFailed, timeout=10_000):
+        assert window.open_table(picture, pio.TableOptions())
+    (title, message), = dialogs.errors
+    assert "chart.csv" in title and "is not a text table: it looks like a PNG image" in message
+    assert "delimiter" not in message
+
+
 def test_an_unreadable_file_shows_no_empty_suggestion_button(qtbot, tmp_path):
     """The missing-values suggestion (a label and a button) belongs to a readable preview: on a
     file that cannot be read it was left showing, as an empty button (seen in a real window)."""

@@ -53,7 +53,10 @@ def test_whole_flow_on_the_sample(window, qtbot, tmp_path, dialogs):
     panel.editor.lo.setValue(0)
     panel.editor.hi.setValue(99)
     assert doc.schema()["age"].size == 100
-    assert not doc.config("age").domain_from_data  # typed in by the custodian: public
+    assert doc.config("age").domain_from_data  # edited from the data's 17..90: still taken from the data
+    assert panel.editor.private_banner.isVisibleTo(panel.editor)
+    panel.editor.private_banner.button.click()  # "It is public knowledge": the custodian's 0..99
+    assert not doc.config("age").domain_from_data
     assert model.index(row_of(window, "age"), AttributesModel.PRIVACY).data() == "public"
     assert "not private" in model.index(row_of(window, "sex"), AttributesModel.PRIVACY).data()
     assert panel.banner.isVisibleTo(panel)  # the visible "not private" warning
@@ -95,7 +98,8 @@ def test_whole_flow_on_the_sample(window, qtbot, tmp_path, dialogs):
     # -- 4. privacy: epsilon and S_A; the displayed bound is the engine's
     window.go_to("privacy")
     pp = window.privacy_panel
-    pp.spin.setValue(0.5)
+    pp.epsilon_field.setText("0.5")
+    assert pp.apply_typed_epsilon()
     assert doc.epsilon == 0.5
     assert doc.sa == recommend_sa(doc.schema()) and "recommended" in pp.sa_rule_label.text()  # the default
     pp.clear_sa.click()

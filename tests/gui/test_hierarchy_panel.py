@@ -237,3 +237,81 @@ def test_clearing_the_filter_keeps_the_trees_expansion(window, qtbot, tmp_path):
     model.delete_group(model.find("13-1"))
     panel.filter.clear()
     assert expanded_labels(panel) == ["*", "13", "15", "15-2"]
+
+
+def test_importing_over_an_edited_tree_asks_first(sample_window, tmp_path, dialogs):
+    """Issue 39, item 5: an import replaces a tree the custodian grouped or edited only once
+    they say so; a tree fresh from the data is replaced without a question."""
+    window = sample_window
+    panel = window.hierarchy_panel
+    window.go_to("hierarchies")
+    assert panel.set_attribute("occupation")  # the sample's imported tree: it has groups
+    original = panel.model.to_hierarchy()
+    flat = tmp_path / "flat.csv"
+    pio.write_hierarchy(Hierarchy.flat(list(original.leaves)), flat)
+    dialogs.confirm_answer = False
+    assert not panel.import_hierarchy(flat)
+    assert dialogs.asked == ["Replace the hierarchy?"] and panel.model.to_hierarchy() == original
+    dialogs.confirm_answer = True
+    assert panel.import_hierarchy(flat)
+    assert panel.model.to_hierarchy().height == 2
+    dialogs.asked.clear()
+    assert panel.import_hierarchy(flat)  # flat, not edited since its import: nothing to lose
+    assert dialogs.asked == []
+    panel.model.set_display_label(panel.model.find(original.leaves[0]), "First")  # an edit
+    dialogs.confirm_answer = False
+    assert not panel.import_hierarchy(flat) and dialogs.asked == ["Replace the hierarchy?"]
+    window.act_undo.trigger()  # the edit undone: nothing to lose again
+    dialogs.asked.clear()
+    assert panel.import_hierarchy(flat) and dialogs.asked == []
+
+
+def test_every_hierarchy_action_is_in_sight_in_a_1280_pixel_window(sample_window, qtbot):
+    """Issue 39, item 5: "Import labels..." (and every other action) on screen, not behind the
+    toolbar's overflow button."""
+    window = sample_window
+    window.resize(1280, 800)
+    window.go_to("hierarchies")
+    panel = window.hierarchy_panel
+    assert panel.set_attribute("occupation")
+    qtbot.waitUntil(lambda: panel.file_toolbar.isVisible())
+    for toolbar in (panel.toolbar, panel.file_toolbar):
+        for action in toolbar.actions():
+            if action.isSeparator():
+                continue
+            widget = toolbar.widgetForAction(action)
+            assert widget is not None and widget.isVisible(), action.text()
+            assert toolbar.rect().contains(widget.geometry()), action.text()
+    labels = panel.file_toolbar.widgetForAction(panel.act_import_labels)
+    assert labels.text() == "Import labels"
+
+
+def test_the_f2_key_does_what_the_guide_says(sample_window, qtbot):
+    """Issue 39, item 5: F2 (the key, wherever the row was clicked) renames a group in place,
+    its code; on a value it edits the label (a value's code is the data's). The guide says so."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QAbstractItemView, QLineEdit
+
+    from privelet_gui.gui.guide import GUIDE_HTML
+    from privelet_gui.gui.models.hierarchy_model import HierarchyModel
+
+    assert "rename a group in place (F2: its code" in GUIDE_HTML and "F2 on a value edits its label" in GUIDE_HTML
+    window = sample_window
+    panel = window.hierarchy_panel
+    window.go_to("hierarchies")
+    panel.set_attribute("occupation")
+    panel.view.expandAll()
+    for label, column in (("Technical", HierarchyModel.CODE), ("Sales", HierarchyModel.LABEL)):
+        node = panel.model.find(label)
+        cell = panel.view.visualRect(panel.proxy_index(node).siblingAtColumn(HierarchyModel.LABEL))
+        qtbot.mouseClick(panel.view.viewport(), Qt.MouseButton.LeftButton, pos=cell.center())  # the Label column
+        qtbot.keyClick(panel.view, Qt.Key.Key_F2)
+        assert panel.view.state() == QAbstractItemView.State.EditingState
+        assert panel.view.currentIndex().column() == column, label
+        editor = next(e for e in panel.view.findChildren(QLineEdit) if e.isVisible())  # not a closed one
+        qtbot.keyClicks(editor, "X")
+        qtbot.keyClick(editor, Qt.Key.Key_Return)
+        done = {"Technical": lambda: panel.model.find("X") is not None, "Sales": lambda: panel.model.find("Sales").display == "X"}
+        qtbot.waitUntil(done[label], timeout=2000)  # Qt commits queued
+    assert panel.model.find("Technical") is None and panel.model.find("X").is_group  # the group's code: renamed
+    assert panel.model.find("Sales").display == "X"  # the value: labelled, its code kept

@@ -8,18 +8,21 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QImage, QWheelEvent
-from PySide6.QtWidgets import QApplication, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QApplication, QFileDialog, QScrollArea, QVBoxLayout, QWidget
 
 from privelet_gui.bench import brazil_schema
 from privelet_gui.engine import random_workload, variance_model
 from privelet_gui.engine.accuracy.evaluation import expected_errors
 from privelet_gui.qt.plots import (
+    MARK_COLOUR,
+    TRUE_DATA_MARK,
     TRUE_DATA_WARNING,
     AttributeFactorPlot,
     ErrorByCoveragePlot,
     HeatmapPlot,
     MarginalComparisonPlot,
 )
+from tests.gui.test_figures import near, rgb
 
 
 @pytest.fixture
@@ -43,6 +46,8 @@ def check_exports(view, tmp_path, qtbot):
     assert len(colours) > 3
     assert svg.read_text(encoding="utf-8").lstrip().startswith("<?xml") and "<svg" in svg.read_text(encoding="utf-8")
     with table.open(newline="", encoding="utf-8") as handle:
+        if view.uses_true_data:  # the file says so in itself
+            assert handle.readline() == f"# {TRUE_DATA_MARK}\n"
         rows = list(csv.reader(handle))
     header, data = view.table
     assert rows[0] == header and len(rows) == len(data) + 1
@@ -73,6 +78,64 @@ def test_true_data_views_carry_the_custodian_only_label(qtbot, tmp_path, preview
     marginal.set_marginals("sex", ["F", "M"], np.array([10.0, 12.0]), np.array([9.4, 13.1]))
     rows = check_exports(marginal, tmp_path, qtbot)
     assert rows[1] == ["F", "10.0", "9.4"]
+
+
+@pytest.fixture
+def saved_to(monkeypatch, tmp_path):
+    """The file dialog answers with paths of a temporary folder, and records being asked."""
+    asked: list[str] = []
+
+    def answer(parent, title, start, pattern):
+        asked.append(pattern)
+        return str(tmp_path / f"export-{len(asked)}.{pattern.split('*.')[1][:3]}"), pattern
+
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(answer))
+    return asked
+
+
+def test_exporting_a_true_data_view_asks_first_and_marks_the_file(qtbot, tmp_path, saved_to):
+    """Issue 39, item 2: "Data (CSV)..." of the true and noisy marginals asks; the noisy side
+    alone has no true count; the whole table (and an image) says it holds true data."""
+    marginal = MarginalComparisonPlot()
+    qtbot.addWidget(marginal)
+    marginal.resize(800, 500)
+    marginal.show()
+    qtbot.waitExposed(marginal)
+    marginal.set_marginals("sex", ["F", "M"], np.array([10.0, 12.0]), np.array([9.4, 13.1]))
+    questions: list[tuple[str, bool]] = []
+    answer = "cancel"
+    marginal.true_data_question = lambda fmt, noisy_side: questions.append((fmt, noisy_side)) or answer
+    marginal.export_buttons["csv"].click()
+    assert questions == [("csv", True)] and saved_to == []  # cancelled: not even the file dialog
+    answer = "noisy"
+    marginal.export_buttons["csv"].click()
+    noisy = tmp_path / "export-1.csv"
+    assert noisy.read_text(encoding="utf-8") == "sex,noisy_count\nF,9.4\nM,13.1\n"
+    answer = "true"
+    marginal.export_buttons["csv"].click()
+    assert (tmp_path / "export-2.csv").read_text(encoding="utf-8") == (
+        f"# {TRUE_DATA_MARK}\nsex,true_count,noisy_count\nF,10.0,9.4\nM,12.0,13.1\n")
+    marginal.export_buttons["png"].click()
+    image = QImage(str(tmp_path / "export-3.png"))
+    assert not image.isNull() and near(rgb(image), MARK_COLOUR) > 100  # the red mark line
+    assert questions[-1] == ("png", False) and marginal.plot_item.titleLabel.text == "Marginal counts: true and noisy"
+    marginal.export_buttons["svg"].click()
+    assert "USES THE TRUE DATA" in (tmp_path / "export-4.svg").read_text(encoding="utf-8")
+    plain = QImage(str(marginal.export_png(tmp_path / "plain.png")))  # the title is back: no mark
+    assert near(rgb(plain), MARK_COLOUR) == 0
+    # a view with no noisy side offers none
+    figure8 = ErrorByCoveragePlot("Measured error", uses_true_data=True)
+    qtbot.addWidget(figure8)
+    figure8.true_data_question = marginal.true_data_question
+    answer = "noisy"  # not on offer: nothing written
+    figure8.export_buttons["csv"].click()
+    assert questions[-1] == ("csv", False) and len(saved_to) == 4
+    # a view of the release alone asks nothing
+    heat = HeatmapPlot()
+    qtbot.addWidget(heat)
+    heat.set_marginal(("age", ["0", "1"]), ("sex", ["F", "M"]), np.arange(4.0).reshape(2, 2))
+    heat.export_buttons["csv"].click()
+    assert len(questions) == 6 and (tmp_path / "export-5.csv").read_text(encoding="utf-8").startswith("age,sex,noisy_count")
 
 
 def test_factor_bars_and_heatmap(qtbot, tmp_path):

@@ -6,8 +6,16 @@ import math
 import time
 
 import pytest
+from PySide6.QtCore import Qt
 
-from privelet_gui.engine import epsilon_for_variance, paper_bound, recommend_sa, variance_model
+from privelet_gui.engine import (
+    EPSILON_MAX,
+    EPSILON_MIN,
+    epsilon_for_variance,
+    paper_bound,
+    recommend_sa,
+    variance_model,
+)
 from privelet_gui.formatting import fmt_number
 from privelet_gui.gui.panels.privacy_panel import (
     Z95,
@@ -25,22 +33,62 @@ def test_slider_is_logarithmic_from_0_01_to_10():
     assert epsilon_to_slider(100.0) == 1000  # clamped
 
 
-def test_slider_spin_box_and_one_undo_step(sample_window):
+def test_slider_field_and_one_undo_step(sample_window, qtbot):
     window = sample_window
     panel = window.privacy_panel
     doc = window.document
     before = doc.undo_stack.count()
     panel.slider.setValue(0)
     assert doc.epsilon == pytest.approx(0.01)
-    assert panel.spin.value() == pytest.approx(0.01)
+    assert panel.epsilon_field.text() == "0.01"
     panel.slider.setValue(1000)
     assert doc.epsilon == pytest.approx(10.0)
     assert doc.undo_stack.count() == before + 1  # a drag is one undo step
-    panel.spin.setValue(0.25)
+    type_epsilon(panel, qtbot, "0.25")
     assert doc.epsilon == 0.25
     assert panel.slider.value() == epsilon_to_slider(0.25)
     window.act_undo.trigger()
     assert doc.epsilon == 1.0
+
+
+def type_epsilon(panel, qtbot, text: str) -> None:
+    """Type ``text`` into the epsilon field as a user does, and press Enter."""
+    field = panel.epsilon_field
+    field.setFocus()
+    field.selectAll()
+    qtbot.keyClick(field, Qt.Key.Key_Backspace)
+    qtbot.keyClicks(field, text)
+    qtbot.keyClick(field, Qt.Key.Key_Return)
+
+
+@pytest.mark.parametrize("typed", ["1e-13", "0,5", "-1", "0", "1e13", "abc", ""])
+def test_a_typed_epsilon_the_engine_refuses_is_refused_with_the_range_and_the_separator(sample_window, qtbot, typed):
+    """Issue 39, item 3: the field never turns what was typed into another number."""
+    panel = sample_window.privacy_panel
+    doc = sample_window.document
+    type_epsilon(panel, qtbot, "0.3")
+    assert doc.epsilon == 0.3
+    type_epsilon(panel, qtbot, typed)
+    assert doc.epsilon == 0.3  # unchanged
+    assert panel.epsilon_field.text() == typed  # what was typed stays, to be corrected
+    message = panel.epsilon_problem.text()
+    assert panel.epsilon_problem.isVisibleTo(panel)
+    assert f"from {EPSILON_MIN:g} to {EPSILON_MAX:g}" in message and "a point as the decimal separator" in message
+    assert message.endswith("Epsilon stays 0.3.")
+    if typed == "0,5":
+        assert "a comma is no decimal separator here: 0.5" in message
+
+
+@pytest.mark.parametrize(("typed", "epsilon"), [("1e-3", 0.001), ("5000", 5000.0), ("1e-12", 1e-12), ("1e12", 1e12),
+                                                ("0.123456789", 0.123456789), (" .5 ", 0.5)])
+def test_a_typed_epsilon_the_engine_accepts_is_taken_exactly(sample_window, qtbot, typed, epsilon):
+    panel = sample_window.privacy_panel
+    doc = sample_window.document
+    type_epsilon(panel, qtbot, "abc")  # a refusal first: an accepted number clears it
+    type_epsilon(panel, qtbot, typed)
+    assert doc.epsilon == epsilon and doc.release_spec().epsilon == epsilon
+    assert float(panel.epsilon_field.text()) == epsilon
+    assert not panel.epsilon_problem.isVisibleTo(panel)
 
 
 def test_bounds_follow_every_change_instantly(sample_window, qtbot):

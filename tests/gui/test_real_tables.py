@@ -157,6 +157,7 @@ def test_labels_from_a_data_dictionary_to_the_tree_workbench_and_export(window, 
     dialogs.open_answer = acs.dictionary
     assert panel.set_attribute("SEX")
     assert panel.import_labels(acs.dictionary) == 2
+    dialogs.choices["domains-from-data"] = "release"  # the flat trees were built from the data's values
     with qtbot.waitSignal(window.releaseFinished, timeout=30_000):
         assert window.run_release()
     picker = window.release_panel.workbench.picker("INDP_CAT")
@@ -216,9 +217,65 @@ def test_the_hierarchy_step_adds_the_value_for_missing_cells_an_imported_tree_la
     assert not panel.add_missing.isVisibleTo(panel)
     # the dictionary has no code labels for INDP: the custodian is asked for an entry, here the
     # categories, whose codes are the groups of this tree
-    asked: list[str] = []
-    dialogs.get_text = lambda title, label, text="": asked.append(label) or "INDP_CAT"
-    assert panel.import_labels(acs.dictionary) == 6  # five groups, and the leaf for missing cells
+    dialogs.item_answers["labels-entry"] = "INDP_CAT"
+    assert panel.import_labels(acs.dictionary) == 7  # five groups, the leaf for missing cells and its group
     assert panel.model.find("N").display.startswith("N/A (less than 16")
-    assert asked[0].startswith("data_dictionary.json is a data dictionary with no code labels for 'INDP'")
+    assert panel.model.find("N (group)").display.startswith("N/A (less than 16") and \
+        panel.model.find("N (group)").display.endswith(" (group)")
+    assert dialogs.texts["labels-entry"].startswith("data_dictionary.json is a data dictionary with no code labels for 'INDP'")
+    assert dialogs.items["labels-entry"] == ["PUMA", "SEX", "INDP_CAT"]  # a list to pick from, not free text
+    assert dialogs.item_current["labels-entry"] == "INDP_CAT"  # offered first: it labels this tree's codes
     assert panel.model.find("4").display == "MFG: Manufacturing" and panel.model.find("4").label == "4"
+
+
+def ticks(axis: Any) -> list[str]:
+    """The texts an axis of categories shows."""
+    return [text for _, text in axis._tickLevels[0]]
+
+
+def test_labels_show_wherever_a_code_is_shown(window, qtbot, acs, dialogs, tmp_path):
+    """Issue 39, item 5: the charts' axes, the workbench's kept queries, the workload's level
+    list show the codes' labels (the codes stay in the tables beside them)."""
+    open_acs(window, qtbot, acs.table, N)
+    doc = window.document
+    for config in doc.configs:
+        doc.set_attribute(config.column, include=config.column in ("SEX", "INDP"))
+    doc.set_attribute("INDP", kind="nominal")
+    doc.set_missing("INDP", "drop")
+    window.go_to("hierarchies")
+    panel = window.hierarchy_panel
+    assert panel.set_attribute("INDP") and panel.import_hierarchy(acs.hierarchy)  # INDP codes -> categories
+    dialogs.item_answers["labels-entry"] = "INDP_CAT"
+    assert panel.import_labels(acs.dictionary) == 5  # the five categories
+    assert panel.set_attribute("SEX") and panel.import_labels(acs.dictionary) == 2
+    # the workload's level list
+    window.go_to("privacy")
+    combo = window.privacy_panel.workload_box.grain_widgets["INDP"]
+    assert combo.itemText(1) == "hierarchy level 2: 5 groups (AGR: Agriculture, Forestry, Fishing and Hunting, CON: Construction, ...)"
+    # the charts
+    dialogs.choices["domains-from-data"] = "release"
+    with qtbot.waitSignal(window.releaseFinished, timeout=30_000):
+        assert window.run_release()
+    preview = window.release_panel.preview
+    preview.marginal_attribute.setCurrentText("SEX")
+    qtbot.waitUntil(lambda: preview.marginal.table[0][:1] == ["SEX"], timeout=10_000)
+    assert ticks(preview.marginal.plot_item.getAxis("bottom")) == ["Male", "Female"]
+    header, rows = preview.marginal.table
+    assert header == ["SEX", "SEX_label", "true_count", "noisy_count"] and [r[:2] for r in rows] == [["1", "Male"], ["2", "Female"]]
+    preview.heat_rows.setCurrentText("SEX")
+    preview.heat_columns.setCurrentText("INDP")
+    qtbot.waitUntil(lambda: preview.heatmap.table[0][:2] == ["SEX", "SEX_label"], timeout=10_000)
+    assert ticks(preview.heatmap.plot_item.getAxis("bottom")) == ["Male", "Female"]
+    assert preview.heatmap.table[0] == ["SEX", "SEX_label", "INDP", "noisy_count"]  # INDP's values have no labels
+    # the workbench's kept queries
+    bench = window.release_panel.workbench
+    qtbot.waitUntil(lambda: bench.last_answer is not None, timeout=10_000)
+    bench.picker("SEX").set_node("2")
+    bench.picker("INDP").set_node("4")
+    bench.keep()
+    assert bench.table.columnCount() == 5  # the labelled query stands in for the codes, not beside them
+    item = bench.table.item(0, 0)
+    assert item.text() == "SEX=Female, INDP=MFG: Manufacturing" and item.toolTip() == "Codes: SEX=2, INDP=4"
+    assert "SEX=Female, INDP=MFG: Manufacturing" in bench.answer_label.text()
+    exported = pd.read_csv(bench.export_csv(tmp_path / "queries.csv"), dtype=str)
+    assert exported[["query", "query_labels"]].values.tolist() == [["SEX=2, INDP=4", "SEX=Female, INDP=MFG: Manufacturing"]]

@@ -54,6 +54,7 @@ def test_next_years_table_keeps_this_years_settings(window, qtbot, tmp_path, dia
     open_plain(window, qtbot, first)
     doc = window.document
     doc.set_attribute("age", "Public ages", lo=0, hi=99)
+    doc.confirm_domain_public("age")
     job = doc.config("job").hierarchy
     job.add_group([job.find("a"), job.find("b")], "A or B")  # a hand-made hierarchy
     doc.set_sa(["job"])
@@ -73,10 +74,10 @@ def test_next_years_table_keeps_this_years_settings(window, qtbot, tmp_path, dia
 
 
 def test_the_menu_opens_next_years_table_without_asking(window, qtbot, tmp_path, dialogs):
-    open_plain(window, qtbot, write_year(tmp_path, "2018.csv", [30, 41], ["a", "b"]))
+    open_plain(window, qtbot, write_year(tmp_path, "2018.csv", [30, 41, 52], ["a", "b", "a"]))  # two ages: a code
     window.document.set_attribute("age", lo=0, hi=99)
     dialogs.save_answer = "discard"
-    dialogs.open_answer = write_year(tmp_path, "2019.csv", [33, 44], ["a", "b"])
+    dialogs.open_answer = write_year(tmp_path, "2019.csv", [33, 44, 55], ["a", "b", "a"])
     with qtbot.waitSignal(window.tableLoaded, timeout=20_000):
         window.act_open_next.trigger()
     assert "reuse-settings" not in dialogs.asked
@@ -161,3 +162,35 @@ def test_include_all_and_none_are_one_undo_step_and_the_table_stays_still(window
     assert doc.included() == []
     doc.undo_stack.undo()
     assert 0 < len(doc.included()) < len(doc.configs)  # the default selection
+
+
+@pytest.mark.parametrize("changes", ["save", "discard"])
+def test_quit_closes_once_the_release_it_asked_to_export_is_written(released, qtbot, tmp_path, dialogs, changes):
+    """Issue 39, item 4: Quit -> Save (or Discard) -> "Export it...": both answers given, the
+    window closes once the release is written, without asking again."""
+    window = released
+    window.document.set_epsilon(0.7)  # unsaved changes
+    paths = {"project": tmp_path / "p.privelet", "release": tmp_path / "r.npz"}
+    dialogs.save_path = lambda kind, title=None, suggested="": paths[kind]
+    dialogs.save_answer = changes
+    dialogs.choices["drop-release"] = "export"
+    with qtbot.waitSignal(window.exportFinished, timeout=30_000):
+        assert not window.close()  # waits for the export
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=5_000)
+    assert dialogs.asked.count("closing") == 1 and dialogs.asked.count("drop-release") == 1
+    assert paths["project"].exists() == (changes == "save")
+    assert pio.load_release(paths["release"]).epsilon == window.document.outcome.release.epsilon
+
+
+def test_quit_asks_again_about_changes_made_while_the_release_was_written(released, qtbot, tmp_path, dialogs):
+    window = released
+    window.document.set_epsilon(0.7)
+    dialogs.save_answer = "discard"
+    dialogs.choices["drop-release"] = "export"
+    dialogs.save_path_answer = tmp_path / "r.npz"
+    with qtbot.waitSignal(window.exportFinished, timeout=30_000):
+        assert not window.close()
+        window.document.set_epsilon(0.8)  # an edit after the answer: asked about once more
+    dialogs.save_answer = "cancel"
+    qtbot.waitUntil(lambda: dialogs.asked.count("closing") == 2, timeout=5_000)
+    assert window.isVisible() and window.document.epsilon == 0.8

@@ -288,3 +288,35 @@ def test_schema_inference_skips_infinities_and_huge_numbers():
     schema = infer_schema(pd.DataFrame({"x": ["1", "inf", "2"], "y": ["1e300", "-1e300", "0"], "z": ["1", "2", "3"]}))
     assert [a.kind for a in schema] == ["nominal", "nominal", "ordinal"]
     assert schema["x"].hierarchy.leaves == ("1", "2", "inf")
+
+
+def test_codes_written_as_numbers_are_proposed_nominal():
+    """Issue 39, item 6: 1/2 for sex, industry codes and codes with a leading zero start
+    nominal (every code its own value); ages stay a range, incomes bins."""
+    from privelet_gui.engine import frequency_matrix
+    from privelet_gui.io import summarize_frame
+    from privelet_gui.io.inference import CODE_MIN_REPEATS, guess_kind, holds_codes
+
+    industry = ["170", "180", "770", "3390", "7860", "8680"] * CODE_MIN_REPEATS
+    rows = len(industry)
+    table = pd.DataFrame({
+        "sex": (["1", "2"] * rows)[:rows],
+        "industry": industry,
+        "region": (["01", "02", "10"] * rows)[:rows],
+        "age": [str(17 + i % 74) for i in range(rows)],
+        "income": [str(1000 * i + 7) for i in range(rows)],  # every value once: a quantity
+    })
+    schema = infer_schema(table)
+    assert [a.kind for a in schema] == ["nominal", "nominal", "nominal", "ordinal", "ordinal"]
+    assert schema["sex"].hierarchy.leaves == ("1", "2")
+    assert schema["industry"].hierarchy.leaves == ("170", "180", "770", "3390", "7860", "8680")  # numeric order
+    assert schema["region"].hierarchy.leaves == ("01", "02", "10")  # the codes' own texts
+    assert schema["age"].integer_start == 17 and schema["income"].bins is not None
+    assert frequency_matrix(table, schema).sum() == rows
+    # fewer repeats than CODE_MIN_REPEATS per code: widely spread numbers stay bins
+    sparse = infer_schema(table.iloc[: 6 * (CODE_MIN_REPEATS - 1)])
+    assert sparse["industry"].kind == "ordinal" and sparse["industry"].bins is not None
+    # negative numbers are no codes; the Data step's guess is the same rule
+    summary = summarize_frame(table.assign(industry=[f"-{v}" for v in industry]))
+    assert not holds_codes(summary[1]) and guess_kind(summary[1]) == "ordinal"
+    assert [guess_kind(c) for c in summarize_frame(table)] == [a.kind for a in schema]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import itertools
+import re
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -686,3 +687,41 @@ def test_parquet_integers_with_empty_cells_are_not_rounded_through_float64(tmp_p
     schema = Schema([OrdinalAttribute.integer_range("n", 2**53, 2**53 + 1, missing=str(2**53))])
     np.testing.assert_array_equal(count_table(path, schema)[0], [2, 1])
     assert read_table(path)["n"].tolist()[0] == "9007199254740993"
+
+
+def _png_bytes() -> bytes:
+    """A small real PNG image (1x1 pixel, as every PNG encoder writes one)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00")) + chunk(b"IEND", b"")
+
+
+@pytest.mark.parametrize(("content", "kind"), [
+    (_png_bytes(), "a PNG image"),
+    (b"PK\x03\x04\x14\x00\x06\x00" + bytes(200), "a ZIP archive, or a spreadsheet saved as .xlsx"),
+    (bytes(range(256)) * 8, "binary data"),
+])
+def test_a_file_that_is_no_text_table_is_reported_as_such(tmp_path, content, kind):
+    """Issue 39, item 6: a PNG renamed .csv is "not a text table", not a delimiter problem."""
+    path = tmp_path / "picture.csv"
+    path.write_bytes(content)
+    packed = tmp_path / "picture.csv.gz"
+    packed.write_bytes(gzip.compress(content))
+    for target in (path, packed):
+        for read in (sniff_table, read_table, lambda p: summarize_table(p, TableOptions())):
+            with pytest.raises(TableError, match=rf"picture\.csv(\.gz)? is not a text table: it looks like {re.escape(kind)}"):
+                read(target)
+
+
+def test_utf16_text_without_a_byte_order_mark_is_still_text(tmp_path):
+    path = tmp_path / "u.csv"
+    path.write_bytes("a,b\n1,2\n".encode("utf-16-le"))
+    assert read_table(path, TableOptions(encoding="utf-16-le")).to_dict("list") == {"a": ["1"], "b": ["2"]}
+    with pytest.raises(TableError, match="utf-16-le or utf-16-be"):  # the wrong UTF-16: the encoding's message
+        read_table(path, TableOptions(encoding="utf-16"))
+    sniff_table(path)  # no "not a text table"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -308,6 +309,48 @@ def test_a_new_value_can_join_at_the_depth_of_the_other_leaves():
     assert flat.to_hierarchy().to_nested() == {"*": ["a", "b", "N"]}  # already at the leaves' depth
 
 
+def test_the_group_made_for_a_value_shows_the_values_label():
+    """Issue 39, item 5: "N (group)", made so that N sits at the depth of the other leaves,
+    shows N's label wherever labels are shown (the engine's display labels), and follows it."""
+    tree = HierarchyTree(Hierarchy.from_nested({"*": {"AGR": ["170", "180"], "MIN": ["370", "380"]}}))
+    tree.add_empty_group(tree.find("AGR"), "deeper")  # a deeper tree: N gets two groups of its own
+    tree.move_nodes([tree.find("170")], tree.find("deeper"))
+    tree.add_leaves_at_depth(["N"])
+    top, inner = tree.find("N (group)'"), tree.find("N (group)")
+    assert top.children == [inner] and inner.children == [tree.find("N")]
+    assert tree.set_display_labels({"N": "Not applicable", "AGR": "Agriculture"}) == 4
+    shown = tree.to_hierarchy().display_labels
+    assert (shown["N (group)"], shown["N (group)'"], shown["AGR"]) == ("Not applicable (group)",) * 2 + ("Agriculture",)
+    tree.set_display_label(tree.find("N"), "N/A")  # the groups follow
+    assert (inner.display, top.display) == ("N/A (group)", "N/A (group)")
+    tree.set_display_label(top, "Nobody")  # a label of its own is kept
+    tree.set_display_label(tree.find("N"), None)
+    assert (inner.display, top.display) == (None, "Nobody")
+    tree.history.undo()
+    tree.history.undo()
+    assert (inner.display, top.display) == ("N/A (group)", "N/A (group)")
+    plain = HierarchyTree(Hierarchy.from_nested({"*": {"N (group)": ["x", "N"]}}))  # not one the app made
+    plain.set_display_labels({"N": "Not applicable"})
+    assert plain.find("N (group)").display is None
+
+
+def test_a_tree_is_edited_once_grouped_or_changed_in_place():
+    """What the Hierarchies step asks about before an import replaces a tree."""
+    tree = HierarchyTree(Hierarchy.flat(["a", "b", "c"]))
+    assert not tree.is_edited()
+    tree.set_display_label(tree.find("a"), "Alpha")
+    assert tree.is_edited()
+    tree.history.undo()
+    assert not tree.is_edited()
+    tree.delete_leaves([tree.find("c")])
+    assert tree.is_edited()
+    tree.replace(Hierarchy.flat(["a", "b"]))  # a new tree: nothing done to it yet
+    assert not tree.is_edited()
+    tree.history.undo()  # the edited one is back
+    assert tree.is_edited()
+    assert HierarchyTree(Hierarchy.from_nested({"*": {"g": ["a"], "h": ["b"]}})).is_edited()  # groups are work
+
+
 def test_a_schema_with_a_huge_range_opens_without_building_its_values():
     """Sixty million integers are a range: the workspace, its checks and a switch to
     nominal never list them (a list of that size would take gigabytes and minutes)."""
@@ -345,3 +388,53 @@ def test_step_lines_count_as_people_count(workspace):
     nominal = next(column for column in included if workspace.config(column).kind == "nominal")
     workspace.set_attribute(nominal, include=True)
     assert workspace.step_status("hierarchies").message == "1 hierarchy ready"
+
+
+def test_a_domain_derived_from_the_data_keeps_its_flag_through_every_edit(sample_summary, tmp_path):
+    """Issue 39, item 1: switching the type builds a flat tree of the observed values, editing
+    a range or a list starts from the data's own: each is still a domain taken from the data.
+    Only an import of a public domain or the custodian's confirmation clears the flag, and a
+    saved project keeps it."""
+    from privelet_gui.io.project import load_project, save_project
+
+    ws = Workspace()
+    ws.set_table(sample_summary)  # every domain inferred from the data
+    ws.set_attribute("age", include=True)
+    ws.set_attribute("age", "Make age nominal", kind="nominal")  # a flat tree of the observed ages
+    age = ws.config("age")
+    assert age.kind == "nominal" and age.hierarchy is not None and age.domain_from_data
+    assert "age" in ws.domains_from_data() and ws.domains_text().startswith("NOT private")
+    ws.set_attribute("age", "Make age ordinal", kind="ordinal")
+    for changes in ({"mode": "range"}, {"lo": 0, "hi": 99}, {"mode": "values", "values": ("17", "18", "19")},
+                    {"mode": "bins", "bins": (0.0, 100.0, 10.0)}):
+        ws.set_attribute("age", **changes)
+        assert ws.config("age").domain_from_data, changes
+    ws.set_attribute("age", "Make age nominal", kind="nominal")
+    path = tmp_path / "p.privelet"
+    save_project(ws.to_project(), path)
+    again = Workspace()
+    again.apply_project(load_project(path), path, sample_summary)
+    assert again.config("age").kind == "nominal" and again.config("age").domain_from_data
+    assert "age" in again.domains_from_data()
+    ws.confirm_domain_public("age")
+    assert not ws.config("age").domain_from_data and "age" not in ws.domains_from_data()
+    ws.history.undo()
+    assert ws.config("age").domain_from_data
+
+
+@pytest.mark.parametrize("typed", ["1e-13", "0,5", "-1", "0", "1e13", "1_000", "inf", "nan", "½"])
+def test_a_typed_epsilon_is_taken_exactly_or_refused_with_the_engines_range(workspace, typed):
+    """Issue 39, item 3: the rule behind the app's epsilon field."""
+    from privelet_gui.engine import PriveletError
+    from privelet_gui.engine.noise import EPSILON_MAX, EPSILON_MIN
+    from privelet_gui.workspace.model import epsilon_text, parse_epsilon
+
+    with pytest.raises(PriveletError, match=re.escape(f"from {EPSILON_MIN:g} to {EPSILON_MAX:g}, written with a point as the decimal")):
+        parse_epsilon(typed)
+    for text, value in (("1e-3", 0.001), ("5000", 5000.0), (f"{EPSILON_MIN:g}", EPSILON_MIN), (f"{EPSILON_MAX:g}", EPSILON_MAX)):
+        assert parse_epsilon(text) == value and parse_epsilon(epsilon_text(value)) == value
+    workspace.set_epsilon(5000.0)
+    assert workspace.release_spec().epsilon == 5000.0
+    with pytest.raises(PriveletError, match="at most"):
+        workspace.set_epsilon(EPSILON_MAX * 10)
+    assert workspace.epsilon == 5000.0

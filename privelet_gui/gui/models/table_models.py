@@ -8,6 +8,7 @@ import pandas as pd
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 
 from ...io import ColumnSummary, TableSummary
+from ...io.inference import guess_kind
 
 __all__ = ["ColumnSummaryModel", "DataFrameModel"]
 
@@ -94,7 +95,7 @@ class ColumnSummaryModel(QAbstractTableModel):
                 texts = column.non_numbers()
                 return f"numbers and {', '.join(map(repr, texts))}" if texts else column.kind_text
             if c == 2:
-                return column.type_guess
+                return guess_kind(column)
             if c == 3:
                 return f"{column.distinct:,}" + ("+" if column.values is None else "")
             if c == 4:

@@ -240,7 +240,8 @@ class AttributeEditor(QGroupBox):
         self.private_banner = Banner(
             "warning",
             "<b>Not private:</b> this domain was taken from the data. The mere presence of a rare value can "
-            "reveal a person. Replace it with a public code list or range, or confirm it is public knowledge.",
+            "reveal a person. Editing it keeps this warning: import a public code list (Hierarchies step), or "
+            "confirm that the domain (as typed, for a range or list) is public knowledge.",
             "It is public knowledge",
         )
         self.private_banner.actionTriggered.connect(self._confirm_public)
@@ -489,7 +490,7 @@ class AttributeEditor(QGroupBox):
     def _confirm_public(self) -> None:
         config = self._config()
         if config is not None:
-            self._doc.set_attribute(config.column, f"{config.name}: domain confirmed public", domain_from_data=False)
+            self._doc.confirm_domain_public(config.column)
 
     def _reset_flat(self) -> None:
         config = self._config()

@@ -12,7 +12,7 @@ a code,label CSV or a labelled twin of the hierarchy (:func:`~privelet_gui.io.re
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,7 +40,7 @@ from PySide6.QtWidgets import (
 )
 
 from ... import io as pio
-from ...engine import HierarchyError, PriveletError
+from ...engine import Hierarchy, HierarchyError, PriveletError
 from ...engine.model.builders import flat, group_by_prefix, group_into_ranges, parse_numbers
 from ...formatting import counted
 from ...qt import icons
@@ -52,6 +52,20 @@ if TYPE_CHECKING:
     from ..dialogs import Dialogs
 
 __all__ = ["HierarchyFilterModel", "HierarchyPanel"]
+
+
+def _best_entry(path: Path, hierarchy: Hierarchy, entries: Sequence[str]) -> str | None:
+    """The data dictionary's entry that labels the most codes of ``hierarchy`` (the first on a
+    tie), offered first when the custodian picks one; None when none labels any."""
+    best, most = None, 0
+    for entry in entries:
+        try:
+            found = len(pio.read_display_labels(path, hierarchy, entry=entry).labels)
+        except PriveletError:
+            continue
+        if found > most:
+            best, most = entry, found
+    return best
 
 
 class HierarchyFilterModel(QSortFilterProxyModel):
@@ -125,8 +139,14 @@ class HierarchyPanel(QWidget):
         self.attribute.setMinimumContentsLength(16)
         self.attribute.currentIndexChanged.connect(self._attribute_chosen)
         top.addWidget(self.attribute)
-        self.info = QLabel()
-        top.addWidget(self.info, 1)
+        self.info = QLabel()  # the hierarchy's size and height, over its problems
+        self.info.setWordWrap(True)
+        # The actions on the whole hierarchy (build, import, export) sit beside the attribute they
+        # act on: in the editing toolbar, the last of them fell off its end in a 1280-pixel window.
+        self.file_toolbar = QToolBar()
+        self.file_toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        top.addWidget(self.file_toolbar)
+        top.addStretch(1)
         self.filter = QLineEdit()
         self.filter.setPlaceholderText("Filter values and groups")
         self.filter.setClearButtonEnabled(True)
@@ -159,7 +179,6 @@ class HierarchyPanel(QWidget):
         self.toolbar.addSeparator()
         self.act_expand = self._action("Expand all", "Show every level", "Ctrl+E", lambda: self.view.expandAll())
         self.act_collapse = self._action("Collapse all", "Show the top level only", "Ctrl+Shift+E", self.collapse_all)
-        self.toolbar.addSeparator()
         build = QToolButton()
         build.setText("Build")
         build.setToolTip("Replace the hierarchy with one built from the current values")
@@ -169,15 +188,17 @@ class HierarchyPanel(QWidget):
         self.act_prefix = menu.addAction("Group by code prefix...", self.build_prefix)
         self.act_ranges = menu.addAction("Group consecutive values into ranges...", self.build_ranges)
         build.setMenu(menu)
-        self.toolbar.addWidget(build)
-        self.act_import = self._action("Import...", "Read a hierarchy from an ARX CSV or JSON file", None, self.import_hierarchy)
-        self.act_export = self._action("Export...", "Write the hierarchy as ARX CSV or JSON", None, self.export_hierarchy)
+        self.file_toolbar.addWidget(build)
+        self.act_import = self._action("Import hierarchy...", "Read a hierarchy from an ARX CSV or JSON file", None,
+                                       self.import_hierarchy, self.file_toolbar)
         self.act_import_labels = self._action(
             "Import labels...",
             "Read labels for the codes from a data dictionary (JSON), a code,label CSV or a labelled twin of this "
             "hierarchy (an ARX file with labels in place of the codes)",
-            None, self.import_labels,
+            None, self.import_labels, self.file_toolbar,
         )
+        self.act_export = self._action("Export...", "Write the hierarchy as ARX CSV or JSON", None, self.export_hierarchy,
+                                       self.file_toolbar)
 
         splitter = QSplitter(Qt.Orientation.Horizontal)
         self.proxy = HierarchyFilterModel(self)
@@ -208,6 +229,7 @@ class HierarchyPanel(QWidget):
         side = QWidget()
         side_layout = QVBoxLayout(side)
         side_layout.setContentsMargins(6, 0, 0, 0)
+        side_layout.addWidget(self.info)
         side_layout.addWidget(section_label("Problems"))
         self.problems = QListWidget()
         self.problems.setWordWrap(True)
@@ -241,7 +263,10 @@ class HierarchyPanel(QWidget):
         document.tableChanged.connect(self._document_changed)
         self._document_changed()
 
-    def _action(self, text: str, tip: str, shortcut: str | QKeySequence | QKeySequence.StandardKey | None, slot: Callable[[], object]) -> QAction:
+    def _action(
+        self, text: str, tip: str, shortcut: str | QKeySequence | QKeySequence.StandardKey | None,
+        slot: Callable[[], object], toolbar: QToolBar | None = None,
+    ) -> QAction:
         action = QAction(text, self)
         if shortcut is not None:
             keys = QKeySequence(shortcut)
@@ -251,7 +276,7 @@ class HierarchyPanel(QWidget):
         else:
             action.setToolTip(tip)
         action.triggered.connect(lambda _=False: slot())
-        self.toolbar.addAction(action)
+        (toolbar or self.toolbar).addAction(action)
         self.addAction(action)
         return action
 
@@ -543,14 +568,23 @@ class HierarchyPanel(QWidget):
             self.view.scrollTo(self.view.currentIndex())
 
     # -- builders, import and export -----------------------------------------------------------------------
-    def _replace(self, hierarchy: object, text: str, *, public: bool = False) -> None:
+    def _replace(self, hierarchy: object, text: str, *, public: bool = False) -> bool:
+        """Replace the tree with ``hierarchy`` (one undoable change); an edited tree only once
+        the custodian says so (True: replaced)."""
         assert self.model is not None and self._config is not None
+        if self.model.tree.is_edited() and not self._dialogs().confirm(
+            "Replace the hierarchy?",
+            f"The hierarchy of {self._config.name!r} has groups or edits of yours, which this replaces "
+            f"({text}). Edit > Undo brings them back. Replace it?",
+        ):
+            return False
         stack = self._doc.undo_stack
         stack.beginMacro(text)
         self.model.replace(hierarchy, text)  # type: ignore[arg-type]
         if public and self._config.domain_from_data:
-            self._doc.set_attribute(self._config.column, "Domain from a public hierarchy", domain_from_data=False)
+            self._doc.confirm_domain_public(self._config.column, "Domain from a public hierarchy")
         stack.endMacro()
+        return True
 
     def _leaves(self) -> list[str]:
         assert self.model is not None
@@ -620,8 +654,7 @@ class HierarchyPanel(QWidget):
         except (PriveletError, OSError) as exc:
             self._dialogs().error(f"Cannot read the hierarchy {Path(path).name}", exc)
             return False
-        self._replace(hierarchy, f"Import {Path(path).name}", public=True)
-        return True
+        return self._replace(hierarchy, f"Import {Path(path).name}", public=True)
 
     def import_labels(self, path: Path | None = None, entry: str | None = None) -> int | None:
         """Label the current attribute's codes from a labels file (undoable, one edit); the
@@ -643,12 +676,11 @@ class HierarchyPanel(QWidget):
         try:
             entries = pio.label_dictionary_entries(path) if Path(path).suffix.lower() == ".json" else ()
             if entries and entry is None:
-                entry = self._config.column if self._config.column in entries else self._dialogs().get_text(
-                    "Which entry?",
+                entry = self._config.column if self._config.column in entries else self._dialogs().choose_item(
+                    "labels-entry", "Which entry?",
                     f"{Path(path).name} is a data dictionary with no code labels for {self._config.column!r}; "
-                    f"the labels of which entry? ({', '.join(entries[:12])}"
-                    + (", ..." if len(entries) > 12 else "") + ")",
-                    entries[0],
+                    "the labels of which entry?",
+                    list(entries), _best_entry(path, hierarchy, entries),
                 )
                 if entry is None:
                     return None

@@ -2,8 +2,8 @@
 
 The measured views come from :func:`privelet_gui.engine.measure_release`, computed in
 the release task while the true matrix still exists, on the release as published (shifted
-to the public number of rows when it was); they carry the true-data banner
-and nothing from them is exported with the release. The heat map shows the noisy
+to the public number of rows when it was); they carry the true-data banner,
+nothing from them is exported with the release, and exporting one of them asks first. The heat map shows the noisy
 release only. Sums over big releases run in a task, never on the GUI thread.
 """
 
@@ -15,7 +15,7 @@ import numpy as np
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from ...engine import ErrorPreview, Release, marginal, mechanism_name
-from ...qt.plots import ErrorByCoveragePlot, HeatmapPlot, MarginalComparisonPlot
+from ...qt.plots import ErrorByCoveragePlot, HeatmapPlot, MarginalComparisonPlot, TrueDataQuestion
 from ..tasks import TaskService
 
 __all__ = ["ErrorPreviewPanel", "total_text"]
@@ -94,6 +94,11 @@ class ErrorPreviewPanel(QWidget):
         self.tabs.addTab(heat, "Noisy two-attribute marginal")
         self._set_enabled()
 
+    def set_true_data_question(self, ask: TrueDataQuestion) -> None:
+        """Who asks before a view that reads the true data is exported (the app's dialogs)."""
+        for view in (self.square, self.relative, self.marginal):
+            view.true_data_question = ask
+
     # -- data -------------------------------------------------------------------------------------
     def set_release(
         self, release: Release | None, preview: ErrorPreview | None, source: str = "", unmeasured_reason: str | None = None
@@ -155,7 +160,7 @@ class ErrorPreviewPanel(QWidget):
         self._compute(
             "marginal",
             lambda: marginal(noisy_matrix, [axis]),
-            lambda noisy: self.marginal.set_marginals(name, schema[name].labels, true, noisy),
+            lambda noisy: self.marginal.set_marginals(name, schema[name].labels, true, noisy, schema[name].display_labels),
         )
 
     def _show_heatmap(self) -> None:
@@ -168,7 +173,10 @@ class ErrorPreviewPanel(QWidget):
         self._compute(
             "heatmap",
             lambda: marginal(release.noisy, axes),
-            lambda values: self.heatmap.set_marginal((rows, schema[rows].labels), (columns, schema[columns].labels), values),
+            lambda values: self.heatmap.set_marginal(
+                (rows, schema[rows].labels), (columns, schema[columns].labels), values,
+                (schema[rows].display_labels, schema[columns].display_labels),
+            ),
         )
 
     def _compute(self, view: str, work: Callable[[], np.ndarray], show: Callable[[np.ndarray], None]) -> None:

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QLineEdit,
     QListWidget,
     QPushButton,
     QRadioButton,
@@ -71,16 +72,16 @@ from ...io.project import WorkloadChoice
 from ...qt import icons
 from ...qt.plots import AttributeFactorPlot, ErrorByCoveragePlot
 from ...qt.widgets import Banner, StepHeader, fmt_count, fmt_number, hint_label
-from ...workspace.model import SAMPLER_TEXT
+from ...workspace.model import EPSILON_FORMAT_TEXT, SAMPLER_TEXT, epsilon_text, parse_epsilon
 from ...workspace.workload import REFERENCE_NAMES, BestSa, SearchKey, find_best_sa
 from ..document import Document
 from ..tasks import CancelFunction, TaskService
 from .advisor_panel import AdvisorBox, KeyedLane
 
 __all__ = [
-    "EPSILON_MAX",
-    "EPSILON_MIN",
     "INLINE_SEARCH_SECONDS",
+    "SLIDER_EPSILON_MAX",
+    "SLIDER_EPSILON_MIN",
     "Z95",
     "PrivacyPanel",
     "WorkloadBox",
@@ -90,8 +91,9 @@ __all__ = [
 
 #: Random queries behind the expected-error preview (enough for smooth quintile averages).
 PREVIEW_QUERIES = 2000
-EPSILON_MIN = 0.01
-EPSILON_MAX = 10.0
+#: The slider's ends; the field beside it takes any epsilon the engine accepts (EPSILON_FORMAT_TEXT).
+SLIDER_EPSILON_MIN = 0.01
+SLIDER_EPSILON_MAX = 10.0
 SLIDER_STEPS = 1000
 #: Best-S_A searches estimated to take longer than this run on a worker, not on the GUI thread.
 INLINE_SEARCH_SECONDS = 0.03
@@ -106,13 +108,13 @@ MECHANISMS = tuple((key, MECHANISM_NAMES[key], tip) for key, tip in _MECHANISM_T
 
 def slider_to_epsilon(position: int) -> float:
     """Logarithmic slider: 0 -> 0.01, SLIDER_STEPS -> 10."""
-    lo, hi = math.log10(EPSILON_MIN), math.log10(EPSILON_MAX)
+    lo, hi = math.log10(SLIDER_EPSILON_MIN), math.log10(SLIDER_EPSILON_MAX)
     return 10 ** (lo + (hi - lo) * position / SLIDER_STEPS)
 
 
 def epsilon_to_slider(epsilon: float) -> int:
-    lo, hi = math.log10(EPSILON_MIN), math.log10(EPSILON_MAX)
-    value = (math.log10(min(max(epsilon, EPSILON_MIN), EPSILON_MAX)) - lo) / (hi - lo)
+    lo, hi = math.log10(SLIDER_EPSILON_MIN), math.log10(SLIDER_EPSILON_MAX)
+    value = (math.log10(min(max(epsilon, SLIDER_EPSILON_MIN), SLIDER_EPSILON_MAX)) - lo) / (hi - lo)
     return round(value * SLIDER_STEPS)
 
 
@@ -168,6 +170,7 @@ class WorkloadBox(QGroupBox):
         self._doc = document
         self._jobs = KeyedLane(tasks.lane("best S_A"), self._computed)
         self.grain_widgets: dict[str, QSpinBox | QComboBox] = {}
+        self._grain_labels: list[dict[str, str] | None] = []  # the display labels the level lists show
         self.result: BestSa | None = None  # as shown
 
         columns = QHBoxLayout(self)
@@ -286,7 +289,9 @@ class WorkloadBox(QGroupBox):
         schema = self._doc.schema()
         attributes = list(schema) if schema is not None else []
         marginals = bool(choice.ways)
-        if self._attribute_names() != [a.name for a in attributes]:
+        shown = [dict(a.hierarchy.display_labels) if isinstance(a, NominalAttribute) else None for a in attributes]
+        if self._attribute_names() != [a.name for a in attributes] or shown != self._grain_labels:
+            self._grain_labels = shown
             self.attributes.setRowCount(0)
             self.grain_widgets = {}
             self.attributes.setRowCount(len(attributes))
@@ -331,8 +336,8 @@ class WorkloadBox(QGroupBox):
             combo.addItem(f"its {attribute.size:,} values", None)
             for level in range(height - 1, 1, -1):
                 nodes = level_nodes(attribute, level)
-                labels = attribute.hierarchy.labels
-                example = ", ".join(labels[n] for n in nodes[:2])
+                hierarchy = attribute.hierarchy
+                example = ", ".join(hierarchy.display_label(hierarchy.labels[n]) for n in nodes[:2])
                 combo.addItem(f"hierarchy level {level}: {len(nodes):,} groups ({example}, ...)", level)
             combo.currentIndexChanged.connect(lambda _i, n=name, c=combo: self._grain_changed(n, c.currentData()))
             return combo
@@ -524,16 +529,21 @@ class PrivacyPanel(QWidget):
         self.slider.setAccessibleName("Epsilon (logarithmic)")
         self.slider.setTickPosition(QSlider.TickPosition.TicksBelow)
         self.slider.setTickInterval(SLIDER_STEPS // 3)
-        self.spin = QDoubleSpinBox()
-        self.spin.setDecimals(4)
-        self.spin.setRange(0.0001, 100.0)
-        self.spin.setStepType(QDoubleSpinBox.StepType.AdaptiveDecimalStepType)
-        self.spin.setAccessibleName("Epsilon")
-        self.spin.setPrefix("ε = ")
+        # A text field, not a spin box: a spin box rounds and clamps what is typed (1e-3 read as
+        # 13, 0,5 as 5); this one takes exactly the number typed, or says why not.
+        self.epsilon_field = QLineEdit()
+        self.epsilon_field.setAccessibleName("Epsilon")
+        self.epsilon_field.setToolTip(f"Type epsilon: {EPSILON_FORMAT_TEXT}. Enter applies it.")
+        self.epsilon_field.setMaxLength(40)
+        self.epsilon_field.setFixedWidth(self.fontMetrics().horizontalAdvance("0") * 14)
+        self._shown_epsilon: float | None = None  # what the field shows, until the custodian types
+        field = QHBoxLayout()
+        field.addWidget(QLabel("ε ="))
+        field.addWidget(self.epsilon_field)
         eps_layout.addWidget(QLabel("more private"), 0, 0)
         eps_layout.addWidget(self.slider, 0, 1)
         eps_layout.addWidget(QLabel("more accurate"), 0, 2)
-        eps_layout.addWidget(self.spin, 0, 3)
+        eps_layout.addLayout(field, 0, 3)
         ticks = QHBoxLayout()
         for text in ("0.01", "0.1", "1", "10"):
             label = QLabel(text)
@@ -542,13 +552,18 @@ class PrivacyPanel(QWidget):
             ticks.addStretch(1)
         ticks.takeAt(ticks.count() - 1)
         eps_layout.addLayout(ticks, 1, 1)
+        self.epsilon_problem = QLabel()  # why a typed epsilon was refused
+        self.epsilon_problem.setWordWrap(True)
+        self.epsilon_problem.setStyleSheet("color: #c62828;")
+        self.epsilon_problem.hide()
+        eps_layout.addWidget(self.epsilon_problem, 2, 0, 1, 4)
         hint = QLabel("A smaller epsilon means stronger privacy and more noise. Every release spends its epsilon.")
         hint.setWordWrap(True)
-        eps_layout.addWidget(hint, 2, 0, 1, 4)
+        eps_layout.addWidget(hint, 3, 0, 1, 4)
         self.spending = QLabel()  # what the privacy ledger says this table has spent
         self.spending.setWordWrap(True)
         self.spending.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        eps_layout.addWidget(self.spending, 3, 0, 1, 4)
+        eps_layout.addWidget(self.spending, 4, 0, 1, 4)
         eps_layout.setColumnStretch(1, 1)
         left.addWidget(eps_box)
 
@@ -697,7 +712,7 @@ class PrivacyPanel(QWidget):
         self._target_schema: Schema | None = None
 
         self.slider.valueChanged.connect(self._slider_moved)
-        self.spin.valueChanged.connect(self._spin_changed)
+        self.epsilon_field.editingFinished.connect(self.apply_typed_epsilon)
         self.replace.toggled.connect(self._neighbours_changed)
         self.mech_group.buttonToggled.connect(self._mechanism_changed)
         self.sampler_group.buttonToggled.connect(self._sampler_changed)
@@ -711,9 +726,12 @@ class PrivacyPanel(QWidget):
     # -- from the document ---------------------------------------------------------------------
     def refresh(self) -> None:
         doc = self._doc
-        blockers = [QSignalBlocker(w) for w in (self.slider, self.spin, self.replace, self.add_remove, self.mech_group,
+        blockers = [QSignalBlocker(w) for w in (self.slider, self.replace, self.add_remove, self.mech_group,
                                                 self.sampler_group)]
-        self.spin.setValue(doc.epsilon)
+        if doc.epsilon != self._shown_epsilon:  # set elsewhere (the slider, undo, a project): shown as it is
+            self._shown_epsilon = doc.epsilon
+            self.epsilon_field.setText(epsilon_text(doc.epsilon))
+            self.epsilon_problem.hide()
         self.slider.setValue(epsilon_to_slider(doc.epsilon))
         self.replace.setChecked(doc.neighbours == "replace")
         self.add_remove.setChecked(doc.neighbours == "add-remove")
@@ -885,7 +903,7 @@ class PrivacyPanel(QWidget):
             f"With {name}, the smallest epsilon giving ± {fmt_count(self.target.value())} is "
             f"<b>ε = {epsilon:g}</b> (± {fmt_count(achieved)})."
         )
-        if epsilon > EPSILON_MAX:
+        if epsilon > SLIDER_EPSILON_MAX:
             text += " That is a weak privacy guarantee: consider coarser domains or fewer attributes."
         self.target_result.setText(text)
         self.use_target.setText(f"Use ε = {epsilon:g}")
@@ -904,9 +922,18 @@ class PrivacyPanel(QWidget):
         epsilon = float(f"{slider_to_epsilon(position):.3g}")
         self._doc.set_epsilon(epsilon)
 
-    def _spin_changed(self, value: float) -> None:
-        if value > 0:
-            self._doc.set_epsilon(value)
+    def apply_typed_epsilon(self) -> bool:
+        """Set epsilon to exactly the number typed in the field, or say why it is refused (the
+        engine's range, the decimal separator) and keep the epsilon as it was."""
+        try:
+            epsilon = parse_epsilon(self.epsilon_field.text())
+        except PriveletError as exc:
+            self.epsilon_problem.setText(f"{exc}. Epsilon stays {epsilon_text(self._doc.epsilon)}.")
+            self.epsilon_problem.show()
+            return False
+        self.epsilon_problem.hide()
+        self._doc.set_epsilon(epsilon)
+        return True
 
     def _neighbours_changed(self) -> None:
         value = "replace" if self.replace.isChecked() else "add-remove"
