@@ -18,7 +18,7 @@ from privelet_gui.cli import main
 from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, ReleaseSpec, Schema
 from privelet_gui.gui.dialogs import Dialogs
 from privelet_gui.gui.settings import Settings
-from privelet_gui.io.ledger import COMPOSITION_TEXT, BudgetCheck, Ledger, Spending, ledger_report
+from privelet_gui.io.ledger import COMPOSITION_TEXT, BudgetCheck, Ledger, Spending, TableKeys, ledger_report
 from privelet_gui.io.releases import SEEDED_WARNING
 from tests.gui.conftest import open_sample
 
@@ -49,7 +49,8 @@ def test_a_first_release_asks_nothing_is_recorded_before_it_is_saved_and_notes_t
     assert [(e.id, e.epsilon, e.neighbours, e.sampler, e.seeded, e.output) for e in entries] == [
         (outcome.ledger_entry, 1.0, "replace", "exact", False, None)
     ]  # recorded as the noise was drawn, before any file
-    assert entries[0].fingerprint == Ledger().fingerprint_file(pio.sample_table_path())
+    assert entries[0].file_fingerprint == Ledger().fingerprint_file(pio.sample_table_path())
+    assert entries[0].row_fingerprint is not None
     shown = window.release_panel.result_labels["ledger"].text()
     assert "has now spent epsilon 1 (replace) in 1 release" in shown and "not saved yet" in shown
     target = tmp_path / "adult-release.npz"
@@ -72,8 +73,9 @@ def test_a_second_release_asks_with_what_was_spent_and_the_new_total(sample_wind
     assert dialogs.asked.count("spend-budget") == 1
     check = dialogs.budget_checks[0]
     assert isinstance(check, BudgetCheck)
-    assert check.spent == Spending(check.fingerprint, {"replace": 1.0}, releases=1, seeded=0)
-    assert (check.epsilon, check.neighbours, check.totals_after()) == (0.5, "replace", {"replace": 1.5})
+    assert (check.spent.epsilon, check.spent.releases, check.spent.seeded, check.spent.entries) == (
+        {"replace": 1.0}, 1, 0, (first.ledger_entry,))
+    assert (check.epsilon, check.neighbours, check.after().epsilon) == (0.5, "replace", {"replace": 1.5})
     question = check.question()
     assert "already spent epsilon 1 (replace) in 1 release" in question
     assert "spends epsilon 0.5 more (replace)" in question and "will have spent epsilon 1.5 (replace)" in question
@@ -84,7 +86,7 @@ def test_a_second_release_asks_with_what_was_spent_and_the_new_total(sample_wind
     release_now(window, qtbot)
     third = dialogs.budget_checks[1]
     assert third.spent.epsilon == {"replace": 1.5}
-    assert third.totals_after() == {"replace": 1.5, "add-remove": 0.5}
+    assert third.after().epsilon == {"replace": 1.5, "add-remove": 0.5}
     assert ledger_report().tables[0].epsilon == {"replace": 1.5, "add-remove": 0.5}
 
 
@@ -92,7 +94,7 @@ def test_declining_draws_no_noise_and_records_nothing(sample_window, qtbot, dial
     window = sample_window
     ledger = Ledger()
     earlier = ReleaseSpec(window.document.schema(), 0.25).run(np.zeros(window.document.schema().shape))
-    ledger.record(ledger.fingerprint_file(pio.sample_table_path()), earlier)  # a release made before
+    ledger.record(ledger.table_keys([pio.sample_table_path()]), earlier)  # a release made before
     drawn: list[object] = []
     run = ReleaseSpec.run
     monkeypatch.setattr(ReleaseSpec, "run", lambda self, *a, **k: drawn.append(self) or run(self, *a, **k))
@@ -136,9 +138,8 @@ def test_the_ledger_view_shows_what_privelet_ledger_lists(sample_window, qtbot, 
     assert main(["ledger", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert dialog.report.to_json() == listed  # the same data as the command line, from one function
-    entries = Ledger().entries()
     assert [[dialog.releases.item(r, c).text() for c in range(dialog.releases.columnCount())]
-            for r in range(dialog.releases.rowCount())] == [list(e.cells()) for e in entries]
+            for r in range(dialog.releases.rowCount())] == [list(row) for row in ledger_report().rows()]
     assert dialog.tables.rowCount() == 1
     assert dialog.tables.item(0, 0).text().endswith("(the open table)")
     assert dialog.tables.item(0, 1).text() == "epsilon 1.5 (replace) in 2 releases"
@@ -281,8 +282,8 @@ def test_the_spending_question_shows_the_totals_and_defaults_to_cancel(qtbot, mo
     parent = QWidget()
     qtbot.addWidget(parent)
     dialogs = Dialogs(parent, Settings())
-    check = BudgetCheck(Ledger(tmp_path / "l.sqlite3"), "ab" * 32, Spending("ab" * 32, {"replace": 1.0}, 2, 1),
-                        0.5, "replace")
+    check = BudgetCheck(Ledger(tmp_path / "l.sqlite3"), TableKeys("ab" * 32, "cd" * 16),
+                        Spending("abab", {"replace": 1.0}, 2, 1), 0.5, "replace")
     answering = Answering(monkeypatch, "Cancel")
     assert not dialogs.ask_spend_budget(check)
     box = answering.boxes[0]
