@@ -248,8 +248,9 @@ def _cmd_release(args: argparse.Namespace) -> int:
             )
             check = reservation.check
             if not check.must_ask or args.yes or args.demo:
-                public = " (the bundled sample is public data: --demo spends without asking)" if args.demo else ""
-                note(args, f"privacy ledger: {check.summary()}{public}")
+                public = check.must_ask and args.demo and not args.yes
+                note(args, f"privacy ledger: {check.summary()}"
+                           + (" (the bundled sample is public data: --demo spends without asking)" if public else ""))
             reserved.append(reservation)
 
         def drawn(release: Any) -> None:

@@ -76,6 +76,7 @@ from .row_fingerprint import RowFingerprint
 __all__ = [
     "COMPOSITION_TEXT",
     "LEDGER_ENVIRONMENT",
+    "LOCK_TIMEOUT",
     "RELEASE_COLUMNS",
     "SHORT_FINGERPRINT",
     "BudgetCheck",
@@ -104,6 +105,9 @@ _SCHEMA_VERSION = 2
 RELEASE_COLUMNS = ("id", "time (UTC)", "table", "epsilon", "neighbours", "mechanism", "sampler", "seeded", "S_A", "output")
 #: How many characters of a fingerprint a listing shows (the table's short name).
 SHORT_FINGERPRINT = 12
+#: Seconds a ledger waits for another program's hold on it before it says it is locked (a
+#: release holds it for the few milliseconds of its question's check and its record).
+LOCK_TIMEOUT = 10.0
 #: The longest dataset name the ledger takes.
 DATASET_NAME_LENGTH = 200
 _CHUNK = 1 << 20
@@ -470,7 +474,7 @@ class Ledger:
     """The ledger database at ``path`` (default :func:`ledger_path`), created on first use.
 
     ``timeout``: how many seconds to wait for another program's hold on the ledger before
-    it is reported as locked.
+    it is reported as locked (default :data:`LOCK_TIMEOUT`).
 
     Examples
     --------
@@ -485,9 +489,9 @@ class Ledger:
     'epsilon 0.5 (replace) in 1 release'
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, timeout: float = 10.0):
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, timeout: float | None = None):
         self.path = Path(path) if path is not None else ledger_path()
-        self.timeout = timeout
+        self.timeout = timeout if timeout is not None else LOCK_TIMEOUT
 
     # -- the database -------------------------------------------------------------------------
     @contextmanager
@@ -669,8 +673,13 @@ class Ledger:
 
     def row_fingerprint(self) -> RowFingerprint:
         """An empty fingerprint of a table's rows, keyed with this ledger's salt: give it to
-        :func:`~privelet_gui.io.count_table`, which fills it as it counts."""
-        with self._transaction() as opened:
+        :func:`~privelet_gui.io.count_table`, which fills it as it counts.
+
+        A release's first look at the ledger: one that is damaged, locked or cannot be
+        written is refused here, before the table is counted."""
+        with self._transaction(write=True) as opened:
+            # SQLite finds a file it cannot write only when it writes: a write that changes nothing
+            opened.connection.execute("UPDATE meta SET value = value WHERE key = 'version'")
             return RowFingerprint(hmac.new(opened.salt, b"rows", hashlib.sha256).digest())
 
     def table_keys(

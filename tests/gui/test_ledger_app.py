@@ -6,6 +6,7 @@ what counting dropped shown to the custodian only."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 
 import numpy as np
@@ -18,7 +19,15 @@ from privelet_gui.cli import main
 from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, ReleaseSpec, Schema
 from privelet_gui.gui.dialogs import Dialogs
 from privelet_gui.gui.settings import Settings
-from privelet_gui.io.ledger import COMPOSITION_TEXT, BudgetCheck, Ledger, Spending, TableKeys, ledger_report
+from privelet_gui.io.ledger import (
+    COMPOSITION_TEXT,
+    BudgetCheck,
+    Ledger,
+    PlannedRelease,
+    Spending,
+    TableKeys,
+    ledger_report,
+)
 from privelet_gui.io.releases import SEEDED_WARNING
 from tests.gui.conftest import open_sample
 
@@ -388,3 +397,78 @@ def test_a_release_with_domains_from_the_data_is_asked_first_and_declining_spend
     dialogs.spend_answer = True
     release_now(window, qtbot)
     assert "domains-from-data" not in dialogs.asked
+
+
+# -- the ledger knows a table by its rows; damage is refused; releases at the same time are asked -----------
+
+
+def test_the_same_rows_in_another_file_are_asked_about_in_the_app(window, qtbot, dialogs, tmp_path):
+    open_sample(window, qtbot)
+    first = release_now(window, qtbot)
+    # the sample's rows in another order, as plain comma-separated CSV with CRLF line ends
+    frame = pd.read_csv(pio.sample_table_path(), sep=";", dtype=str, keep_default_na=False)
+    copy = tmp_path / "adult-export.csv"
+    frame.sample(frac=1, random_state=4).to_csv(copy, index=False, lineterminator="\r\n")
+    with qtbot.waitSignal(window.tableLoaded, timeout=30_000):
+        window.open_table(copy, pio.sniff_table(copy), schema=pio.load_schema(pio.sample_schema_path()))
+    # before counting it is known by its file only, which is new; counting finds its rows
+    assert "first release of this table" in spent_before(window, qtbot)
+    dialogs.spend_answer = False
+    with qtbot.waitSignal(window.releaseCancelled, timeout=60_000):
+        assert window.run_release()
+    [check] = dialogs.budget_checks
+    assert check.spent.entries == (first.ledger_entry,) and check.spent.epsilon == {"replace": 1.0}
+    assert "already spent epsilon 1 (replace) in 1 release" in window.release_panel.setup_labels["ledger"].text()
+    assert len(Ledger().entries()) == 1
+
+
+def test_a_damaged_ledger_stops_the_release_in_the_app_and_says_how_to_restore_it(sample_window, qtbot, dialogs):
+    window = sample_window
+    release_now(window, qtbot)
+    ledger = Ledger()
+    with sqlite3.connect(ledger.path) as connection:  # the salt replaced: every release would look new
+        connection.execute(f"UPDATE meta SET value = '{'0' * 64}' WHERE key = 'salt'")
+    connection.close()
+    before = ledger.path.read_bytes()
+    with qtbot.waitSignal(window.releaseFailed, timeout=60_000):
+        assert window.run_release()
+    [(title, message)] = dialogs.errors
+    assert title == "The release failed" and str(ledger.path) in message and "is damaged" in message
+    assert "does not match the ledger's salt" in message and "Restore ledger.sqlite3 from a backup" in message
+    assert window.document.outcome is not None and "spend-budget" not in dialogs.asked  # the first release stays
+    assert ledger.path.read_bytes() == before
+    window.act_ledger.trigger()
+    dialog = window.ledger_dialog
+    assert dialog.problem.isVisibleTo(dialog) and "is damaged" in dialog.problem.text()
+    assert dialog.releases.rowCount() == 0
+    dialog.close()
+    # the Release step's line, once the table is looked up again, says why it cannot say more
+    with qtbot.waitSignal(window.tableLoaded, timeout=30_000):
+        window.open_table(pio.sample_table_path(), pio.sniff_table(pio.sample_table_path()),
+                          schema=pio.load_schema(pio.sample_schema_path()))
+    qtbot.waitUntil(lambda: "cannot look up" in window.release_panel.setup_labels["ledger"].text(), timeout=20_000)
+    assert "is damaged" in window.release_panel.setup_labels["ledger"].text()
+
+
+def test_a_release_recorded_elsewhere_while_the_app_releases_is_asked_about(sample_window, qtbot, dialogs, monkeypatch):
+    """The command line records a release of the same table between the app's look-up and its
+    record: the app asks (with that release counted) before it draws anything."""
+    from privelet_gui.io import ledger as ledger_module
+
+    window = sample_window
+    look_up = ledger_module.check_budget
+    elsewhere: list[int] = []
+
+    def looked_up_then_released_elsewhere(ledger: Ledger, keys: TableKeys, *args: object, **kwargs: object) -> object:
+        check = look_up(ledger, keys, *args, **kwargs)
+        if not elsewhere:  # another process, another connection, the same table
+            elsewhere.append(Ledger(ledger.path).record(keys, PlannedRelease(0.3, "replace", (), "basic", "exact")))
+        return check
+
+    monkeypatch.setattr(ledger_module, "check_budget", looked_up_then_released_elsewhere)
+    dialogs.spend_answer = False
+    with qtbot.waitSignal(window.releaseCancelled, timeout=60_000):
+        assert window.run_release()
+    [check] = dialogs.budget_checks
+    assert check.spent.entries == tuple(elsewhere) and check.spent.epsilon == {"replace": 0.3}
+    assert [e.id for e in Ledger().entries()] == elsewhere and window.document.outcome is None
