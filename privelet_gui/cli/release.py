@@ -252,6 +252,10 @@ def _cmd_release(args: argparse.Namespace) -> int:
                 note(args, f"privacy ledger: {check.summary()}"
                            + (" (the bundled sample is public data: --demo spends without asking)" if public else ""))
             reserved.append(reservation)
+            if args.dask is not None:
+                # A cluster draws the noise and writes the release in one step: the entry stays
+                # whatever happens from here (the ledger errs on the side of counting).
+                reservation.mark_drawn()
 
         def drawn(release: Any) -> None:
             # Recorded before the noise was drawn (spend_budget); from now on the entry stays.

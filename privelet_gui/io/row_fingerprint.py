@@ -8,7 +8,7 @@ table is counted, into a value that depends on the multiset of rows alone:
 * each cell's text (:func:`~privelet_gui.engine.schema.cell_text`: the text a CSV file
   holds, so that Parquet's 20 and CSV's ``"20"`` agree; an empty cell is missing) is
   hashed with SipHash-2-4 keyed by the ledger's salt and the column's name (pandas'
-  ``hash_array``, which hashes each distinct value of a chunk once);
+  ``hash_array``; each distinct value of a chunk once, and remembered for the next chunks);
 * a row's hash mixes its cells' hashes, in the order of the column names (so the order
   of the columns in the file does not matter, and which value sits in which column does);
 * the fingerprint is the pair (sum of the rows' hashes, sum of their squares), each
@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import threading
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -36,9 +37,9 @@ __all__ = ["RowFingerprint"]
 #: Rows mixed per step: the step's few arrays stay in the CPU's cache.
 _BLOCK = 1 << 16
 _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # odd: multiplying by it is a bijection modulo 2**64
-_MIX_1 = np.uint64(0xBF58476D1CE4E5B9)  # splitmix64's finaliser
-_MIX_2 = np.uint64(0x94D049BB133111EB)
-_SHIFTS = (np.uint64(30), np.uint64(27), np.uint64(31))
+_HALF = np.uint64(32)
+#: Distinct values of a column whose hashes are remembered (a few MB at most).
+_MEMO_VALUES = 1 << 16
 #: What a missing cell is hashed as: no text a cell can hold (a parsed cell has no NUL).
 _MISSING = "\x00missing"
 
@@ -65,6 +66,8 @@ class RowFingerprint:
         self._lock = threading.Lock()
         self._sums = (0, 0)
         self._column_keys: dict[str, str] = {}
+        self._memos: dict[tuple[str, str], dict[object, int]] = {}  # (column, dtype) -> value -> hash
+        self._missing: dict[str, int] = {}  # column -> the hash of a missing cell
 
     def reset(self) -> None:
         """Forget the rows added so far (counting starts the table again)."""
@@ -74,8 +77,7 @@ class RowFingerprint:
     def add(self, chunk: pd.DataFrame) -> None:
         """Add the rows of one chunk of the table."""
         rows = len(chunk)
-        names = sorted(str(name) for name in chunk.columns)
-        columns = [self._cell_hashes(chunk[name], name) for name in names]
+        columns = [self._cell_hashes(chunk[name], str(name)) for name in sorted(chunk.columns, key=str)]
         total = square = np.uint64(0)
         mixed = np.empty(min(rows, _BLOCK), dtype=np.uint64)
         scratch = np.empty_like(mixed)
@@ -107,20 +109,43 @@ class RowFingerprint:
     def _cell_hashes(self, column: pd.Series, name: str) -> tuple[np.ndarray, np.ndarray]:
         """``(table, codes)``: each row's cell hash is ``table[codes]``, the table's last entry
         being the hash of a missing cell (code -1)."""
-        if isinstance(column.dtype, pd.CategoricalDtype):  # a CSV file's chunk: each distinct text once
-            codes, values = column.cat.codes.to_numpy(), column.cat.categories
+        cells = column.array
+        if isinstance(cells, pd.Categorical):  # a CSV file's chunk: each distinct value once
+            codes, values = cells.codes, cells.categories
         else:
-            codes, values = pd.factorize(column, use_na_sentinel=True)
-        if pd.api.types.is_string_dtype(values.dtype) and not pd.api.types.is_object_dtype(values.dtype):
-            text = np.asarray(values, dtype=object)  # text already, never missing (factorize and categories drop it)
-        else:
-            texts = cell_text(pd.Series(values))  # numbers as a CSV file holds them
-            text = texts.to_numpy(dtype=object, na_value=_MISSING)
-        key = self._column_key(name)
-        table = np.empty(len(text) + 1, dtype=np.uint64)
-        table[:-1] = pd.util.hash_array(text, hash_key=key, categorize=False)
-        table[-1] = pd.util.hash_array(np.array([_MISSING], dtype=object), hash_key=key, categorize=False)[0]
+            codes, uniques = pd.factorize(cells, use_na_sentinel=True)  # missing cells: -1
+            values = pd.Index(uniques)
+        table = np.empty(len(values) + 1, dtype=np.uint64)
+        table[:-1] = self._value_hashes(values, name)
+        table[-1] = self._missing_hash(name)
         return table, np.asarray(codes)
+
+    def _missing_hash(self, name: str) -> int:
+        known = self._missing.get(name)
+        if known is None:
+            known = self._missing[name] = int(self._texts_hashes([_MISSING], name)[0])
+        return known
+
+    def _value_hashes(self, values: pd.Index, name: str) -> np.ndarray:
+        """The hash of each value's cell text, remembered per column (a chunk's distinct
+        values are mostly those of the chunks before) up to :data:`_MEMO_VALUES` of them."""
+        if values.dtype == object:  # values of any type: each by its own text
+            return self._texts_hashes(_texts(values), name)
+        memo = self._memos.setdefault((name, str(values.dtype)), {})
+        items = values.tolist()
+        hashes = [memo.get(item) for item in items]
+        new = [i for i, known in enumerate(hashes) if known is None]
+        if new:
+            fresh = self._texts_hashes(_texts(values[new]), name)
+            for i, value in zip(new, fresh.tolist(), strict=True):
+                hashes[i] = value
+                if len(memo) < _MEMO_VALUES:
+                    memo[items[i]] = value
+        return np.array(hashes, dtype=np.uint64)
+
+    def _texts_hashes(self, texts: Sequence[str], name: str) -> np.ndarray:
+        """SipHash-2-4 of each text, keyed by the salt and the column's name."""
+        return pd.util.hash_array(np.asarray(texts, dtype=object), hash_key=self._column_key(name), categorize=False)
 
     def _column_key(self, name: str) -> str:
         """A column's SipHash key: 16 characters of 7 bits (pandas takes 16 UTF-8 bytes)."""
@@ -131,16 +156,13 @@ class RowFingerprint:
             self._column_keys[name] = key
         return key
 
+def _texts(values: pd.Index) -> list[str]:
+    """Each (present) value's text as a CSV file holds it (:func:`cell_text`)."""
+    return cell_text(pd.Series(values)).tolist()
+
 
 def _finalise(values: np.ndarray, scratch: np.ndarray) -> None:
-    """splitmix64's finaliser, in place: every bit of a row's hash depends on every bit of
-    its cells' (so the sums below mix whole rows, not columns)."""
-    first, second, third = _SHIFTS
-    np.right_shift(values, first, out=scratch)
-    np.bitwise_xor(values, scratch, out=values)
-    np.multiply(values, _MIX_1, out=values)
-    np.right_shift(values, second, out=scratch)
-    np.bitwise_xor(values, scratch, out=values)
-    np.multiply(values, _MIX_2, out=values)
-    np.right_shift(values, third, out=scratch)
+    """Fold a row's hash onto itself, in place: the products above carry low bits up only,
+    so the high half is brought down (every bit of the sums then depends on whole rows)."""
+    np.right_shift(values, _HALF, out=scratch)
     np.bitwise_xor(values, scratch, out=values)
