@@ -282,6 +282,7 @@ class Answering:
         self.boxes.append({
             "text": box.text(), "informative": box.informativeText(), "default": box.defaultButton().text(),
             "escape": box.escapeButton().text(), "buttons": [b.text() for b in box.buttons()], "icon": box.icon(),
+            "detailed": box.detailedText(),
         })
         next(b for b in box.buttons() if b.text().startswith(self.answer)).click()
         return 0
@@ -300,6 +301,8 @@ def test_the_spending_question_shows_the_totals_and_defaults_to_cancel(qtbot, mo
     assert "spends epsilon 0.5 more (replace)" in box["informative"]
     assert "will have spent epsilon 1.5 (replace)" in box["informative"] and COMPOSITION_TEXT in box["informative"]
     assert box["default"] == box["escape"] == "Cancel"  # as the command line's [y/N]
+    assert box["detailed"] == (f"Privacy ledger: {tmp_path / 'l.sqlite3'}\nFingerprint of its rows: {'cd' * 16}\n"
+                               f"Fingerprint of its file: {'ab' * 32}")
     answering.answer = "Spend epsilon 0.5 more"
     assert dialogs.ask_spend_budget(check)
 
