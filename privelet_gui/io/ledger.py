@@ -68,7 +68,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..engine import Cancelled, PriveletError, Release
+from ..engine import Cancelled, PriveletError, Release, ReleaseSpec
 from ..engine.noise import NEIGHBOURS
 from ._user_data import user_data_location
 from .row_fingerprint import RowFingerprint
@@ -139,9 +139,7 @@ def check_dataset_name(name: str) -> str:
     """A dataset's name as the ledger keeps it (stripped), or LedgerError saying what is wrong."""
     text = name.strip()
     if not text or len(text) > DATASET_NAME_LENGTH or any(not c.isprintable() for c in text):
-        raise LedgerError(
-            f"a dataset's name is 1 to {DATASET_NAME_LENGTH} printable characters, got {name!r}"
-        )
+        raise LedgerError(f"a dataset's name is 1 to {DATASET_NAME_LENGTH} printable characters, got {name!r}")
     return text
 
 
@@ -189,9 +187,8 @@ class PlannedRelease:
     seeded: bool = False
 
     @classmethod
-    def of_spec(cls, spec: Any, *, seeded: bool = False) -> PlannedRelease:
-        """The release ``spec`` (a :class:`~privelet_gui.engine.ReleaseSpec`) makes; ``seeded``
-        when it is given a generator (a test release)."""
+    def of_spec(cls, spec: ReleaseSpec, *, seeded: bool = False) -> PlannedRelease:
+        """The release ``spec`` makes; ``seeded`` when it is given a generator (a test release)."""
         return cls(float(spec.epsilon), spec.neighbours, tuple(spec.effective_sa), spec.label, spec.sampler, seeded)
 
     @classmethod
