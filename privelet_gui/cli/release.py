@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,7 +65,11 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
                         "inversion, the same law to about 1e-16)")
     p.add_argument("--yes", action="store_true",
                    help="spend the epsilon without asking when the privacy ledger says this table has spent some "
-                        "already (needed to release such a table again without a terminal)")
+                        "already (needed to release such a table again without a terminal; --demo never asks: "
+                        "its sample is public data)")
+    p.add_argument("--dataset", metavar="NAME",
+                   help="the dataset this table belongs to, in your own words: the privacy ledger counts every "
+                        "release of the dataset's files as one table (see 'privelet ledger link')")
     p.add_argument("--out", metavar="RELEASE.npz", help="release file to write (NAME.zarr: a Zarr release folder, "
                                                         "read in chunks by query and export; required with --dask)")
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
@@ -166,10 +171,11 @@ def _sampler(args: argparse.Namespace) -> Any:
 
 
 def _ask_to_spend(args: argparse.Namespace, check: Any) -> bool:
-    """Whether to spend more of a table's budget (the ledger's :func:`~privelet_gui.io.ledger.ask_before_spending`
-    asks only when the table has spent some): ``--yes``, or a terminal's answer; no terminal: a usage error."""
+    """Whether to spend more of a table's budget (the ledger's :func:`~privelet_gui.io.ledger.spend_budget`
+    asks only when the table has spent some): ``--yes``, ``--demo`` (the bundled sample is public data), or
+    a terminal's answer; no terminal: a usage error."""
     said = check.summary()
-    if args.yes:
+    if args.yes or args.demo:
         return True
     if not sys.stdin.isatty():
         raise UsageError(f"{said}. Run again with --yes to spend it without being asked")
@@ -190,7 +196,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
         sample_table_path,
         save_release,
     )
-    from ..io.ledger import BudgetCheck, Ledger, ask_before_spending
+    from ..io.ledger import Ledger, PlannedRelease, Reservation, check_dataset_name, spend_budget
     from ..io.signing import signing_key
     from ..io.zarr_releases import check_zarr_target, save_zarr_release
 
@@ -208,6 +214,8 @@ def _cmd_release(args: argparse.Namespace) -> int:
         raise UsageError("missing --out RELEASE.npz" + (" (with --dask: --out NAME.zarr)" if args.dask else ""))
     if args.mechanism == "basic" and args.sa is not None:
         raise UsageError("--sa applies to --mechanism privelet only (basic adds noise to every cell)")
+    if args.dataset is not None:
+        check_dataset_name(args.dataset)
     zarr_out = str(args.out).endswith(ZARR_SUFFIX)
     _check_dask_options(args, table, zarr_out)
     # fail before the long work
@@ -228,35 +236,49 @@ def _cmd_release(args: argparse.Namespace) -> int:
     extra: dict[str, Any] = {"source": "demo" if args.demo else None}
     rng = np.random.default_rng(args.seed) if args.seed is not None else None
     ledger = Ledger()
-    checked: list[BudgetCheck] = []
+    # Keyed with the ledger's salt (a damaged ledger is refused here, before the counting);
+    # filled as the table is counted (not on a cluster, whose workers count its parts).
+    rows = ledger.row_fingerprint() if args.dask is None else None
+    planned = PlannedRelease.of_spec(spec, seeded=rng is not None)
+    with ExitStack() as budget:
+        reserved: list[Reservation] = []
 
-    def before_noise() -> None:  # counting spends nothing; drawing the noise does: ask the ledger first
-        check = ask_before_spending(ledger, _table_files(args, table), spec.epsilon, spec.neighbours,
-                                    lambda check: _ask_to_spend(args, check))
-        if not check.must_ask or args.yes:
-            note(args, f"privacy ledger: {check.summary()}")
-        checked.append(check)
+        def before_noise() -> None:  # counting spends nothing; drawing the noise does: ask the ledger first
+            keys = ledger.table_keys(_table_files(args, table), rows=rows, dataset=args.dataset)
+            reservation = budget.enter_context(
+                spend_budget(ledger, keys, planned, lambda check: _ask_to_spend(args, check), output=out.resolve())
+            )
+            check = reservation.check
+            if not check.must_ask or args.yes or args.demo:
+                public = check.must_ask and args.demo and not args.yes
+                note(args, f"privacy ledger: {check.summary()}"
+                           + (" (the bundled sample is public data: --demo spends without asking)" if public else ""))
+            reserved.append(reservation)
+            if args.dask is not None:
+                # A cluster draws the noise and writes the release in one step: the entry stays
+                # whatever happens from here (the ledger errs on the side of counting).
+                reservation.mark_drawn()
 
-    def drawn(release: Any) -> None:
-        # Recorded as soon as the noise is drawn, before the file is written (BudgetCheck.record).
-        checked[-1].record(release, output=out.resolve())
+        def drawn(release: Any) -> None:
+            # Recorded before the noise was drawn (spend_budget); from now on the entry stays.
+            reserved[-1].mark_drawn()
 
-    if args.dask is not None:
-        release, meta, report = _release_on_dask(args, table, spec, out, options, rng, extra, before_noise, drawn)
-    else:
-        bar = progress_bar(args)
-        try:
-            matrix, report = count_table(table, schema, options, invalid=args.invalid, progress=bar)
-            bar.close()
-            before_noise()
-            release = spec.run(matrix, rng=rng, progress=bar, overwrite_input=True)  # M is not needed after
-            bar.close()
-        finally:
-            bar.close()
-        del matrix  # the true counts go no further
-        drawn(release)
-        save = save_zarr_release if zarr_out else save_release
-        meta = save(release, out, force=args.force, seed=args.seed, metadata=extra)
+        if args.dask is not None:
+            release, meta, report = _release_on_dask(args, table, spec, out, options, rng, extra, before_noise)
+        else:
+            bar = progress_bar(args)
+            try:
+                matrix, report = count_table(table, schema, options, invalid=args.invalid, progress=bar, rows=rows)
+                bar.close()
+                before_noise()
+                release = spec.run(matrix, rng=rng, progress=bar, overwrite_input=True)  # M is not needed after
+                bar.close()
+            finally:
+                bar.close()
+            del matrix  # the true counts go no further
+            drawn(release)
+            save = save_zarr_release if zarr_out else save_release
+            meta = save(release, out, force=args.force, seed=args.seed, metadata=extra)
     note(args, f"counted: {report.custodian_summary(release.neighbours)}")
     print(f"wrote {out}")
     print(f"  mechanism {spec.name}, epsilon {release.epsilon:g}, neighbours {release.neighbours}, "
@@ -307,10 +329,9 @@ def _release_on_dask(
     rng: Any,
     extra: dict[str, Any],
     before_noise: Callable[[], None],
-    drawn: Callable[[Any], None],
 ) -> tuple[Any, dict[str, Any], Any]:
     """Count and release on a Dask cluster: (release, metadata written, count report).
-    ``before_noise`` runs once the table is counted, ``drawn`` once the noise is drawn."""
+    ``before_noise`` runs once the table is counted (it records the release in the ledger)."""
     from ..distributed import count_dataset, dask_client, release_layout, release_to_zarr
 
     address = None if args.dask == LOCAL_CLUSTER else args.dask
@@ -328,7 +349,7 @@ def _release_on_dask(
             before_noise()
             release, meta = release_to_zarr(
                 client, counts.matrix, spec, out, rows=counts.rows, rng=rng, progress=bar, force=args.force,
-                metadata=extra, seed=args.seed, record=drawn,  # recorded before the folder is in place
+                metadata=extra, seed=args.seed,
             )
             report = counts.report
             del counts  # the true counts go no further (the workers drop them)

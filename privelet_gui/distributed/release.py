@@ -14,8 +14,7 @@ the engine's block API (:class:`~privelet_gui.engine.ReleasePipeline`):
   it does not fit in their memory), with progress and cancel.
 
 Either way the noisy matrix equals ``spec.run(M, rng=...)`` cell for cell: it depends on the
-seed only, never on the number of workers. The release is recorded (``record``, the ledger)
-before its folder is committed: a crash or a failed record leaves no uncounted release behind.
+seed only, never on the number of workers.
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ import dataclasses
 import math
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -69,7 +68,6 @@ def release_to_zarr(
     metadata: Mapping[str, Any] | None = None,
     seed: int | None = None,
     cells: int = TASK_CELLS,
-    record: Callable[[Release], None] | None = None,
 ) -> tuple[Release, dict[str, Any]]:
     """Release ``matrix`` (M, chunked or not) with ``spec`` on the cluster of ``client`` and
     write it as a Zarr release folder at ``path``; returns the release (opened lazily from
@@ -79,8 +77,8 @@ def release_to_zarr(
     it is computed on the cluster. ``rng``, ``seed`` and ``metadata`` are as for
     :meth:`~privelet_gui.engine.ReleaseSpec.run` and :func:`~privelet_gui.io.save_release`
     (a seeded release is for tests only). ``cells``: about how many cells one task works on.
-    ``record`` is called with the finished release before the folder is moved into place (the
-    privacy ledger); if it fails, nothing is left behind. The folder appears only once complete;
+    The caller records the release in the privacy ledger before calling (its noise is drawn
+    here). The folder appears only once complete;
     an error or a cancel leaves nothing behind.
     """
     require_dask()
@@ -119,8 +117,6 @@ def release_to_zarr(
         noisy = cast(np.ndarray, zarr.open_array(writer.array_path, mode="r"))  # read for its shape only
         release = spec.release_of(noisy, calibration, seeded=rng is not None or seed is not None, total_shift=shift)
         meta = release_metadata(release, seed=seed, metadata=metadata)
-        if record is not None:
-            record(release)  # before the folder exists: a release on disk is always a recorded one
         writer.commit(meta)
     steps.report(1.0, "release done")
     return dataclasses.replace(open_zarr_release(target), seconds=time.perf_counter() - started), meta

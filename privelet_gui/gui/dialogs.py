@@ -17,7 +17,7 @@ from PySide6.QtCore import QObject, Qt, Signal, Slot
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QLabel, QMessageBox, QWidget
 
 from ..engine import Cancelled, PriveletError
-from ..io.ledger import COMPOSITION_TEXT, BudgetCheck, spending_summary
+from ..io.ledger import COMPOSITION_TEXT, BudgetCheck, spending_summary, table_keys_text
 from ..io.releases import SEEDED_WARNING
 from .settings import Settings
 from .tasks import format_exception
@@ -145,7 +145,7 @@ class Dialogs:
             f"This release spends epsilon {check.epsilon:g} more ({check.neighbours}). Afterwards the table will "
             f"have spent {check.total_after_text()}.\n\n{COMPOSITION_TEXT}"
         )
-        box.setDetailedText(f"Privacy ledger: {check.ledger.path}\nTable fingerprint: {check.fingerprint}")
+        box.setDetailedText(f"Privacy ledger: {check.ledger.path}\n{table_keys_text(check.keys)}")
         spend = box.addButton(f"Spend epsilon {check.epsilon:g} more", QMessageBox.ButtonRole.AcceptRole)
         cancel = box.addButton("Cancel", QMessageBox.ButtonRole.RejectRole)
         box.setDefaultButton(cancel)  # as the command line: spending more is never the default

@@ -1,9 +1,9 @@
 """The privacy ledger's view (Release > Privacy ledger): what each table has spent, and every release.
 
 The same data as ``privelet ledger``: :func:`~privelet_gui.io.ledger.ledger_report`, its
-releases shown with :meth:`~privelet_gui.io.ledger.LedgerEntry.cells`. Tables are known by
-their salted fingerprint only (the ledger holds no file name of a table); the open table's
-row is marked when its fingerprint is known.
+releases shown with :meth:`~privelet_gui.io.ledger.LedgerReport.rows`. Tables are known by
+salted fingerprints of their rows and files, and by the datasets the custodian named (the
+ledger holds no file name of a table); the open table's row is marked once it is looked up.
 """
 
 from __future__ import annotations
@@ -27,26 +27,27 @@ from ..engine import PriveletError
 from ..io.ledger import (
     COMPOSITION_TEXT,
     RELEASE_COLUMNS,
-    SHORT_FINGERPRINT,
     LedgerReport,
+    TableKeys,
     ledger_report,
     spending_summary,
+    table_keys_text,
 )
 from ..qt.widgets import Banner
 
 __all__ = ["LedgerDialog"]
 
 #: The columns of the per-table totals.
-TABLE_COLUMNS = ("Table (fingerprint)", "Epsilon spent (sequential composition)")
+TABLE_COLUMNS = ("Table (dataset or fingerprint)", "Epsilon spent (sequential composition)")
 
 
 class LedgerDialog(QDialog):
     """Every release in the privacy ledger and the epsilon each table has spent.
 
-    ``current`` is the open table's fingerprint (its row is marked), if known.
+    ``current`` is how the ledger knows the open table (its row is marked), if looked up.
     """
 
-    def __init__(self, current: str | None = None, parent: QWidget | None = None):
+    def __init__(self, current: TableKeys | None = None, parent: QWidget | None = None):
         super().__init__(parent)
         self.setWindowTitle("Privacy ledger")
         self.resize(1000, 560)
@@ -98,27 +99,29 @@ class LedgerDialog(QDialog):
         self.problem.hide()
         count = len(report.releases)
         self.where.setText(
-            f"{count:,} release{'s' * (count != 1)} recorded in {report.path}. Tables are known by a salted "
-            "fingerprint of their file's bytes, kept on this computer only (a copy of a file is the same table)."
+            f"{count:,} release{'s' * (count != 1)} recorded in {report.path}. Tables are known by salted "
+            "fingerprints of their rows (whatever their order or the file's format) and of their files, kept on "
+            "this computer only, and by the datasets you named ('privelet ledger link')."
         )
         self.tables.setRowCount(len(report.tables))
+        open_table = report.table_for(self._current) if self._current is not None else None
         for row, spending in enumerate(report.tables):
-            current = spending.fingerprint == self._current
-            name = spending.fingerprint[:SHORT_FINGERPRINT] + ("  (the open table)" if current else "")
+            current = spending is open_table
+            name = spending.table + ("  (the open table)" if current else "")
             for column, text in enumerate((name, spending_summary(spending))):
                 item = QTableWidgetItem(text)
-                item.setToolTip(spending.fingerprint)
+                item.setToolTip("\n".join(spending.fingerprints))
                 if current:
                     font = QFont(item.font())
                     font.setBold(True)
                     item.setFont(font)
                 self.tables.setItem(row, column, item)
         self.releases.setRowCount(count)
-        for row, entry in enumerate(report.releases):
-            for column, text in enumerate(entry.cells()):
+        for row, (entry, cells) in enumerate(zip(report.releases, report.rows(), strict=True)):
+            for column, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 if RELEASE_COLUMNS[column] == "table":
-                    item.setToolTip(entry.fingerprint)
+                    item.setToolTip(table_keys_text(entry.keys))
                 self.releases.setItem(row, column, item)
         self.tables.resizeColumnsToContents()
         self.releases.resizeColumnsToContents()

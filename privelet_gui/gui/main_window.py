@@ -917,7 +917,7 @@ class MainWindow(QMainWindow):
         from .ledger_dialog import LedgerDialog
 
         check = self.document.budget_check()
-        dialog = LedgerDialog(check.fingerprint if check is not None else None, self)
+        dialog = LedgerDialog(check.keys if check is not None else None, self)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.show()
         self.ledger_dialog = dialog

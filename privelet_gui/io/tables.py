@@ -35,6 +35,7 @@ from ..engine import CountReport, FrequencyCounter, Schema, SchemaError
 from ..engine.model.schema import cell_text, check_missing_values, pandas_reads_text_exactly
 from ..engine.progress import CancelCallback, Progress, ProgressCallback
 from .errors import TableError
+from .row_fingerprint import RowFingerprint
 
 __all__ = [
     "DEFAULT_CHUNK_BYTES",
@@ -1145,6 +1146,7 @@ def count_table(
     progress: ProgressCallback | None = None,
     should_cancel: CancelCallback | None = None,
     chunksize: int | None = None,
+    rows: RowFingerprint | None = None,
 ) -> tuple[np.ndarray, CountReport]:
     """Count a table file into its frequency matrix, one chunk at a time.
 
@@ -1184,8 +1186,12 @@ def count_table(
         readers = _CountingReaders(
             source, usecols, chunksize, one_pass=one_pass, text_columns=text_columns, every_column=every_column
         )
+        producers = readers.producers
+        if rows is not None:
+            rows.reset()
+            producers = [partial(_fingerprinted, producer, rows) for producer in producers]
         try:
-            counter = _count(readers, schema, invalid, steps, shown)
+            counter = _count(producers, readers, schema, invalid, steps, shown)
             break
         except _QuoteInRange:
             one_pass = every_column = True
@@ -1198,12 +1204,26 @@ def count_table(
     return matrix, counter.report
 
 
+def _fingerprinted(producer: Callable[[], Chunks], rows: RowFingerprint) -> Chunks:
+    """The chunks of ``producer()``, each added to ``rows`` first (in the reader's thread,
+    while the counter works on earlier chunks)."""
+    with contextlib.closing(producer()) as chunks:
+        for chunk in chunks:
+            rows.add(chunk)
+            yield chunk
+
+
 def _count(
-    readers: _CountingReaders, schema: Schema, invalid: Literal["error", "drop"], steps: Progress, shown: list[float]
+    producers: Sequence[Callable[[], Chunks]],
+    readers: _CountingReaders,
+    schema: Schema,
+    invalid: Literal["error", "drop"],
+    steps: Progress,
+    shown: list[float],
 ) -> FrequencyCounter:
     counter = FrequencyCounter(schema, invalid=invalid, chunked=True)
     # Categorical chunks: the engine encodes each distinct value once and gathers the rows.
-    chunks = read_ahead(*readers.producers)
+    chunks = read_ahead(*producers)
     try:
         for chunk in chunks:
             counter.add(chunk)

@@ -7,13 +7,12 @@ functions and re-implement nothing: the release itself is
 :meth:`~privelet_gui.engine.ReleaseSpec.run`.
 
 A release spends privacy budget, so :func:`run_release` goes as ``privelet release``
-does: once the table is counted it asks the ledger what the table has spent and, if it
-has spent anything, asks the custodian (the ledger's
-:func:`~privelet_gui.io.ledger.ask_before_spending`); it records the release as soon as its
-noise is drawn, before anything else can fail. A :class:`ReleaseControl` gives the release
-a point of no return: a cancel before the noise is drawn leaves nothing drawn and nothing
-recorded; a cancel after it only skips measuring the error, so that a release that spent
-epsilon is never dropped by a cancel.
+does: the table's rows are fingerprinted as it is counted; then it asks the ledger what the
+table has spent and, if it has spent anything, asks the custodian, and records the release
+before its noise is drawn (the ledger's :func:`~privelet_gui.io.ledger.spend_budget`). A
+:class:`ReleaseControl` gives the release a point of no return: a cancel before the noise is
+drawn leaves nothing drawn and nothing recorded (the entry is removed); a cancel after it only
+skips measuring the error, so that a release that spent epsilon is never dropped by a cancel.
 """
 
 from __future__ import annotations
@@ -47,7 +46,7 @@ from ..engine import (
     margin95,
     measure_release,
 )
-from ..io.ledger import BudgetCheck, Ledger, Spending, ask_before_spending, check_budget
+from ..io.ledger import BudgetCheck, Ledger, PlannedRelease, Spending, check_budget, spend_budget
 from ..io.releases import ReleaseWarning
 from ..io.zarr_releases import is_zarr_release
 
@@ -156,11 +155,13 @@ def check_table_budget(
 ) -> BudgetCheck:
     """What the table at ``path`` has spent so far, and what a release of ``epsilon`` under
     ``neighbours`` adds (the ledger's :func:`~privelet_gui.io.ledger.check_budget`; ``ledger``
-    defaults to the user's, or ``PRIVELET_LEDGER``). Reads the whole file to fingerprint it:
+    defaults to the user's, or ``PRIVELET_LEDGER``). The table is known by its file here (its
+    rows are fingerprinted when a release counts them). Reads the whole file to fingerprint it:
     a job for a worker."""
     steps = Progress(progress, should_cancel)
     steps.report(0.0, "looking up what this table has spent")
-    check = check_budget(ledger if ledger is not None else Ledger(), [path], epsilon, neighbours)
+    ledger = ledger if ledger is not None else Ledger()
+    check = check_budget(ledger, ledger.table_keys([path]), epsilon, neighbours)
     steps.report(1.0, "looked up what this table has spent")
     return check
 
@@ -216,13 +217,16 @@ def run_release(
     Between the two, what the table has spent is looked up in ``ledger`` (default: the
     user's, or ``PRIVELET_LEDGER``) and, if it has spent anything, ``ask(check)`` says
     whether to spend more (it may block: the app asks the custodian on its GUI thread);
-    no: Cancelled, nothing drawn. The release is recorded as soon as its noise is drawn.
-    With ``control``, a cancel that comes after that skips measuring the error instead of
-    dropping the release (see :class:`ReleaseControl`).
+    no: Cancelled, nothing drawn. The release is recorded before its noise is drawn, and
+    its entry removed if the noise never is. With ``control``, a cancel that comes after the
+    noise is drawn skips measuring the error instead of dropping the release (see
+    :class:`ReleaseControl`).
     """
     started = time.perf_counter()
     steps = Progress(progress, should_cancel)
     spec = job.spec
+    ledger = ledger if ledger is not None else Ledger()
+    rows = ledger.row_fingerprint()  # a damaged ledger is refused now, before the counting
     share = _counting_share(Path(job.table_path), spec.schema.size)
     counting = steps.slice(0.0, share)
     counting.report(0.0, "counting rows")
@@ -233,6 +237,7 @@ def run_release(
         invalid=spec.invalid,
         progress=lambda f, stage: counting.report(f, _stage("counting", stage)),
         should_cancel=should_cancel,
+        rows=rows,
     )
     counted = time.perf_counter()
     waited = 0.0  # seconds spent waiting for the custodian's answer: not the release's time
@@ -244,22 +249,19 @@ def run_release(
         try:
             return ask(check)
         finally:
-            waited = time.perf_counter() - asked
+            waited += time.perf_counter() - asked  # asked again if another release came meanwhile
 
     # Measuring the error releases Basic for comparison and answers queries: about as long again.
     end = share + (1.0 - share) * (0.5 if job.measures_error else 1.0)
     releasing = steps.slice(share, end)
     try:
         releasing.report(0.0, "looking up what this table has spent")
-        budget = ask_before_spending(
-            ledger if ledger is not None else Ledger(), [job.table_path], spec.epsilon, spec.neighbours, timed_ask
-        )
-        release = spec.run(matrix, progress=releasing.report, should_cancel=should_cancel)
-        if control is not None and not control.commit():
-            raise Cancelled("cancelled by the user")  # before anything is recorded: nobody saw this noise
-        # Recorded before anything else can fail: the ledger errs on the side of counting a
-        # release that nobody saw.
-        entry = budget.record(release)
+        keys = ledger.table_keys([job.table_path], rows=rows)
+        with spend_budget(ledger, keys, PlannedRelease.of_spec(spec), timed_ask) as reservation:
+            release = spec.run(matrix, progress=releasing.report, should_cancel=should_cancel)
+            if control is not None and not control.commit():
+                raise Cancelled("cancelled by the user")  # the entry is removed: nobody saw this noise
+            reservation.mark_drawn()
         # From here on progress is only reported: a cancel no longer stops the release.
         reporting = Progress(progress)
         preview = None
@@ -285,9 +287,9 @@ def run_release(
         counting_seconds=counted - started,
         preview=preview,
         unmeasured_reason=unmeasured,
-        budget=budget,
-        ledger_entry=entry,
-        spent_after=budget.after(release),
+        budget=reservation.check,
+        ledger_entry=reservation.entry,
+        spent_after=reservation.spent_after,
     )
     reporting.report(1.0, "done")
     return outcome

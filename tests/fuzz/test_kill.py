@@ -7,6 +7,12 @@ writes (a short part of it), at a random moment after its temporary file appears
 completion, after which no temporary file may be left. CI kills each command 3 times;
 ``PRIVELET_FUZZ=1`` 50 times (see tests/fuzz/__init__.py). The schedule of the kills is
 seeded; where each kill lands in the program is up to the machine.
+
+The privacy ledger is killed around too: ``privelet release`` killed just as it has counted
+the table (when it asks the ledger and records the release), while its ledger write is under
+way (its journal there), or at any moment; after each kill the ledger opens undamaged and
+holds an entry for every release file there is: it may count a release nobody saw, never
+miss one that was written.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -26,6 +33,7 @@ import pytest
 
 from privelet_gui.engine import Hierarchy, NominalAttribute, NumericBins, OrdinalAttribute, Schema, privelet_plus
 from privelet_gui.io import load_release, release_frame, save_release
+from privelet_gui.io.ledger import Ledger
 
 from .support import TALLY, by_hand, fuzz_cases
 
@@ -139,3 +147,60 @@ def test_killed_exports_leave_the_target_absent_or_complete_and_nothing_behind(t
         outputs,
         len(targets),
     )
+
+
+def _counted_release(target: Path) -> tuple[subprocess.Popen[bytes], threading.Event]:
+    """``privelet release --demo`` (no question: the sample is public) to ``target``, and an
+    event set once it says it has counted the table (the ledger comes next)."""
+    child = subprocess.Popen([sys.executable, "-m", "privelet_gui.cli", "release", "--demo", "--out", str(target)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    counted = threading.Event()
+
+    def watch() -> None:
+        assert child.stderr is not None
+        for line in child.stderr:
+            if line.startswith(b"100% counting"):
+                counted.set()
+        counted.set()  # ended (or killed) before: nothing more to wait for
+
+    threading.Thread(target=watch, daemon=True).start()
+    return child, counted
+
+
+def test_killed_releases_never_leave_the_ledger_saying_less_than_was_released(tmp_path, private_ledger):
+    rng = random.Random("kill ledger")
+    targets = [tmp_path / f"release-{kill}.npz" for kill in range(KILLS + 1)]
+    started = time.perf_counter()
+    child, _ = _counted_release(targets[-1])
+    _finish(child)
+    whole = time.perf_counter() - started
+    journal = private_ledger.with_name(private_ledger.name + "-journal")
+    recorded = 1
+    for kill, target in enumerate(targets[:-1]):
+        child, counted = _counted_release(target)
+        moment = ("counted", "ledger write", "any")[kill % 3]
+        if moment == "counted":  # the question's check and the record come right after
+            counted.wait(3 * whole)
+            time.sleep(rng.uniform(0.0, 0.05))
+        elif moment == "ledger write":  # the record's transaction, once counted: its journal is there
+            counted.wait(3 * whole)
+            deadline = time.perf_counter() + whole
+            while child.poll() is None and not journal.exists() and time.perf_counter() < deadline:
+                pass
+        else:
+            time.sleep(rng.uniform(0.05, 1.1) * whole)
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        entries = Ledger(private_ledger).entries()  # opens undamaged (a killed write is rolled back)
+        outputs = {entry.output for entry in entries}
+        written = [t for t in targets if t.exists()]
+        for release_file in written:
+            _complete_release(release_file)
+            assert str(release_file.resolve()) in outputs, f"{release_file.name} was written but not recorded"
+        assert len(entries) >= recorded  # never fewer than before
+        recorded = len(entries)
+        state = ("killed" if child.returncode == -signal.SIGKILL else "finished") + (
+            ", written" if target.exists() else ", recorded, not written" if str(target.resolve()) in outputs
+            else ", not recorded")
+        TALLY.outcomes["kill ledger"][f"{moment}: {state}"] += 1
+        TALLY.cases["kill ledger"] += 1

@@ -6,6 +6,7 @@ what counting dropped shown to the custodian only."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 
 import numpy as np
@@ -18,7 +19,15 @@ from privelet_gui.cli import main
 from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, ReleaseSpec, Schema
 from privelet_gui.gui.dialogs import Dialogs
 from privelet_gui.gui.settings import Settings
-from privelet_gui.io.ledger import COMPOSITION_TEXT, BudgetCheck, Ledger, Spending, ledger_report
+from privelet_gui.io.ledger import (
+    COMPOSITION_TEXT,
+    BudgetCheck,
+    Ledger,
+    PlannedRelease,
+    Spending,
+    TableKeys,
+    ledger_report,
+)
 from privelet_gui.io.releases import SEEDED_WARNING
 from tests.gui.conftest import open_sample
 
@@ -49,7 +58,8 @@ def test_a_first_release_asks_nothing_is_recorded_before_it_is_saved_and_notes_t
     assert [(e.id, e.epsilon, e.neighbours, e.sampler, e.seeded, e.output) for e in entries] == [
         (outcome.ledger_entry, 1.0, "replace", "exact", False, None)
     ]  # recorded as the noise was drawn, before any file
-    assert entries[0].fingerprint == Ledger().fingerprint_file(pio.sample_table_path())
+    assert entries[0].file_fingerprint == Ledger().fingerprint_file(pio.sample_table_path())
+    assert entries[0].row_fingerprint is not None
     shown = window.release_panel.result_labels["ledger"].text()
     assert "has now spent epsilon 1 (replace) in 1 release" in shown and "not saved yet" in shown
     target = tmp_path / "adult-release.npz"
@@ -72,8 +82,9 @@ def test_a_second_release_asks_with_what_was_spent_and_the_new_total(sample_wind
     assert dialogs.asked.count("spend-budget") == 1
     check = dialogs.budget_checks[0]
     assert isinstance(check, BudgetCheck)
-    assert check.spent == Spending(check.fingerprint, {"replace": 1.0}, releases=1, seeded=0)
-    assert (check.epsilon, check.neighbours, check.totals_after()) == (0.5, "replace", {"replace": 1.5})
+    assert (check.spent.epsilon, check.spent.releases, check.spent.seeded, check.spent.entries) == (
+        {"replace": 1.0}, 1, 0, (first.ledger_entry,))
+    assert (check.epsilon, check.neighbours, check.after().epsilon) == (0.5, "replace", {"replace": 1.5})
     question = check.question()
     assert "already spent epsilon 1 (replace) in 1 release" in question
     assert "spends epsilon 0.5 more (replace)" in question and "will have spent epsilon 1.5 (replace)" in question
@@ -84,7 +95,7 @@ def test_a_second_release_asks_with_what_was_spent_and_the_new_total(sample_wind
     release_now(window, qtbot)
     third = dialogs.budget_checks[1]
     assert third.spent.epsilon == {"replace": 1.5}
-    assert third.totals_after() == {"replace": 1.5, "add-remove": 0.5}
+    assert third.after().epsilon == {"replace": 1.5, "add-remove": 0.5}
     assert ledger_report().tables[0].epsilon == {"replace": 1.5, "add-remove": 0.5}
 
 
@@ -92,7 +103,7 @@ def test_declining_draws_no_noise_and_records_nothing(sample_window, qtbot, dial
     window = sample_window
     ledger = Ledger()
     earlier = ReleaseSpec(window.document.schema(), 0.25).run(np.zeros(window.document.schema().shape))
-    ledger.record(ledger.fingerprint_file(pio.sample_table_path()), earlier)  # a release made before
+    ledger.record(ledger.table_keys([pio.sample_table_path()]), earlier)  # a release made before
     drawn: list[object] = []
     run = ReleaseSpec.run
     monkeypatch.setattr(ReleaseSpec, "run", lambda self, *a, **k: drawn.append(self) or run(self, *a, **k))
@@ -136,9 +147,8 @@ def test_the_ledger_view_shows_what_privelet_ledger_lists(sample_window, qtbot, 
     assert main(["ledger", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert dialog.report.to_json() == listed  # the same data as the command line, from one function
-    entries = Ledger().entries()
     assert [[dialog.releases.item(r, c).text() for c in range(dialog.releases.columnCount())]
-            for r in range(dialog.releases.rowCount())] == [list(e.cells()) for e in entries]
+            for r in range(dialog.releases.rowCount())] == [list(row) for row in ledger_report().rows()]
     assert dialog.tables.rowCount() == 1
     assert dialog.tables.item(0, 0).text().endswith("(the open table)")
     assert dialog.tables.item(0, 1).text() == "epsilon 1.5 (replace) in 2 releases"
@@ -272,6 +282,7 @@ class Answering:
         self.boxes.append({
             "text": box.text(), "informative": box.informativeText(), "default": box.defaultButton().text(),
             "escape": box.escapeButton().text(), "buttons": [b.text() for b in box.buttons()], "icon": box.icon(),
+            "detailed": box.detailedText(),
         })
         next(b for b in box.buttons() if b.text().startswith(self.answer)).click()
         return 0
@@ -281,8 +292,8 @@ def test_the_spending_question_shows_the_totals_and_defaults_to_cancel(qtbot, mo
     parent = QWidget()
     qtbot.addWidget(parent)
     dialogs = Dialogs(parent, Settings())
-    check = BudgetCheck(Ledger(tmp_path / "l.sqlite3"), "ab" * 32, Spending("ab" * 32, {"replace": 1.0}, 2, 1),
-                        0.5, "replace")
+    check = BudgetCheck(Ledger(tmp_path / "l.sqlite3"), TableKeys("ab" * 32, "cd" * 16),
+                        Spending("abab", {"replace": 1.0}, 2, 1), 0.5, "replace")
     answering = Answering(monkeypatch, "Cancel")
     assert not dialogs.ask_spend_budget(check)
     box = answering.boxes[0]
@@ -290,6 +301,8 @@ def test_the_spending_question_shows_the_totals_and_defaults_to_cancel(qtbot, mo
     assert "spends epsilon 0.5 more (replace)" in box["informative"]
     assert "will have spent epsilon 1.5 (replace)" in box["informative"] and COMPOSITION_TEXT in box["informative"]
     assert box["default"] == box["escape"] == "Cancel"  # as the command line's [y/N]
+    assert box["detailed"] == (f"Privacy ledger: {tmp_path / 'l.sqlite3'}\nFingerprint of its rows: {'cd' * 16}\n"
+                               f"Fingerprint of its file: {'ab' * 32}")
     answering.answer = "Spend epsilon 0.5 more"
     assert dialogs.ask_spend_budget(check)
 
@@ -387,3 +400,78 @@ def test_a_release_with_domains_from_the_data_is_asked_first_and_declining_spend
     dialogs.spend_answer = True
     release_now(window, qtbot)
     assert "domains-from-data" not in dialogs.asked
+
+
+# -- the ledger knows a table by its rows; damage is refused; releases at the same time are asked -----------
+
+
+def test_the_same_rows_in_another_file_are_asked_about_in_the_app(window, qtbot, dialogs, tmp_path):
+    open_sample(window, qtbot)
+    first = release_now(window, qtbot)
+    # the sample's rows in another order, as plain comma-separated CSV with CRLF line ends
+    frame = pd.read_csv(pio.sample_table_path(), sep=";", dtype=str, keep_default_na=False)
+    copy = tmp_path / "adult-export.csv"
+    frame.sample(frac=1, random_state=4).to_csv(copy, index=False, lineterminator="\r\n")
+    with qtbot.waitSignal(window.tableLoaded, timeout=30_000):
+        window.open_table(copy, pio.sniff_table(copy), schema=pio.load_schema(pio.sample_schema_path()))
+    # before counting it is known by its file only, which is new; counting finds its rows
+    assert "first release of this table" in spent_before(window, qtbot)
+    dialogs.spend_answer = False
+    with qtbot.waitSignal(window.releaseCancelled, timeout=60_000):
+        assert window.run_release()
+    [check] = dialogs.budget_checks
+    assert check.spent.entries == (first.ledger_entry,) and check.spent.epsilon == {"replace": 1.0}
+    assert "already spent epsilon 1 (replace) in 1 release" in window.release_panel.setup_labels["ledger"].text()
+    assert len(Ledger().entries()) == 1
+
+
+def test_a_damaged_ledger_stops_the_release_in_the_app_and_says_how_to_restore_it(sample_window, qtbot, dialogs):
+    window = sample_window
+    release_now(window, qtbot)
+    ledger = Ledger()
+    with sqlite3.connect(ledger.path) as connection:  # the salt replaced: every release would look new
+        connection.execute(f"UPDATE meta SET value = '{'0' * 64}' WHERE key = 'salt'")
+    connection.close()
+    before = ledger.path.read_bytes()
+    with qtbot.waitSignal(window.releaseFailed, timeout=60_000):
+        assert window.run_release()
+    [(title, message)] = dialogs.errors
+    assert title == "The release failed" and str(ledger.path) in message and "is damaged" in message
+    assert "does not match the ledger's salt" in message and "Restore ledger.sqlite3 from a backup" in message
+    assert window.document.outcome is not None and "spend-budget" not in dialogs.asked  # the first release stays
+    assert ledger.path.read_bytes() == before
+    window.act_ledger.trigger()
+    dialog = window.ledger_dialog
+    assert dialog.problem.isVisibleTo(dialog) and "is damaged" in dialog.problem.text()
+    assert dialog.releases.rowCount() == 0
+    dialog.close()
+    # the Release step's line, once the table is looked up again, says why it cannot say more
+    with qtbot.waitSignal(window.tableLoaded, timeout=30_000):
+        window.open_table(pio.sample_table_path(), pio.sniff_table(pio.sample_table_path()),
+                          schema=pio.load_schema(pio.sample_schema_path()))
+    qtbot.waitUntil(lambda: "cannot look up" in window.release_panel.setup_labels["ledger"].text(), timeout=20_000)
+    assert "is damaged" in window.release_panel.setup_labels["ledger"].text()
+
+
+def test_a_release_recorded_elsewhere_while_the_app_releases_is_asked_about(sample_window, qtbot, dialogs, monkeypatch):
+    """The command line records a release of the same table between the app's look-up and its
+    record: the app asks (with that release counted) before it draws anything."""
+    from privelet_gui.io import ledger as ledger_module
+
+    window = sample_window
+    look_up = ledger_module.check_budget
+    elsewhere: list[int] = []
+
+    def looked_up_then_released_elsewhere(ledger: Ledger, keys: TableKeys, *args: object, **kwargs: object) -> object:
+        check = look_up(ledger, keys, *args, **kwargs)
+        if not elsewhere:  # another process, another connection, the same table
+            elsewhere.append(Ledger(ledger.path).record(keys, PlannedRelease(0.3, "replace", (), "basic", "exact")))
+        return check
+
+    monkeypatch.setattr(ledger_module, "check_budget", looked_up_then_released_elsewhere)
+    dialogs.spend_answer = False
+    with qtbot.waitSignal(window.releaseCancelled, timeout=60_000):
+        assert window.run_release()
+    [check] = dialogs.budget_checks
+    assert check.spent.entries == tuple(elsewhere) and check.spent.epsilon == {"replace": 0.3}
+    assert [e.id for e in Ledger().entries()] == elsewhere and window.document.outcome is None

@@ -166,11 +166,11 @@ def _crash(slot: Any, folder: Path) -> None:
 
 
 def test_a_release_is_kept_beside_the_project_and_saved_where_asked(tmp_path, private_ledger):
-    from privelet_gui.io.ledger import Ledger
+    from privelet_gui.io.ledger import Ledger, TableKeys
     from privelet_gui.io.releases import load_release
 
     release = _release()
-    entry = Ledger().record("f" * 64, release)
+    entry = Ledger().record(TableKeys("f" * 64), release)
     slot = RecoveryStore(tmp_path).slot()
     slot.write(None, None, KeptRelease(release, {"created": "2026-12-01T10:00:00+00:00"}, entry))
     written = slot.release_path.stat().st_mtime_ns

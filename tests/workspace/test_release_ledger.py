@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from privelet_gui.engine import Cancelled, ReleaseSpec
-from privelet_gui.io.ledger import BudgetCheck, Ledger
+from privelet_gui.io.ledger import BudgetCheck, Ledger, Reservation
 from privelet_gui.io.project import project_from_json, project_to_json
 from privelet_gui.workspace import Workspace, run_release
 from privelet_gui.workspace.jobs import ReleaseControl, check_table_budget
@@ -21,7 +21,8 @@ def test_a_release_is_recorded_as_its_noise_is_drawn_and_asked_about_once_spent(
     first = run_release(job, ask=never)  # a fresh ledger: nothing to ask
     entries = Ledger().entries()
     assert [(e.id, e.epsilon, e.output) for e in entries] == [(first.ledger_entry, 1.0, None)]
-    assert first.spent_after == Ledger().spent(entries[0].fingerprint)
+    assert entries[0].row_fingerprint is not None  # its rows were fingerprinted as they were counted
+    assert first.spent_after == Ledger().spent(entries[0].keys)
     assert first.budget is not None and not first.budget.must_ask
     asked: list[BudgetCheck] = []
     second = run_release(job, ask=lambda check: asked.append(check) or True)
@@ -50,14 +51,13 @@ def test_a_cancel_before_the_noise_is_drawn_records_nothing(workspace):
 
 def test_a_cancel_after_the_noise_is_drawn_only_skips_measuring(workspace, monkeypatch):
     control = ReleaseControl()
-    record = BudgetCheck.record
+    mark_drawn = Reservation.mark_drawn
 
-    def record_then_cancel(self: BudgetCheck, release: object, **kwargs: object) -> int:
-        entry = record(self, release, **kwargs)  # type: ignore[arg-type]
+    def drawn_then_cancel(self: Reservation) -> None:
+        mark_drawn(self)
         assert not control.cancel()  # too late: the release goes on
-        return entry
 
-    monkeypatch.setattr(BudgetCheck, "record", record_then_cancel)
+    monkeypatch.setattr(Reservation, "mark_drawn", drawn_then_cancel)
     outcome = run_release(workspace.release_job(), ask=never, control=control)
     assert control.committed and outcome.preview is None  # measuring the error was skipped
     assert [e.id for e in Ledger().entries()] == [outcome.ledger_entry]
