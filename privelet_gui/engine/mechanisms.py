@@ -117,5 +117,5 @@ def prepare_kernels() -> float:
                      NominalAttribute("y", Hierarchy.from_nested({"*": {"a": ["1", "2"], "b": ["3"]}}))])
     counts = np.arange(schema.size, dtype=np.float64).reshape(schema.shape)
     for sampler in ("exact", "standard"):
-        ReleaseSpec(schema, 1e9, "privelet", sampler=sampler).run(counts, seed=0)  # type: ignore[arg-type]
+        ReleaseSpec(schema, 1e9, "privelet", sampler=sampler).run(counts, seed=0)
     return time.perf_counter() - started

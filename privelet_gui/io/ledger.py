@@ -68,8 +68,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..engine import Cancelled, PriveletError, Release, ReleaseSpec
-from ..engine.noise import NEIGHBOURS
+from ..engine import NEIGHBOURS, Cancelled, PriveletError, Release, ReleaseSpec
 from ._user_data import user_data_location
 from .row_fingerprint import RowFingerprint
 

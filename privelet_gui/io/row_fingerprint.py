@@ -5,7 +5,7 @@ another row order, line ends, quoting, a trailing newline, or CSV saved as Parqu
 :class:`RowFingerprint` hashes the rows as they are parsed, chunk by chunk while the
 table is counted, into a value that depends on the multiset of rows alone:
 
-* each cell's text (:func:`~privelet_gui.engine.schema.cell_text`: the text a CSV file
+* each cell's text (:func:`~privelet_gui.engine.model.schema.cell_text`: the text a CSV file
   holds, so that Parquet's 20 and CSV's ``"20"`` agree; an empty cell is missing) is
   hashed with SipHash-2-4 keyed by the ledger's salt and the column's name (pandas'
   ``hash_array``; each distinct value of a chunk once, and remembered for the next chunks);
@@ -30,7 +30,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..engine.schema import cell_text
+from ..engine.model.schema import cell_text
 
 __all__ = ["RowFingerprint"]
 

@@ -348,7 +348,7 @@ def infer_config(column: ColumnSummary, history: History | None = None) -> Attri
         config.values = tuple(values)
     elif (numbers := infer_numbers(column)) is not None:
         # Codes written as numbers: a switch to an ordinal range or bins starts from the numbers'.
-        if numbers.bins is not None:
+        if numbers.bins is not None and numbers.bins.width is not None:
             config.bins = (numbers.bins.start, numbers.bins.stop, numbers.bins.width)
         if column.integer and column.minimum is not None and column.maximum is not None:
             config.lo, config.hi = int(column.minimum), int(column.maximum)

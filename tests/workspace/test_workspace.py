@@ -425,8 +425,7 @@ def test_a_domain_derived_from_the_data_keeps_its_flag_through_every_edit(sample
 @pytest.mark.parametrize("typed", ["1e-13", "0,5", "-1", "0", "1e13", "1_000", "inf", "nan", "½"])
 def test_a_typed_epsilon_is_taken_exactly_or_refused_with_the_engines_range(workspace, typed):
     """Issue 39, item 3: the rule behind the app's epsilon field."""
-    from privelet_gui.engine import PriveletError
-    from privelet_gui.engine.noise import EPSILON_MAX, EPSILON_MIN
+    from privelet_gui.engine import EPSILON_MAX, EPSILON_MIN, PriveletError
     from privelet_gui.workspace.model import epsilon_text, parse_epsilon
 
     with pytest.raises(PriveletError, match=re.escape(f"from {EPSILON_MIN:g} to {EPSILON_MAX:g}, written with a point as the decimal")):

@@ -11,7 +11,7 @@ unbiased), so everything here is data-independent and costs no privacy. Per axis
 and part, :func:`workload_factors` averages the exact factors of
 :class:`~privelet_gui.engine.VarianceModel` (``V_i``, and for the public total
 ``C_i`` and the share ``s_i = |q_i| / |A_i|``); :func:`expected_error` and the S_A search of
-:mod:`~privelet_gui.engine.advisor` combine them.
+:mod:`~privelet_gui.engine.accuracy.advisor` combine them.
 
 Examples
 --------
@@ -272,7 +272,7 @@ class WorkloadFactors:
     totals: np.ndarray  # (d, 2)
 
     def select(self, in_sa: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per row, the three products of :mod:`~privelet_gui.engine.bounds`' public-total
+        """Per row, the three products of :mod:`~privelet_gui.engine.accuracy.bounds`' public-total
         formula for one S_A (a boolean mask over the axes), ``rho^2`` included."""
         own = np.where(in_sa, self.untransformed, self.transformed).prod(axis=1)
         covariance = np.where(in_sa, self.untransformed_covariance, self.transformed_covariance).prod(axis=1)

@@ -311,7 +311,7 @@ def noisy_values(
             f = start + i
         if status[i] == DONE:
             den = den_rows[row] * den_cols[column]
-            units = round_to_units(z[f], den, inverse_rows[row] * inverse_cols[column] / grid, grid_exponent)
+            units = round_to_units(z[f], den, inverse_rows[row] * inverse_cols[column] / grid, np.int64(grid_exponent))
             out[f] = noisy_value(units, high[i], low[i], shift, grid)
         column += 1
         if column == cols:

@@ -65,5 +65,5 @@ class BlockCipher:
         size = source.nbytes
         if self._out.size < size + 15:  # OpenSSL asks for a block's room beyond the input
             self._out = np.empty(size + 15, dtype=np.uint8)
-        self._context.update_into(source.view(np.uint8).reshape(-1), self._out)
+        self._context.update_into(source.view(np.uint8).reshape(-1).data, self._out.data)
         return self._out[:size].view(_LITTLE).reshape(-1, 2)

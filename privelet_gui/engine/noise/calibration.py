@@ -76,14 +76,14 @@ def check_neighbours(neighbours: object) -> Neighbours:
     """``neighbours`` if it names a neighbouring notion; a PriveletError otherwise."""
     if neighbours not in NEIGHBOURS:
         raise PriveletError(f"neighbours must be 'replace' or 'add-remove', got {neighbours!r}")
-    return neighbours  # type: ignore[return-value]
+    return neighbours
 
 
 def check_sampler(sampler: object) -> Sampler:
     """``sampler`` if it names a noise sampler; a PriveletError otherwise."""
     if sampler not in SAMPLERS:
         raise PriveletError(f"sampler must be 'exact' or 'standard', got {sampler!r}")
-    return sampler  # type: ignore[return-value]
+    return sampler
 
 
 def multiplicity(neighbours: Neighbours) -> int:
@@ -98,7 +98,7 @@ def check_epsilon(epsilon: object) -> float:
     if isinstance(epsilon, int) and epsilon > EPSILON_MAX:  # before float() overflows
         raise PriveletError(_range_message(f"about 2^{int(epsilon).bit_length() - 1}"))
     try:
-        value = float(epsilon)  # type: ignore[arg-type]
+        value = float(epsilon)
     except (TypeError, ValueError, OverflowError):
         raise PriveletError(f"epsilon must be a number, got {epsilon!r}") from None
     if not math.isfinite(value) or value <= 0:

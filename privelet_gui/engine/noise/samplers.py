@@ -104,7 +104,7 @@ class NoiseSampler:
                 self._finish(z, out, start + left, inputs[left, 0].copy(), words[left].copy(), layout, cipher)
 
     def _finish(self, z: np.ndarray, out: np.ndarray, flat: np.ndarray, positions: np.ndarray, words: np.ndarray,
-                layout: tuple, cipher: BlockCipher) -> None:  # type: ignore[type-arg]
+                layout: tuple, cipher: BlockCipher) -> None:
         """The draws the common path did not decide: the full protocol on block 0, then with more
         blocks of their streams until each is done or needs exact comparisons, which
         :meth:`ExactSampler.draw` makes."""
@@ -134,16 +134,16 @@ class NoiseSampler:
             self._exact_value(z, out, f, position, layout, cipher)
 
     def _retry(self, z: np.ndarray, out: np.ndarray, flat: np.ndarray, words: np.ndarray,
-               layout: tuple) -> np.ndarray:  # type: ignore[type-arg]
+               layout: tuple) -> np.ndarray:
         """The full protocol for the draws at flat indices ``flat`` with their ``words``; their statuses."""
         high = np.empty(len(flat), dtype=np.int64)
         low = np.empty(len(flat), dtype=np.int64)
         status = np.empty(len(flat), dtype=np.int64)
         self._draws(words, high=high, low=low, status=status)
-        kernels.noisy_values(z, out, *layout, high, low, status, 0, flat)
+        kernels.noisy_values(z, out, *layout, high, low, status, 0, flat)  # type: ignore[call-arg]
         return status
 
-    def _exact_value(self, z: np.ndarray, out: np.ndarray, f: int, position: int, layout: tuple,  # type: ignore[type-arg]
+    def _exact_value(self, z: np.ndarray, out: np.ndarray, f: int, position: int, layout: tuple,
                      cipher: BlockCipher) -> None:
         if self.exact is None:
             raise InternalError("the standard sampler asked for an exact comparison")
