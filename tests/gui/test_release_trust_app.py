@@ -119,11 +119,11 @@ def test_a_copy_whose_description_was_edited_is_not_offered(window, dialogs, tmp
 def test_recovering_a_release_whose_ledger_entry_was_edited_leaves_the_ledger_alone(window, dialogs, qtbot, tmp_path):
     import json
 
-    from privelet_gui.io.ledger import Ledger
+    from privelet_gui.io.ledger import Ledger, TableKeys
 
     ledger = Ledger()
-    theirs = ledger.record("a" * 64, ReleaseSpec(SCHEMA, 3.0).run(np.ones(SCHEMA.shape)))
-    ours = ledger.record("b" * 64, ReleaseSpec(SCHEMA, 0.5).run(np.ones(SCHEMA.shape)))
+    theirs = ledger.record(TableKeys("a" * 64), ReleaseSpec(SCHEMA, 3.0).run(np.ones(SCHEMA.shape)))
+    ours = ledger.record(TableKeys("b" * 64), ReleaseSpec(SCHEMA, 0.5).run(np.ones(SCHEMA.shape)))
     copy = _crashed_copy_with_release(recovery_folder(), 0.5, ours)
     document = json.loads(copy.read_text(encoding="utf-8"))
     document["release"]["ledger_entry"] = theirs

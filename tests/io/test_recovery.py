@@ -292,11 +292,11 @@ def test_the_release_facts_come_from_its_file(tmp_path):
 
 def test_a_ledger_entry_of_another_release_is_left_as_it_was(tmp_path):
     from privelet_gui.engine import PriveletError
-    from privelet_gui.io.ledger import Ledger
+    from privelet_gui.io.ledger import Ledger, TableKeys
 
     ledger = Ledger()
-    theirs = ledger.record("a" * 64, _release(3.0))  # another release, not yet written
-    ours = ledger.record("b" * 64, _release(0.5))
+    theirs = ledger.record(TableKeys("a" * 64), _release(3.0))  # another release, not yet written
+    ours = ledger.record(TableKeys("b" * 64), _release(0.5))
     copy = _orphan_with_release(tmp_path, 0.5, ours)
     document = json.loads(copy.read_text(encoding="utf-8"))
     document["release"]["ledger_entry"] = theirs  # edited: saving would note this file as that release's
@@ -314,10 +314,10 @@ def test_a_ledger_entry_of_another_release_is_left_as_it_was(tmp_path):
 @pytest.mark.parametrize("case", ["missing", "written"])
 def test_a_ledger_entry_that_is_gone_or_already_written_is_left_as_it_was(tmp_path, case):
     from privelet_gui.engine import PriveletError
-    from privelet_gui.io.ledger import Ledger
+    from privelet_gui.io.ledger import Ledger, TableKeys
 
     ledger = Ledger()
-    entry = ledger.record("b" * 64, _release(0.5))
+    entry = ledger.record(TableKeys("b" * 64), _release(0.5))
     if case == "written":
         ledger.set_output(entry, tmp_path / "first.npz")
     _orphan_with_release(tmp_path, 0.5, entry if case == "written" else entry + 1)

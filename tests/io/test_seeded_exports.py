@@ -63,7 +63,7 @@ def test_unseeded_exports_carry_no_warning(tmp_path, suffix):
 
 def test_release_files_name_the_sampler_and_the_bit_source(tmp_path):
     meta = save_release(privelet_plus(TRUTH, SCHEMA, 1.0), tmp_path / "r.npz")
-    assert (meta["sampler"], meta["bit_source"], meta["seeded"]) == ("exact", "aes128-ctr/os-key", False)
+    assert (meta["sampler"], meta["bit_source"], meta["seeded"]) == ("exact", "aes128-ecb(position)/os-key", False)
     seeded = privelet_plus(TRUTH, SCHEMA, 1.0, rng=np.random.default_rng(3))
     meta = save_release(seeded, tmp_path / "s.npz", seed=3)
     assert meta["bit_source"] == "seeded generator (tests only)" and meta["seeded"]
