@@ -87,7 +87,7 @@ __all__ = [
     "mechanism_name",
 ]
 
-Mechanism = Literal["privelet+", "privelet", "basic"]
+Mechanism = Literal["privelet+", "privelet", "basic", "strategies"]
 #: The default noise sampler: exact discrete Laplace in integer arithmetic
 #: (:mod:`privelet_gui.engine.noise.exact`); ``"standard"`` is the other.
 SAMPLER: Sampler = SAMPLERS[0]
@@ -99,8 +99,14 @@ READABLE_SAMPLERS: tuple[str, ...] = (*SAMPLERS, _LEGACY_SAMPLER)
 #: The mechanisms a custodian can choose (Privelet+ with S_A empty is Privelet, with every
 #: attribute in S_A it is Basic).
 MECHANISMS: tuple[Mechanism, ...] = ("privelet+", "privelet", "basic")
+#: A strategy named per axis (``ReleaseSpec(..., "strategies", strategies=(...))``): the paper's
+#: transforms, the identity, or hierarchies measured with least squares (what
+#: :func:`~privelet_gui.engine.best_strategy` chooses).
+STRATEGIES: Mechanism = "strategies"
 #: How each mechanism is written for people.
-MECHANISM_NAMES: dict[str, str] = {"privelet+": "Privelet+", "privelet": "Privelet", "basic": "Basic"}
+MECHANISM_NAMES: dict[str, str] = {
+    "privelet+": "Privelet+", "privelet": "Privelet", "basic": "Basic", STRATEGIES: "Per-axis strategies",
+}
 
 def mechanism_name(mechanism: str) -> str:
     """``"Privelet+"``, ``"Privelet"`` or ``"Basic"`` (an unknown name is returned as is)."""
@@ -108,10 +114,10 @@ def mechanism_name(mechanism: str) -> str:
 
 
 def check_mechanism(mechanism: object) -> Mechanism:
-    """``mechanism`` if it is one of :data:`MECHANISMS`; a PriveletError naming them otherwise."""
-    if mechanism not in MECHANISMS:
-        raise PriveletError(f"mechanism must be one of {', '.join(map(repr, MECHANISMS))}, got {mechanism!r}")
-    return mechanism
+    """``mechanism`` if it is one of :data:`MECHANISMS` or :data:`STRATEGIES`; a PriveletError naming them otherwise."""
+    if mechanism not in (*MECHANISMS, STRATEGIES):
+        raise PriveletError(f"mechanism must be one of {', '.join(map(repr, (*MECHANISMS, STRATEGIES)))}, got {mechanism!r}")
+    return mechanism  # type: ignore[return-value]
 
 
 def check_sa(schema: Schema, sa: Collection[str]) -> tuple[str, ...]:
@@ -142,6 +148,11 @@ class ReleaseSpec:
     ``sa`` is read as attribute names (in any order; kept in axis order). It applies to
     Privelet+ only: Privelet leaves no attribute untransformed and Basic every one.
 
+    ``strategies`` names each attribute's axis strategy (in axis order; the forms of
+    :data:`~privelet_gui.engine.strategies.plan.AXIS_STRATEGY_FORMS`) for the mechanism
+    ``"strategies"``, and is empty for the others. Such a spec whose axes are all ``identity`` or
+    ``wavelet`` *is* the paper's mechanism (its :attr:`label` says which).
+
     ``public_total``: shift the release so that its total is the number of rows n
     (:mod:`~privelet_gui.engine.postprocess`). ``None`` (the default) does so under
     replace-one-tuple neighbours, where n is public, and never under add/remove, where
@@ -167,6 +178,7 @@ class ReleaseSpec:
     public_total: bool | None = field(default=None, kw_only=True)
     invalid: InvalidPolicy = field(default="error", kw_only=True)
     sampler: Sampler = field(default=SAMPLER, kw_only=True)
+    strategies: tuple[str, ...] = field(default=(), kw_only=True)
 
     def __post_init__(self) -> None:
         if not isinstance(self.schema, Schema):
@@ -176,6 +188,16 @@ class ReleaseSpec:
         check_neighbours(self.neighbours)
         check_sampler(self.sampler)
         object.__setattr__(self, "sa", check_sa(self.schema, self.sa))
+        if isinstance(self.strategies, str) or not all(isinstance(n, str) for n in self.strategies):
+            raise SchemaError(f"strategies is a sequence of strategy names, one per attribute, got {self.strategies!r}")
+        object.__setattr__(self, "strategies", tuple(self.strategies))
+        if (self.mechanism == STRATEGIES) != bool(self.strategies):
+            raise PriveletError(
+                "name a strategy per attribute (strategies=...) with the mechanism 'strategies', and only with it"
+            )
+        if self.mechanism == STRATEGIES and self.sa:
+            raise PriveletError("with named strategies S_A is the attributes named 'identity'; leave sa empty")
+        _ = self.plan  # an unknown or unfitting strategy name is refused now
         if self.public_total not in (None, True, False):
             raise PriveletError(f"public_total is True, False or None (the default), got {self.public_total!r}")
         if self.invalid not in ("error", "drop"):
@@ -202,7 +224,10 @@ class ReleaseSpec:
     # -- what the mechanism means ------------------------------------------------------------
     @cached_property
     def effective_sa(self) -> tuple[str, ...]:
-        """S_A as the release uses it, in axis order: none for Privelet, all for Basic."""
+        """S_A as the release uses it, in axis order: none for Privelet, all for Basic, the
+        attributes measured by ``identity`` for named strategies."""
+        if self.mechanism == STRATEGIES:
+            return tuple(a.name for a, name in zip(self.schema, self.strategies) if name == "identity")
         if self.mechanism == "privelet":
             return ()
         if self.mechanism == "basic":
@@ -212,7 +237,10 @@ class ReleaseSpec:
     @property
     def label(self) -> Mechanism:
         """The mechanism the release really is: Privelet+ with S_A empty is Privelet, and
-        with every attribute in S_A it is Basic."""
+        with every attribute in S_A it is Basic; named strategies that are all the identity or the
+        wavelets are one of those three."""
+        if self.mechanism == STRATEGIES and not set(self.strategies) <= {"identity", "wavelet"}:
+            return STRATEGIES
         if not self.effective_sa:
             return "privelet"
         if len(self.effective_sa) == len(self.schema):
@@ -221,13 +249,25 @@ class ReleaseSpec:
 
     @property
     def name(self) -> str:
-        """The label for people: ``"Privelet+"``, ``"Privelet"`` or ``"Basic"``."""
+        """The label for people: ``"Privelet+"``, ``"Privelet"``, ``"Basic"`` or ``"Per-axis strategies"``."""
         return mechanism_name(self.label)
 
     @cached_property
     def plan(self) -> StrategyPlan:
-        """The per-axis strategies (identity along S_A, the paper's transform elsewhere)."""
+        """The per-axis strategies (the named ones, or the identity along S_A and the paper's
+        transform elsewhere)."""
+        if self.mechanism == STRATEGIES:
+            return StrategyPlan.of_names(self.schema, self.strategies)
         return StrategyPlan.paper(self.schema, self.effective_sa)
+
+    @property
+    def axis_strategies(self) -> tuple[str, ...]:
+        """Each attribute's strategy by name, whatever the mechanism (``identity`` or ``wavelet``
+        for the paper's)."""
+        if self.mechanism == STRATEGIES:
+            return self.strategies
+        sa = set(self.effective_sa)
+        return tuple("identity" if a.name in sa else "wavelet" for a in self.schema)
 
     @property
     def rho(self) -> int | float:
@@ -424,6 +464,7 @@ class ReleaseSpec:
             seeded=seeded,
             total_shift=total_shift,
             sampler=self.sampler,
+            strategies=self.strategies if self.label == STRATEGIES else (),
             seconds=seconds,
         )
 
@@ -455,6 +496,7 @@ class Release:
     seeded: bool = False
     sampler: str = SAMPLER
     total_shift: float | None = None
+    strategies: tuple[str, ...] = ()
     seconds: float = field(default=0.0, compare=False)
 
     @cached_property
@@ -465,7 +507,7 @@ class Release:
         sampler = "standard" if self.sampler == _LEGACY_SAMPLER else self.sampler
         return ReleaseSpec(
             schema, self.epsilon, self.mechanism, sa, self.neighbours,
-            public_total=self.public_total, sampler=sampler,  # type: ignore[arg-type]
+            public_total=self.public_total, sampler=sampler, strategies=self.strategies,  # type: ignore[arg-type]
         )
 
     @property

@@ -36,6 +36,7 @@ import numpy as np
 from ..errors import PriveletError, SchemaError
 from ..model.schema import Attribute, NominalAttribute, Schema
 from ..noise.calibration import Neighbours, check_epsilon, multiplicity
+from ..strategies.base import AxisStrategy
 from .bounds import VarianceModel, variance_model
 from .queries import QueryBatch, random_workload
 
@@ -47,7 +48,11 @@ __all__ = [
     "AxisPredicates",
     "ProductPart",
     "Workload",
+    "AxisTable",
     "WorkloadFactors",
+    "axis_table",
+    "combine_tables",
+    "row_weights",
     "expected_error",
     "level_nodes",
     "marginals",
@@ -357,6 +362,70 @@ def combine_products(
     return np.maximum(own - 2.0 * covariance + total, 0.0)
 
 
+@dataclass(frozen=True)
+class AxisTable:
+    """One axis measured by one strategy, per row of a workload (a product part, or a listed
+    query): ``own`` is ``rho^2 mean V``, ``covariance`` ``rho^2 mean s C`` and ``share2``
+    ``mean s^2`` (``s`` a predicate's share of the axis); ``total`` is ``rho^2 T``. A box's
+    factors are products of its axes' (docs/math.md, "Exact variance")."""
+
+    own: np.ndarray
+    covariance: np.ndarray
+    share2: np.ndarray
+    total: float
+
+
+def _rows(workload: Workload, average: bool) -> list[tuple[bool, list[AxisPredicates]]]:
+    parts: tuple[Part, ...] = workload.parts if average else (workload.queries(),)
+    out = []
+    for part in parts:
+        if isinstance(part, ProductPart):
+            out.append((True, list(part.axes)))
+        else:
+            out.append((False, [AxisPredicates(part.lo[:, a], part.hi[:, a], part.nodes[:, a])
+                                for a in range(len(workload.schema))]))
+    return out
+
+
+def row_weights(workload: Workload, *, average: bool = True) -> np.ndarray:
+    """How many queries each row of :func:`axis_table` stands for."""
+    parts: tuple[Part, ...] = workload.parts if average else (workload.queries(),)
+    return np.concatenate([np.array([float(len(part))]) if isinstance(part, ProductPart) else np.ones(len(part))
+                           for part in parts])
+
+
+def axis_table(workload: Workload, axis: int, strategy: AxisStrategy, *, average: bool = True) -> AxisTable:
+    """``strategy``'s factors on ``axis`` for every row of ``workload`` (see :class:`AxisTable`):
+    a product part's average is one row, a listed query is a row of its own (every query with
+    ``average=False``)."""
+    size = workload.schema[axis].size
+    rho2 = float(strategy.rho) ** 2
+    columns: dict[str, list[np.ndarray]] = {"own": [], "covariance": [], "share2": []}
+    for product, axes in _rows(workload, average):
+        p = axes[axis]
+        share = (p.hi - p.lo + 1).astype(np.float64) / size
+        values = {
+            "own": rho2 * strategy.predicate_variances(p.lo, p.hi, p.nodes),
+            "covariance": rho2 * share * strategy.predicate_total_covariances(p.lo, p.hi, p.nodes),
+            "share2": share**2,
+        }
+        for key, value in values.items():
+            columns[key].append(np.array([value.mean()]) if product else value)
+    return AxisTable(*(np.concatenate(columns[k]) for k in ("own", "covariance", "share2")),
+                     total=rho2 * strategy.total_variance())
+
+
+def combine_tables(tables: Sequence[AxisTable], public_total: bool) -> np.ndarray:
+    """Per row, the box factor of the axes' strategies (``rho^2`` included): the raw release's,
+    or the one shifted to the public total (:func:`combine_products`)."""
+    own = np.prod([t.own for t in tables], axis=0)
+    if not public_total:
+        return own
+    covariance = np.prod([t.covariance for t in tables], axis=0)
+    total = np.prod([t.share2 for t in tables], axis=0) * math.prod(t.total for t in tables)
+    return combine_products(own, covariance, total, True)
+
+
 def expected_error(spec: ReleaseSpec, workload: Workload, *, objective: Objective = "mean") -> float:
     """The workload's expected square error under ``spec``: the average over its queries
     (``"mean"``) or its worst query (``"worst"``), exact and data-independent.
@@ -374,13 +443,14 @@ def expected_error(spec: ReleaseSpec, workload: Workload, *, objective: Objectiv
     if workload.schema != spec.schema:
         raise SchemaError(f"the workload {workload.name!r} is on another schema than the release")
     objective = check_objective(objective)
-    factors = workload_factors(workload, spec.model, average=objective == "mean")
-    own, covariance, total = factors.select(sa_mask(spec.schema, spec.effective_sa))
-    values = combine_products(own, covariance, total, spec.uses_public_total)
+    average = objective == "mean"
+    tables = [axis_table(workload, axis, strategy, average=average) for axis, strategy in enumerate(spec.plan.strategies)]
+    values = combine_tables(tables, spec.uses_public_total)
     unit = unit_variance(spec.epsilon, spec.neighbours)
     if objective == "worst":
         return unit * float(values.max())
-    return unit * float(np.dot(factors.weights, values) / factors.weights.sum())
+    weights = row_weights(workload, average=average)
+    return unit * float(np.dot(weights, values) / weights.sum())
 
 
 def workload_variances(spec: ReleaseSpec, workload: Workload) -> np.ndarray:

@@ -178,3 +178,76 @@ def nominal_reconstruct(
                 target = sums[slot] if slot >= 0 else out[o, -1 - slot]
                 for t in range(inner):
                     target[t] = y[o, row, t] * scale + mean[t]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def tree_forward(
+    x: np.ndarray, out: np.ndarray, low: np.ndarray, high: np.ndarray, weight: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """Tree numerators (docs/math.md, "Hierarchies with least squares"): row r is ``weight[r]``
+    times the count of the node covering positions ``low[r]`` to ``high[r]`` (half-open), a
+    difference of prefix sums along the axis."""
+    outer, size, inner = x.shape
+    rows = out.shape[1]
+    prefix = np.empty((size + 1, inner), np.int64)
+    for o in range(outer):
+        for t in range(inner):
+            prefix[0, t] = 0
+        for i in range(size):
+            for t in range(inner):
+                prefix[i + 1, t] = prefix[i, t] + x[o, i, t]
+        for r in range(rows):
+            lo = low[r]
+            hi = high[r]
+            w = weight[r]
+            for t in range(inner):
+                out[o, r, t] = w * (prefix[hi, t] - prefix[lo, t])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def tree_reconstruct(
+    y: np.ndarray, out: np.ndarray, row: np.ndarray, own: np.ndarray, children_share: np.ndarray,
+    spread: np.ndarray, first_child: np.ndarray, fanout: np.ndarray, position: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """Least-squares values from a tree's noisy weighted measurements in two passes over the
+    nodes (level order, children contiguous; docs/math.md, "Hierarchies with least squares").
+
+    Up: a node's estimate is ``own[v] y[row[v]] + children_share[v] c_v``, ``c_v`` the sum of its
+    children's estimates (a leaf: ``own`` alone; an unmeasured node, ``row`` -1: ``c_v``). Down: a
+    child's final value is its estimate plus ``spread[u]`` times what its parent's final value
+    differs from ``c_parent``. Leaf v's value goes to ``position[v]``."""
+    outer, _, inner = y.shape
+    nodes = row.shape[0]
+    estimate = np.empty((nodes, inner))
+    children_sum = np.empty((nodes, inner))
+    for o in range(outer):
+        for v in range(nodes - 1, -1, -1):
+            f = fanout[v]
+            r = row[v]
+            if f == 0:
+                for t in range(inner):
+                    estimate[v, t] = own[v] * y[o, r, t]
+                continue
+            first = first_child[v]
+            for t in range(inner):
+                children_sum[v, t] = estimate[first, t]
+            for c in range(first + 1, first + f):
+                for t in range(inner):
+                    children_sum[v, t] += estimate[c, t]
+            if r >= 0:
+                for t in range(inner):
+                    estimate[v, t] = own[v] * y[o, r, t] + children_share[v] * children_sum[v, t]
+            else:
+                for t in range(inner):
+                    estimate[v, t] = children_sum[v, t]
+        for v in range(nodes):
+            f = fanout[v]
+            if f == 0:
+                p = position[v]
+                for t in range(inner):
+                    out[o, p, t] = estimate[v, t]
+                continue
+            first = first_child[v]
+            for c in range(first, first + f):
+                for t in range(inner):
+                    estimate[c, t] += spread[c] * (estimate[v, t] - children_sum[v, t])

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
-from functools import cache, cached_property
+from functools import cache, cached_property, lru_cache
 
 import numpy as np
 
@@ -23,8 +23,16 @@ from .base import AxisStrategy
 from .haar import HaarTransform
 from .identity import IdentityTransform
 from .nominal import NominalTransform
+from .tree import TreeStrategy
 
-__all__ = ["StrategyPlan", "identity_strategy", "paper_strategy"]
+__all__ = ["AXIS_STRATEGY_FORMS", "StrategyPlan", "axis_strategy", "identity_strategy", "paper_strategy"]
+
+#: The names an axis strategy is given by (a release file and the command line use them):
+#: ``identity``; ``wavelet`` (the paper's transform: Haar, or the nominal wavelet); ``tree-B`` on an
+#: ordinal axis (branching B); ``hierarchy`` on a nominal one (its hierarchy); the trees take
+#: per-level integer weights, root first, after a slash: ``tree-8/1,1,2`` (docs/math.md,
+#: "Hierarchies with least squares").
+AXIS_STRATEGY_FORMS = ("identity", "wavelet", "tree-B", "hierarchy", "tree-B/w0,w1,...", "hierarchy/w0,w1,...")
 
 
 @cache
@@ -40,6 +48,33 @@ def paper_strategy(attribute: Attribute) -> AxisStrategy:
 def identity_strategy(size: int) -> AxisStrategy:
     """The identity strategy of an axis of ``size`` values (S_A), shared."""
     return IdentityTransform(size)
+
+
+@lru_cache(maxsize=64)
+def axis_strategy(attribute: Attribute, name: str) -> AxisStrategy:
+    """The axis strategy called ``name`` (:data:`AXIS_STRATEGY_FORMS`) for ``attribute``; a
+    SchemaError saying the forms where it is not one (shared, as :func:`paper_strategy`)."""
+    nominal = isinstance(attribute, NominalAttribute)
+    base, _, weights_text = name.partition("/")
+    if name == "identity":
+        return identity_strategy(attribute.size)
+    if name == "wavelet":
+        return paper_strategy(attribute)
+    weights: list[int] | None = None
+    if weights_text:
+        try:
+            weights = [int(w) for w in weights_text.split(",")]
+        except ValueError:
+            raise SchemaError(f"the level weights of {name!r} must be whole numbers separated by commas") from None
+    if base == "hierarchy" and nominal:
+        return TreeStrategy.of_hierarchy(attribute.hierarchy, weights)
+    if base.startswith("tree-") and base[5:].isdigit() and not nominal:
+        return TreeStrategy.branching(attribute.size, int(base[5:]), weights)
+    kinds = "identity, wavelet or hierarchy" if nominal else "identity, wavelet or tree-B (B = 2, 3, ...)"
+    raise SchemaError(
+        f"{attribute.name!r} cannot be measured by {name!r}: a {'nominal' if nominal else 'ordinal'} attribute "
+        f"takes {kinds}, trees with optional level weights after a slash (tree-8/1,1,2)"
+    )
 
 
 class StrategyPlan:
@@ -71,6 +106,13 @@ class StrategyPlan:
         """Privelet+: the identity along the attributes of ``sa``, the paper's transform elsewhere."""
         in_sa = set(schema.axes(list(sa)))
         return cls(schema, [identity_strategy(a.size) if i in in_sa else paper_strategy(a) for i, a in enumerate(schema)])
+
+    @classmethod
+    def of_names(cls, schema: Schema, names: Sequence[str]) -> StrategyPlan:
+        """The plan measuring each attribute by the strategy of that name (:func:`axis_strategy`)."""
+        if len(names) != len(schema):
+            raise SchemaError(f"a strategy per attribute: {len(schema)} attributes, {len(names)} strategy names")
+        return cls(schema, [axis_strategy(a, name) for a, name in zip(schema, names)])
 
     @property
     def shape(self) -> tuple[int, ...]:

@@ -1,0 +1,188 @@
+"""The strategy that minimises a workload's expected error (docs/math.md, "Choosing strategies").
+
+Every axis is measured by one of its candidate strategies: the identity (S_A), the paper's
+wavelet, and hierarchies with least squares (trees of several branchings on an ordinal axis,
+the attribute's own hierarchy on a nominal one). A box query's variance is a product over the
+axes, so the expected error of any combination comes from per-axis tables
+(:func:`~privelet_gui.engine.accuracy.workloads.axis_table`) without ever forming the strategy:
+the search tries every combination when there are few, and otherwise improves one axis at a
+time from the best of the paper's mechanisms and best S_A until no axis change helps. The
+paper's mechanisms are in the search space, so the choice is never worse than any of them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import SchemaError
+from ..model.schema import Attribute, NominalAttribute
+from ..progress import CancelCallback, Progress, ProgressCallback
+from ..spec import STRATEGIES, ReleaseSpec
+from ..strategies.plan import axis_strategy
+from .advisor import best_sa
+from .bounds import recommend_sa
+from .workloads import (
+    AxisTable,
+    Objective,
+    Workload,
+    axis_table,
+    check_objective,
+    combine_tables,
+    row_weights,
+    unit_variance,
+)
+
+__all__ = ["BRANCHINGS", "TREE_LIMIT", "StrategyChoice", "axis_candidates", "best_strategy"]
+
+#: The branchings tried for an ordinal axis's tree (each only where it is below the axis's size).
+BRANCHINGS = (2, 4, 8, 16, 32)
+#: The largest ordinal axis for which trees are tried: their exact variances hold a matrix of
+#: (values + 1) x nodes.
+TREE_LIMIT = 4096
+#: The most combinations tried one by one; beyond it the search goes axis by axis.
+EXHAUSTIVE_COMBINATIONS = 4096
+
+
+def _with_and_without_root(name: str, levels: int) -> tuple[str, ...]:
+    """A tree with every level weighted alike, and the same without its root: the root's count
+    is the total, which a query needs only through its complement."""
+    return (name, f"{name}/{','.join(['0'] + ['1'] * (levels - 1))}") if levels > 1 else (name,)
+
+
+def axis_candidates(attribute: Attribute) -> tuple[str, ...]:
+    """The strategy names tried for ``attribute`` (see the module docstring)."""
+    if attribute.size == 1:
+        return ("identity",)
+    if isinstance(attribute, NominalAttribute):
+        levels = len(axis_strategy(attribute, "hierarchy").level_weights)  # type: ignore[attr-defined]
+        return ("identity", "wavelet", *_with_and_without_root("hierarchy", levels))
+    trees: tuple[str, ...] = ()
+    if attribute.size <= TREE_LIMIT:
+        for b in (b for b in BRANCHINGS if b < attribute.size):
+            trees += _with_and_without_root(f"tree-{b}", len(axis_strategy(attribute, f"tree-{b}").level_weights))  # type: ignore[attr-defined]
+    return ("identity", "wavelet", *trees)
+
+
+@dataclass(frozen=True)
+class StrategyChoice:
+    """The chosen per-axis strategies (:attr:`spec`) and what they were compared with.
+
+    ``error`` is the workload's expected square error under :attr:`spec` (the mean over its
+    queries, or its worst query, as ``objective`` says); ``alternatives`` maps each reference
+    (``"Privelet+ (recommended S_A)"``, ``"Privelet+ (best S_A)"``, ``"Privelet"``, ``"Basic"``)
+    to its spec and error on the same workload.
+    """
+
+    spec: ReleaseSpec
+    error: float
+    objective: Objective
+    workload: str
+    exhaustive: bool
+    alternatives: dict[str, tuple[ReleaseSpec, float]]
+
+    @property
+    def strategies(self) -> tuple[str, ...]:
+        return self.spec.axis_strategies
+
+    def gain_over(self, reference: str) -> float:
+        """How many times smaller the error is than ``reference``'s."""
+        other = self.alternatives[reference][1]
+        return other / self.error if self.error > 0 else math.inf
+
+
+def best_strategy(
+    spec: ReleaseSpec,
+    workload: Workload,
+    *,
+    objective: Objective = "mean",
+    should_cancel: CancelCallback | None = None,
+    progress: ProgressCallback | None = None,
+) -> StrategyChoice:
+    """The per-axis strategies minimising ``workload``'s exact expected error under ``spec``'s
+    epsilon, neighbours, public total and sampler (its mechanism, S_A and strategies are
+    ignored). ``should_cancel()`` is asked between steps (:class:`~privelet_gui.engine.Cancelled`).
+
+    Examples
+    --------
+    >>> from privelet_gui.engine import OrdinalAttribute, Schema, marginals
+    >>> schema = Schema([OrdinalAttribute.integer_range("age", 0, 255)])
+    >>> w = Workload.of_queries(schema, marginals(schema, ways=(1,), grain={"age": 16}).queries())
+    >>> choice = best_strategy(ReleaseSpec(schema, 1.0, neighbours="add-remove"), w)
+    >>> choice.strategies, round(choice.gain_over("Privelet"), 2)
+    (('tree-16',), 2.04)
+    """
+    schema = spec.schema
+    if workload.schema != schema:
+        raise SchemaError(f"the workload {workload.name!r} is on another schema than the release")
+    objective = check_objective(objective)
+    average = objective == "mean"
+    steps = Progress(progress, should_cancel)
+    public = spec.uses_public_total
+    unit = unit_variance(spec.epsilon, spec.neighbours)
+    weights = row_weights(workload, average=average)
+    candidates = [axis_candidates(a) for a in schema]
+    tables: list[list[AxisTable]] = []
+    count = sum(len(c) for c in candidates)
+    done = 0
+    for axis, names in enumerate(candidates):
+        row = []
+        for name in names:
+            steps.report(done / (count + 1), f"the error of {name} on {schema[axis].name}")
+            row.append(axis_table(workload, axis, axis_strategy(schema[axis], name), average=average))
+            done += 1
+        tables.append(row)
+
+    def error_of(choice: Sequence[int]) -> float:
+        values = combine_tables([tables[a][c] for a, c in enumerate(choice)], public)
+        return unit * (float(np.dot(weights, values) / weights.sum()) if average else float(values.max()))
+
+    def spec_of(choice: Sequence[int]) -> ReleaseSpec:
+        names = tuple(candidates[a][c] for a, c in enumerate(choice))
+        return spec.replace(mechanism=STRATEGIES, sa=(), strategies=names)
+
+    def paper(sa: Sequence[str]) -> list[int]:
+        return [candidates[a].index("identity" if a_.name in sa else "wavelet") if a_.size > 1 else 0
+                for a, a_ in enumerate(schema)]
+
+    references = {
+        "Privelet+ (recommended S_A)": paper(recommend_sa(schema)),
+        "Privelet+ (best S_A)": paper(best_sa(spec, workload, objective=objective, should_cancel=should_cancel).sa),
+        "Privelet": paper(()),
+        "Basic": paper(schema.names),
+    }
+    reference_errors = {key: error_of(choice) for key, choice in references.items()}
+    combinations = math.prod(len(c) for c in candidates)
+    exhaustive = combinations <= EXHAUSTIVE_COMBINATIONS
+    if exhaustive:
+        best, best_error = None, math.inf
+        for choice in itertools.product(*[range(len(c)) for c in candidates]):
+            steps.check()
+            value = error_of(choice)
+            if value < best_error:
+                best, best_error = list(choice), value
+        chosen = best if best is not None else references["Basic"]
+    else:
+        chosen = list(min(references.values(), key=error_of))
+        current = error_of(chosen)
+        improved = True
+        while improved:  # the one axis change that helps most, while one does
+            improved = False
+            for axis in range(len(schema)):
+                steps.check()
+                trials = [(error_of([*chosen[:axis], c, *chosen[axis + 1:]]), c) for c in range(len(candidates[axis]))]
+                value, pick = min(trials)
+                if value < current:
+                    chosen[axis], current, improved = pick, value, True
+    error = error_of(chosen)
+    # The sums may differ in the last bits between orders: never report a reference as worse when it is not.
+    for key, choice in references.items():
+        if reference_errors[key] < error:
+            chosen, error = list(choice), reference_errors[key]
+    steps.report(1.0, "strategy chosen")
+    alternatives = {key: (spec_of(choice), reference_errors[key]) for key, choice in references.items()}
+    return StrategyChoice(spec_of(chosen), error, objective, workload.name, exhaustive, alternatives)
