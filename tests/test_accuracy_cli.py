@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from privelet_gui.cli import main
-from privelet_gui.engine import ReleaseSpec, best_sa, expected_error, marginals
+from privelet_gui.engine import ReleaseSpec, best_sa, best_strategy, expected_error, marginals
 from privelet_gui.io import load_release, load_release_metadata, load_schema, sample_schema_path
 
 SCHEMA = str(sample_schema_path())
@@ -33,11 +33,15 @@ def test_bounds_with_a_workload_gives_each_mechanisms_expected_error(capsys):
     assert result["best"]["workload_error"] == pytest.approx(choice.error)
     assert result["best"]["workload_error"] <= min(result[k]["workload_error"] for k in ("basic", "privelet", "privelet_plus"))
     assert result["workload"]["public_total"] is True
+    strategy = best_strategy(ReleaseSpec(schema, 1.0), w)
+    assert result["strategy"]["strategies"] == list(strategy.strategies)
+    assert result["strategy"]["workload_error"] == pytest.approx(strategy.error)
+    assert result["strategy"]["workload_error"] <= result["best"]["workload_error"] * (1 + 1e-12)
     code, out, _ = call(capsys, "bounds", "--schema", SCHEMA, "--epsilon", "1", "--workload", "marginals:2", "--raw")
     assert code == 0 and "release raw" in out and "in 95% of releases" in out
     # each column of the table keeps one number style (2-way errors run from 10^5 to 10^7: all scientific)
     errors = [line.split("(+/-")[0].split()[-1] for line in out.splitlines() if "in 95% of releases" in line]
-    assert len(errors) == 4 and all(re.fullmatch(r"\d\.\d{4}e\+\d\d", e) for e in errors), errors
+    assert len(errors) == 5 and all(re.fullmatch(r"\d\.\d{4}e\+\d\d", e) for e in errors), errors
 
 
 def test_release_with_the_best_sa_is_shifted_to_the_public_total(capsys, tmp_path):
@@ -51,8 +55,9 @@ def test_release_with_the_best_sa_is_shifted_to_the_public_total(capsys, tmp_pat
     raw_file = tmp_path / "raw.npz"
     assert call(capsys, "release", "--demo", "--raw", "--out", str(raw_file), "--seed", "1", "-q", "--yes")[0] == 0
     assert load_release_metadata(raw_file)["post_processing"]["public_total"] is False
-    code, _, err = call(capsys, "release", "--demo", "--workload", "marginals:2", "--out", str(tmp_path / "x.npz"))
-    assert code == 2 and "--sa best" in err
+    code, _, err = call(capsys, "release", "--demo", "--sa", "auto", "--workload", "marginals:2", "--out",
+                        str(tmp_path / "x.npz"))
+    assert code == 2 and "--sa best" in err and "--mechanism best" in err
 
 
 def test_export_counts_option(capsys, tmp_path):

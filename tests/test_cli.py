@@ -18,7 +18,7 @@ import pytest
 
 import privelet_gui
 from privelet_gui.cli import ProgressBar, main
-from privelet_gui.engine import paper_bound, recommend_sa, worst_case_variance
+from privelet_gui.engine import ReleaseSpec, best_strategy, paper_bound, paper_workload, recommend_sa, worst_case_variance
 from privelet_gui.io import load_release, load_release_metadata, load_schema, sample_schema_path
 
 
@@ -113,9 +113,15 @@ def test_demo_release_query_export_end_to_end(tmp_path):
     schema = load_schema(sample_schema_path())
     meta = load_release_metadata(tmp_path / "demo.npz")
     assert meta["epsilon"] == 1.0
-    assert meta["sa"] == list(recommend_sa(schema))
+    # the default strategy: the least expected error on the paper's workload, and why
+    choice = best_strategy(ReleaseSpec(schema, 1.0), paper_workload(schema))
+    assert meta["mechanism"] == choice.spec.label and meta["strategies"] == list(choice.spec.strategies)
+    assert meta["sa"] == list(choice.spec.effective_sa)
     assert meta["seeded"] is False and meta["seed"] is None
-    assert meta["extra"] == {"source": "demo"}
+    assert meta["extra"]["source"] == "demo"
+    recorded = meta["extra"]["strategy_choice"]
+    assert recorded["workload"] == choice.workload and recorded["expected_error"] == pytest.approx(choice.error)
+    assert recorded["alternatives"]["Privelet+ (recommended S_A)"] > recorded["expected_error"]
     release = load_release(tmp_path / "demo.npz")
     assert release.noisy.shape == schema.shape
     # the whole-table count is a range query: within 6 sigma of the 30,162 rows

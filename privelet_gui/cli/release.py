@@ -52,8 +52,11 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
     p.add_argument("--sa", metavar="A,B|auto|best|none", default=None,
                    help="attributes left untransformed (Privelet+): a list, 'auto' (the paper's rule, the default), "
                         "'best' (the least expected error on --workload) or 'none' (plain Privelet)")
-    p.add_argument("--mechanism", choices=("privelet", "basic"), default="privelet",
-                   help="privelet (wavelets, default) or basic (noise on every cell)")
+    p.add_argument("--mechanism", choices=("best", "privelet", "basic"), default=None,
+                   help="best (the default; privelet when --sa is given): the per-axis strategies - the paper's "
+                        "wavelets, the identity, or hierarchies of counts with least squares - with the least "
+                        "expected error on --workload; privelet (the paper's Privelet+, with --sa) or basic (noise "
+                        "on every cell)")
     p.add_argument("--neighbours", choices=("replace", "add-remove"), default="replace",
                    help="neighbouring tables differ by replacing one row (default, the paper's) or adding/removing one")
     workload_options(p)
@@ -130,6 +133,16 @@ def workload_of(args: argparse.Namespace, schema: Any) -> Any:
     return workloads_from_descriptions(args.workload, schema)
 
 
+def choice_record(choice: Any) -> dict[str, Any]:
+    """What a release file says about how its strategy was chosen (data-free figures only)."""
+    return {
+        "workload": choice.workload,
+        "objective": choice.objective,
+        "expected_error": choice.error,
+        "alternatives": {name: error for name, (_spec, error) in choice.alternatives.items()},
+    }
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -140,22 +153,38 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _spec_of(args: argparse.Namespace, schema: Any, epsilon: float) -> Any:
-    """The release the options ask for: ``--mechanism privelet`` is Privelet+ with ``--sa``."""
-    from ..engine import ReleaseSpec, best_sa
+def mechanism_of(args: argparse.Namespace) -> str:
+    """``--mechanism``, where unset: ``privelet`` when ``--sa`` is given, ``best`` otherwise."""
+    if args.mechanism is not None:
+        return str(args.mechanism)
+    return "privelet" if args.sa is not None else "best"
 
-    mechanism: Mechanism = "basic" if args.mechanism == "basic" else "privelet+"
+
+def _spec_of(args: argparse.Namespace, schema: Any, epsilon: float) -> tuple[Any, Any]:
+    """The release the options ask for, and the strategy choice behind it (None but for
+    ``--mechanism best``, the strategy :func:`best_strategy` chooses for ``--workload``);
+    ``privelet`` is Privelet+ with ``--sa``."""
+    from ..engine import ReleaseSpec, best_sa, best_strategy
+
+    chosen = mechanism_of(args)
+    if chosen == "best":
+        spec = ReleaseSpec(schema, epsilon, "privelet+", (), args.neighbours, public_total=public_total_of(args),
+                           invalid=_invalid(args), sampler=_sampler(args))
+        choice = best_strategy(spec, workload_of(args, schema), objective=args.objective)
+        return choice.spec, choice
+    mechanism: Mechanism = "basic" if chosen == "basic" else "privelet+"
     if args.sa is not None and args.sa.strip().lower() == "best":
         spec = ReleaseSpec(schema, epsilon, mechanism, (), args.neighbours, public_total=public_total_of(args),
                            invalid=_invalid(args), sampler=_sampler(args))
-        return spec.replace(sa=best_sa(spec, workload_of(args, schema), objective=args.objective).sa)
+        return spec.replace(sa=best_sa(spec, workload_of(args, schema), objective=args.objective).sa), None
     if args.workload:
-        raise UsageError("--workload chooses S_A with --sa best; give --sa best (or see 'privelet bounds --workload')")
+        raise UsageError("--workload chooses the strategy with --mechanism best (the default) or S_A with --sa best; "
+                         "give one of them (or see 'privelet bounds --workload')")
     sa = parse_sa(args.sa, schema)
     return ReleaseSpec(
         schema, epsilon, mechanism, sa, args.neighbours,
         public_total=public_total_of(args), invalid=_invalid(args), sampler=_sampler(args),
-    )
+    ), None
 
 
 def _invalid(args: argparse.Namespace) -> Any:
@@ -212,8 +241,8 @@ def _cmd_release(args: argparse.Namespace) -> int:
         table, schema_path, epsilon = Path(args.table), Path(args.schema), args.epsilon
     if args.out is None:
         raise UsageError("missing --out RELEASE.npz" + (" (with --dask: --out NAME.zarr)" if args.dask else ""))
-    if args.mechanism == "basic" and args.sa is not None:
-        raise UsageError("--sa applies to --mechanism privelet only (basic adds noise to every cell)")
+    if mechanism_of(args) != "privelet" and args.sa is not None:
+        raise UsageError(f"--sa applies to --mechanism privelet only ({mechanism_of(args)} chooses every axis itself)")
     if args.dataset is not None:
         check_dataset_name(args.dataset)
     zarr_out = str(args.out).endswith(ZARR_SUFFIX)
@@ -222,18 +251,20 @@ def _cmd_release(args: argparse.Namespace) -> int:
     out = check_zarr_target(args.out, force=args.force) if zarr_out else check_writable(args.out, force=args.force)
     signing_key()  # the file is signed when written: a damaged key must stop us before the noise spends budget
     schema = load_schema(schema_path)
-    spec = _spec_of(args, schema, epsilon)
+    spec, choice = _spec_of(args, schema, epsilon)
     if schema.domain_from_data:  # said even with --quiet, as the seed warning is
         print("WARNING: the domains of " + ", ".join(schema.domain_from_data)
               + " were learned from the data (domain_from_data): this release is NOT private until they "
                 "are replaced with public domains.", file=sys.stderr)
     if args.seed is not None:
         print(SEED_WARNING, file=sys.stderr)
-    if args.mechanism == "privelet" and spec.label == "basic" and args.sa in (None, "auto"):
+    if mechanism_of(args) == "privelet" and spec.label == "basic" and args.sa in (None, "auto"):
         note(args, "note: --sa auto put every attribute in S_A: for these domain sizes the paper's bound "
                    "favours noise on every cell (Basic) over wavelets; give --sa to choose otherwise.")
     options = TableOptions() if args.demo else read_options(args)
     extra: dict[str, Any] = {"source": "demo" if args.demo else None}
+    if choice is not None:
+        extra["strategy_choice"] = choice_record(choice)
     rng = np.random.default_rng(args.seed) if args.seed is not None else None
     ledger = Ledger()
     # Keyed with the ledger's salt (a damaged ledger is refused here, before the counting);
@@ -283,6 +314,8 @@ def _cmd_release(args: argparse.Namespace) -> int:
     print(f"wrote {out}")
     print(f"  mechanism {spec.name}, epsilon {release.epsilon:g}, neighbours {release.neighbours}, "
           f"S_A = {{{', '.join(release.sa)}}}, {release.sampler} sampler")
+    if release.strategies:
+        print("  strategies: " + ", ".join(f"{a.name} {name}" for a, name in zip(spec.schema, release.strategies)))
     print(f"  matrix {' x '.join(map(str, release.noisy.shape))} = {release.noisy.size:,} cells")
     print(f"  worst-case noise variance of any range count: {fmt(meta['exact_worst_case_variance'])} "
           f"(raw release; paper's bound {fmt(meta['paper_bound'])})")
@@ -359,7 +392,7 @@ def _release_on_dask(
 
 
 def _cmd_bounds(args: argparse.Namespace) -> int:
-    from ..engine import MECHANISM_NAMES, ReleaseSpec, best_sa, expected_error, margin95, recommend_sa
+    from ..engine import MECHANISM_NAMES, ReleaseSpec, best_sa, best_strategy, expected_error, margin95, recommend_sa
     from ..io import load_schema
 
     schema = load_schema(args.schema)
@@ -386,6 +419,10 @@ def _cmd_bounds(args: argparse.Namespace) -> int:
         specs["best"] = specs["privelet_plus"].replace(sa=choice.sa)
         result["best"] = {"paper_bound": specs["best"].paper_bound(),
                           "exact_worst_case": specs["best"].worst_case_variance()}
+        specs["strategy"] = best_strategy(specs["privelet_plus"], workload, objective=args.objective).spec
+        result["strategy"] = {"paper_bound": specs["strategy"].paper_bound(),
+                              "exact_worst_case": specs["strategy"].worst_case_variance(),
+                              "strategies": list(specs["strategy"].axis_strategies)}
         result["workload"] = {"name": workload.name, "queries": len(workload), "objective": args.objective,
                               "public_total": specs["basic"].uses_public_total, "best_sa": list(choice.sa)}
         for key, spec in specs.items():
@@ -397,12 +434,13 @@ def _cmd_bounds(args: argparse.Namespace) -> int:
         print(json.dumps(result, indent=2))
         return 0
     print(f"epsilon {eps:g}, neighbours {nb}, matrix {' x '.join(map(str, schema.shape))} = {schema.size:,} cells")
-    print(f"{'mechanism':<12} {'paper bound':>14} {'exact worst case':>18}")
-    labels = ["best S_A" if key == "best" else MECHANISM_NAMES[spec.mechanism] for key, spec in specs.items()]
+    print(f"{'mechanism':<13} {'paper bound':>14} {'exact worst case':>18}")
+    named = {"best": "best S_A", "strategy": "best strategy"}
+    labels = [named.get(key) or MECHANISM_NAMES[spec.mechanism] for key, spec in specs.items()]
     paper = fmt_column([result[key]["paper_bound"] for key in specs])
     exact = fmt_column([result[key]["exact_worst_case"] for key in specs])
     for label, paper_text, exact_text in zip(labels, paper, exact, strict=True):
-        print(f"{label:<12} {paper_text:>14} {exact_text:>18}")
+        print(f"{label:<13} {paper_text:>14} {exact_text:>18}")
     print(f"S_A used for Privelet+: {{{', '.join(sa)}}}")
     print(f"recommended S_A:        {{{', '.join(result['recommended_sa'])}}}")
     if workload is not None:
@@ -411,6 +449,8 @@ def _cmd_bounds(args: argparse.Namespace) -> int:
         print(f"workload {workload.name} ({len(workload):,} queries), {what}, release {shifted}:")
         errors = fmt_column([result[key]["workload_error"] for key in specs])
         for label, key, error_text in zip(labels, specs, errors, strict=True):
-            print(f"  {label:<10} {error_text:>14}  (+/- {result[key]['workload_margin95']:,.0f} in 95% of releases)")
+            print(f"  {label:<13} {error_text:>14}  (+/- {result[key]['workload_margin95']:,.0f} in 95% of releases)")
         print(f"best S_A for this workload: {{{', '.join(result['best']['sa'])}}}")
+        print("best strategy for this workload: "
+              + ", ".join(f"{a.name} {name}" for a, name in zip(schema, result["strategy"]["strategies"])))
     return 0

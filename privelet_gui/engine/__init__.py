@@ -2,8 +2,8 @@
 
 numpy with compiled loops (numba), pandas at the edges; it never imports Qt. Its parts, by
 folder: ``model`` (attributes, schemas, hierarchies), ``strategies`` (how each axis is measured:
-identity, Haar, the nominal wavelet), ``kernels`` (the compiled loops), ``noise`` (the grid, the
-samplers, the random bits), ``accuracy`` (queries, workloads, exact variances, the advisor), and
+identity, Haar, the nominal wavelet, trees with least squares), ``kernels`` (the compiled loops), ``noise`` (the grid, the
+samplers, the random bits), ``accuracy`` (queries, workloads, exact variances, the strategy search, the advisor), and
 ``pipeline`` and ``spec`` (a release). Everything public is re-exported here:
 
 >>> import numpy as np
@@ -50,6 +50,7 @@ from .accuracy.queries import (
     sanity_bound,
     square_error,
 )
+from .accuracy.strategy_search import StrategyChoice, axis_candidates, best_strategy
 from .accuracy.workloads import (
     OBJECTIVES,
     AxisPredicates,
@@ -87,6 +88,7 @@ from .spec import (
     MECHANISMS,
     READABLE_SAMPLERS,
     SAMPLER,
+    STRATEGIES,
     Mechanism,
     Release,
     ReleaseSpec,
@@ -96,10 +98,12 @@ from .strategies.base import AxisStrategy
 from .strategies.haar import HaarTransform
 from .strategies.identity import IdentityTransform
 from .strategies.nominal import NominalTransform
-from .strategies.plan import StrategyPlan, paper_strategy
+from .strategies.plan import AXIS_STRATEGY_FORMS, StrategyPlan, axis_strategy, paper_strategy
+from .strategies.tree import TreeStrategy
 
 __all__ = [
     "ADD_REMOVE_MAX_ROWS",
+    "AXIS_STRATEGY_FORMS",
     "BIT_SOURCE",
     "EPSILON_MAX",
     "EPSILON_MIN",
@@ -112,6 +116,7 @@ __all__ = [
     "READABLE_SAMPLERS",
     "SAMPLER",
     "SAMPLERS",
+    "STRATEGIES",
     "Z95",
     "Advice",
     "Attribute",
@@ -157,14 +162,19 @@ __all__ = [
     "SchemaError",
     "Scratch",
     "Sizing",
+    "StrategyChoice",
     "StrategyPlan",
     "Suggestion",
+    "TreeStrategy",
     "VarianceModel",
     "Workload",
     "advise",
     "available_memory",
+    "axis_candidates",
+    "axis_strategy",
     "basic",
     "best_sa",
+    "best_strategy",
     "byte_size",
     "calibrate",
     "check_epsilon",

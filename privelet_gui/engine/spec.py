@@ -318,7 +318,10 @@ class ReleaseSpec:
         return 2.0 * self.nominal_scale**2
 
     def paper_bound(self) -> float:
-        """The paper's bound on the noise variance of every range-count query (Eq. 7)."""
+        """The paper's bound on the noise variance of every range-count query (Eq. 7); for named
+        strategies beyond the paper's, which it does not bound, their exact worst case."""
+        if self.label == STRATEGIES:
+            return self.worst_case_variance()
         return paper_bound(self.schema, self.epsilon, self.effective_sa, neighbours=self.neighbours)
 
     def worst_case_variance(self) -> float:
@@ -504,6 +507,8 @@ class Release:
         """The specification this release follows (a schema of plain axes when it has none)."""
         schema = self.schema if self.schema is not None else axes_schema(self.noisy.shape)
         sa = self.sa if self.schema is not None else schema.names
+        if self.mechanism == STRATEGIES:
+            sa = ()  # named by the strategies
         sampler = "standard" if self.sampler == _LEGACY_SAMPLER else self.sampler
         return ReleaseSpec(
             schema, self.epsilon, self.mechanism, sa, self.neighbours,

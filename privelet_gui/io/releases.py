@@ -74,11 +74,10 @@ from ..engine import (
     available_memory,
     byte_size,
     margin95,
-    paper_bound,
 )
 from ..engine.postprocess import post_processed_counts
 from ..engine.progress import CancelCallback, Progress, ProgressCallback
-from ..engine.spec import MECHANISMS, ReleaseSpec, axes_schema, mechanism_name
+from ..engine.spec import MECHANISMS, STRATEGIES, ReleaseSpec, axes_schema, mechanism_name
 from ._json import is_finite_number, loads, shown
 from .atomic import atomic_files, atomic_write, check_writable
 from .errors import ReleaseFileError, UnverifiedReleaseWarning
@@ -127,7 +126,7 @@ def release_metadata(
     schema = release.schema
     cal = release.calibration
     if schema is not None:
-        bound = paper_bound(schema, release.epsilon, release.sa, neighbours=release.neighbours)
+        bound = release.spec.paper_bound()
     else:  # Basic without a schema: 2 s^2 m / epsilon^2
         bound = 2.0 * cal.multiplicity**2 * release.noisy.size / release.epsilon**2
     if seed is not None and not release.seeded:
@@ -146,6 +145,7 @@ def release_metadata(
         "mechanism": release.mechanism,
         "epsilon": float(release.epsilon),
         "sa": list(release.sa),
+        "strategies": list(release.strategies),
         "neighbours": release.neighbours,
         "rho": release.rho,
         "scale": float(release.scale),
@@ -458,8 +458,8 @@ def _release_fields(meta: Mapping[str, Any], p: Path, warn: ReleaseWarning) -> d
     (and said to ``warn``): a release whose seeded flag and bit source disagree (:func:`_seeded`).
     """
     mechanism = meta.get("mechanism")
-    if mechanism not in MECHANISMS:
-        raise _invalid(p, f'"mechanism" must be one of {", ".join(MECHANISMS)}, got {shown(mechanism)}')
+    if mechanism not in (*MECHANISMS, STRATEGIES):
+        raise _invalid(p, f'"mechanism" must be one of {", ".join((*MECHANISMS, STRATEGIES))}, got {shown(mechanism)}')
     neighbours = meta.get("neighbours")
     if neighbours not in NEIGHBOURS:
         raise _invalid(p, f'"neighbours" must be one of {", ".join(NEIGHBOURS)}, got {shown(neighbours)}')
@@ -470,6 +470,7 @@ def _release_fields(meta: Mapping[str, Any], p: Path, warn: ReleaseWarning) -> d
     rho = _number(meta, "rho", p)
     scale = _number(meta, "scale", p)
     sa = _text_list(meta, "sa", p)
+    strategies = _text_list(meta, "strategies", p) if "strategies" in meta else ()
     for key in ("seeded",):
         if not isinstance(meta.get(key), bool):
             raise _invalid(p, f'"{key}" must be true or false, got {shown(meta.get(key))}')
@@ -511,16 +512,18 @@ def _release_fields(meta: Mapping[str, Any], p: Path, warn: ReleaseWarning) -> d
         raise _invalid(p, f"a {mechanism_name(mechanism)} release needs its schema, and the file holds none")
     try:
         # The spec checks S_A against the schema (a release without one is Basic over plain axes).
-        spec = ReleaseSpec(schema if schema is not None else axes_schema(shape), epsilon, mechanism, sa, neighbours)
+        spec = ReleaseSpec(schema if schema is not None else axes_schema(shape), epsilon, mechanism,
+                           () if mechanism == STRATEGIES else sa, neighbours, strategies=strategies)
     except PriveletError as exc:
         raise _invalid(p, str(exc)) from None
-    if spec.label != mechanism or spec.effective_sa != spec.sa or spec.sa != sa:
+    if spec.label != mechanism or spec.effective_sa != sa or (mechanism != STRATEGIES and spec.sa != sa):
         raise _invalid(p, f"S_A {{{', '.join(sa)}}} does not fit the mechanism {mechanism_name(mechanism)}")
     if spec.rho != rho:
         raise _invalid(p, f"rho is {rho!r}, but this schema and S_A give {spec.rho}")
     return {
         "epsilon": epsilon,
         "sa": sa,
+        "strategies": strategies,
         "rho": cal["rho"],
         "scale": scale,
         "mechanism": mechanism,
@@ -917,6 +920,7 @@ def export_metadata(release: Release, *, counts: str = "noisy", standard_error: 
         "epsilon": float(release.epsilon),
         "neighbours": release.neighbours,
         "sa": list(release.sa),
+        "strategies": list(release.strategies),
         "noise_scale": float(release.scale),
         "nominal_scale": float(release.nominal_scale),
         "rho": release.rho,

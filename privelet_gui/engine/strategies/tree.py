@@ -13,6 +13,7 @@ always are, so that the counts are identifiable.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from fractions import Fraction
 from functools import cached_property
@@ -89,8 +90,11 @@ class TreeStrategy(AxisStrategy):
             if hi - lo > 1:
                 parts = min(branching, hi - lo)
                 edges = lo + np.cumsum([0] + [(hi - lo) // parts + (k < (hi - lo) % parts) for k in range(parts)])
-                for a, b in zip(edges[:-1], edges[1:]):
-                    low.append(int(a)), high.append(int(b)), parent.append(node), depth.append(depth[node] + 1)
+                for start, stop in itertools.pairwise(edges):
+                    low.append(int(start))
+                    high.append(int(stop))
+                    parent.append(node)
+                    depth.append(depth[node] + 1)
             node += 1
         arrays = (np.array(v, dtype=np.int64) for v in (low, high, parent, depth))
         levels = max(depth) + 1
