@@ -18,7 +18,14 @@ import pytest
 
 import privelet_gui
 from privelet_gui.cli import ProgressBar, main
-from privelet_gui.engine import ReleaseSpec, best_strategy, paper_bound, paper_workload, recommend_sa, worst_case_variance
+from privelet_gui.engine import (
+    ReleaseSpec,
+    best_strategy,
+    paper_bound,
+    paper_workload,
+    recommend_sa,
+    worst_case_variance,
+)
 from privelet_gui.io import load_release, load_release_metadata, load_schema, sample_schema_path
 
 

@@ -117,7 +117,7 @@ def check_mechanism(mechanism: object) -> Mechanism:
     """``mechanism`` if it is one of :data:`MECHANISMS` or :data:`STRATEGIES`; a PriveletError naming them otherwise."""
     if mechanism not in (*MECHANISMS, STRATEGIES):
         raise PriveletError(f"mechanism must be one of {', '.join(map(repr, (*MECHANISMS, STRATEGIES)))}, got {mechanism!r}")
-    return mechanism  # type: ignore[return-value]
+    return mechanism
 
 
 def check_sa(schema: Schema, sa: Collection[str]) -> tuple[str, ...]:

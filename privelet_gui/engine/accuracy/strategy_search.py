@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -137,17 +136,18 @@ def best_strategy(
             done += 1
         tables.append(row)
 
-    def error_of(choice: Sequence[int]) -> float:
+    def error_of(choice: list[int]) -> float:
         values = combine_tables([tables[a][c] for a, c in enumerate(choice)], public)
         return unit * (float(np.dot(weights, values) / weights.sum()) if average else float(values.max()))
 
-    def spec_of(choice: Sequence[int]) -> ReleaseSpec:
+    def spec_of(choice: list[int]) -> ReleaseSpec:
         names = tuple(candidates[a][c] for a, c in enumerate(choice))
         return spec.replace(mechanism=STRATEGIES, sa=(), strategies=names)
 
-    def paper(sa: Sequence[str]) -> list[int]:
-        return [candidates[a].index("identity" if a_.name in sa else "wavelet") if a_.size > 1 else 0
-                for a, a_ in enumerate(schema)]
+    def paper(sa: tuple[str, ...]) -> list[int]:
+        """The candidates of Privelet+ with ``sa`` (an axis of one value has the identity only)."""
+        return [candidates[axis].index("identity" if attribute.name in sa else "wavelet") if attribute.size > 1 else 0
+                for axis, attribute in enumerate(schema)]
 
     references = {
         "Privelet+ (recommended S_A)": paper(recommend_sa(schema)),
@@ -160,14 +160,14 @@ def best_strategy(
     exhaustive = combinations <= EXHAUSTIVE_COMBINATIONS
     if exhaustive:
         best, best_error = None, math.inf
-        for choice in itertools.product(*[range(len(c)) for c in candidates]):
+        for combination in itertools.product(*[range(len(c)) for c in candidates]):
             steps.check()
-            value = error_of(choice)
+            value = error_of(list(combination))
             if value < best_error:
-                best, best_error = list(choice), value
+                best, best_error = list(combination), value
         chosen = best if best is not None else references["Basic"]
     else:
-        chosen = list(min(references.values(), key=error_of))
+        chosen = list(references[min(reference_errors, key=reference_errors.__getitem__)])
         current = error_of(chosen)
         improved = True
         while improved:  # the one axis change that helps most, while one does

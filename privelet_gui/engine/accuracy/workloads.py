@@ -411,8 +411,8 @@ def axis_table(workload: Workload, axis: int, strategy: AxisStrategy, *, average
         }
         for key, value in values.items():
             columns[key].append(np.array([value.mean()]) if product else value)
-    return AxisTable(*(np.concatenate(columns[k]) for k in ("own", "covariance", "share2")),
-                     total=rho2 * strategy.total_variance())
+    own, covariance, share2 = (np.concatenate(columns[k]) for k in ("own", "covariance", "share2"))
+    return AxisTable(own, covariance, share2, total=rho2 * strategy.total_variance())
 
 
 def combine_tables(tables: Sequence[AxisTable], public_total: bool) -> np.ndarray:

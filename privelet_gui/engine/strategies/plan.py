@@ -66,7 +66,7 @@ def axis_strategy(attribute: Attribute, name: str) -> AxisStrategy:
             weights = [int(w) for w in weights_text.split(",")]
         except ValueError:
             raise SchemaError(f"the level weights of {name!r} must be whole numbers separated by commas") from None
-    if base == "hierarchy" and nominal:
+    if base == "hierarchy" and isinstance(attribute, NominalAttribute):
         return TreeStrategy.of_hierarchy(attribute.hierarchy, weights)
     if base.startswith("tree-") and base[5:].isdigit() and not nominal:
         return TreeStrategy.branching(attribute.size, int(base[5:]), weights)

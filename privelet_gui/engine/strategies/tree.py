@@ -54,12 +54,12 @@ class TreeStrategy(AxisStrategy):
         """A tree given by its nodes in level order (children contiguous, in their parents'
         order): half-open runs ``low..high`` of the axis, ``parent`` (-1 for the root) and
         ``depth`` (0 for the root); level ``l``'s nodes are weighted ``level_weights[l]``."""
+        self.name = name
+        self.size = int(high[0] - low[0])
         weights = [int(w) for w in level_weights]
         levels = int(depth.max()) + 1
         if len(weights) != levels or any(w < 0 for w in weights):
             raise SchemaError(f"a tree of {levels} levels needs {levels} weights of 0 or more, got {list(level_weights)}")
-        self.name = name
-        self.size = int(high[0] - low[0])
         self.level_weights = tuple(weights)
         self._low, self._high, self._parent, self._depth = low, high, parent, depth
         n = len(low)
@@ -96,9 +96,9 @@ class TreeStrategy(AxisStrategy):
                     parent.append(node)
                     depth.append(depth[node] + 1)
             node += 1
-        arrays = (np.array(v, dtype=np.int64) for v in (low, high, parent, depth))
+        low_, high_, parent_, depth_ = (np.array(v, dtype=np.int64) for v in (low, high, parent, depth))
         levels = max(depth) + 1
-        return cls(*arrays, level_weights or [1] * levels, name=f"tree-{branching}")
+        return cls(low_, high_, parent_, depth_, level_weights or [1] * levels, name=f"tree-{branching}")
 
     @classmethod
     def of_hierarchy(cls, hierarchy: Hierarchy, level_weights: Sequence[int] | None = None) -> TreeStrategy:
