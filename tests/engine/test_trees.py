@@ -69,6 +69,13 @@ def test_exact_variances_are_the_dense_ones(tree):
     assert tree.worst_interval_variance() == pytest.approx(dense.max())
 
 
+def test_the_sensitivities_of_math_md():
+    two = TreeStrategy.branching(8, 2)
+    assert (two.rho, two.influence, two.n_measurements) == (4, 4, 15)
+    weighted = TreeStrategy.branching(10, 4, [1, 0, 3])
+    assert (weighted.rho, weighted.influence, weighted.growth) == (4, 2, 3)
+
+
 def test_the_worked_numbers_of_math_md():
     """docs/math.md, "Beyond the paper": epsilon 1, add/remove, the mean over every range."""
     one = Schema([OrdinalAttribute.integer_range("x", 0, 7)])
