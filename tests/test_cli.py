@@ -115,7 +115,8 @@ def test_demo_release_query_export_end_to_end(tmp_path):
     assert meta["epsilon"] == 1.0
     assert meta["sa"] == list(recommend_sa(schema))
     assert meta["seeded"] is False and meta["seed"] is None
-    assert meta["extra"] == {"source": "demo"}
+    assert meta["extra"]["source"] == "demo"
+    assert meta["extra"]["choices"]["demo"] is True and meta["extra"]["choices"]["table"] is None
     release = load_release(tmp_path / "demo.npz")
     assert release.noisy.shape == schema.shape
     # the whole-table count is a range query: within 6 sigma of the 30,162 rows

@@ -73,6 +73,9 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
     p.add_argument("--out", metavar="RELEASE.npz", help="release file to write (NAME.zarr: a Zarr release folder, "
                                                         "read in chunks by query and export; required with --dask)")
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    p.add_argument("--record-paths", action="store_true",
+                   help="record the table's and the schema file's paths in the release file, so that 'privelet report "
+                        "--script' can redo it as it is (off by default: a path can say more than you mean to publish)")
     p.add_argument("--seed", type=seed_type, metavar="N", help="fixed noise seed, FOR TESTS ONLY (not private)")
     p.add_argument("--invalid", choices=("error", "drop"), default="error",
                    help="rows with values outside the domain: stop with an error (default) or drop them")
@@ -158,6 +161,14 @@ def _spec_of(args: argparse.Namespace, schema: Any, epsilon: float) -> Any:
     )
 
 
+def _sa_rule(args: argparse.Namespace) -> str:
+    """How ``--sa`` chose S_A, as a release file records it (:data:`~privelet_gui.io.choices.SA_RULES`)."""
+    text = (args.sa or "auto").strip().lower()
+    if args.mechanism == "basic" or text not in ("auto", "best"):
+        return "given"
+    return text
+
+
 def _invalid(args: argparse.Namespace) -> Any:
     """How the table is counted (``bounds`` reads no table: every row counts)."""
     return getattr(args, "invalid", "error")
@@ -196,6 +207,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
         sample_table_path,
         save_release,
     )
+    from ..io.choices import ReleaseChoices, choices_metadata
     from ..io.ledger import Ledger, PlannedRelease, Reservation, check_dataset_name, spend_budget
     from ..io.signing import signing_key
     from ..io.zarr_releases import check_zarr_target, save_zarr_release
@@ -233,7 +245,11 @@ def _cmd_release(args: argparse.Namespace) -> int:
         note(args, "note: --sa auto put every attribute in S_A: for these domain sizes the paper's bound "
                    "favours noise on every cell (Basic) over wavelets; give --sa to choose otherwise.")
     options = TableOptions() if args.demo else read_options(args)
-    extra: dict[str, Any] = {"source": "demo" if args.demo else None}
+    choices = ReleaseChoices.of(
+        spec, table=None if args.demo else table, schema=None if args.demo else schema_path, options=options,
+        dataset=args.dataset, demo=args.demo, sa_rule=_sa_rule(args), workload=args.workload, objective=args.objective,
+    )
+    extra = choices_metadata(choices, {"source": "demo" if args.demo else None}, paths=args.record_paths)
     rng = np.random.default_rng(args.seed) if args.seed is not None else None
     ledger = Ledger()
     # Keyed with the ledger's salt (a damaged ledger is refused here, before the counting);
