@@ -129,6 +129,8 @@ def test_demo_release_query_export_end_to_end(tmp_path):
     recorded = meta["extra"]["strategy_choice"]
     assert recorded["workload"] == choice.workload and recorded["expected_error"] == pytest.approx(choice.error)
     assert recorded["alternatives"]["Privelet+ (recommended S_A)"] > recorded["expected_error"]
+    assert meta["extra"]["choices"]["demo"] is True and meta["extra"]["choices"]["table"] is None
+    assert meta["extra"]["choices"]["strategies"] == list(choice.spec.strategies)
     release = load_release(tmp_path / "demo.npz")
     assert release.noisy.shape == schema.shape
     # the whole-table count is a range query: within 6 sigma of the 30,162 rows

@@ -9,6 +9,7 @@ Examples::
     privelet advise --schema schema.json --workload marginals:1,2:age/5,sex
     privelet query release.npz --where "age=20..30" --where "occupation=Technical"
     privelet export release.npz --format csv --out release.csv
+    privelet report release.npz --out report.html --script redo.sh
     privelet evaluate people.csv --schema schema.json --epsilons 0.5,1 --out evaluation/
     privelet ledger
     privelet schema infer people.csv --out proposed-schema.json
@@ -32,7 +33,7 @@ import warnings
 from collections.abc import Sequence
 
 from .. import __version__
-from . import advise, evaluate, ledger, query, release, tools
+from . import advise, evaluate, ledger, query, release, report, tools
 from ._common import Parser, ProgressBar, UsageError, common_options, one_line
 from .evaluate import EVALUATION_WARNING, SUMMARY_COLUMNS
 from .release import DEMO_EPSILON
@@ -51,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"privelet {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for module in (release, query, evaluate, advise, ledger, tools):
+    for module in (release, query, report, evaluate, advise, ledger, tools):
         module.register(commands, common)
     return parser
 

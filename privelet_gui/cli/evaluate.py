@@ -71,6 +71,9 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
                    help="rows with values outside the domain: stop with an error (default) or drop them")
     p.add_argument("--out", required=True, metavar="DIR", help="folder for summary.csv and the figures (created if missing)")
     p.add_argument("--force", action="store_true", help="overwrite existing outputs in DIR")
+    p.add_argument("--report", metavar="REPORT.html",
+                   help="also write the evaluation as one HTML page (printable), marked CONFIDENTIAL on every page: "
+                        "its errors come from the true data")
     p.add_argument("--no-figures", action="store_true", help="write summary.csv only (no PNG figures, no Qt needed)")
     table_options(p)
     p.set_defaults(handler=_cmd_evaluate)
@@ -187,6 +190,10 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     figures = not args.no_figures
     outputs = evaluation_outputs(folder, epsilons, figures=figures)
     _check_output_folder(folder, list(outputs.values()), force=args.force)  # before the long work
+    if args.report is not None:
+        from ..io import check_writable
+
+        check_writable(args.report, force=args.force)
     table = Path(args.table)
     if not table.exists():
         raise FileNotFoundError(f"no such table file: {table}")
@@ -220,6 +227,13 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     written = [outputs["summary"]]
     if figures:
         written += _write_evaluation_figures(args, outputs, rows, bar)
+    if args.report is not None:
+        from ..io.report import write_evaluation_report
+
+        written.append(write_evaluation_report(
+            args.report, force=args.force, rows=rows, table_name=table.name, schema=schema, sa=sa,
+            neighbours=args.neighbours, queries=args.queries, seeded=args.seed is not None,
+        ))
     seconds = time.perf_counter() - started
     from ..engine.accuracy.evaluation import EVALUATED_MECHANISMS
 

@@ -57,6 +57,10 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
                         "wavelets, the identity, or hierarchies of counts with least squares - with the least "
                         "expected error on --workload; privelet (the paper's Privelet+, with --sa) or basic (noise "
                         "on every cell)")
+    p.add_argument("--strategies", metavar="S1;S2;...",
+                   help="name each attribute's strategy yourself, in the schema's order, separated by ';': identity, "
+                        "wavelet, tree-B (ordinal, branching B), hierarchy (nominal), trees with per-level weights "
+                        "after a slash (tree-16/0,1,1); what --mechanism best chose is in the release file")
     p.add_argument("--neighbours", choices=("replace", "add-remove"), default="replace",
                    help="neighbouring tables differ by replacing one row (default, the paper's) or adding/removing one")
     workload_options(p)
@@ -76,6 +80,9 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
     p.add_argument("--out", metavar="RELEASE.npz", help="release file to write (NAME.zarr: a Zarr release folder, "
                                                         "read in chunks by query and export; required with --dask)")
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    p.add_argument("--record-paths", action="store_true",
+                   help="record the table's and the schema file's paths in the release file, so that 'privelet report "
+                        "--script' can redo it as it is (off by default: a path can say more than you mean to publish)")
     p.add_argument("--seed", type=seed_type, metavar="N", help="fixed noise seed, FOR TESTS ONLY (not private)")
     p.add_argument("--invalid", choices=("error", "drop"), default="error",
                    help="rows with values outside the domain: stop with an error (default) or drop them")
@@ -154,7 +161,12 @@ def _positive_int(text: str) -> int:
 
 
 def mechanism_of(args: argparse.Namespace) -> str:
-    """``--mechanism``, where unset: ``privelet`` when ``--sa`` is given, ``best`` otherwise."""
+    """``--mechanism``, where unset: ``strategies`` with ``--strategies``, ``privelet`` when ``--sa`` is
+    given, ``best`` otherwise."""
+    if getattr(args, "strategies", None) is not None:
+        if args.mechanism is not None or args.sa is not None:
+            raise UsageError("--strategies names every attribute's strategy: give no --mechanism and no --sa with it")
+        return "strategies"
     if args.mechanism is not None:
         return str(args.mechanism)
     return "privelet" if args.sa is not None else "best"
@@ -167,6 +179,12 @@ def _spec_of(args: argparse.Namespace, schema: Any, epsilon: float) -> tuple[Any
     from ..engine import ReleaseSpec, best_sa, best_strategy
 
     chosen = mechanism_of(args)
+    if chosen == "strategies":
+        if args.workload:
+            raise UsageError("--workload chooses the strategies with --mechanism best; --strategies names them")
+        names = tuple(name.strip() for name in args.strategies.split(";"))
+        return ReleaseSpec(schema, epsilon, "strategies", (), args.neighbours, public_total=public_total_of(args),
+                           invalid=_invalid(args), sampler=_sampler(args), strategies=names), None
     if chosen == "best":
         spec = ReleaseSpec(schema, epsilon, "privelet+", (), args.neighbours, public_total=public_total_of(args),
                            invalid=_invalid(args), sampler=_sampler(args))
@@ -185,6 +203,17 @@ def _spec_of(args: argparse.Namespace, schema: Any, epsilon: float) -> tuple[Any
         schema, epsilon, mechanism, sa, args.neighbours,
         public_total=public_total_of(args), invalid=_invalid(args), sampler=_sampler(args),
     ), None
+
+
+def _sa_rule(args: argparse.Namespace) -> str:
+    """How the strategy or S_A was chosen, as a release file records it (:data:`~privelet_gui.io.choices.SA_RULES`)."""
+    mechanism = mechanism_of(args)
+    if mechanism == "best":
+        return "best-strategy"
+    text = (args.sa or "auto").strip().lower()
+    if mechanism != "privelet" or text not in ("auto", "best"):
+        return "given"
+    return text
 
 
 def _invalid(args: argparse.Namespace) -> Any:
@@ -225,6 +254,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
         sample_table_path,
         save_release,
     )
+    from ..io.choices import ReleaseChoices, choices_metadata
     from ..io.ledger import Ledger, PlannedRelease, Reservation, check_dataset_name, spend_budget
     from ..io.signing import signing_key
     from ..io.zarr_releases import check_zarr_target, save_zarr_release
@@ -241,7 +271,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
         table, schema_path, epsilon = Path(args.table), Path(args.schema), args.epsilon
     if args.out is None:
         raise UsageError("missing --out RELEASE.npz" + (" (with --dask: --out NAME.zarr)" if args.dask else ""))
-    if mechanism_of(args) != "privelet" and args.sa is not None:
+    if mechanism_of(args) not in ("privelet", "strategies") and args.sa is not None:
         raise UsageError(f"--sa applies to --mechanism privelet only ({mechanism_of(args)} chooses every axis itself)")
     if args.dataset is not None:
         check_dataset_name(args.dataset)
@@ -262,7 +292,11 @@ def _cmd_release(args: argparse.Namespace) -> int:
         note(args, "note: --sa auto put every attribute in S_A: for these domain sizes the paper's bound "
                    "favours noise on every cell (Basic) over wavelets; give --sa to choose otherwise.")
     options = TableOptions() if args.demo else read_options(args)
-    extra: dict[str, Any] = {"source": "demo" if args.demo else None}
+    choices = ReleaseChoices.of(
+        spec, table=None if args.demo else table, schema=None if args.demo else schema_path, options=options,
+        dataset=args.dataset, demo=args.demo, sa_rule=_sa_rule(args), workload=args.workload, objective=args.objective,
+    )
+    extra = choices_metadata(choices, {"source": "demo" if args.demo else None}, paths=args.record_paths)
     if choice is not None:
         extra["strategy_choice"] = choice_record(choice)
     rng = np.random.default_rng(args.seed) if args.seed is not None else None

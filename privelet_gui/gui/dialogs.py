@@ -37,12 +37,15 @@ FILTERS = {
         "Labels: a data dictionary, code,label CSV or labelled hierarchy (*.json *.csv);;Data dictionary or "
         "code -> label JSON (*.json);;Code,label CSV or labelled ARX hierarchy (*.csv);;All files (*)"
     ),
+    "report": "Release report, one HTML page (*.html)",
+    "script": "Shell script (*.sh)",
     "csv": "CSV, long format (*.csv)",
     "parquet": "Parquet, long format (*.parquet)",
     "any": "Projects, releases, tables and hierarchies (*.privelet *.npz *.csv *.tsv *.gz *.parquet *.json);;All files (*)",
 }
 
-SUFFIX = {"project": ".privelet", "release": ".npz", "csv": ".csv", "parquet": ".parquet", "hierarchy": ".csv", "schema": ".json"}
+SUFFIX = {"project": ".privelet", "release": ".npz", "csv": ".csv", "parquet": ".parquet", "hierarchy": ".csv", "schema": ".json",
+          "report": ".html", "script": ".sh"}
 
 
 class Dialogs:

@@ -45,9 +45,11 @@ from ..engine import PriveletError, Release, mechanism_name, prepare_kernels
 from ..error_log import error_log_path, is_unexpected, log_unexpected_error
 from ..formatting import counted
 from ..io import TableSummary, summarize_table
+from ..io.choices import write_redo_script
 from ..io.ledger import BudgetCheck
 from ..io.project import PROJECT_SUFFIX, Project, load_project, save_project
 from ..io.recovery import Orphan, RecoveryStore
+from ..io.report import write_release_report
 from ..io.zarr_releases import is_zarr_release
 from ..qt import icons
 from ..qt.plots import TRUE_DATA_CHOICES, true_data_question_text
@@ -56,6 +58,7 @@ from ..workspace.jobs import (
     ReleaseControl,
     ReleaseOutcome,
     classify_file,
+    export_format,
     export_opened_release,
     export_release_file,
     export_written_text,
@@ -259,6 +262,7 @@ class MainWindow(QMainWindow):
         self.release_panel.cancelRequested.connect(self.cancel_task)
         self.release_panel.exportRequested.connect(lambda kind: self.export_release(kind))
         self.release_panel.exportOpenedRequested.connect(lambda kind: self.export_opened_release(kind))
+        self.release_panel.documentRequested.connect(lambda kind: self.save_release_document(kind))
 
         self.undo_dock = QDockWidget("Undo history", self)
         self.undo_dock.setObjectName("undo-history")
@@ -1003,6 +1007,59 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(f"Export cancelled: {target.name} was not written.", 8000)
 
         self._start(write, f"Writing {target.name}", success=success, failure=failure, cancelled=cancelled)
+
+    def save_release_document(
+        self, kind: Literal["report", "script"] = "report", path: str | Path | None = None, *, force: bool = False,
+        name: str | None = None,
+    ) -> bool:
+        """Write the last release's report (one HTML page) or the script that makes it again
+        (dialogs only for what is not given). Both are made from its release file (the report
+        gives the file's checksum): a release not saved to one yet is saved first."""
+        outcome = self.document.outcome
+        if outcome is None:
+            self.dialogs.error("Nothing to describe", "run a release first (Release step)")
+            return False
+        if self._refuse_if_busy():
+            return False
+        source = self.document.outcome_output
+        if source is None or export_format(source) != "release":
+            self.statusBar().showMessage(f"Save the release file first: the {kind} is made from it.", 8000)
+            return self.export_release(
+                "release", then=lambda: self.save_release_document(kind, path, force=force, name=name)
+            )
+        stem = Path(outcome.table_name).stem.removesuffix(".csv") or "release"
+        if kind == "report" and name is None:
+            name = self.dialogs.get_text("Release report", "The table's name, as the report calls it:", stem)
+            if name is None:
+                return False
+        if path is None:
+            title = "Save the release report" if kind == "report" else "Save the script that redoes the release"
+            path = self.dialogs.save_path(kind, title, f"{stem}-{'report' if kind == 'report' else 'redo'}")
+            if path is None:
+                return False
+            force = True  # the file dialog asked before overwriting
+        target = Path(path)
+        if kind == "report":
+            def write(progress: Any, cancel: Any) -> Path:
+                return write_release_report(source, target, force=force, name=name, progress=progress,
+                                            should_cancel=cancel)
+        else:
+            def write(progress: Any, cancel: Any) -> Path:
+                return write_redo_script(source, target, force=force, choices=outcome.choices)
+
+        def success(written: Path) -> None:
+            self.settings.set_last_folder(kind, target)
+            said = ("Its figures need no data: it can go with the release." if kind == "report" else
+                    "Running it makes a NEW release and spends epsilon again.")
+            self.statusBar().showMessage(f"Wrote {target.name}. {said}", 15000)
+            self.exportFinished.emit(target)
+
+        def failure(error: BaseException) -> None:
+            self.dialogs.error(f"Cannot write {target.name}", error)
+            self.exportFailed.emit(error)
+
+        self._start(write, f"Writing {target.name}", success=success, failure=failure)
+        return True
 
     def export_opened_release(
         self, kind: str = "csv", path: str | Path | None = None, *, force: bool = False, counts: str | None = None

@@ -46,6 +46,7 @@ from ..engine import (
     margin95,
     measure_release,
 )
+from ..io.choices import ReleaseChoices, choices_metadata
 from ..io.ledger import BudgetCheck, Ledger, PlannedRelease, Spending, check_budget, spend_budget
 from ..io.releases import ReleaseWarning
 from ..io.zarr_releases import is_zarr_release
@@ -58,6 +59,7 @@ __all__ = [
     "ReleaseOutcome",
     "check_table_budget",
     "classify_file",
+    "export_format",
     "export_opened_release",
     "export_release_file",
     "export_written_text",
@@ -127,6 +129,7 @@ class ReleaseOutcome:
     budget: BudgetCheck | None = None  # the ledger's check this release was made under
     ledger_entry: int | None = None  # its entry in the ledger (the file it is saved to is noted there)
     spent_after: Spending | None = None  # what the table has spent with this release
+    choices: ReleaseChoices | None = None  # what a script needs to make it again (recorded in its file)
 
     @property
     def margin95(self) -> float:
@@ -290,6 +293,7 @@ def run_release(
         budget=reservation.check,
         ledger_entry=reservation.entry,
         spent_after=reservation.spent_after,
+        choices=ReleaseChoices.of(spec, table=job.table_path, schema=None, options=job.options),
     )
     reporting.report(1.0, "done")
     return outcome
@@ -305,12 +309,14 @@ ExportFormat = Literal["release", "csv", "parquet"]
 
 
 def extra_metadata(outcome: ReleaseOutcome) -> dict[str, Any]:
-    """Descriptive metadata stored with a release file: nothing computed from the data, and
-    not the table's file name (a name can say more than the custodian means to publish)."""
-    return {
+    """Descriptive metadata stored with a release file: nothing computed from the data; the
+    choices a script needs to make the release again (:mod:`~privelet_gui.io.choices`: the
+    table's path among them, which the release report never prints)."""
+    extra = {
         "created_by": f"Privelet Studio {__version__}",
         "created": outcome.finished_at,
     }
+    return extra if outcome.choices is None else choices_metadata(outcome.choices, extra)
 
 
 def export_format(path: str | os.PathLike[str]) -> ExportFormat:

@@ -94,6 +94,7 @@ class ReleasePanel(QWidget):
     cancelRequested = Signal()
     exportRequested = Signal(str)  # "release", "csv" or "parquet"
     exportOpenedRequested = Signal(str)  # "csv" or "parquet": the release file opened from disk
+    documentRequested = Signal(str)  # "report" (HTML) or "script" (redoes the release)
 
     def __init__(self, document: Document, tasks: TaskService, parent: QWidget | None = None):
         super().__init__(parent)
@@ -241,7 +242,15 @@ class ReleasePanel(QWidget):
         self.export_release.clicked.connect(lambda: self.exportRequested.emit("release"))
         self.export_csv.clicked.connect(lambda: self.exportRequested.emit("csv"))
         self.export_parquet.clicked.connect(lambda: self.exportRequested.emit("parquet"))
-        for button in (self.export_release, self.export_csv, self.export_parquet):
+        self.save_report = QPushButton("Save report...")
+        self.save_report.setToolTip("One HTML page for a review board and the table's users: what was released, the "
+                                    "guarantee, the expected error, the ledger's record (no true count)")
+        self.save_script = QPushButton("Save script...")
+        self.save_script.setToolTip("A shell script that makes this release again from the table: a NEW release, "
+                                    "with fresh noise, that spends epsilon again")
+        self.save_report.clicked.connect(lambda: self.documentRequested.emit("report"))
+        self.save_script.clicked.connect(lambda: self.documentRequested.emit("script"))
+        for button in self._result_buttons():
             exports.addWidget(button)
         exports.addStretch(1)
         result_layout.addLayout(exports)
@@ -449,8 +458,12 @@ class ReleasePanel(QWidget):
         )
         labels["shape"].setText(" x ".join(f"{n:,}" for n in r.noisy.shape) + f" noisy counts from {outcome.table_name}")
         self.stale.setVisible(self._doc.release_is_stale(outcome))
-        for button in (self.export_release, self.export_csv, self.export_parquet):
+        for button in self._result_buttons():
             button.setEnabled(not self._running)
+
+    def _result_buttons(self) -> tuple[QPushButton, ...]:
+        """What writes the release held: its file, its exports, its report and its script."""
+        return (self.export_release, self.export_csv, self.export_parquet, self.save_report, self.save_script)
 
     def counts_kind(self) -> str:
         """The count kind chosen for CSV and Parquet exports (one of COUNT_KINDS)."""
