@@ -10,6 +10,8 @@ from __future__ import annotations
 import email
 import importlib.machinery
 import importlib.util
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -131,6 +133,145 @@ def test_every_dependency_has_a_tested_floor():
     names = {pin.split("==")[0] for pin in pins}
     assert names == {r.name for r in requirements if r.name != PROJECT["name"]}
     assert "PySide6-Essentials==6.6.3.1" in pins and "numpy==1.26.4" in pins
+
+
+# -- the bundle (packaging/privelet-studio.spec; packaging/build-and-smoke builds and runs it) -----------
+
+SPEC = PACKAGING / "privelet-studio.spec"
+KERNEL_CACHE_HOOK = PACKAGING / "pyi_rth_kernel_cache.py"
+#: Runs the spec with PyInstaller's build steps replaced by stubs that record what they are given.
+SPEC_STUB = r"""
+import json, sys, types
+hooks = types.ModuleType("PyInstaller.utils.hooks")
+hooks.copy_metadata = lambda name: []
+for name in ("PyInstaller", "PyInstaller.utils"):
+    sys.modules[name] = types.ModuleType(name)
+sys.modules["PyInstaller.utils.hooks"] = hooks
+analyses = []
+
+class Analysis:
+    def __init__(self, scripts, **options):
+        analyses.append({"scripts": scripts, **options})
+        self.binaries, self.datas, self.pure, self.scripts = [], list(options["datas"]), [], []
+
+PYZ = EXE = COLLECT = lambda *arguments, **options: None
+spec = sys.argv[1]
+exec(compile(open(spec, encoding="utf-8").read(), spec, "exec"),
+     {"Analysis": Analysis, "PYZ": PYZ, "EXE": EXE, "COLLECT": COLLECT, "SPECPATH": sys.argv[2]})
+print(json.dumps(analyses))
+"""
+
+
+def _kernel_cache_settings(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The environment the runtime hook sets, where the environment sets none of it."""
+    import runpy
+
+    names = ("NUMBA_CACHE_DIR", "NUMBA_CACHE_LOCATOR_CLASSES")
+    for name in names:
+        monkeypatch.setenv(name, "")  # restored (removed) after the test
+        monkeypatch.delenv(name)
+    runpy.run_path(str(KERNEL_CACHE_HOOK))
+    return {name: os.environ[name] for name in names}
+
+
+def test_the_bundle_carries_numba_its_kernel_sources_and_the_cache_hook(built, tmp_path, monkeypatch):
+    """The spec bundles numba (the engine's one implementation of every loop), ships the kernels'
+    sources where the frozen modules say they are, and runs the hook that points numba's cache at
+    the user's cache folder; randomgen is gone."""
+    site = tmp_path / "site"
+    with zipfile.ZipFile(built["wheel"]) as wheel:
+        wheel.extractall(site)
+    result = subprocess.run([sys.executable, "-c", SPEC_STUB, str(SPEC), str(PACKAGING)], cwd=tmp_path,
+                            env={**os.environ, "PRIVELET_BUNDLE_SITE": str(site)},
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    analyses = json.loads(result.stdout.splitlines()[-1])
+    assert [a["scripts"] for a in analyses] == [["launch.py"], ["launch_cli.py"]]
+    locator = _kernel_cache_settings(monkeypatch)["NUMBA_CACHE_LOCATOR_CLASSES"].split(",")[0]
+    locator_module = locator.rsplit(".", 1)[0]
+    kernels = sorted(path.name for path in (ROOT / "privelet_gui" / "engine" / "kernels").glob("*.py")
+                     if "\n@njit(cache=True" in path.read_text(encoding="utf-8"))
+    assert kernels == ["counts.py", "noise.py", "transforms.py"]
+    for analysis in analyses:
+        excluded = set(analysis["excludes"])
+        assert not {"numba", "llvmlite"} & excluded and not any(name.startswith("numba.") for name in excluded)
+        assert not any("randomgen" in name for name in analysis["hiddenimports"] + analysis["excludes"])
+        assert locator_module in analysis["hiddenimports"]  # imported by name only, by numba
+        assert [Path(hook) for hook in analysis["runtime_hooks"]] == [KERNEL_CACHE_HOOK]
+        shipped = {(Path(source).name, target) for source, target in analysis["datas"]
+                   if target == "privelet_gui/engine/kernels"}
+        assert {(name, "privelet_gui/engine/kernels") for name in kernels} <= shipped
+        for source, _target in analysis["datas"]:
+            assert Path(source).is_relative_to(site), source  # the wheel's files, not the checkout's
+    assert "randomgen" not in SPEC.read_text(encoding="utf-8")
+    # the spec refuses a numba older than the packaging extra's, which ignores the hook's locator
+    from pip._vendor.packaging.requirements import Requirement
+
+    floors = {Requirement(line).name: Requirement(line).specifier for line in PROJECT["optional-dependencies"]["packaging"]}
+    floor = next(spec.version for spec in floors["numba"] if spec.operator == ">=")
+    spec_floor = re.search(r"^NUMBA_FLOOR = \((\d+), (\d+)\)", SPEC.read_text(encoding="utf-8"), re.M)
+    assert spec_floor is not None and f"{spec_floor[1]}.{spec_floor[2]}.0" == floor == "0.62.0"
+
+
+#: A frozen app as PyInstaller makes one, in miniature: the runtime hook runs first, then a module
+#: whose code says it comes from a path relative to the bundle (as PyInstaller's modules do), with a
+#: numba function cached on disk; its source is shipped in the bundle.
+FROZEN_APP = r"""
+import os, runpy, sys, types
+bundle, hook, executable = sys.argv[1:4]
+sys.frozen, sys._MEIPASS, sys.executable = True, bundle, executable
+runpy.run_path(hook)
+name = "kernelpkg/twice.py"
+with open(os.path.join(bundle, name), encoding="utf-8") as source:
+    code = compile(source.read(), name, "exec")
+module = sys.modules["kernelpkg.twice"] = types.ModuleType("kernelpkg.twice")
+exec(code, module.__dict__)
+print("result", module.twice(21))
+"""
+FROZEN_KERNEL = """
+from numba import njit
+
+
+@njit(cache=True)
+def twice(x):
+    return 2 * x
+"""
+
+
+def test_frozen_kernels_compile_once_then_load_from_the_users_cache(tmp_path):
+    """Both commands of the bundle, started from any folder, share the kernels numba compiled
+    (its own locators would cache by the current folder, and stamp by the executable)."""
+    bundle = tmp_path / "bundle"
+    (bundle / "kernelpkg").mkdir(parents=True)
+    (bundle / "kernelpkg" / "twice.py").write_text(FROZEN_KERNEL, encoding="utf-8")
+    for command in ("privelet-gui", "privelet"):
+        (bundle / command).write_text(f"the {command} executable", encoding="utf-8")
+    environment = {**os.environ, "HOME": str(tmp_path / "home"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+                   "NUMBA_DEBUG_CACHE": "1"}
+    for name in ("NUMBA_CACHE_DIR", "NUMBA_CACHE_LOCATOR_CLASSES", "NUMBA_DISABLE_JIT"):
+        environment.pop(name, None)
+    logs = []
+    for command, folder in (("privelet-gui", "first"), ("privelet", "second")):
+        (tmp_path / folder).mkdir()
+        result = subprocess.run([sys.executable, "-c", FROZEN_APP, str(bundle), str(KERNEL_CACHE_HOOK),
+                                 str(bundle / command)], cwd=tmp_path / folder, env=environment,
+                                capture_output=True, text=True, timeout=240)
+        assert result.returncode == 0 and "result 42" in result.stdout, result.stdout + result.stderr
+        logs.append(result.stdout)
+    first, second = logs
+    cache = tmp_path / "cache" / "privelet-studio" / "numba"
+    assert "[cache] data saved" in first and str(cache) in first, first
+    assert "[cache] data loaded" in second and "[cache] data saved" not in second, second
+    assert [path.name for path in cache.rglob("*.nbi")] == [f"twice.twice-5.py{sys.version_info[0]}{sys.version_info[1]}.nbi"]
+    assert not list((tmp_path / "home").rglob("*.nbi")) and not list(bundle.rglob("*.nbi"))
+
+
+def test_the_bundle_cache_locator_declines_outside_a_frozen_app():
+    from privelet_gui.engine.kernels import bundle_cache
+
+    def kernel() -> None: ...
+
+    assert bundle_cache.BundleCacheLocator.from_function(kernel, bundle_cache.__file__) is None
 
 
 # -- desktop metadata ----------------------------------------------------------------------------------

@@ -138,7 +138,7 @@ def _check_not_paused(client: Client, stage: str) -> None:
     if workers and all(str(w.get("status", "")).endswith("paused") for w in workers):
         raise PriveletError(
             f"the Dask workers paused while {stage.split(':')[0]}: they are out of memory; give each worker more "
-            "memory (a worker needs about 150 MB for itself, 250 MB with numba, the fast extra), or put more attributes "
+            "memory (a worker needs about 250 MB for itself, with numba's compiled loops), or put more attributes "
             "in S_A (smaller tasks)"
         )
 

@@ -25,10 +25,9 @@ from distributed import Client
 from privelet_gui.distributed import dask_client
 from privelet_gui.io import read_table, sample_table_path
 
-#: The memory each test worker may use: the 1 GB release must complete within it. (A worker
-#: holds about 140 MB itself, with dask, numpy, pandas, pyarrow and zarr loaded, and about 250 MB
-#: once numba (the fast extra, in the test extra) has loaded the exact sampler's compiled loop:
-#: at 384 MB, Dask's pause at 80 % of the limit then leaves too little for a task.)
+#: The memory each test worker may use: the 1 GB release must complete within it. (A worker holds
+#: dask, numpy, pandas, pyarrow, zarr and numba with the engine's compiled loops itself: at 384 MB,
+#: Dask's pause at 80 % of the limit leaves too little for a task.)
 WORKER_MEMORY = "512MB"
 
 
