@@ -26,7 +26,7 @@ from ..errors import PriveletError
 
 __all__ = ["BIT_SOURCE", "KEY_BYTES", "BlockCipher", "release_key"]
 
-#: How release files and the README name the bit source of unseeded releases.
+#: How release files and docs/privacy.md name the bit source of unseeded releases.
 BIT_SOURCE = "aes128-ecb(position)/os-key"
 #: The key's length.
 KEY_BYTES = 16
