@@ -37,6 +37,7 @@ from .engine import (
     expected_error,
     marginals,
     paper_workload,
+    short_strategy_name,
 )
 from .io import load_schema, sample_schema_path
 
@@ -93,7 +94,7 @@ def _print_choice(label: str, workload: Workload, spec: ReleaseSpec, peer: tuple
     peer_text = f"{peer[0]} {peer[1]:>10,.1f}  ratio {choice.error / peer[1]:.2f}" if peer else ""
     print(f"{label:<22} best {choice.error:>12,.1f}  Privelet+ {paper['Privelet+ (recommended S_A)']:>12,.1f}  "
           f"best S_A {paper['Privelet+ (best S_A)']:>12,.1f}  Basic {paper['Basic']:>12,.1f}  {peer_text}")
-    print(f"{'':<22} strategies: {', '.join(choice.strategies)}; search {seconds:.2f} s")
+    print(f"{'':<22} strategies: {', '.join(map(short_strategy_name, choice.strategies))}; search {seconds:.2f} s")
 
 
 def _measured(shared: Path, releases: int) -> None:

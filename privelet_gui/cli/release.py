@@ -245,6 +245,7 @@ def _ask_to_spend(args: argparse.Namespace, check: Any) -> bool:
 def _cmd_release(args: argparse.Namespace) -> int:
     import numpy as np
 
+    from ..engine import short_strategy_name
     from ..io import (
         TableOptions,
         check_writable,
@@ -349,7 +350,8 @@ def _cmd_release(args: argparse.Namespace) -> int:
     print(f"  mechanism {spec.name}, epsilon {release.epsilon:g}, neighbours {release.neighbours}, "
           f"S_A = {{{', '.join(release.sa)}}}, {release.sampler} sampler")
     if release.strategies:
-        print("  strategies: " + ", ".join(f"{a.name} {name}" for a, name in zip(spec.schema, release.strategies)))
+        print("  strategies: " + ", ".join(f"{a.name} {short_strategy_name(name)}"
+                                          for a, name in zip(spec.schema, release.strategies)))
     print(f"  matrix {' x '.join(map(str, release.noisy.shape))} = {release.noisy.size:,} cells")
     print(f"  worst-case noise variance of any range count: {fmt(meta['exact_worst_case_variance'])} "
           f"(raw release; paper's bound {fmt(meta['paper_bound'])})")
@@ -426,7 +428,16 @@ def _release_on_dask(
 
 
 def _cmd_bounds(args: argparse.Namespace) -> int:
-    from ..engine import MECHANISM_NAMES, ReleaseSpec, best_sa, best_strategy, expected_error, margin95, recommend_sa
+    from ..engine import (
+        MECHANISM_NAMES,
+        ReleaseSpec,
+        best_sa,
+        best_strategy,
+        expected_error,
+        margin95,
+        recommend_sa,
+        short_strategy_name,
+    )
     from ..io import load_schema
 
     schema = load_schema(args.schema)
@@ -486,5 +497,5 @@ def _cmd_bounds(args: argparse.Namespace) -> int:
             print(f"  {label:<13} {error_text:>14}  (+/- {result[key]['workload_margin95']:,.0f} in 95% of releases)")
         print(f"best S_A for this workload: {{{', '.join(result['best']['sa'])}}}")
         print("best strategy for this workload: "
-              + ", ".join(f"{a.name} {name}" for a, name in zip(schema, result["strategy"]["strategies"])))
+              + ", ".join(f"{a.name} {short_strategy_name(name)}" for a, name in zip(schema, result["strategy"]["strategies"])))
     return 0

@@ -98,7 +98,8 @@ from .strategies.base import AxisStrategy
 from .strategies.haar import HaarTransform
 from .strategies.identity import IdentityTransform
 from .strategies.nominal import NominalTransform
-from .strategies.plan import AXIS_STRATEGY_FORMS, StrategyPlan, axis_strategy, paper_strategy
+from .strategies.plan import AXIS_STRATEGY_FORMS, StrategyPlan, axis_strategy, paper_strategy, short_strategy_name
+from .strategies.stacked import StackedIdentity
 from .strategies.tree import TreeStrategy
 
 __all__ = [
@@ -162,6 +163,7 @@ __all__ = [
     "SchemaError",
     "Scratch",
     "Sizing",
+    "StackedIdentity",
     "StrategyChoice",
     "StrategyPlan",
     "Suggestion",
@@ -202,6 +204,7 @@ __all__ = [
     "recommend_sa",
     "relative_error",
     "sanity_bound",
+    "short_strategy_name",
     "square_error",
     "thread_count",
     "usable_cores",

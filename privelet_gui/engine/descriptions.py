@@ -56,6 +56,8 @@ AXIS_STRATEGY_DESCRIPTIONS: dict[str, str] = {
     "haar": "Haar wavelet over the ordered values",
     "nominal": "nominal wavelet over the attribute's hierarchy",
     "tree": "counts at every level of a hierarchy of groups of its values, made consistent by least squares",
+    "stacked": "each value counted, plus a few weighted sums of values learned for the expected queries, "
+               "made consistent by least squares",
 }
 
 #: What each neighbouring notion makes the guarantee protect, for people.

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,12 +24,14 @@ from ..model.schema import Attribute, NominalAttribute
 from ..progress import CancelCallback, Progress, ProgressCallback
 from ..spec import STRATEGIES, ReleaseSpec
 from ..strategies.plan import axis_strategy
+from ..strategies.stacked import StackedIdentity
 from .advisor import best_sa
 from .bounds import recommend_sa
 from .workloads import (
     AxisTable,
     Objective,
     Workload,
+    axis_gram,
     axis_table,
     check_objective,
     combine_tables,
@@ -45,6 +48,9 @@ BRANCHINGS = (2, 4, 8, 16, 32)
 TREE_LIMIT = 4096
 #: The most combinations tried one by one; beyond it the search goes axis by axis.
 EXHAUSTIVE_COMBINATIONS = 4096
+#: The largest ordinal axis for which an identity stacked on optimised rows is learned (its
+#: optimisation inverts a matrix of the axis's size at every step).
+STACKED_LIMIT = 256
 
 
 def _with_and_without_root(name: str, levels: int) -> tuple[str, ...]:
@@ -92,6 +98,23 @@ class StrategyChoice:
         """How many times smaller the error is than ``reference``'s."""
         other = self.alternatives[reference][1]
         return other / self.error if self.error > 0 else math.inf
+
+
+def _descend(chosen: list[int], error_of: Callable[[list[int]], float], candidates: list[tuple[str, ...]],
+             steps: Progress) -> tuple[list[int], float]:
+    """From ``chosen``, the one axis change that lowers the error most, while one does."""
+    chosen = list(chosen)
+    current = error_of(chosen)
+    improved = True
+    while improved:
+        improved = False
+        for axis in range(len(candidates)):
+            steps.check()
+            trials = [(error_of([*chosen[:axis], c, *chosen[axis + 1:]]), c) for c in range(len(candidates[axis]))]
+            value, pick = min(trials)
+            if value < current:
+                chosen[axis], current, improved = pick, value, True
+    return chosen, current
 
 
 def best_strategy(
@@ -167,17 +190,22 @@ def best_strategy(
                 best, best_error = list(combination), value
         chosen = best if best is not None else references["Basic"]
     else:
-        chosen = list(references[min(reference_errors, key=reference_errors.__getitem__)])
-        current = error_of(chosen)
-        improved = True
-        while improved:  # the one axis change that helps most, while one does
-            improved = False
-            for axis in range(len(schema)):
-                steps.check()
-                trials = [(error_of([*chosen[:axis], c, *chosen[axis + 1:]]), c) for c in range(len(candidates[axis]))]
-                value, pick = min(trials)
-                if value < current:
-                    chosen[axis], current, improved = pick, value, True
+        chosen, _ = _descend(list(references[min(reference_errors, key=reference_errors.__getitem__)]),
+                             error_of, candidates, steps)
+    # An identity stacked on rows learned for this workload, on each small ordinal axis it
+    # constrains, each row of the workload weighted by what the other axes' choices give it.
+    for axis, attribute in enumerate(schema):
+        if isinstance(attribute, NominalAttribute) or not 3 <= attribute.size <= STACKED_LIMIT:
+            continue
+        if axis not in workload.constrained_axes():
+            continue
+        steps.report(done / (count + 1), f"learning a strategy for {attribute.name}")
+        others = np.prod([tables[b][c].own for b, c in enumerate(chosen) if b != axis], axis=0) * weights
+        learned = StackedIdentity.optimised(axis_gram(workload, axis, np.broadcast_to(others, weights.shape),
+                                                      average=average), rows=max(1, attribute.size // 16))
+        candidates[axis] = (*candidates[axis], learned.name)
+        tables[axis].append(axis_table(workload, axis, learned, average=average))
+    chosen, _ = _descend(chosen, error_of, candidates, steps)
     error = error_of(chosen)
     # The sums may differ in the last bits between orders: never report a reference as worse when it is not.
     for key, choice in references.items():

@@ -50,6 +50,7 @@ __all__ = [
     "ProductPart",
     "Workload",
     "WorkloadFactors",
+    "axis_gram",
     "axis_table",
     "combine_tables",
     "expected_error",
@@ -413,6 +414,31 @@ def axis_table(workload: Workload, axis: int, strategy: AxisStrategy, *, average
             columns[key].append(np.array([value.mean()]) if product else value)
     own, covariance, share2 = (np.concatenate(columns[k]) for k in ("own", "covariance", "share2"))
     return AxisTable(own, covariance, share2, total=rho2 * strategy.total_variance())
+
+
+def axis_gram(workload: Workload, axis: int, row_factors: np.ndarray, *, average: bool = True) -> np.ndarray:
+    """``sum_r row_factors[r] mean_{q in row r} q q'`` over the predicates ``q`` (0/1 vectors) that
+    ``axis`` takes in each row of :func:`axis_table`: the axis's Gram matrix, each row weighted by
+    what the other axes multiply its variance by (docs/math.md, "Optimised identity")."""
+    size = workload.schema[axis].size
+    lo, hi, coefficient = [], [], []
+    row = 0
+    for product, axes in _rows(workload, average):
+        p = axes[axis]
+        if product:
+            lo.append(p.lo)
+            hi.append(p.hi)
+            coefficient.append(np.full(len(p), row_factors[row] / len(p)))
+            row += 1
+        else:
+            lo.append(p.lo)
+            hi.append(p.hi)
+            coefficient.append(row_factors[row:row + len(p)])
+            row += len(p)
+    starts, stops, weights = (np.concatenate(v) for v in (lo, hi, coefficient))
+    positions = np.arange(size)
+    indicator = (positions >= starts[:, None]) & (positions <= stops[:, None])
+    return (indicator * weights[:, None]).T @ indicator
 
 
 def combine_tables(tables: Sequence[AxisTable], public_total: bool) -> np.ndarray:

@@ -251,3 +251,40 @@ def tree_reconstruct(
             for c in range(first, first + f):
                 for t in range(inner):
                     estimate[c, t] += spread[c] * (estimate[v, t] - children_sum[v, t])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def stacked_forward(x: np.ndarray, out: np.ndarray, diagonal: np.ndarray, rows: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Numerators of a strategy that stacks a weighted identity on dense rows (docs/math.md,
+    "Optimised identity"): ``out[:, i] = diagonal[i] x[i]`` for every value, then
+    ``out[:, size + r] = sum_j rows[r, j] x[j]``."""
+    outer, size, inner = x.shape
+    extra = rows.shape[0]
+    for o in range(outer):
+        for i in range(size):
+            d = diagonal[i]
+            for t in range(inner):
+                out[o, i, t] = d * x[o, i, t]
+        for r in range(extra):
+            for t in range(inner):
+                out[o, size + r, t] = 0
+            for j in range(size):
+                w = rows[r, j]
+                if w != 0:
+                    for t in range(inner):
+                        out[o, size + r, t] += w * x[o, j, t]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def dense_reconstruct(y: np.ndarray, out: np.ndarray, matrix: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Values ``out[:, i] = sum_r matrix[i, r] y[:, r]``: a dense reconstruction (least squares)."""
+    outer, rows, inner = y.shape
+    size = matrix.shape[0]
+    for o in range(outer):
+        for i in range(size):
+            for t in range(inner):
+                out[o, i, t] = 0.0
+            for r in range(rows):
+                w = matrix[i, r]
+                for t in range(inner):
+                    out[o, i, t] += w * y[o, r, t]

@@ -23,16 +23,22 @@ from .base import AxisStrategy
 from .haar import HaarTransform
 from .identity import IdentityTransform
 from .nominal import NominalTransform
+from .stacked import StackedIdentity
 from .tree import TreeStrategy
 
-__all__ = ["AXIS_STRATEGY_FORMS", "StrategyPlan", "axis_strategy", "identity_strategy", "paper_strategy"]
+__all__ = [
+    "AXIS_STRATEGY_FORMS", "StrategyPlan", "axis_strategy", "identity_strategy", "paper_strategy", "short_strategy_name",
+]
 
 #: The names an axis strategy is given by (a release file and the command line use them):
 #: ``identity``; ``wavelet`` (the paper's transform: Haar, or the nominal wavelet); ``tree-B`` on an
 #: ordinal axis (branching B); ``hierarchy`` on a nominal one (its hierarchy); the trees take
 #: per-level integer weights, root first, after a slash: ``tree-8/1,1,2`` (docs/math.md,
-#: "Hierarchies with least squares").
-AXIS_STRATEGY_FORMS = ("identity", "wavelet", "tree-B", "hierarchy", "tree-B/w0,w1,...", "hierarchy/w0,w1,...")
+#: "Hierarchies with least squares"); ``stacked/...`` on an ordinal axis, an identity stacked on
+#: rows optimised for a workload, named by its whole definition (docs/math.md, "Optimised identity").
+AXIS_STRATEGY_FORMS = (
+    "identity", "wavelet", "tree-B", "hierarchy", "tree-B/w0,w1,...", "hierarchy/w0,w1,...", "stacked/BITS/P/DATA",
+)
 
 
 @cache
@@ -50,6 +56,14 @@ def identity_strategy(size: int) -> AxisStrategy:
     return IdentityTransform(size)
 
 
+def short_strategy_name(name: str) -> str:
+    """``name`` for people: a stacked identity's name holds its whole matrix, shown as its row count."""
+    if name.startswith("stacked/"):
+        parts = name.split("/")
+        return f"stacked identity (+{parts[2]} rows)" if len(parts) == 4 else name
+    return name
+
+
 @lru_cache(maxsize=64)
 def axis_strategy(attribute: Attribute, name: str) -> AxisStrategy:
     """The axis strategy called ``name`` (:data:`AXIS_STRATEGY_FORMS`) for ``attribute``; a
@@ -61,11 +75,13 @@ def axis_strategy(attribute: Attribute, name: str) -> AxisStrategy:
     if name == "wavelet":
         return paper_strategy(attribute)
     weights: list[int] | None = None
-    if weights_text:
+    if weights_text and base != "stacked":
         try:
             weights = [int(w) for w in weights_text.split(",")]
         except ValueError:
             raise SchemaError(f"the level weights of {name!r} must be whole numbers separated by commas") from None
+    if base == "stacked" and not nominal:
+        return StackedIdentity.from_name(attribute.size, name)
     if base == "hierarchy" and isinstance(attribute, NominalAttribute):
         return TreeStrategy.of_hierarchy(attribute.hierarchy, weights)
     if base.startswith("tree-") and base[5:].isdigit() and not nominal:
