@@ -50,6 +50,19 @@ class CountReport:
     A dropped row is reported once, for the first attribute (in schema order) that rejected
     it: in ``missing_dropped`` when its cell was missing and the attribute drops such rows
     (``drop_missing``, or ``invalid="drop"``), else in ``dropped`` (a value outside the domain).
+
+    Attributes
+    ----------
+    rows_read : int, default 0
+        Rows of the table read.
+    rows_counted : int, default 0
+        Rows counted into M.
+    dropped : dict of str to int
+        Per attribute, rows dropped for a value outside its domain.
+    clamped : dict of str to int
+        Per attribute, out-of-range numbers clamped to the first or last value.
+    missing_dropped : dict of str to int
+        Per attribute, rows dropped for a missing cell.
     """
 
     rows_read: int = 0
@@ -63,7 +76,13 @@ class CountReport:
         return self.rows_read - self.rows_counted
 
     def add(self, other: CountReport) -> None:
-        """Add the rows of another part of the same table (e.g. one counted on a cluster)."""
+        """Add the rows of another part of the same table (e.g. one counted on a cluster).
+
+        Parameters
+        ----------
+        other : CountReport
+            The other part's report; its figures are added to this one's, in place.
+        """
         self.rows_read += other.rows_read
         self.rows_counted += other.rows_counted
         for mine, theirs in ((self.dropped, other.dropped), (self.clamped, other.clamped),
@@ -77,6 +96,16 @@ class CountReport:
 
         Under add/remove neighbours the number of rows is private, and so are the numbers
         of rows dropped or clamped: only which attributes dropped or clamped rows is said.
+
+        Parameters
+        ----------
+        neighbours : {"replace", "add-remove"}, default "replace"
+            The release's neighbouring notion.
+
+        Returns
+        -------
+        str
+            One line.
         """
         if not self.rows_dropped and not any(self.clamped.values()):
             return "every row was counted"
@@ -96,6 +125,13 @@ class CountReport:
         return self.summary() + " (true counts: for you only, do not publish them with the release)"
 
     def summary(self) -> str:
+        """Rows counted of rows read, then the rows dropped and values clamped per attribute.
+
+        Returns
+        -------
+        str
+            One line of true counts (for the custodian only).
+        """
         parts = [f"{self.rows_counted:,} of {self.rows_read:,} rows counted"]
         parts += [f"{n:,} dropped as missing in {name!r}" for name, n in self.missing_dropped.items() if n]
         parts += [f"{n:,} dropped for {name!r}" for name, n in self.dropped.items() if n]
@@ -118,7 +154,28 @@ class FrequencyCounter:
     ``encode_only=True`` says that only :meth:`flat_codes` will be called (the counts are
     gathered elsewhere, e.g. on a cluster): the matrix need not fit in this machine's memory.
     A chunk of 2**20 rows or more is indexed on ``workers`` threads (default: one per CPU
-    core, at most 8); the counts do not depend on their number.
+    core); the counts do not depend on their number.
+
+    Parameters
+    ----------
+    schema : Schema
+        The attributes; columns are matched by each attribute's ``source_column``.
+    invalid : {"error", "drop"}, default "error", keyword-only
+        See above.
+    chunked : bool, default False, keyword-only
+        See above.
+    encode_only : bool, default False, keyword-only
+        See above.
+    workers : int, optional, keyword-only
+        See above (a positive integer).
+
+    Raises
+    ------
+    SchemaError
+        ``invalid`` is not ``"error"`` or ``"drop"``; the matrix would not fit in the memory
+        available (unless ``encode_only``).
+    PriveletError
+        ``workers`` is not a positive integer.
     """
 
     def __init__(
@@ -151,7 +208,22 @@ class FrequencyCounter:
         self._weights = np.ones(0)
 
     def add(self, table: pd.DataFrame) -> None:
-        """Count the rows of one chunk."""
+        """Count the rows of one chunk.
+
+        Parameters
+        ----------
+        table : pandas.DataFrame
+            One chunk of the table (any number of rows).
+
+        Raises
+        ------
+        SchemaError
+            ``table`` is not a pandas DataFrame, or lacks an attribute's source column.
+        DomainError
+            With ``invalid="error"``: a value outside an attribute's domain (not dropped by its own
+            policy), or a missing cell the attribute does not drop; the error names the attribute,
+            examples and how many.
+        """
         _check_table(table)
         m = self.schema.size
         scatter = self._counts is not None or self.chunked
@@ -196,7 +268,27 @@ class FrequencyCounter:
         return ready
 
     def flat_codes(self, table: pd.DataFrame) -> np.ndarray:
-        """Flat (C-order) cell index of every valid row of ``table``; updates the report."""
+        """Flat (C-order) cell index of every valid row of ``table``; updates the report.
+
+        Parameters
+        ----------
+        table : pandas.DataFrame
+            One chunk of the table.
+
+        Returns
+        -------
+        numpy.ndarray
+            Integer, one per row counted (dropped rows left out), each in ``0 .. schema.size - 1``.
+
+        Raises
+        ------
+        SchemaError
+            ``table`` is not a pandas DataFrame, or lacks an attribute's source column.
+        DomainError
+            With ``invalid="error"``: a value outside an attribute's domain (not dropped by its own
+            policy), or a missing cell the attribute does not drop; the error names the attribute,
+            examples and how many.
+        """
         return self._flat_codes(table, None)
 
     def _flat_codes(self, table: pd.DataFrame, pool: _Pool | None) -> np.ndarray:
@@ -255,7 +347,13 @@ class FrequencyCounter:
 
     def matrix(self) -> np.ndarray:
         """The float64 frequency matrix, shape ``schema.shape`` (true counts: never publish
-        it). Ends the counter; :attr:`report` says what happened to the rows."""
+        it). Ends the counter; :attr:`report` says what happened to the rows.
+
+        Returns
+        -------
+        numpy.ndarray
+            float64 whole numbers, shape ``schema.shape`` (zeros when nothing was added).
+        """
         counts = self._counts if self._counts is not None else np.zeros(self.schema.size)
         self._counts = None
         return counts.reshape(self.schema.shape)
@@ -349,7 +447,47 @@ def frequency_matrix(
 
     Columns are matched to attributes by ``source_column``. Returns a float64
     array of shape ``schema.shape`` holding integer counts. A large table's cell indices
-    are computed on ``workers`` threads (default: one per CPU core, at most 8).
+    are computed on ``workers`` threads (default: one per usable CPU core).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame or iterable of pandas.DataFrame
+        The table, whole or in chunks (each chunk with the same columns).
+    schema : Schema
+        The attributes.
+    invalid : {"error", "drop"}, default "error", keyword-only
+        Stop at the first value outside a domain (:class:`DomainError`), or drop such rows
+        (with a :class:`DroppedRowsWarning`).
+    progress : callable ``(fraction, stage)``, optional, keyword-only
+        Called after each chunk.
+    should_cancel : callable ``() -> bool``, optional, keyword-only
+        Polled before each chunk.
+    total_rows : int, optional, keyword-only
+        The number of rows expected, for the progress fraction (None: 0 until done).
+    workers : int, optional, keyword-only
+        Threads for a chunk of 2**20 rows or more (a positive integer); the counts do not depend on it.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 whole numbers, shape ``schema.shape``: the true counts (never publish them).
+
+    Raises
+    ------
+    SchemaError
+        ``table`` is not a pandas DataFrame, or lacks an attribute's source column.
+    DomainError
+        With ``invalid="error"``: a value outside an attribute's domain (not dropped by its own
+        policy), or a missing cell the attribute does not drop; the error names the attribute,
+        examples and how many.
+        Also SchemaError when ``invalid`` is neither, or the matrix would not fit in memory.
+    Cancelled
+        ``should_cancel()`` returned True.
+
+    Warns
+    -----
+    DroppedRowsWarning
+        Rows were dropped (by ``invalid="drop"`` or an attribute's own policy).
 
     Examples
     --------

@@ -44,6 +44,52 @@ def privelet_plus(
     does not depend on their number. ``public_total`` (default: under replace-one-tuple
     neighbours) shifts the release to the public number of rows (:class:`ReleaseSpec`).
 
+    Parameters
+    ----------
+    matrix : numpy.ndarray
+        M: non-negative integer counts (any numeric dtype), shape ``schema.shape``.
+    schema : Schema
+        The attributes of M's axes, in axis order.
+    epsilon : float
+        The privacy budget, in ``[1e-12, 1e12]``; smaller means more noise.
+    sa : iterable of str, default ()
+        S_A: names of the attributes left untransformed (any order; a single string is refused).
+    rng : numpy.random.Generator, optional
+        For reproducible tests only: the release is then marked ``seeded`` and must not be
+        published. Default: the noise is keyed from the operating system's entropy.
+    neighbours : {"replace", "add-remove"}, default "replace"
+        The neighbouring notion: replace one record (sensitivity doubled) or add/remove one.
+    progress : callable ``(fraction, stage)``, optional
+        Called with the fraction done (0..1) and a stage label.
+    should_cancel : callable ``() -> bool``, optional
+        Polled between blocks; True stops the release with :class:`Cancelled`.
+    workers : int, optional
+        Threads (at least 1). Default: by size (:func:`thread_count`); the result does not depend on it.
+    public_total : bool, optional
+        Shift the release so that its total is the number of rows. Default (None): yes under
+        ``"replace"`` neighbours, where that number is public; True under ``"add-remove"`` is refused.
+    mechanism : {"privelet+", "privelet", "basic"}, optional
+        The mechanism recorded; default ``"privelet+"`` (the release's label follows S_A:
+        empty is Privelet, every attribute is Basic).
+
+    Returns
+    -------
+    Release
+        The noisy matrix (float64, shape ``schema.shape``) and how it was made.
+
+    Raises
+    ------
+    PriveletError
+        ``epsilon`` outside :data:`EPSILON_MIN` .. :data:`EPSILON_MAX` or too small for this
+        strategy's grid; ``neighbours`` or ``public_total`` not allowed; ``matrix`` not of shape
+        ``schema.shape`` or holding a negative, fractional, NaN or infinite count, or a count of
+        2^53 or more; a table too large for exact rounding; a release that would not fit in the
+        memory available; ``workers`` not a positive integer.
+    SchemaError
+        ``sa`` names an unknown or repeated attribute, or is a single string.
+    Cancelled
+        ``should_cancel()`` returned True between blocks.
+
     Examples
     --------
     >>> from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, Schema
@@ -71,7 +117,47 @@ def privelet(
     workers: int | None = None,
     public_total: bool | None = None,
 ) -> Release:
-    """Privelet: :func:`privelet_plus` with S_A empty (every attribute transformed)."""
+    """Privelet: :func:`privelet_plus` with S_A empty (every attribute transformed).
+
+    Parameters
+    ----------
+    matrix : numpy.ndarray
+        M: non-negative integer counts (any numeric dtype), shape ``schema.shape``.
+    schema : Schema
+        The attributes of M's axes, in axis order.
+    epsilon : float
+        The privacy budget, in ``[1e-12, 1e12]``; smaller means more noise.
+    rng : numpy.random.Generator, optional
+        For reproducible tests only: the release is then marked ``seeded`` and must not be
+        published. Default: the noise is keyed from the operating system's entropy.
+    neighbours : {"replace", "add-remove"}, default "replace"
+        The neighbouring notion: replace one record (sensitivity doubled) or add/remove one.
+    progress : callable ``(fraction, stage)``, optional
+        Called with the fraction done (0..1) and a stage label.
+    should_cancel : callable ``() -> bool``, optional
+        Polled between blocks; True stops the release with :class:`Cancelled`.
+    workers : int, optional
+        Threads (at least 1). Default: by size (:func:`thread_count`); the result does not depend on it.
+    public_total : bool, optional
+        Shift the release so that its total is the number of rows. Default (None): yes under
+        ``"replace"`` neighbours, where that number is public; True under ``"add-remove"`` is refused.
+
+    Returns
+    -------
+    Release
+        The noisy matrix (float64, shape ``schema.shape``) and how it was made.
+
+    Raises
+    ------
+    PriveletError
+        ``epsilon`` outside :data:`EPSILON_MIN` .. :data:`EPSILON_MAX` or too small for this
+        strategy's grid; ``neighbours`` or ``public_total`` not allowed; ``matrix`` not of shape
+        ``schema.shape`` or holding a negative, fractional, NaN or infinite count, or a count of
+        2^53 or more; a table too large for exact rounding; a release that would not fit in the
+        memory available; ``workers`` not a positive integer.
+    Cancelled
+        ``should_cancel()`` returned True between blocks.
+    """
     spec = ReleaseSpec(schema, epsilon, "privelet", (), neighbours, public_total=public_total)
     return spec.run(matrix, rng=rng, progress=progress, should_cancel=should_cancel, workers=workers)
 
@@ -92,6 +178,46 @@ def basic(
 
     Equivalent to Privelet+ with every attribute in S_A. ``schema`` is optional and,
     when given, is recorded in the release.
+
+    Parameters
+    ----------
+    matrix : numpy.ndarray
+        M: non-negative integer counts, at least one cell; any shape when ``schema`` is None.
+    epsilon : float
+        The privacy budget, in ``[1e-12, 1e12]``; smaller means more noise.
+    rng : numpy.random.Generator, optional
+        For reproducible tests only: the release is then marked ``seeded`` and must not be
+        published. Default: the noise is keyed from the operating system's entropy.
+    schema : Schema, optional
+        The attributes of M's axes, recorded in the release; default: plain ordinal axes
+        ``axis_0, axis_1, ...`` (not recorded).
+    neighbours : {"replace", "add-remove"}, default "replace"
+        The neighbouring notion: replace one record (sensitivity doubled) or add/remove one.
+    progress : callable ``(fraction, stage)``, optional
+        Called with the fraction done (0..1) and a stage label.
+    should_cancel : callable ``() -> bool``, optional
+        Polled between blocks; True stops the release with :class:`Cancelled`.
+    workers : int, optional
+        Threads (at least 1). Default: by size (:func:`thread_count`); the result does not depend on it.
+    public_total : bool, optional
+        Shift the release so that its total is the number of rows. Default (None): yes under
+        ``"replace"`` neighbours, where that number is public; True under ``"add-remove"`` is refused.
+
+    Returns
+    -------
+    Release
+        The noisy matrix (float64, the shape of ``matrix``); its ``schema`` is None unless one was given.
+
+    Raises
+    ------
+    PriveletError
+        ``epsilon`` outside :data:`EPSILON_MIN` .. :data:`EPSILON_MAX` or too small for this
+        strategy's grid; ``neighbours`` or ``public_total`` not allowed; ``matrix`` empty or not of
+        shape ``schema.shape``, or holding a negative, fractional, NaN or infinite count, or a count of
+        2^53 or more; a table too large for exact rounding; a release that would not fit in the
+        memory available; ``workers`` not a positive integer.
+    Cancelled
+        ``should_cancel()`` returned True between blocks.
     """
     matrix = np.asarray(matrix, dtype=np.float64)
     if matrix.ndim == 0 or matrix.size == 0:
@@ -111,7 +237,13 @@ def prepare_kernels() -> float:
     otherwise compiled the first time a release needs it); returns the seconds it took. It
     releases a tiny table with each of the paper's strategies and both samplers, and with trees, at an epsilon
     where draws often start again (so that the retry loop is loaded too). Seeded: nothing of it
-    is ever published."""
+    is ever published.
+
+    Returns
+    -------
+    float
+        Wall-clock seconds the compilation or loading took.
+    """
     started = time.perf_counter()
     schema = Schema([OrdinalAttribute.integer_range("x", 0, 4),
                      NominalAttribute("y", Hierarchy.from_nested({"*": {"a": ["1", "2"], "b": ["3"]}}))])

@@ -12,7 +12,20 @@ __all__ = ["available_memory", "byte_size", "check_memory"]
 def available_memory(proc: Path = Path("/proc"), cgroups: Path = Path("/sys/fs/cgroup")) -> int | None:
     """Memory the operating system can give without swapping, in bytes; None where it is
     not known (Linux only: MemAvailable, or less when this process's control group has a
-    memory limit, as in containers)."""
+    memory limit, as in containers).
+
+    Parameters
+    ----------
+    proc : pathlib.Path, default ``/proc``
+        The proc file system to read ``meminfo`` and ``self/cgroup`` from (tests pass a fake one).
+    cgroups : pathlib.Path, default ``/sys/fs/cgroup``
+        Where the control groups are mounted.
+
+    Returns
+    -------
+    int or None
+        Bytes available (at least 0), or None where neither figure can be read.
+    """
     known = [value for value in (_meminfo_available(proc), _cgroup_headroom(proc, cgroups)) if value is not None]
     return min(known) if known else None
 
@@ -56,7 +69,18 @@ def _cgroup_headroom(proc: Path, cgroups: Path) -> int | None:
 
 
 def byte_size(count: int) -> str:
-    """``count`` bytes for people: "7.6 MiB", "1.6 GiB"."""
+    """``count`` bytes for people: "7.6 MiB", "1.6 GiB".
+
+    Parameters
+    ----------
+    count : int
+        A number of bytes (non-negative).
+
+    Returns
+    -------
+    str
+        One decimal in GiB, MiB or KiB (powers of 1024), or ``"N bytes"`` below 1 KiB.
+    """
     for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
         if count >= 1 << shift:
             return f"{count / (1 << shift):.1f} {unit}"

@@ -60,6 +60,19 @@ class Sizing:
     goes through the three passes; ``pencil_cells``: measurements of a pencil in pass 2;
     ``pencil_rows``: the most measurements along B (wider pencils read T in longer runs);
     ``cells_per_thread``: the default number of threads is one per this many cells.
+
+    Attributes
+    ----------
+    block_cells : int, default 2**19
+        See above.
+    big_block_cells : int, default 2**22
+        See above.
+    pencil_cells : int, default 2**17
+        See above.
+    pencil_rows : int, default 2**10
+        See above.
+    cells_per_thread : int, default 2**20
+        See above.
     """
 
     block_cells: int = 1 << 19
@@ -74,13 +87,39 @@ DEFAULT_SIZING = Sizing()
 
 
 def usable_cores() -> int:
-    """The CPUs this process may run on (its affinity where the platform says, else all)."""
+    """The CPUs this process may run on (its affinity where the platform says, else all).
+
+    Returns
+    -------
+    int
+        At least 1.
+    """
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def thread_count(cells: int, workers: int | None = None, sizing: Sizing = DEFAULT_SIZING) -> int:
     """``workers`` if given (at least 1), else one thread per ``sizing.cells_per_thread`` cells, at
-    most one per usable core: small releases stay on one thread, where more only wait."""
+    most one per usable core: small releases stay on one thread, where more only wait.
+
+    Parameters
+    ----------
+    cells : int
+        Cells of the matrix to release.
+    workers : int, optional
+        The caller's choice of threads (a positive int); None: by size.
+    sizing : Sizing, default :data:`DEFAULT_SIZING`
+        Gives ``cells_per_thread``.
+
+    Returns
+    -------
+    int
+        Threads to use, at least 1.
+
+    Raises
+    ------
+    PriveletError
+        ``workers`` is not a positive integer (a bool is refused).
+    """
     if workers is not None:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise PriveletError(f"workers must be a positive integer, got {workers!r}")
@@ -110,13 +149,35 @@ def checked_counts(counts: np.ndarray, out: np.ndarray) -> int:
 
 class Scratch:
     """One thread's working memory for a release: growing int64 and float64 buffers, and its
-    own AES context (contexts are not shared between threads)."""
+    own AES context (contexts are not shared between threads).
+
+    Parameters
+    ----------
+    key : bytes
+        The release's AES key (:mod:`~privelet_gui.engine.noise.bits`).
+    """
 
     def __init__(self, key: bytes):
         self.cipher = BlockCipher(key)
         self._buffers: dict[tuple[str, int], np.ndarray] = {}
 
     def array(self, kind: str, slot: int, shape: tuple[int, ...]) -> np.ndarray:
+        """A buffer of ``shape``, reused (grown when too small) for each ``(kind, slot)``.
+
+        Parameters
+        ----------
+        kind : {"int", "float"}
+            int64 for ``"int"``, float64 otherwise.
+        slot : int
+            Which of the kind's buffers (a pipeline alternates between slots 0 and 1).
+        shape : tuple of int
+            The shape wanted.
+
+        Returns
+        -------
+        numpy.ndarray
+            A view of the buffer with that shape; its values are left over from earlier use.
+        """
         size = math.prod(shape)
         buffer = self._buffers.get((kind, slot))
         if buffer is None or buffer.size < size:
@@ -125,7 +186,19 @@ class Scratch:
 
 
 class ReleasePipeline:
-    """The work of one release: its strategy, noise calibration and sampler (see the module docstring)."""
+    """The work of one release: its strategy, noise calibration and sampler (see the module docstring).
+
+    Parameters
+    ----------
+    plan : StrategyPlan
+        Each axis's strategy.
+    calibration : NoiseCalibration
+        The grid and sensitivity (:meth:`ReleaseSpec.calibration`).
+    sampler : {"exact", "standard"}
+        The noise sampler.
+    sizing : Sizing, default :data:`DEFAULT_SIZING`
+        How the work is cut (no value depends on it).
+    """
 
     def __init__(self, plan: StrategyPlan, calibration: NoiseCalibration, sampler: Sampler, sizing: Sizing = DEFAULT_SIZING):
         self.plan = plan
@@ -138,7 +211,13 @@ class ReleasePipeline:
     def blocks(self) -> list[Index]:
         """The boxes of M a release works on: along the separable axes, innermost first, as many
         values as keep a block near ``sizing.block_cells`` cells (and a 32nd of M); every other
-        axis whole."""
+        axis whole.
+
+        Returns
+        -------
+        list of tuple of slice
+            One index into M per block, in C order; together they cover M once.
+        """
         shape = self.plan.shape
         whole = math.prod(shape[axis] for axis in self.transformed)
         # at most block_cells, and small enough to make some 32 blocks (threads share them out,
@@ -160,13 +239,50 @@ class ReleasePipeline:
         ]
 
     def is_big(self, index: Index) -> bool:
-        """Whether the block ``index`` goes through the three passes."""
+        """Whether the block ``index`` goes through the three passes.
+
+        Parameters
+        ----------
+        index : tuple of slice
+            A block, as :meth:`blocks` gives it.
+
+        Returns
+        -------
+        bool
+            True when some axis is transformed and the block has more than ``sizing.big_block_cells`` cells.
+        """
         return bool(self.transformed) and _cells(index) > self.sizing.big_block_cells
 
     def release(
         self, matrix: np.ndarray, key: bytes, steps: Progress, threads: int, *, overwrite_input: bool = False,
     ) -> tuple[np.ndarray, int]:
-        """The noisy matrix and the total of M (see the module docstring)."""
+        """The noisy matrix and the total of M (see the module docstring).
+
+        Parameters
+        ----------
+        matrix : numpy.ndarray
+            M, float64, shape ``plan.shape``.
+        key : bytes
+            The release's key; every noise value is a function of it and its position.
+        steps : Progress
+            Progress and cancellation.
+        threads : int
+            Threads to use (at least 1).
+        overwrite_input : bool, default False, keyword-only
+            Write the release into ``matrix`` when it is C-contiguous and writable.
+
+        Returns
+        -------
+        tuple of (numpy.ndarray, int)
+            The noisy matrix (float64, ``matrix``'s shape) and the total of M.
+
+        Raises
+        ------
+        PriveletError
+            A negative, fractional, NaN or infinite count, or one of 2^53 or more.
+        Cancelled
+            ``steps`` was cancelled.
+        """
         blocks = self.blocks()
         in_place = overwrite_input and matrix.flags.c_contiguous and matrix.flags.writeable
         if len(blocks) == 1 and self.is_big(blocks[0]) and not in_place:  # the output in T's memory
@@ -190,7 +306,29 @@ class ReleasePipeline:
         return noisy, sum(totals)
 
     def release_block(self, counts: np.ndarray, out: np.ndarray, index: Index, scratch: Scratch) -> int:
-        """Release one block (``counts``, the block of M at ``index``) into ``out``; returns its total."""
+        """Release one block (``counts``, the block of M at ``index``) into ``out``; returns its total.
+
+        Parameters
+        ----------
+        counts : numpy.ndarray
+            The block of M at ``index`` (any layout).
+        out : numpy.ndarray
+            float64, the block's shape; receives the noisy block.
+        index : tuple of slice
+            The block's place in M (its noise depends on it).
+        scratch : Scratch
+            The calling thread's buffers and cipher.
+
+        Returns
+        -------
+        int
+            The total of ``counts``.
+
+        Raises
+        ------
+        PriveletError
+            A negative, fractional, NaN or infinite count, or one of 2^53 or more.
+        """
         shape = counts.shape
         current = scratch.array("int", 0, shape)
         total = checked_counts(counts, current.reshape(-1))
@@ -225,7 +363,19 @@ class ReleasePipeline:
                        dens[-1], _outer(positions[:-1], np.add), positions[-1], cipher)
 
     def axis_tables(self, index: Index) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Per axis of the box ``index``: its measurements' denominators and position terms."""
+        """Per axis of the box ``index``: its measurements' denominators and position terms.
+
+        Parameters
+        ----------
+        index : tuple of slice
+            A box of M.
+
+        Returns
+        -------
+        tuple of (list of numpy.ndarray, list of numpy.ndarray)
+            Per axis, the int64 denominators (ones along separable axes) and the uint64 position
+            terms of its measurements.
+        """
         dens, positions = [], []
         for axis, (part, strategy) in enumerate(zip(index, self.plan.strategies)):
             stride = np.uint64(self.plan.position_strides[axis])
@@ -238,13 +388,32 @@ class ReleasePipeline:
         return dens, positions
 
     def big_block(self, index: Index) -> BigBlock:
+        """The three passes of the block ``index``.
+
+        Parameters
+        ----------
+        index : tuple of slice
+            A block of M (:meth:`blocks`).
+
+        Returns
+        -------
+        BigBlock
+        """
         return BigBlock(self, index)
 
 
 class BigBlock:
     """A big block's three passes (see the module docstring), each over any group of its parts:
     slabs (one position along B: passes 1 and 3) or columns of the intermediate (A measurements:
-    pass 2). The one-machine release and the cluster's tasks run the same methods."""
+    pass 2). The one-machine release and the cluster's tasks run the same methods.
+
+    Parameters
+    ----------
+    pipeline : ReleasePipeline
+        The release this block belongs to.
+    index : tuple of slice
+        The block's place in M.
+    """
 
     def __init__(self, pipeline: ReleasePipeline, index: Index):
         self.pipeline = pipeline
@@ -288,7 +457,33 @@ class BigBlock:
         self, counts: np.ndarray, out: np.ndarray | None, key: bytes, steps: Progress, threads: int,
     ) -> tuple[np.ndarray, int]:
         """Release the block's ``counts`` into ``out`` (None: into the intermediate's own memory,
-        returned); returns the output and the block's total."""
+        returned); returns the output and the block's total.
+
+        Parameters
+        ----------
+        counts : numpy.ndarray
+            The block of M (its shape).
+        out : numpy.ndarray or None
+            float64, the block's shape; None: the output is made in the intermediate's memory.
+        key : bytes
+            The release's key.
+        steps : Progress
+            Progress and cancellation.
+        threads : int
+            Threads to use (at least 1).
+
+        Returns
+        -------
+        tuple of (numpy.ndarray, int)
+            The noisy block (``out``, or a new array) and the total of ``counts``.
+
+        Raises
+        ------
+        PriveletError
+            A negative, fractional, NaN or infinite count, or one of 2^53 or more.
+        Cancelled
+            ``steps`` was cancelled.
+        """
         table = np.empty((self.slabs, self.slab_measurements), dtype=np.int64)
         by_slab = counts.reshape(self.slabs, *self.slab_shape) if counts.flags.c_contiguous else None
         totals = [0] * self.slabs
@@ -326,7 +521,27 @@ class BigBlock:
     # -- the passes, each over a group of parts -------------------------------------------------
     def measure_slabs(self, counts: np.ndarray, out: np.ndarray, scratch: Scratch) -> int:
         """Pass 1: slabs ``counts`` (k, *slab_shape), checked and measured along A, into ``out``
-        (int64, (k, slab_measurements)); returns their total."""
+        (int64, (k, slab_measurements)); returns their total.
+
+        Parameters
+        ----------
+        counts : numpy.ndarray
+            k slabs, shape ``(k, *slab_shape)``.
+        out : numpy.ndarray
+            int64, shape ``(k, slab_measurements)``.
+        scratch : Scratch
+            The calling thread's buffers.
+
+        Returns
+        -------
+        int
+            The total of ``counts``.
+
+        Raises
+        ------
+        PriveletError
+            A negative, fractional, NaN or infinite count, or one of 2^53 or more.
+        """
         current = scratch.array("int", 0, counts.shape)
         total = checked_counts(counts, current.reshape(-1))
         slot = 0
@@ -345,7 +560,19 @@ class BigBlock:
 
     def noise_columns(self, columns: np.ndarray, first: int, out: np.ndarray, scratch: Scratch) -> None:
         """Pass 2: columns ``first``, ``first + 1``, ... of the intermediate (int64, (slabs, w)),
-        measured along B, noised and reconstructed along B, into ``out`` (float64, (slabs, w))."""
+        measured along B, noised and reconstructed along B, into ``out`` (float64, (slabs, w)).
+
+        Parameters
+        ----------
+        columns : numpy.ndarray
+            int64, shape ``(slabs, w)``: columns of the intermediate after pass 1.
+        first : int
+            The index of the first column (the noise depends on positions).
+        out : numpy.ndarray
+            float64, shape ``(slabs, w)``.
+        scratch : Scratch
+            The calling thread's buffers and cipher.
+        """
         width = columns.shape[1]
         current = scratch.array("int", 0, (*self.shape[: self.split], width))
         current.reshape(self.slabs, width)[...] = columns
@@ -382,7 +609,17 @@ class BigBlock:
 
     def reconstruct_slabs(self, rows: np.ndarray, out: np.ndarray, scratch: Scratch) -> None:
         """Pass 3: noisy rows (float64, (k, slab_measurements)) reconstructed along A into ``out``
-        (float64, C-contiguous (k, *slab_shape))."""
+        (float64, C-contiguous (k, *slab_shape)).
+
+        Parameters
+        ----------
+        rows : numpy.ndarray
+            float64, shape ``(k, slab_measurements)``: noisy rows after pass 2.
+        out : numpy.ndarray
+            float64, C-contiguous, shape ``(k, *slab_shape)``.
+        scratch : Scratch
+            The calling thread's buffers.
+        """
         current = rows.reshape(len(rows), *self.measurements[self.split :])
         slot = 0
         for number, axis in enumerate(self.a_axes):

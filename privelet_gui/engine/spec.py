@@ -109,7 +109,18 @@ MECHANISM_NAMES: dict[str, str] = {
 }
 
 def mechanism_name(mechanism: str) -> str:
-    """``"Privelet+"``, ``"Privelet"`` or ``"Basic"`` (an unknown name is returned as is)."""
+    """``"Privelet+"``, ``"Privelet"`` or ``"Basic"`` (an unknown name is returned as is).
+
+    Parameters
+    ----------
+    mechanism : str
+        A mechanism as the engine names it (``"privelet+"``, ``"privelet"``, ``"basic"``, ``"strategies"``).
+
+    Returns
+    -------
+    str
+        Its name for people (:data:`MECHANISM_NAMES`).
+    """
     return MECHANISM_NAMES.get(mechanism, mechanism)
 
 
@@ -167,6 +178,38 @@ class ReleaseSpec:
     ``sampler`` draws the noise: ``"exact"`` (the default; integer arithmetic only) or
     ``"standard"`` (floating-point inversion); both have the same distribution up to the
     standard one's rounding (about 1e-16).
+
+    Parameters
+    ----------
+    schema : Schema
+        The attributes of M's axes, in axis order.
+    epsilon : float
+        The privacy budget, in ``[1e-12, 1e12]`` (stored as a float).
+    mechanism : {"privelet+", "privelet", "basic", "strategies"}, default "privelet+"
+        The mechanism; ``"strategies"`` needs ``strategies``.
+    sa : tuple of str, default ()
+        S_A for Privelet+ (see above); must be empty with ``"strategies"``.
+    neighbours : {"replace", "add-remove"}, default "replace"
+        The neighbouring notion.
+    public_total : bool, optional, keyword-only
+        See above; default None.
+    invalid : {"error", "drop"}, default "error", keyword-only
+        See above.
+    sampler : {"exact", "standard"}, default "exact", keyword-only
+        See above.
+    strategies : tuple of str, default (), keyword-only
+        See above; one name per attribute.
+
+    Raises
+    ------
+    SchemaError
+        ``schema`` is not a :class:`Schema`; ``sa`` names an unknown or repeated attribute or is a
+        single string; ``strategies`` is not a sequence of names or a name does not fit its attribute.
+    PriveletError
+        ``epsilon``, ``mechanism``, ``neighbours``, ``sampler``, ``public_total`` or ``invalid``
+        is not an accepted value; ``strategies`` given without the mechanism ``"strategies"`` (or
+        the reverse), or with ``sa``; ``public_total`` under add/remove or where rows may be
+        dropped; an epsilon too small for this strategy's grid (the message names the smallest).
     """
 
     schema: Schema
@@ -218,7 +261,23 @@ class ReleaseSpec:
         self.calibration(1)
 
     def replace(self, **changes: object) -> ReleaseSpec:
-        """A copy with some fields changed (validated again)."""
+        """A copy with some fields changed (validated again).
+
+        Parameters
+        ----------
+        **changes
+            Field names and their new values (``epsilon=0.5``, ``sa=("sex",)``).
+
+        Returns
+        -------
+        ReleaseSpec
+            The new spec.
+
+        Raises
+        ------
+        PriveletError
+            As the constructor does for the new values; TypeError for an unknown field name.
+        """
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
 
     # -- what the mechanism means ------------------------------------------------------------
@@ -300,7 +359,24 @@ class ReleaseSpec:
         return self.multiplicity * self.rho / self.epsilon
 
     def calibration(self, rows: int) -> NoiseCalibration:
-        """The noise grid and sensitivity in grid units for a table of ``rows`` tuples."""
+        """The noise grid and sensitivity in grid units for a table of ``rows`` tuples.
+
+        Parameters
+        ----------
+        rows : int
+            Number of rows n of the table (at least 0; 1 gives the finest grid).
+
+        Returns
+        -------
+        NoiseCalibration
+            The grid, the sensitivity in grid units and the effective noise scale.
+
+        Raises
+        ------
+        PriveletError
+            A table of ``rows`` rows too large for exact rounding (or over
+            :data:`ADD_REMOVE_MAX_ROWS` under add/remove), or an epsilon too small for the grid.
+        """
         plan = self.plan
         return calibrate(self.epsilon, plan.rho, plan.influence, neighbours=self.neighbours, rows=rows)
 
@@ -319,7 +395,13 @@ class ReleaseSpec:
 
     def paper_bound(self) -> float:
         """The paper's bound on the noise variance of every range-count query (Eq. 7); for named
-        strategies beyond the paper's, which it does not bound, their exact worst case."""
+        strategies beyond the paper's, which it does not bound, their exact worst case.
+
+        Returns
+        -------
+        float
+            A variance, in squared counts.
+        """
         if self.label == STRATEGIES:
             return self.worst_case_variance()
         return paper_bound(self.schema, self.epsilon, self.effective_sa, neighbours=self.neighbours)
@@ -331,42 +413,127 @@ class ReleaseSpec:
         Shifting to the public total changes each query's variance by ``s^2 T - 2 s C``
         (:mod:`~privelet_gui.engine.accuracy.bounds`), which is not a product over the axes: use
         :meth:`variances` for exact figures of the post-processed release.
+
+        Returns
+        -------
+        float
+            A variance, in squared counts.
         """
         return self.unit_variance * self.worst_factor()
 
     def worst_case_margin95(self) -> float:
-        """+/- the worst query's noise stays within in 95% of releases."""
+        """+/- the worst query's noise stays within in 95% of releases.
+
+        Returns
+        -------
+        float
+            The 95% half-width, in counts.
+        """
         return margin95(self.worst_case_variance())
 
     def variances(self, queries: QueryBatch, *, raw: bool = False) -> np.ndarray:
         """The exact noise variance of each query of a batch on the release (on the raw
-        release, before the shift to the public total, with ``raw``)."""
+        release, before the shift to the public total, with ``raw``).
+
+        Parameters
+        ----------
+        queries : QueryBatch
+            Box queries on this spec's schema.
+        raw : bool, default False, keyword-only
+            The raw release's variances (before the shift to the public total).
+
+        Returns
+        -------
+        numpy.ndarray
+            float64, shape ``(len(queries),)``, in squared counts.
+        """
         return self.unit_variance * self.variance_factors(queries, raw=raw)
 
     def variance_factors(self, queries: QueryBatch, *, raw: bool = False) -> np.ndarray:
         """Each query's variance per unit of noise variance on a weighted measurement (its
-        strategies' factors; after the shift to the public total unless ``raw``)."""
+        strategies' factors; after the shift to the public total unless ``raw``).
+
+        Parameters
+        ----------
+        queries : QueryBatch
+            Box queries on this spec's schema.
+        raw : bool, default False, keyword-only
+            The raw release's factors (before the shift to the public total).
+
+        Returns
+        -------
+        numpy.ndarray
+            float64, shape ``(len(queries),)``: variances divided by :attr:`unit_variance`.
+        """
         public_total = self.uses_public_total and not raw
         return strategy_factors(self.plan.strategies, queries, public_total=public_total)
 
     def worst_factor(self) -> float:
-        """The largest query's variance per unit of noise variance on a weighted measurement."""
+        """The largest query's variance per unit of noise variance on a weighted measurement.
+
+        Returns
+        -------
+        float
+            ``prod_i max V_i`` over the spec's per-axis strategies (dimensionless).
+        """
         return math.prod(worst_predicate_variance(a, s) for a, s in zip(self.schema, self.plan.strategies))
 
     def variance(self, query: RangeQuery, *, raw: bool = False) -> float:
-        """The exact noise variance of one query (on the raw release with ``raw``)."""
+        """The exact noise variance of one query (on the raw release with ``raw``).
+
+        Parameters
+        ----------
+        query : RangeQuery
+            A box query on this spec's schema.
+        raw : bool, default False, keyword-only
+            The raw release's variance (before the shift to the public total).
+
+        Returns
+        -------
+        float
+            A variance, in squared counts.
+        """
         return float(self.variances(QueryBatch.of([query]), raw=raw)[0])
 
     @staticmethod
     def margin95(variance: float) -> float:
-        """The half-width of a 95% interval for noise of this variance (normal approximation)."""
+        """The half-width of a 95% interval for noise of this variance (normal approximation).
+
+        Parameters
+        ----------
+        variance : float
+            A noise variance, in squared counts (non-negative).
+
+        Returns
+        -------
+        float
+            ``Z95 * sqrt(variance)``, in counts.
+        """
         return margin95(variance)
 
     # -- the release ----------------------------------------------------------------------------
     def peak_bytes(self, workers: int | None = None, sizing: Sizing = DEFAULT_SIZING) -> int:
         """About the most memory a release holds at once besides M itself (bytes): the output,
         or for a release of one big block its intermediate, and each thread's block buffers (the
-        counts as integers, the measurements, their noisy values, the reconstruction's work) and noise chunk."""
+        counts as integers, the measurements, their noisy values, the reconstruction's work) and noise chunk.
+
+        Parameters
+        ----------
+        workers : int, optional
+            Threads of the release (default: by size, :func:`thread_count`).
+        sizing : Sizing, default :data:`DEFAULT_SIZING`
+            How the release cuts its work.
+
+        Returns
+        -------
+        int
+            Bytes.
+
+        Raises
+        ------
+        PriveletError
+            ``workers`` is not a positive integer.
+        """
         pipeline = ReleasePipeline(self.plan, self.calibration(1), self.sampler, sizing)
         blocks = pipeline.blocks()
         threads = thread_count(self.schema.size, workers, sizing)
@@ -381,7 +548,19 @@ class ReleaseSpec:
         return 8 * (self.schema.size + threads * 5 * measured) + threads * CHUNK_BYTES
 
     def check_memory(self, workers: int | None = None) -> None:
-        """Refuse, with what to do, a release that would not fit in the memory available now."""
+        """Refuse, with what to do, a release that would not fit in the memory available now.
+
+        Parameters
+        ----------
+        workers : int, optional
+            Threads of the release (default: by size).
+
+        Raises
+        ------
+        PriveletError
+            :meth:`peak_bytes` is more than the memory available now (:func:`available_memory`),
+            or ``workers`` is not a positive integer.
+        """
         check_memory(self.peak_bytes(workers))
 
     def run(
@@ -408,6 +587,39 @@ class ReleaseSpec:
         the release into ``matrix`` itself when it is a C-contiguous, writable float64 array
         (the same values, without the memory of a second matrix; the true counts are gone
         afterwards, also after an error or a cancel).
+
+        Parameters
+        ----------
+        matrix : numpy.ndarray
+            M: non-negative integer counts (any numeric dtype), shape ``schema.shape``.
+        rng : numpy.random.Generator, optional, keyword-only
+            For reproducible tests only (see above).
+        seed : int, optional, keyword-only
+            For reproducible tests only (see above).
+        progress : callable ``(fraction, stage)``, optional, keyword-only
+            Called with the fraction done (0..1) and a stage label.
+        should_cancel : callable ``() -> bool``, optional, keyword-only
+            Polled between blocks; True stops the release with :class:`Cancelled`.
+        workers : int, optional, keyword-only
+            Threads (at least 1); see above.
+        overwrite_input : bool, default False, keyword-only
+            Write the release into ``matrix`` (see above).
+        sizing : Sizing, default :data:`DEFAULT_SIZING`, keyword-only
+            How the work is cut (see above).
+
+        Returns
+        -------
+        Release
+            The noisy matrix (float64, shape ``schema.shape``) and how it was made.
+
+        Raises
+        ------
+        PriveletError
+            ``matrix`` not of shape ``schema.shape``, or holding a negative, fractional, NaN or infinite
+            count or one of 2^53 or more; a table with too many rows for exact rounding; a release
+            that would not fit in the memory available; ``workers`` not a positive integer.
+        Cancelled
+            ``should_cancel()`` returned True.
         """
         started = time.perf_counter()
         matrix = np.asarray(matrix, dtype=np.float64)
@@ -436,7 +648,18 @@ class ReleaseSpec:
 
     def check_rows(self, rows: int) -> None:
         """Refuse a table whose counts the exact integer arithmetic cannot hold (said without the
-        number of rows, which is private under add/remove neighbours)."""
+        number of rows, which is private under add/remove neighbours).
+
+        Parameters
+        ----------
+        rows : int
+            The number of rows counted in M (its total).
+
+        Raises
+        ------
+        PriveletError
+            Too many rows for exact rounding with these strategies.
+        """
         calibration = self.calibration(1)
         if rows * self.plan.growth << max(-calibration.grid_exponent, 0) >= UNITS_LIMIT:
             raise PriveletError(
@@ -453,7 +676,26 @@ class ReleaseSpec:
         total_shift: float | None,
         seconds: float = 0.0,
     ) -> Release:
-        """The :class:`Release` of ``noisy``, made by this spec with ``calibration`` (here or on a cluster)."""
+        """The :class:`Release` of ``noisy``, made by this spec with ``calibration`` (here or on a cluster).
+
+        Parameters
+        ----------
+        noisy : numpy.ndarray
+            The released matrix (float64, shape ``schema.shape``), after any shift.
+        calibration : NoiseCalibration
+            The calibration its noise was drawn with (:meth:`calibration`).
+        seeded : bool, keyword-only
+            Whether the noise came from a caller's seed or generator (tests; not private).
+        total_shift : float or None, keyword-only
+            What was added to every cell to reach the public total (None: not shifted).
+        seconds : float, default 0.0, keyword-only
+            Wall-clock time of the release, recorded in the release.
+
+        Returns
+        -------
+        Release
+            ``noisy`` with this spec's effective S_A, rho, label, neighbours, sampler and strategies.
+        """
         return Release(
             noisy=noisy,
             epsilon=calibration.epsilon,
@@ -485,6 +727,37 @@ class Release:
     (replace-one-tuple neighbours only; None: not shifted), so :attr:`raw` gives back the
     matrix before. A release never holds a true count. Its exact variances are its
     specification's (:attr:`spec`).
+
+    Attributes
+    ----------
+    noisy : numpy.ndarray
+        The released matrix, float64, shape ``schema.shape`` (after any shift).
+    epsilon : float
+        The privacy budget spent.
+    sa : tuple of str
+        The effective S_A, in axis order.
+    rho : float
+        The generalized sensitivity of the strategy (1 for Basic; an int when whole).
+    scale : float
+        The effective Laplace scale of the weighted measurements (see above).
+    mechanism : {"privelet+", "privelet", "basic", "strategies"}
+        What the release really is (:attr:`ReleaseSpec.label`).
+    neighbours : {"replace", "add-remove"}
+        The neighbouring notion.
+    calibration : NoiseCalibration
+        The noise grid and sensitivity the noise was drawn with.
+    schema : Schema or None, default None
+        The attributes of the axes (None: a matrix released by :func:`basic` without one).
+    seeded : bool, default False
+        See above.
+    sampler : str, default "exact"
+        See above.
+    total_shift : float or None, default None
+        See above.
+    strategies : tuple of str, default ()
+        Each axis's strategy name for the mechanism ``"strategies"``; empty for the paper's.
+    seconds : float, default 0.0
+        Wall-clock time the release took (not compared by ``==``).
     """
 
     noisy: np.ndarray
@@ -539,13 +812,49 @@ class Release:
     def variances(self, queries: QueryBatch, *, raw: bool = False) -> np.ndarray:
         """Exact noise variance of each query's answer on this release (data-independent):
         its specification's factors times the noise variance its calibration draws; on
-        :attr:`raw` with ``raw``."""
+        :attr:`raw` with ``raw``.
+
+        Parameters
+        ----------
+        queries : QueryBatch
+            Box queries on the release's schema.
+        raw : bool, default False, keyword-only
+            Variances on :attr:`raw` (before the shift to the public total).
+
+        Returns
+        -------
+        numpy.ndarray
+            float64, shape ``(len(queries),)``, in squared counts.
+
+        Raises
+        ------
+        PriveletError
+            The release has no schema.
+        """
         if self.schema is None:
             raise PriveletError("this release has no schema: exact variances need the attributes' strategies")
         return self.coefficient_variance * self.spec.variance_factors(queries, raw=raw)
 
     def variance(self, query: RangeQuery, *, raw: bool = False) -> float:
-        """Exact noise variance of one query's answer on this release (on :attr:`raw` with ``raw``)."""
+        """Exact noise variance of one query's answer on this release (on :attr:`raw` with ``raw``).
+
+        Parameters
+        ----------
+        query : RangeQuery
+            A box query on the release's schema.
+        raw : bool, default False, keyword-only
+            The variance on :attr:`raw`.
+
+        Returns
+        -------
+        float
+            A variance, in squared counts.
+
+        Raises
+        ------
+        PriveletError
+            The release has no schema.
+        """
         return float(self.variances(QueryBatch.of([query]), raw=raw)[0])
 
     @property

@@ -66,6 +66,19 @@ class SaChoice:
 
     ``references`` maps ``"rule"`` (the paper's |A| <= P(A)^2 H(A)), ``"basic"`` and
     ``"privelet"`` to ``(S_A, error)``.
+
+    Attributes
+    ----------
+    sa : tuple of str
+        The chosen S_A, in axis order.
+    error : float
+        The workload's expected error under it.
+    objective : {"mean", "worst"}
+        What the error is: the average square error, or the worst query's.
+    exhaustive : bool
+        Whether every subset was tried (at most :data:`EXHAUSTIVE_UP_TO` attributes).
+    references : dict of str to (tuple of str, float)
+        See above.
     """
 
     sa: tuple[str, ...]
@@ -132,6 +145,32 @@ def best_sa(
     """The S_A minimising ``workload``'s expected error under ``spec``'s epsilon, neighbours
     and public total (its mechanism and S_A are ignored). ``should_cancel()`` is asked
     between steps of the search (:class:`~privelet_gui.engine.Cancelled` when it says so).
+
+    Parameters
+    ----------
+    spec : ReleaseSpec
+        The release; its epsilon, neighbours and public total are used.
+    workload : Workload
+        Queries on ``spec.schema``.
+    objective : {"mean", "worst"}, default "mean", keyword-only
+        Minimise the average square error, or the worst query's.
+    exhaustive_up_to : int, default 12, keyword-only
+        Try all ``2^d`` subsets when ``d`` is at most this; a local search beyond.
+    should_cancel : callable ``() -> bool``, optional, keyword-only
+        Polled between steps.
+
+    Returns
+    -------
+    SaChoice
+
+    Raises
+    ------
+    SchemaError
+        The workload is on another schema, or (``"worst"``) lists more than 5,000,000 queries.
+    PriveletError
+        ``objective`` is neither ``"mean"`` nor ``"worst"``.
+    Cancelled
+        ``should_cancel()`` returned True.
 
     Examples
     --------
@@ -217,6 +256,17 @@ class AttributeMultiplier:
     ``multiplier`` is the error divided by the error of the same workload on the schema
     without the attribute (queries keep their other conditions). ``constrained`` says
     whether any query of the workload constrains the attribute.
+
+    Attributes
+    ----------
+    name : str
+        The attribute's name.
+    in_sa : bool
+        Whether it is in the (chosen) S_A.
+    multiplier : float
+        See above (inf when the error without it is 0).
+    constrained : bool
+        See above.
     """
 
     name: str
@@ -235,6 +285,27 @@ class Suggestion:
     answers exactly; the others (rounded out) also get a bias that depends on the data and
     is not predicted. ``schema`` and ``workload`` are the changed ones (apply the schema to
     take the suggestion).
+
+    Attributes
+    ----------
+    kind : {"drop", "bins", "level"}
+        Drop the attribute, bin a numeric ordinal one, or cut a nominal one's hierarchy.
+    attribute : str
+        The attribute changed.
+    description : str
+        The change, for people.
+    schema : Schema
+        The changed schema.
+    workload : Workload
+        The workload on the changed schema.
+    sa : tuple of str
+        S_A on the changed schema.
+    error : float
+        The predicted expected error (squared counts; noise only).
+    before : float
+        The error before the change (squared counts).
+    exact_share : float
+        See above: in 0..1.
     """
 
     kind: SuggestionKind
@@ -255,7 +326,23 @@ class Suggestion:
 
 @dataclass(frozen=True)
 class Advice:
-    """The advisor's answer for one release specification and workload."""
+    """The advisor's answer for one release specification and workload.
+
+    Attributes
+    ----------
+    spec : ReleaseSpec
+        The spec compared against (with the best S_A when the advisor chose it).
+    workload : Workload
+        The workload.
+    objective : {"mean", "worst"}
+        What the errors are.
+    error : float
+        The workload's expected error under ``spec`` (squared counts).
+    multipliers : tuple of AttributeMultiplier
+        One per attribute, in axis order (empty for a single attribute).
+    suggestions : tuple of Suggestion
+        Lossless ones first, then by predicted error.
+    """
 
     spec: ReleaseSpec
     workload: Workload = field(repr=False)
@@ -271,7 +358,18 @@ class Advice:
         return margin95(self.error)
 
     def sentence(self, rows: int | None = None) -> str:
-        """The error in counts, for people; ``rows`` (public under replace-one) sizes a typical count."""
+        """The error in counts, for people; ``rows`` (public under replace-one) sizes a typical count.
+
+        Parameters
+        ----------
+        rows : int, optional
+            The number of rows n; None: the sentence gives the margin only.
+
+        Returns
+        -------
+        str
+            One sentence, with the 95% margin in counts.
+        """
         if rows is None:
             return f"a count of this workload will be off by +/- {self.margin95:,.0f} in 95% of releases"
         typical = rows * _mean_coverage(self.workload)
@@ -423,6 +521,32 @@ def advise(
     current one, for a fair comparison: ``before`` is then the best current error);
     otherwise the spec's S_A is kept (less any dropped attribute). Suggestions come with
     lossless ones first (every query answered exactly), then by predicted error.
+
+    Parameters
+    ----------
+    spec : ReleaseSpec
+        The release; its epsilon, neighbours, public total and (without ``choose_sa``) S_A are used.
+    workload : Workload
+        Queries on ``spec.schema``.
+    objective : {"mean", "worst"}, default "mean", keyword-only
+        The average square error, or the worst query's.
+    choose_sa : bool, default True, keyword-only
+        Choose S_A with :func:`best_sa` for the current and every changed schema.
+    should_cancel : callable ``() -> bool``, optional, keyword-only
+        Polled between candidates.
+
+    Returns
+    -------
+    Advice
+
+    Raises
+    ------
+    SchemaError
+        The workload is on another schema, or (``"worst"``) lists more than 5,000,000 queries.
+    PriveletError
+        ``objective`` is neither ``"mean"`` nor ``"worst"``.
+    Cancelled
+        ``should_cancel()`` returned True.
     """
     objective = check_objective(objective)
     check = Progress(None, should_cancel).check

@@ -56,13 +56,36 @@ Z95 = 1.959963984540054
 
 def margin95(variance: float) -> float:
     """The half-width ``Z95 * sqrt(variance)`` of a 95% interval for noise of this variance:
-    a count is off by at most this much in 95% of releases."""
+    a count is off by at most this much in 95% of releases.
+
+    Parameters
+    ----------
+    variance : float
+        A noise variance, in squared counts (non-negative).
+
+    Returns
+    -------
+    float
+        The half-width, in counts.
+    """
     return Z95 * math.sqrt(variance)
 
 
 def variance_for_margin95(margin: float) -> float:
     """The noise variance whose 95% interval is ``count +/- margin`` (the inverse of :func:`margin95`).
 
+    Parameters
+    ----------
+    margin : float
+        The half-width of the 95% interval, in counts.
+
+    Returns
+    -------
+    float
+        ``(margin / Z95)**2``, in squared counts.
+
+    Examples
+    --------
     >>> round(margin95(variance_for_margin95(6000.0)), 6)
     6000.0
     """
@@ -71,7 +94,18 @@ def variance_for_margin95(margin: float) -> float:
 
 def paper_factors(attribute: Attribute) -> tuple[int, float]:
     """``(P(A), H(A))``: ``1 + ceil(log2 |A|)`` and ``(2 + ceil(log2 |A|)) / 2`` for an
-    ordinal attribute; ``h`` and 4 for a nominal one."""
+    ordinal attribute; ``h`` and 4 for a nominal one.
+
+    Parameters
+    ----------
+    attribute : Attribute
+        An ordinal or nominal attribute.
+
+    Returns
+    -------
+    tuple of (int, float)
+        ``P(A)`` (for a nominal attribute, its hierarchy's height ``h``) and ``H(A)``.
+    """
     if isinstance(attribute, NominalAttribute):
         return attribute.hierarchy.rho, 4.0
     levels = math.ceil(math.log2(attribute.size)) if attribute.size > 1 else 0
@@ -82,6 +116,29 @@ def paper_bound(schema: Schema, epsilon: float, sa: Iterable[str] = (), *, neigh
     """The paper's bound on the noise variance of every range-count query (Eq. 7).
 
     ``sa`` = every attribute gives Basic's ``8 m / epsilon^2``; ``sa`` empty gives Privelet's.
+
+    Parameters
+    ----------
+    schema : Schema
+        The attributes.
+    epsilon : float
+        The privacy budget, in ``[1e-12, 1e12]``.
+    sa : iterable of str, default ()
+        S_A: names of the attributes left untransformed.
+    neighbours : {"replace", "add-remove"}, default "replace", keyword-only
+        The neighbouring notion (add/remove quarters every variance).
+
+    Returns
+    -------
+    float
+        The bound, in squared counts.
+
+    Raises
+    ------
+    PriveletError
+        ``epsilon`` outside ``[1e-12, 1e12]`` or not a number, or ``neighbours`` unknown.
+    SchemaError
+        ``sa`` names an unknown or repeated attribute.
 
     Examples
     --------
@@ -103,7 +160,18 @@ def paper_bound(schema: Schema, epsilon: float, sa: Iterable[str] = (), *, neigh
 
 
 def recommend_sa(schema: Schema) -> tuple[str, ...]:
-    """The attributes with ``|A| <= P(A)^2 H(A)``: putting them in S_A never hurts the bound."""
+    """The attributes with ``|A| <= P(A)^2 H(A)``: putting them in S_A never hurts the bound.
+
+    Parameters
+    ----------
+    schema : Schema
+        The attributes.
+
+    Returns
+    -------
+    tuple of str
+        Their names, in axis order (possibly empty).
+    """
     chosen = []
     for attribute in schema:
         p, h = paper_factors(attribute)
@@ -114,7 +182,25 @@ def recommend_sa(schema: Schema) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class AttributeFactors:
-    """One attribute's worst-case variance factors, transformed and left in S_A."""
+    """One attribute's worst-case variance factors, transformed and left in S_A.
+
+    Attributes
+    ----------
+    name : str
+        The attribute's name.
+    size : int
+        ``|A|``.
+    transformed : float
+        Max V over the attribute's predicates under the paper's transform.
+    untransformed : float
+        Max V in S_A (the identity): ``|A|`` for the whole domain.
+    rho : int
+        The transform's generalized sensitivity.
+    paper_p : int
+        ``P(A)`` (:func:`paper_factors`).
+    paper_h : float
+        ``H(A)`` (:func:`paper_factors`).
+    """
 
     name: str
     size: int
@@ -130,6 +216,11 @@ class VarianceModel:
 
     Each axis is either in S_A (the identity strategy) or measured by the paper's transform;
     every figure comes from the strategies' own accuracy methods (docs/math.md, "Exact variance").
+
+    Parameters
+    ----------
+    schema : Schema
+        The attributes; the model is for this schema only.
 
     Examples
     --------
@@ -152,7 +243,13 @@ class VarianceModel:
 
     def prepare(self) -> VarianceModel:
         """Compute every attribute's worst-case factors now (slow for big domains: call it
-        off the UI thread); returns the model."""
+        off the UI thread); returns the model.
+
+        Returns
+        -------
+        VarianceModel
+            ``self``, with :attr:`ready` True.
+        """
         _ = self.factors
         return self
 
@@ -167,10 +264,39 @@ class VarianceModel:
         return tuple(identity_strategy(a.size) for a in self.schema)
 
     def strategy(self, axis: int, *, untransformed: bool) -> AxisStrategy:
+        """One axis's strategy: the identity (S_A) or the paper's transform.
+
+        Parameters
+        ----------
+        axis : int
+            The axis, ``0 <= axis < len(schema)``.
+        untransformed : bool, keyword-only
+            True for the identity (the attribute in S_A).
+
+        Returns
+        -------
+        AxisStrategy
+        """
         return self.identities[axis] if untransformed else self.transforms[axis]
 
     def strategies(self, sa: Iterable[str] = ()) -> tuple[AxisStrategy, ...]:
-        """Each axis's strategy under Privelet+ with ``sa``."""
+        """Each axis's strategy under Privelet+ with ``sa``.
+
+        Parameters
+        ----------
+        sa : iterable of str, default ()
+            S_A: names of the attributes left untransformed.
+
+        Returns
+        -------
+        tuple of AxisStrategy
+            One per axis, in axis order.
+
+        Raises
+        ------
+        SchemaError
+            ``sa`` names an unknown or repeated attribute.
+        """
         in_sa = self._sa_axes(sa)
         return tuple(self.strategy(axis, untransformed=axis in in_sa) for axis in range(len(self.schema)))
 
@@ -196,24 +322,125 @@ class VarianceModel:
         return frozenset(self.schema.axes(list(sa)))
 
     def rho(self, sa: Iterable[str] = ()) -> Fraction:
+        """The generalized sensitivity of Privelet+ with ``sa``: the product of the axes' rho.
+
+        Parameters
+        ----------
+        sa : iterable of str, default ()
+            S_A: names of the attributes left untransformed.
+
+        Returns
+        -------
+        fractions.Fraction
+            rho, exactly.
+
+        Raises
+        ------
+        SchemaError
+            ``sa`` names an unknown or repeated attribute.
+        """
         return math.prod((s.rho for s in self.strategies(sa)), start=Fraction(1))
 
     def coefficient_variance(self, epsilon: float, sa: Iterable[str] = (), *, neighbours: Neighbours = "replace") -> float:
-        """``2 lambda^2``: the Laplace variance per unit of V."""
+        """``2 lambda^2``: the Laplace variance per unit of V.
+
+        Parameters
+        ----------
+        epsilon : float
+            The privacy budget, in ``[1e-12, 1e12]``.
+        sa : iterable of str, default ()
+            S_A: names of the attributes left untransformed.
+        neighbours : {"replace", "add-remove"}, default "replace", keyword-only
+            The neighbouring notion (add/remove quarters every variance).
+
+        Returns
+        -------
+        float
+            ``2 lambda^2``, in squared counts.
+
+        Raises
+        ------
+        PriveletError
+            ``epsilon`` outside ``[1e-12, 1e12]`` or not a number, or ``neighbours`` unknown.
+        SchemaError
+            ``sa`` names an unknown or repeated attribute.
+        """
         lam = multiplicity(neighbours) * float(self.rho(sa)) / check_epsilon(epsilon)
         return 2.0 * lam * lam
 
     def worst_factor(self, sa: Iterable[str] = ()) -> float:
-        """``prod_i max V_i``: the worst case per unit of ``2 lambda^2``."""
+        """``prod_i max V_i``: the worst case per unit of ``2 lambda^2``.
+
+        Parameters
+        ----------
+        sa : iterable of str, default ()
+            S_A: names of the attributes left untransformed.
+
+        Returns
+        -------
+        float
+            The factor (dimensionless).
+
+        Raises
+        ------
+        SchemaError
+            ``sa`` names an unknown or repeated attribute.
+        """
         in_sa = self._sa_axes(sa)
         return math.prod(f.untransformed if axis in in_sa else f.transformed for axis, f in enumerate(self.factors))
 
     def worst_case(self, epsilon: float, sa: Iterable[str] = (), *, neighbours: Neighbours = "replace") -> float:
-        """The largest noise variance of any range-count query."""
+        """The largest noise variance of any range-count query.
+
+        Parameters
+        ----------
+        epsilon : float
+            The privacy budget, in ``[1e-12, 1e12]``.
+        sa : iterable of str, default ()
+            S_A: names of the attributes left untransformed.
+        neighbours : {"replace", "add-remove"}, default "replace", keyword-only
+            The neighbouring notion (add/remove quarters every variance).
+
+        Returns
+        -------
+        float
+            A variance, in squared counts.
+
+        Raises
+        ------
+        PriveletError
+            ``epsilon`` outside ``[1e-12, 1e12]`` or not a number, or ``neighbours`` unknown.
+        SchemaError
+            ``sa`` names an unknown or repeated attribute.
+        """
         return self.coefficient_variance(epsilon, sa, neighbours=neighbours) * self.worst_factor(sa)
 
     def query(self, query: RangeQuery, epsilon: float, sa: Iterable[str] = (), *, neighbours: Neighbours = "replace") -> float:
-        """Exact noise variance of one query."""
+        """Exact noise variance of one query.
+
+        Parameters
+        ----------
+        query : RangeQuery
+            A box query on the model's schema.
+        epsilon : float
+            The privacy budget, in ``[1e-12, 1e12]``.
+        sa : iterable of str, default ()
+            S_A: names of the attributes left untransformed.
+        neighbours : {"replace", "add-remove"}, default "replace", keyword-only
+            The neighbouring notion (add/remove quarters every variance).
+
+        Returns
+        -------
+        float
+            A variance, in squared counts, of the raw release.
+
+        Raises
+        ------
+        PriveletError
+            ``epsilon`` outside ``[1e-12, 1e12]`` or not a number, or ``neighbours`` unknown.
+        SchemaError
+            ``sa`` names an unknown or repeated attribute.
+        """
         batch = QueryBatch.of([query])
         return float(self.batch(batch, epsilon, sa, neighbours=neighbours)[0])
 
@@ -227,13 +454,59 @@ class VarianceModel:
         public_total: bool = False,
     ) -> np.ndarray:
         """Exact noise variance of every query of a batch (of the release shifted to the
-        public total with ``public_total``)."""
+        public total with ``public_total``).
+
+        Parameters
+        ----------
+        queries : QueryBatch
+            Box queries on the model's schema.
+        epsilon : float
+            The privacy budget, in ``[1e-12, 1e12]``.
+        sa : iterable of str, default ()
+            S_A: names of the attributes left untransformed.
+        neighbours : {"replace", "add-remove"}, default "replace", keyword-only
+            The neighbouring notion (add/remove quarters every variance).
+        public_total : bool, default False, keyword-only
+            The variances of the release shifted to the public total.
+
+        Returns
+        -------
+        numpy.ndarray
+            float64, shape ``(len(queries),)``, in squared counts.
+
+        Raises
+        ------
+        PriveletError
+            ``epsilon`` outside ``[1e-12, 1e12]`` or not a number, or ``neighbours`` unknown.
+        SchemaError
+            ``sa`` names an unknown or repeated attribute.
+        """
         factors = self.batch_factors(queries, sa, public_total=public_total)
         return self.coefficient_variance(epsilon, sa, neighbours=neighbours) * factors
 
     def batch_factors(self, queries: QueryBatch, sa: Iterable[str] = (), *, public_total: bool = False) -> np.ndarray:
         """``prod_i V_i(q_i)`` per query (variance per unit of ``2 lambda^2``); with ``public_total``
-        the factor of the release shifted to the public total (module docstring)."""
+        the factor of the release shifted to the public total (module docstring).
+
+        Parameters
+        ----------
+        queries : QueryBatch
+            Box queries on the model's schema.
+        sa : iterable of str, default ()
+            S_A: names of the attributes left untransformed.
+        public_total : bool, default False, keyword-only
+            The factors of the release shifted to the public total.
+
+        Returns
+        -------
+        numpy.ndarray
+            float64, shape ``(len(queries),)``, dimensionless.
+
+        Raises
+        ------
+        SchemaError
+            ``sa`` names an unknown or repeated attribute.
+        """
         return strategy_factors(self.strategies(sa), queries, public_total=public_total)
 
     def axis_factors(
@@ -241,19 +514,88 @@ class VarianceModel:
     ) -> tuple[np.ndarray, np.ndarray]:
         """``(V_i, C_i)`` of one axis' predicates: their own variance factor and their covariance
         factor with the axis' total. ``lo``/``hi`` are inclusive index arrays, ``nodes`` the
-        level-order nodes of a nominal axis (-1 elsewhere)."""
+        level-order nodes of a nominal axis (-1 elsewhere).
+
+        Parameters
+        ----------
+        axis : int
+            The axis, ``0 <= axis < len(schema)``.
+        lo, hi : numpy.ndarray
+            Inclusive index bounds of the predicates along the axis (int arrays of one length).
+        nodes : numpy.ndarray
+            Level-order hierarchy nodes of a nominal axis' predicates, -1 elsewhere.
+        untransformed : bool, keyword-only
+            True for the identity (the attribute in S_A).
+
+        Returns
+        -------
+        tuple of (numpy.ndarray, numpy.ndarray)
+            ``V_i`` and ``C_i`` per predicate, float64, ``lo``'s shape.
+        """
         strategy = self.strategy(axis, untransformed=untransformed)
         return strategy.predicate_variances(lo, hi, nodes), strategy.predicate_total_covariances(lo, hi, nodes)
 
     def axis_total(self, axis: int, *, untransformed: bool) -> float:
-        """``T_i = 1' S_i 1``: the axis' factor of the variance of the total."""
+        """``T_i = 1' S_i 1``: the axis' factor of the variance of the total.
+
+        Parameters
+        ----------
+        axis : int
+            The axis, ``0 <= axis < len(schema)``.
+        untransformed : bool, keyword-only
+            True for the identity (the attribute in S_A).
+
+        Returns
+        -------
+        float
+            ``T_i`` (dimensionless).
+        """
         return self.strategy(axis, untransformed=untransformed).total_variance()
 
     def total_factor(self, sa: Iterable[str] = ()) -> float:
-        """``prod_i T_i``: the variance of the raw release's total per unit of ``2 lambda^2``."""
+        """``prod_i T_i``: the variance of the raw release's total per unit of ``2 lambda^2``.
+
+        Parameters
+        ----------
+        sa : iterable of str, default ()
+            S_A: names of the attributes left untransformed.
+
+        Returns
+        -------
+        float
+            ``prod_i T_i`` (dimensionless).
+
+        Raises
+        ------
+        SchemaError
+            ``sa`` names an unknown or repeated attribute.
+        """
         return math.prod(s.total_variance() for s in self.strategies(sa))
 
     def paper_bound(self, epsilon: float, sa: Iterable[str] = (), *, neighbours: Neighbours = "replace") -> float:
+        """The paper's bound for this schema (:func:`paper_bound`).
+
+        Parameters
+        ----------
+        epsilon : float
+            The privacy budget, in ``[1e-12, 1e12]``.
+        sa : iterable of str, default ()
+            S_A: names of the attributes left untransformed.
+        neighbours : {"replace", "add-remove"}, default "replace", keyword-only
+            The neighbouring notion (add/remove quarters every variance).
+
+        Returns
+        -------
+        float
+            The bound, in squared counts.
+
+        Raises
+        ------
+        PriveletError
+            ``epsilon`` outside ``[1e-12, 1e12]`` or not a number, or ``neighbours`` unknown.
+        SchemaError
+            ``sa`` names an unknown or repeated attribute.
+        """
         return paper_bound(self.schema, epsilon, sa, neighbours=neighbours)
 
 
@@ -297,14 +639,64 @@ def variance_model(schema: Schema) -> VarianceModel:
 def query_variance(
     schema: Schema, epsilon: float, sa: Iterable[str], query: RangeQuery, *, neighbours: Neighbours = "replace"
 ) -> float:
-    """Exact noise variance of ``query`` under Privelet+ with ``sa`` (math.md, "Exact variance")."""
+    """Exact noise variance of ``query`` under Privelet+ with ``sa`` (math.md, "Exact variance").
+
+    Parameters
+    ----------
+    schema : Schema
+        The attributes.
+    epsilon : float
+        The privacy budget, in ``[1e-12, 1e12]``.
+    sa : iterable of str
+        S_A: names of the attributes left untransformed.
+    query : RangeQuery
+        A box query on ``schema``.
+    neighbours : {"replace", "add-remove"}, default "replace", keyword-only
+        The neighbouring notion (add/remove quarters every variance).
+
+    Returns
+    -------
+    float
+        A variance, in squared counts, of the raw release.
+
+    Raises
+    ------
+    PriveletError
+        ``epsilon`` outside ``[1e-12, 1e12]`` or not a number, or ``neighbours`` unknown.
+    SchemaError
+        ``sa`` names an unknown or repeated attribute.
+    """
     return variance_model(schema).query(query, epsilon, sa, neighbours=neighbours)
 
 
 def worst_case_variance(
     schema: Schema, epsilon: float, sa: Iterable[str] = (), *, neighbours: Neighbours = "replace"
 ) -> float:
-    """Exact worst-case noise variance over all range-count queries."""
+    """Exact worst-case noise variance over all range-count queries.
+
+    Parameters
+    ----------
+    schema : Schema
+        The attributes.
+    epsilon : float
+        The privacy budget, in ``[1e-12, 1e12]``.
+    sa : iterable of str, default ()
+        S_A: names of the attributes left untransformed.
+    neighbours : {"replace", "add-remove"}, default "replace", keyword-only
+        The neighbouring notion (add/remove quarters every variance).
+
+    Returns
+    -------
+    float
+        A variance, in squared counts, of the raw release.
+
+    Raises
+    ------
+    PriveletError
+        ``epsilon`` outside ``[1e-12, 1e12]`` or not a number, or ``neighbours`` unknown.
+    SchemaError
+        ``sa`` names an unknown or repeated attribute.
+    """
     return variance_model(schema).worst_case(epsilon, sa, neighbours=neighbours)
 
 
@@ -313,6 +705,23 @@ def epsilon_for_variance(variance_at_epsilon_one: float, target_variance: float)
 
     Every variance here scales as ``1 / epsilon^2``, so it is
     ``sqrt(variance_at_epsilon_one / target_variance)``.
+
+    Parameters
+    ----------
+    variance_at_epsilon_one : float
+        The variance (squared counts) at epsilon = 1.
+    target_variance : float
+        The variance wanted (squared counts, positive and finite).
+
+    Returns
+    -------
+    float
+        The epsilon.
+
+    Raises
+    ------
+    ValueError
+        ``target_variance`` is not a positive finite number.
     """
     if not (target_variance > 0 and math.isfinite(target_variance)):
         raise ValueError(f"the target variance must be a positive number, got {target_variance!r}")

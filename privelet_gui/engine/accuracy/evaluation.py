@@ -41,7 +41,21 @@ EVALUATED_MECHANISMS = ("basic", "privelet+")
 
 @dataclass(frozen=True)
 class QuintileRow:
-    """Average errors of the queries in one coverage quintile."""
+    """Average errors of the queries in one coverage quintile.
+
+    Attributes
+    ----------
+    quintile : int
+        1 (smallest coverage) .. 5.
+    coverage : float
+        Average coverage (fraction of M's cells).
+    square_error : float
+        Average ``(x - act)^2``, squared counts.
+    relative_error : float
+        Average ``|x - act| / max(act, s)``; nan where not measured.
+    queries : int
+        Queries in the quintile.
+    """
 
     quintile: int  # 1 (smallest coverage) .. 5
     coverage: float  # average coverage (fraction of M's cells)
@@ -55,6 +69,18 @@ def coverage_groups(coverage: np.ndarray, parts: int = QUINTILES) -> np.ndarray:
 
     "All queries in the i-th subset have coverage between the (i-1)-th and i-th
     quintiles of the query coverage distribution"; ties are split by query order.
+
+    Parameters
+    ----------
+    coverage : numpy.ndarray
+        Each query's coverage (any real values; only their order counts).
+    parts : int, default 5
+        Number of groups (positive).
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, ``coverage``'s length: each query's group.
     """
     coverage = np.asarray(coverage, dtype=np.float64)
     order = np.argsort(coverage, kind="stable")
@@ -70,6 +96,22 @@ def quintile_summary(
     parts: int = QUINTILES,
 ) -> list[QuintileRow]:
     """Average coverage and errors per coverage quintile (see :func:`coverage_groups`).
+
+    Parameters
+    ----------
+    coverage : numpy.ndarray
+        Each query's coverage, float, shape ``(n_queries,)``.
+    square_errors : numpy.ndarray
+        Each query's square error, same shape.
+    relative_errors : numpy.ndarray, optional
+        Each query's relative error; None: the rows' relative errors are nan.
+    parts : int, default 5
+        Number of groups.
+
+    Returns
+    -------
+    list of QuintileRow
+        ``parts`` rows, smallest coverage first (an empty group has nan averages).
 
     Examples
     --------
@@ -108,6 +150,31 @@ def expected_errors(
 
     Data-independent: it uses the schema only, so it costs no privacy and can be shown
     before any release.
+
+    Parameters
+    ----------
+    schema : Schema
+        The attributes.
+    epsilon : float
+        The privacy budget, in ``[1e-12, 1e12]``.
+    sa : iterable of str
+        S_A of the Privelet+ row.
+    workload : QueryBatch
+        The queries (for example :func:`random_workload`).
+    neighbours : {"replace", "add-remove"}, default "replace", keyword-only
+        The neighbouring notion.
+
+    Returns
+    -------
+    dict of str to list of QuintileRow
+        ``{"basic": rows, "privelet+": rows}``; the rows' relative errors are nan.
+
+    Raises
+    ------
+    PriveletError
+        ``epsilon`` or ``neighbours`` refused.
+    SchemaError
+        ``sa`` names an unknown or repeated attribute.
     """
     model = variance_model(schema)
     coverage = workload.coverage(schema.shape)
@@ -120,7 +187,17 @@ def expected_errors(
 
 @dataclass(frozen=True)
 class EvaluationRow:
-    """One line of ``summary.csv``."""
+    """One line of ``summary.csv``.
+
+    Attributes
+    ----------
+    epsilon : float
+        The privacy budget of the release measured.
+    mechanism : str
+        ``"basic"`` or ``"privelet+"``.
+    row : QuintileRow
+        Its errors in one coverage quintile.
+    """
 
     epsilon: float
     mechanism: str
@@ -160,6 +237,41 @@ def evaluate(
     Draws ``queries`` random queries (docs/math.md, "The paper's evaluation"), releases M with Basic and with Privelet+
     (S_A = ``sa``) at every epsilon, and summarises square and relative errors (sanity
     bound 0.1% of n) per coverage quintile. Uses the true matrix: not for publication.
+
+    Parameters
+    ----------
+    matrix : numpy.ndarray
+        M: the true non-negative integer counts, shape ``schema.shape``.
+    schema : Schema
+        The attributes.
+    epsilons : sequence of float
+        The privacy budgets, each in ``[1e-12, 1e12]``.
+    sa : iterable of str
+        S_A of the Privelet+ releases.
+    queries : int, default 40000, keyword-only
+        Number of random queries.
+    rng : numpy.random.Generator, optional, keyword-only
+        Draws the workload and seeds the releases (default: fresh entropy).
+    neighbours : {"replace", "add-remove"}, default "replace", keyword-only
+        The neighbouring notion.
+    progress : callable ``(fraction, stage)``, optional, keyword-only
+        Progress over the whole experiment.
+    should_cancel : callable ``() -> bool``, optional, keyword-only
+        Polled between and during releases.
+
+    Returns
+    -------
+    tuple of (QueryBatch, list of EvaluationRow)
+        The workload, and 5 rows per epsilon and mechanism (Basic first).
+
+    Raises
+    ------
+    PriveletError
+        An epsilon refused, or a release refused (see :func:`privelet_plus`).
+    SchemaError
+        ``sa`` names an unknown or repeated attribute.
+    Cancelled
+        ``should_cancel()`` returned True.
     """
     epsilons = [check_epsilon(e) for e in epsilons]
     sa = tuple(sa)
@@ -195,6 +307,19 @@ class ErrorPreview:
     mechanism, and Basic at the same epsilon for comparison (one entry if the release
     is Basic). ``true_marginals`` are one-attribute marginals of the *true* table.
     Nothing here may be published or exported with the release.
+
+    Attributes
+    ----------
+    epsilon : float
+        The release's privacy budget.
+    queries : int
+        Number of random queries measured.
+    sanity : float
+        The sanity bound s used for relative errors (0.1% of n).
+    quintiles : dict of str to list of QuintileRow
+        See above.
+    true_marginals : dict of str to numpy.ndarray
+        See above: attribute name to its true one-attribute marginal.
     """
 
     epsilon: float
@@ -217,6 +342,32 @@ def measure_release(
 
     Also releases M with Basic at the same epsilon, neighbours and public-total choice, for
     comparison only (that matrix is discarded). Reads the true data: run it on the custodian's machine only.
+
+    Parameters
+    ----------
+    matrix : numpy.ndarray
+        M: the true counts the release was made from, shape ``release.schema.shape``.
+    release : Release
+        A release with a schema.
+    queries : int, default 10000, keyword-only
+        Number of random queries.
+    rng : numpy.random.Generator, optional, keyword-only
+        Draws the workload and the comparison's noise (default: fresh entropy).
+    progress : callable ``(fraction, stage)``, optional, keyword-only
+        Progress.
+    should_cancel : callable ``() -> bool``, optional, keyword-only
+        Polled during the comparison release.
+
+    Returns
+    -------
+    ErrorPreview
+
+    Raises
+    ------
+    PriveletError
+        The release has no schema, or the comparison release is refused.
+    Cancelled
+        ``should_cancel()`` returned True.
     """
     schema = release.schema
     if schema is None:
@@ -242,7 +393,20 @@ def measure_release(
 
 
 def marginal(matrix: np.ndarray, axes: Sequence[int]) -> np.ndarray:
-    """Sum of ``matrix`` over every axis not in ``axes`` (kept in the given order)."""
+    """Sum of ``matrix`` over every axis not in ``axes`` (kept in the given order).
+
+    Parameters
+    ----------
+    matrix : numpy.ndarray
+        Any array.
+    axes : sequence of int
+        The axes to keep, distinct, each in ``0 .. matrix.ndim - 1``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``[matrix.shape[a] for a in axes]``.
+    """
     others = tuple(a for a in range(matrix.ndim) if a not in axes)
     summed = np.sum(matrix, axis=others)
     kept = sorted(axes)

@@ -35,6 +35,16 @@ class RangeQuery:
     when unconstrained) and ``lo``/``hi`` are that node's leaves; for an ordinal
     attribute ``nodes[axis]`` is -1.
 
+    Attributes
+    ----------
+    schema : Schema
+        The attributes the query is on.
+    lo, hi : tuple of int
+        Per axis, the inclusive first and last index of the box.
+    nodes : tuple of int
+        Per axis, the level-order node of a nominal attribute (0 = the root: unconstrained),
+        -1 for an ordinal one.
+
     Examples
     --------
     >>> from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, Schema
@@ -58,6 +68,23 @@ class RangeQuery:
         Constraints: a nominal attribute takes a node label (a leaf or a group); an
         ordinal attribute takes one value, or a pair ``(first, last)`` of values (text
         labels or raw values, inclusive; ``None`` for an open end).
+
+        Parameters
+        ----------
+        schema : Schema
+            The attributes.
+        constraints : mapping of str to object, optional
+            ``{attribute name: constraint}`` as above; None or empty: the whole of M.
+
+        Returns
+        -------
+        RangeQuery
+
+        Raises
+        ------
+        SchemaError
+            An unknown attribute name, an unknown node label, a value outside an ordinal
+            attribute's domain, an interval that is not a pair or is empty.
         """
         constraints = dict(constraints or {})
         unknown = [name for name in constraints if name not in schema.names]
@@ -105,7 +132,26 @@ class RangeQuery:
     @classmethod
     def from_indices(cls, schema: Schema, bounds: Mapping[str, tuple[int, int] | int]) -> RangeQuery:
         """A query from axis indices: ``(first, last)`` inclusive for ordinal attributes,
-        a node's level-order index for nominal ones."""
+        a node's level-order index for nominal ones.
+
+        Parameters
+        ----------
+        schema : Schema
+            The attributes.
+        bounds : mapping of str to (int, int) or int
+            ``{attribute name: (first, last)}`` (ordinal, ``0 <= first <= last < |A|``) or
+            ``{attribute name: node}`` (nominal, ``0 <= node < n_nodes``); attributes left out are
+            unconstrained. Names not in the schema are ignored.
+
+        Returns
+        -------
+        RangeQuery
+
+        Raises
+        ------
+        SchemaError
+            An interval outside the attribute's indices, or a node number that does not exist.
+        """
         lo, hi, nodes = [], [], []
         for attribute in schema:
             value = bounds.get(attribute.name)
@@ -139,7 +185,14 @@ class RangeQuery:
         return self.cells / self.schema.size
 
     def describe(self) -> str:
-        """A readable form such as ``age=20..30, job=Technical`` (``*`` if unconstrained)."""
+        """A readable form such as ``age=20..30, job=Technical`` (``*`` if unconstrained).
+
+        Returns
+        -------
+        str
+            ``name=value``, ``name=first..last`` or ``name=group`` for each constrained attribute,
+            joined by ", "; ``"*"`` for the whole of M.
+        """
         parts = []
         for axis, attribute in enumerate(self.schema):
             if isinstance(attribute, NominalAttribute):
@@ -153,7 +206,15 @@ class RangeQuery:
 
 @dataclass(frozen=True)
 class QueryBatch:
-    """Many box queries as arrays of shape ``(n_queries, d)`` (see :class:`RangeQuery`)."""
+    """Many box queries as arrays of shape ``(n_queries, d)`` (see :class:`RangeQuery`).
+
+    Attributes
+    ----------
+    lo, hi : numpy.ndarray
+        int64, shape ``(n_queries, d)``: inclusive first and last index per axis.
+    nodes : numpy.ndarray
+        int64, shape ``(n_queries, d)``: level-order node of a nominal axis, -1 for an ordinal one.
+    """
 
     lo: np.ndarray
     hi: np.ndarray
@@ -164,6 +225,17 @@ class QueryBatch:
 
     @classmethod
     def of(cls, queries: Sequence[RangeQuery]) -> QueryBatch:
+        """The batch of ``queries``, in order.
+
+        Parameters
+        ----------
+        queries : sequence of RangeQuery
+            Queries on one schema (may be empty).
+
+        Returns
+        -------
+        QueryBatch
+        """
         return cls(
             np.array([q.lo for q in queries], dtype=np.int64).reshape(len(queries), -1),
             np.array([q.hi for q in queries], dtype=np.int64).reshape(len(queries), -1),
@@ -171,14 +243,44 @@ class QueryBatch:
         )
 
     def cells(self) -> np.ndarray:
-        """Number of M's cells inside each box."""
+        """Number of M's cells inside each box.
+
+        Returns
+        -------
+        numpy.ndarray
+            int64, shape ``(n_queries,)``.
+        """
         return np.prod(self.hi - self.lo + 1, axis=1)
 
     def coverage(self, shape: tuple[int, ...]) -> np.ndarray:
-        """Fraction of M's cells inside each box (equal boxes get exactly equal values)."""
+        """Fraction of M's cells inside each box (equal boxes get exactly equal values).
+
+        Parameters
+        ----------
+        shape : tuple of int
+            The shape of M.
+
+        Returns
+        -------
+        numpy.ndarray
+            float64 in (0, 1], shape ``(n_queries,)``.
+        """
         return self.cells() / float(np.prod(shape, dtype=np.float64))
 
     def query(self, schema: Schema, i: int) -> RangeQuery:
+        """Query ``i`` of the batch as a :class:`RangeQuery`.
+
+        Parameters
+        ----------
+        schema : Schema
+            The schema the batch is on.
+        i : int
+            The query's position, ``0 <= i < len(batch)``.
+
+        Returns
+        -------
+        RangeQuery
+        """
         return RangeQuery(schema, tuple(map(int, self.lo[i])), tuple(map(int, self.hi[i])), tuple(map(int, self.nodes[i])))
 
 
@@ -186,6 +288,11 @@ class PrefixSums:
     """A d-dimensional summed-area table of M: any box sum in 2^d look-ups.
 
     Memory: one float64 per cell of M (plus one layer per axis).
+
+    Parameters
+    ----------
+    matrix : numpy.ndarray
+        M (any numeric dtype, converted to float64), at least one axis.
 
     Examples
     --------
@@ -204,11 +311,32 @@ class PrefixSums:
         self.shape = matrix.shape
 
     def box_sum(self, lo: Sequence[int], hi: Sequence[int]) -> float:
-        """Sum of M over the inclusive box ``lo..hi``."""
+        """Sum of M over the inclusive box ``lo..hi``.
+
+        Parameters
+        ----------
+        lo, hi : sequence of int
+            Inclusive first and last index per axis.
+
+        Returns
+        -------
+        float
+        """
         return float(self.answer(np.asarray([lo]), np.asarray([hi]))[0])
 
     def answer(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-        """Box sums for arrays of inclusive bounds of shape ``(n_queries, d)``."""
+        """Box sums for arrays of inclusive bounds of shape ``(n_queries, d)``.
+
+        Parameters
+        ----------
+        lo, hi : numpy.ndarray
+            Integer arrays of shape ``(n_queries, d)``.
+
+        Returns
+        -------
+        numpy.ndarray
+            float64, shape ``(n_queries,)``.
+        """
         lo = np.asarray(lo, dtype=np.int64)
         hi = np.asarray(hi, dtype=np.int64)
         d = lo.shape[1]
@@ -221,6 +349,18 @@ class PrefixSums:
         return total
 
     def answer_batch(self, batch: QueryBatch) -> np.ndarray:
+        """The box sum of each query of ``batch``.
+
+        Parameters
+        ----------
+        batch : QueryBatch
+            Queries on M's shape.
+
+        Returns
+        -------
+        numpy.ndarray
+            float64, shape ``(len(batch),)``.
+        """
         return self.answer(batch.lo, batch.hi)
 
 
@@ -231,6 +371,20 @@ def random_workload(schema: Schema, n: int, rng: np.random.Generator) -> QueryBa
     random attributes; an ordinal predicate is an interval between two uniform
     random values, a nominal predicate a uniform random non-root node. Coverage is
     :meth:`QueryBatch.coverage`.
+
+    Parameters
+    ----------
+    schema : Schema
+        The attributes.
+    n : int
+        Number of queries (non-negative).
+    rng : numpy.random.Generator
+        The source of randomness (seed it for a reproducible workload).
+
+    Returns
+    -------
+    QueryBatch
+        ``n`` queries.
     """
     d = len(schema)
     predicates = rng.integers(1, min(4, d) + 1, size=n)
@@ -258,16 +412,51 @@ def random_workload(schema: Schema, n: int, rng: np.random.Generator) -> QueryBa
 
 
 def square_error(noisy: np.ndarray, actual: np.ndarray) -> np.ndarray:
-    """``(x - act)^2`` per query."""
+    """``(x - act)^2`` per query.
+
+    Parameters
+    ----------
+    noisy, actual : numpy.ndarray
+        Noisy and true answers, one per query (broadcastable).
+
+    Returns
+    -------
+    numpy.ndarray
+        In squared counts.
+    """
     return (np.asarray(noisy) - np.asarray(actual)) ** 2
 
 
 def sanity_bound(n: float) -> float:
-    """The paper's sanity bound s: 0.1% of the number of tuples."""
+    """The paper's sanity bound s: 0.1% of the number of tuples.
+
+    Parameters
+    ----------
+    n : float
+        Number of tuples of the table.
+
+    Returns
+    -------
+    float
+        ``0.001 * n``.
+    """
     return 0.001 * n
 
 
 def relative_error(noisy: np.ndarray, actual: np.ndarray, sanity: float) -> np.ndarray:
-    """``|x - act| / max(act, s)`` per query."""
+    """``|x - act| / max(act, s)`` per query.
+
+    Parameters
+    ----------
+    noisy, actual : numpy.ndarray
+        Noisy and true answers, one per query (broadcastable).
+    sanity : float
+        The sanity bound s (:func:`sanity_bound`), positive.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64, dimensionless.
+    """
     actual = np.asarray(actual, dtype=np.float64)
     return np.abs(np.asarray(noisy) - actual) / np.maximum(actual, sanity)

@@ -60,7 +60,20 @@ def _with_and_without_root(name: str, levels: int) -> tuple[str, ...]:
 
 
 def axis_candidates(attribute: Attribute) -> tuple[str, ...]:
-    """The strategy names tried for ``attribute`` (see the module docstring)."""
+    """The strategy names tried for ``attribute`` (see the module docstring).
+
+    Parameters
+    ----------
+    attribute : Attribute
+        An ordinal or nominal attribute.
+
+    Returns
+    -------
+    tuple of str
+        Strategy names (:data:`~privelet_gui.engine.AXIS_STRATEGY_FORMS`): ``("identity",)`` for a
+        one-value domain, otherwise the identity, the wavelet, and trees (each with and without its
+        root) where they apply.
+    """
     if attribute.size == 1:
         return ("identity",)
     if isinstance(attribute, NominalAttribute):
@@ -81,6 +94,21 @@ class StrategyChoice:
     queries, or its worst query, as ``objective`` says); ``alternatives`` maps each reference
     (``"Privelet+ (recommended S_A)"``, ``"Privelet+ (best S_A)"``, ``"Privelet"``, ``"Basic"``)
     to its spec and error on the same workload.
+
+    Attributes
+    ----------
+    spec : ReleaseSpec
+        The chosen strategies, as a spec of the mechanism ``"strategies"``.
+    error : float
+        See above (squared counts).
+    objective : {"mean", "worst"}
+        What the error is.
+    workload : str
+        The workload's name.
+    exhaustive : bool
+        Whether every combination of candidates was tried.
+    alternatives : dict of str to (ReleaseSpec, float)
+        See above.
     """
 
     spec: ReleaseSpec
@@ -95,7 +123,23 @@ class StrategyChoice:
         return self.spec.axis_strategies
 
     def gain_over(self, reference: str) -> float:
-        """How many times smaller the error is than ``reference``'s."""
+        """How many times smaller the error is than ``reference``'s.
+
+        Parameters
+        ----------
+        reference : str
+            A key of :attr:`alternatives`.
+
+        Returns
+        -------
+        float
+            The reference's error over the chosen one's (inf when the chosen error is 0).
+
+        Raises
+        ------
+        KeyError
+            ``reference`` is not a key of :attr:`alternatives`.
+        """
         other = self.alternatives[reference][1]
         return other / self.error if self.error > 0 else math.inf
 
@@ -129,14 +173,40 @@ def best_strategy(
     epsilon, neighbours, public total and sampler (its mechanism, S_A and strategies are
     ignored). ``should_cancel()`` is asked between steps (:class:`~privelet_gui.engine.Cancelled`).
 
+    Parameters
+    ----------
+    spec : ReleaseSpec
+        The release; its epsilon, neighbours, public total and sampler are used.
+    workload : Workload
+        Queries on ``spec.schema``.
+    objective : {"mean", "worst"}, default "mean", keyword-only
+        Minimise the average square error, or the worst query's.
+    should_cancel : callable ``() -> bool``, optional, keyword-only
+        Polled between steps.
+    progress : callable ``(fraction, stage)``, optional, keyword-only
+        Progress while the per-axis tables are computed.
+
+    Returns
+    -------
+    StrategyChoice
+
+    Raises
+    ------
+    SchemaError
+        The workload is on another schema, or (``"worst"``) lists more than 5,000,000 queries.
+    PriveletError
+        ``objective`` is neither ``"mean"`` nor ``"worst"``.
+    Cancelled
+        ``should_cancel()`` returned True.
+
     Examples
     --------
     >>> from privelet_gui.engine import OrdinalAttribute, Schema, marginals
     >>> schema = Schema([OrdinalAttribute.integer_range("age", 0, 255)])
-    >>> w = Workload.of_queries(schema, marginals(schema, ways=(1,), grain={"age": 16}).queries())
+    >>> w = Workload.of_queries(schema, marginals(schema, ways=(1,), grains={"age": 16}).queries())
     >>> choice = best_strategy(ReleaseSpec(schema, 1.0, neighbours="add-remove"), w)
     >>> choice.strategies, round(choice.gain_over("Privelet"), 2)
-    (('tree-16',), 2.04)
+    (('tree-16/0,1,1',), 7.23)
     """
     schema = spec.schema
     if workload.schema != schema:

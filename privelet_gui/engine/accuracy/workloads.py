@@ -73,7 +73,15 @@ MAX_LISTED_QUERIES = 5_000_000
 @dataclass(frozen=True)
 class AxisPredicates:
     """The predicates one axis takes in a product part: inclusive index intervals, and the
-    level-order node of each for a nominal axis (``-1`` for an ordinal one)."""
+    level-order node of each for a nominal axis (``-1`` for an ordinal one).
+
+    Attributes
+    ----------
+    lo, hi : numpy.ndarray
+        int64, one per predicate: inclusive first and last index along the axis.
+    nodes : numpy.ndarray
+        int64, one per predicate: the level-order node (nominal) or -1 (ordinal).
+    """
 
     lo: np.ndarray
     hi: np.ndarray
@@ -84,17 +92,45 @@ class AxisPredicates:
 
     @classmethod
     def whole(cls, attribute: Attribute) -> AxisPredicates:
-        """The axis left unconstrained."""
+        """The axis left unconstrained.
+
+        Parameters
+        ----------
+        attribute : Attribute
+            The axis' attribute.
+
+        Returns
+        -------
+        AxisPredicates
+            One predicate: the whole domain (the root node for a nominal attribute).
+        """
         node = 0 if isinstance(attribute, NominalAttribute) else -1
         return cls(np.array([0]), np.array([attribute.size - 1]), np.array([node]))
 
     def is_whole(self, attribute: Attribute) -> bool:
+        """Whether these predicates are the single whole-domain one.
+
+        Parameters
+        ----------
+        attribute : Attribute
+            The axis' attribute.
+
+        Returns
+        -------
+        bool
+        """
         return len(self) == 1 and self.lo[0] == 0 and self.hi[0] == attribute.size - 1
 
 
 @dataclass(frozen=True)
 class ProductPart:
-    """Every combination of one predicate per axis."""
+    """Every combination of one predicate per axis.
+
+    Attributes
+    ----------
+    axes : tuple of AxisPredicates
+        One per axis of the schema, in axis order.
+    """
 
     axes: tuple[AxisPredicates, ...]
 
@@ -102,7 +138,13 @@ class ProductPart:
         return math.prod(len(a) for a in self.axes)
 
     def queries(self) -> QueryBatch:
-        """The part's queries listed one by one (the last axis varies fastest)."""
+        """The part's queries listed one by one (the last axis varies fastest).
+
+        Returns
+        -------
+        QueryBatch
+            ``len(part)`` queries.
+        """
         grids = np.meshgrid(*[np.arange(len(a)) for a in self.axes], indexing="ij")
         picks = [g.reshape(-1) for g in grids]
         lo = np.stack([a.lo[p] for a, p in zip(self.axes, picks, strict=False)], axis=1)
@@ -119,6 +161,20 @@ class Workload:
     """Queries on one schema, as parts (see the module docstring); ``name`` is for people.
 
     Every query counts once: a workload's error is the average over all its queries.
+
+    Attributes
+    ----------
+    schema : Schema
+        The attributes the queries are on.
+    parts : tuple of ProductPart or QueryBatch
+        The parts; each has one axis per attribute.
+    name : str, default "workload"
+        A label for people.
+
+    Raises
+    ------
+    SchemaError
+        A part whose number of axes is not the schema's, or a workload with no query.
     """
 
     schema: Schema
@@ -141,10 +197,46 @@ class Workload:
 
     @classmethod
     def of_queries(cls, schema: Schema, queries: QueryBatch, name: str = "queries") -> Workload:
+        """A workload of listed queries.
+
+        Parameters
+        ----------
+        schema : Schema
+            The attributes.
+        queries : QueryBatch
+            At least one query, on ``schema``.
+        name : str, default "queries"
+            A label for people.
+
+        Returns
+        -------
+        Workload
+
+        Raises
+        ------
+        SchemaError
+            The queries' axes are not the schema's, or there is none.
+        """
         return cls(schema, (queries,), name)
 
     def combine(self, *others: Workload) -> Workload:
-        """The union of this workload and ``others`` (same schema), every query counted once."""
+        """The union of this workload and ``others`` (same schema), every query counted once.
+
+        Parameters
+        ----------
+        *others : Workload
+            Workloads on the same schema.
+
+        Returns
+        -------
+        Workload
+            Its name joins the names with " + ".
+
+        Raises
+        ------
+        SchemaError
+            A workload on another schema.
+        """
         for other in others:
             if other.schema != self.schema:
                 raise SchemaError(f"workloads {self.name!r} and {other.name!r} are on different schemas")
@@ -152,7 +244,23 @@ class Workload:
         return Workload(self.schema, parts, " + ".join([self.name, *(o.name for o in others)]))
 
     def queries(self, limit: int = MAX_LISTED_QUERIES) -> QueryBatch:
-        """Every query listed one by one (refused beyond ``limit`` queries)."""
+        """Every query listed one by one (refused beyond ``limit`` queries).
+
+        Parameters
+        ----------
+        limit : int, default 5,000,000
+            The most queries to list.
+
+        Returns
+        -------
+        QueryBatch
+            Every query, part by part.
+
+        Raises
+        ------
+        SchemaError
+            The workload has more than ``limit`` queries.
+        """
         if len(self) > limit:
             raise SchemaError(
                 f"the workload {self.name!r} has {len(self):,} queries, more than {limit:,} listed one by one; "
@@ -162,7 +270,12 @@ class Workload:
         return QueryBatch(*(np.concatenate([getattr(b, f) for b in batches]) for f in ("lo", "hi", "nodes")))
 
     def constrained_axes(self) -> frozenset[int]:
-        """Axes that at least one query constrains."""
+        """Axes that at least one query constrains.
+
+        Returns
+        -------
+        frozenset of int
+        """
         out: set[int] = set()
         for part in self.parts:
             for axis, attribute in enumerate(self.schema):
@@ -174,7 +287,13 @@ class Workload:
         return frozenset(out)
 
     def axis_predicates(self) -> list[list[AxisPredicates]]:
-        """Per part, per axis, the predicates (a query list gives one predicate per query)."""
+        """Per part, per axis, the predicates (a query list gives one predicate per query).
+
+        Returns
+        -------
+        list of list of AxisPredicates
+            ``[part][axis]``.
+        """
         out = []
         for part in self.parts:
             if isinstance(part, ProductPart):
@@ -185,7 +304,26 @@ class Workload:
 
 
 def paper_workload(schema: Schema, queries: int = PAPER_QUERIES, *, seed: int = 0) -> Workload:
-    """The paper's random workload (:func:`~privelet_gui.engine.random_workload`), seeded."""
+    """The paper's random workload (:func:`~privelet_gui.engine.random_workload`), seeded.
+
+    Parameters
+    ----------
+    schema : Schema
+        The attributes.
+    queries : int, default 10000
+        Number of queries (at least 1).
+    seed : int, default 0, keyword-only
+        Seed of the workload (the same seed gives the same queries).
+
+    Returns
+    -------
+    Workload
+
+    Raises
+    ------
+    SchemaError
+        ``queries`` is less than 1.
+    """
     if queries < 1:
         raise SchemaError(f"the random workload needs at least one query, got {queries}")
     batch = random_workload(schema, queries, np.random.default_rng(seed))
@@ -233,6 +371,29 @@ def marginals(
     ``grains`` queries an attribute coarser: an ordinal one in blocks of that many
     values (5: five-year age bands), a nominal one at that hierarchy level (2:
     continents rather than countries). Other attributes are unconstrained.
+
+    Parameters
+    ----------
+    schema : Schema
+        The attributes.
+    ways : iterable of int, default (2,)
+        Each k, ``1 <= k <= len(attributes)``.
+    attributes : sequence of str, optional
+        The attributes the marginals are over (default: all).
+    grains : mapping of str to int, optional, keyword-only
+        ``{attribute name: grain}`` as above: a block width of at least 1 (ordinal) or a
+        hierarchy level ``1..height`` (nominal).
+
+    Returns
+    -------
+    Workload
+        One product part per set of k attributes; named for people ("2-way marginals of age, sex").
+
+    Raises
+    ------
+    SchemaError
+        An unknown attribute (in ``attributes`` or ``grains``), a k outside ``1..len(attributes)``,
+        a block width below 1 or a hierarchy level that does not exist.
     """
     names = schema.names if attributes is None else tuple(attributes)
     axes = schema.axes(names)
@@ -456,6 +617,27 @@ def expected_error(spec: ReleaseSpec, workload: Workload, *, objective: Objectiv
     """The workload's expected square error under ``spec``: the average over its queries
     (``"mean"``) or its worst query (``"worst"``), exact and data-independent.
 
+    Parameters
+    ----------
+    spec : ReleaseSpec
+        The release (its schema, epsilon, strategies, neighbours and public total).
+    workload : Workload
+        Queries on ``spec.schema``.
+    objective : {"mean", "worst"}, default "mean", keyword-only
+        The average square error of the queries, or the largest.
+
+    Returns
+    -------
+    float
+        An expected square error, in squared counts.
+
+    Raises
+    ------
+    SchemaError
+        The workload is on another schema, or (``"worst"``) lists more than 5,000,000 queries.
+    PriveletError
+        ``objective`` is neither ``"mean"`` nor ``"worst"``.
+
     Examples
     --------
     >>> from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, ReleaseSpec, Schema
@@ -480,5 +662,23 @@ def expected_error(spec: ReleaseSpec, workload: Workload, *, objective: Objectiv
 
 
 def workload_variances(spec: ReleaseSpec, workload: Workload) -> np.ndarray:
-    """The exact noise variance of each query of the workload, listed one by one."""
+    """The exact noise variance of each query of the workload, listed one by one.
+
+    Parameters
+    ----------
+    spec : ReleaseSpec
+        The release.
+    workload : Workload
+        Queries on ``spec.schema``.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64, one per query in :meth:`Workload.queries` order, in squared counts.
+
+    Raises
+    ------
+    SchemaError
+        The workload lists more than 5,000,000 queries.
+    """
     return spec.variances(workload.queries())

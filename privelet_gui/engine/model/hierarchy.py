@@ -38,7 +38,15 @@ MAX_HEIGHT = 100
 
 @dataclass(frozen=True)
 class HierarchyNode:
-    """One node of a hierarchy: a leaf when it has no children."""
+    """One node of a hierarchy: a leaf when it has no children.
+
+    Attributes
+    ----------
+    label : str
+        The node's code (non-empty text, unique in its hierarchy).
+    children : tuple of HierarchyNode, default ()
+        Its children, left to right; empty for a leaf.
+    """
 
     label: str
     children: tuple[HierarchyNode, ...] = ()
@@ -54,6 +62,21 @@ class NodeInfo:
 
     ``lo`` and ``hi`` delimit the node's leaves as a half-open range of leaf
     indices: the node covers axis positions ``lo, lo + 1, ..., hi - 1``.
+
+    Attributes
+    ----------
+    index : int
+        Level-order index (the root is 0).
+    label : str
+        The node's code.
+    depth : int
+        1 for the root.
+    lo, hi : int
+        See above.
+    parent : int
+        The parent's index; -1 for the root.
+    fanout : int
+        Number of children (0 for a leaf).
     """
 
     index: int
@@ -101,6 +124,19 @@ class Hierarchy:
     Build one with :meth:`from_nested`, :meth:`flat` or from a tree of
     :class:`HierarchyNode`.
 
+    Parameters
+    ----------
+    root : HierarchyNode
+        The tree.
+    display_labels : mapping of str to str, optional
+        Code -> text shown for some nodes (one line of non-empty text each).
+
+    Raises
+    ------
+    HierarchyError
+        Duplicate or empty labels, a node that is not a :class:`HierarchyNode`, children not a
+        tuple, a tree too deep, or display labels that are not text or name no node.
+
     Examples
     --------
     >>> h = Hierarchy.from_nested(
@@ -140,6 +176,21 @@ class Hierarchy:
         (label -> children); a list holds leaves (strings) and may also hold
         one-key dicts for groups. Integers are accepted as labels and turned
         into text, because table columns are read as text.
+
+        Parameters
+        ----------
+        obj : mapping
+            ``{root: children}`` as above (the form of a hierarchy's JSON).
+
+        Returns
+        -------
+        Hierarchy
+
+        Raises
+        ------
+        HierarchyError
+            Not a one-key mapping, an empty group, a label that is not text (or an int), empty or
+            repeated, or a tree too deep.
         """
         if not isinstance(obj, Mapping) or len(obj) != 1:
             raise HierarchyError(
@@ -153,12 +204,36 @@ class Hierarchy:
 
     @classmethod
     def flat(cls, labels: Sequence[object], root: str = "*") -> Hierarchy:
-        """A two-level hierarchy: every label directly under ``root``."""
+        """A two-level hierarchy: every label directly under ``root``.
+
+        Parameters
+        ----------
+        labels : sequence
+            The leaves, in axis order (text, or integers turned into text); none gives the
+            root alone.
+        root : str, default "*"
+            The root's label.
+
+        Returns
+        -------
+        Hierarchy
+
+        Raises
+        ------
+        HierarchyError
+            A label that is not text or an int, empty or repeated.
+        """
         return cls(HierarchyNode(root, tuple(HierarchyNode(_label(v, root)) for v in labels)))
 
     def to_nested(self) -> dict[str, object]:
         """The inverse of :meth:`from_nested` (lists for leaf-only groups; display labels are
-        not part of it: see :attr:`display_labels`)."""
+        not part of it: see :attr:`display_labels`).
+
+        Returns
+        -------
+        dict of str to object
+            ``{root: children}``, JSON-serialisable.
+        """
         return {self._root.label: _to_nested(self._root)}
 
     # -- display labels -----------------------------------------------------------------
@@ -168,12 +243,38 @@ class Hierarchy:
         return self._display
 
     def display_label(self, code: str) -> str:
-        """The text shown for the node ``code``: its display label, else the code itself."""
+        """The text shown for the node ``code``: its display label, else the code itself.
+
+        Parameters
+        ----------
+        code : str
+            A node's code.
+
+        Returns
+        -------
+        str
+        """
         return self._display.get(code, code)
 
     def with_display_labels(self, labels: Mapping[str, str]) -> Hierarchy:
         """The same tree with ``labels`` (code -> text) as its display labels, replacing any it
-        had. Every code must be a node of the tree; a label equal to its code is dropped."""
+        had. Every code must be a node of the tree; a label equal to its code is dropped.
+
+        Parameters
+        ----------
+        labels : mapping of str to str
+            Code -> text (one line of non-empty text each).
+
+        Returns
+        -------
+        Hierarchy
+            Equal to this one (display labels are not compared).
+
+        Raises
+        ------
+        HierarchyError
+            A code that is no node, or a label that is not one line of non-empty text.
+        """
         return Hierarchy(self._root, labels)
 
     @property
@@ -233,19 +334,57 @@ class Hierarchy:
         return label in self._index
 
     def index_of(self, label: str) -> int:
-        """Level-order index of the node called ``label``."""
+        """Level-order index of the node called ``label``.
+
+        Parameters
+        ----------
+        label : str
+            A node's code.
+
+        Returns
+        -------
+        int
+            ``0 <= index < n_nodes``.
+
+        Raises
+        ------
+        HierarchyError
+            No node has that code.
+        """
         try:
             return self._index[label]
         except KeyError:
             raise HierarchyError(f"no node called {label!r} in the hierarchy rooted at {self._root.label!r}") from None
 
     def leaf_range(self, label: str) -> tuple[int, int]:
-        """Half-open range ``(lo, hi)`` of leaf indices under the node ``label``."""
+        """Half-open range ``(lo, hi)`` of leaf indices under the node ``label``.
+
+        Parameters
+        ----------
+        label : str
+            A node's code.
+
+        Returns
+        -------
+        tuple of (int, int)
+            ``(lo, hi)``, ``0 <= lo < hi <= size``.
+
+        Raises
+        ------
+        HierarchyError
+            No node has that code.
+        """
         i = self.index_of(label)
         return int(self.layout.lo[i]), int(self.layout.hi[i])
 
     def nodes(self) -> Iterator[NodeInfo]:
-        """Walk every node in level order with its depth and leaf index range."""
+        """Walk every node in level order with its depth and leaf index range.
+
+        Yields
+        ------
+        NodeInfo
+            One per node, root first.
+        """
         lay = self.layout
         for i, label in enumerate(self._labels):
             yield NodeInfo(
@@ -319,7 +458,19 @@ class Hierarchy:
         )
 
     def cut(self, level: int) -> Hierarchy:
-        """This hierarchy with every node at ``level`` (root = 1) made a leaf (its subtree dropped)."""
+        """This hierarchy with every node at ``level`` (root = 1) made a leaf (its subtree dropped).
+
+        Parameters
+        ----------
+        level : int
+            The level whose nodes become leaves (root = 1: the root alone); at the height or
+            beyond, nothing changes.
+
+        Returns
+        -------
+        Hierarchy
+            The cut tree, with the display labels of the nodes it keeps.
+        """
 
         def prune(node: HierarchyNode, depth: int) -> HierarchyNode:
             if depth >= level or node.is_leaf:

@@ -108,6 +108,30 @@ class NumericBins:
     ``start + k * width`` in float64 with the last bin ending at ``stop``, exactly the
     intervals its labels show. Numbers are compared as float64 values.
 
+    Parameters
+    ----------
+    start : float
+        The first bin's lower edge (an exact float64 number).
+    stop : float
+        Where the last closed bin ends (excluded); greater than ``start``.
+    width : float, optional
+        The bins' width (positive); None only for bins between edges.
+    edges : tuple of float, optional, keyword-only
+        The edges, increasing (use :meth:`from_edges`); then ``start`` and ``stop`` are the
+        first and last edge and ``width`` is None.
+    open_below : bool, default False, keyword-only
+        Add a first bin ``(-inf, start)``.
+    open_above : bool, default False, keyword-only
+        Add a last bin ``[stop, inf)``.
+
+    Raises
+    ------
+    SchemaError
+        A width that is not positive or too small for the numbers' float64 spacing, ``stop``
+        not above ``start``, edges not increasing or fewer than two, both a width and edges,
+        a span float64 cannot hold, more bins than one axis may hold, or an open flag that is
+        not a bool.
+
     Examples
     --------
     >>> income = NumericBins.from_edges([0, 1, 10_000, 150_000], open_below=True, open_above=True)
@@ -195,7 +219,26 @@ class NumericBins:
     @classmethod
     def from_edges(cls, edges: Iterable[float], *, open_below: bool = False, open_above: bool = False) -> NumericBins:
         """The bins ``[edges[0], edges[1]), [edges[1], edges[2]), ...`` (increasing, exact float64
-        numbers), with an open first and/or last bin as asked."""
+        numbers), with an open first and/or last bin as asked.
+
+        Parameters
+        ----------
+        edges : iterable of float
+            At least two numbers, increasing.
+        open_below : bool, default False, keyword-only
+            Add a first bin ``(-inf, edges[0])``.
+        open_above : bool, default False, keyword-only
+            Add a last bin ``[edges[-1], inf)``.
+
+        Returns
+        -------
+        NumericBins
+
+        Raises
+        ------
+        SchemaError
+            Fewer than two edges, edges not increasing or not exact float64 numbers, or too many bins.
+        """
         items = tuple(edges)
         if len(items) < 2:
             raise SchemaError(f"bins.edges needs at least two numbers (the first bin's ends), got {shown(list(items))}")
@@ -231,7 +274,17 @@ class NumericBins:
 
     def edge(self, i: int) -> float:
         """The lower edge of bin ``i`` (-inf for an open first bin); ``edge(count)`` is where
-        the last bin ends (``stop``, or inf for an open last bin)."""
+        the last bin ends (``stop``, or inf for an open last bin).
+
+        Parameters
+        ----------
+        i : int
+            A bin, ``0 <= i <= count``.
+
+        Returns
+        -------
+        float
+        """
         if self.open_below:
             if i <= 0:
                 return -math.inf
@@ -264,7 +317,18 @@ class NumericBins:
     def positions(self, numbers: np.ndarray) -> np.ndarray:
         """The bin of each number, as float64 (NaN stays NaN): below 0 for numbers under
         the first bin, ``count`` or more for numbers past the last (both outside; never with
-        open ends)."""
+        open ends).
+
+        Parameters
+        ----------
+        numbers : numpy.ndarray
+            Numbers (any shape; converted to float64).
+
+        Returns
+        -------
+        numpy.ndarray
+            float64, ``numbers``' shape.
+        """
         numbers = np.asarray(numbers, dtype=np.float64)
         index = self._inner_positions(numbers)
         if self.open_below:
@@ -274,7 +338,18 @@ class NumericBins:
         return index
 
     def index_of_number(self, number: float) -> int | None:
-        """The bin holding ``number``, or None when it lies outside every bin."""
+        """The bin holding ``number``, or None when it lies outside every bin.
+
+        Parameters
+        ----------
+        number : float
+            A number (an int too large for float64 counts as +/-inf).
+
+        Returns
+        -------
+        int or None
+            ``0 <= index < count``, or None.
+        """
         try:
             value = float(number)
         except OverflowError:
@@ -285,7 +360,18 @@ class NumericBins:
     def labels(self, *, clamped: bool = False) -> Sequence[str]:
         """``"[a, b)"`` for each bin (``"(-inf, b)"`` and ``"[a, inf)"`` for open ones), computed
         when asked for (nothing is stored). ``clamped``: numbers beyond the first and last bins
-        are counted in them (``out_of_range="clamp"``), so those say they are open."""
+        are counted in them (``out_of_range="clamp"``), so those say they are open.
+
+        Parameters
+        ----------
+        clamped : bool, default False, keyword-only
+            Label the first and last bins as open (see above).
+
+        Returns
+        -------
+        sequence of str
+            ``count`` labels, in bin order.
+        """
         return _BinLabels(self, clamped)
 
 
@@ -577,7 +663,18 @@ class _AttributeBase(ABC):
 
     def position_of(self, label: str) -> int | None:
         """The axis index of the value whose text label is ``label``, or None when it is not
-        one (arithmetic for ranges and bins: nothing as large as the domain is built)."""
+        one (arithmetic for ranges and bins: nothing as large as the domain is built).
+
+        Parameters
+        ----------
+        label : str
+            A value's text label.
+
+        Returns
+        -------
+        int or None
+            ``0 <= index < size``, or None.
+        """
         labels = self.labels
         if isinstance(labels, _ComputedLabels):
             return labels.position(label)
@@ -585,7 +682,23 @@ class _AttributeBase(ABC):
         return pos if pos >= 0 else None
 
     def index_of(self, label: object) -> int:
-        """Axis index of a domain value given as its text label."""
+        """Axis index of a domain value given as its text label.
+
+        Parameters
+        ----------
+        label : object
+            A value, compared by its text (``str(label)``).
+
+        Returns
+        -------
+        int
+            ``0 <= index < size``.
+
+        Raises
+        ------
+        SchemaError
+            It is not a value of the attribute (the message shows the first values).
+        """
         pos = self.position_of(str(label))
         if pos is None:
             first = ", ".join(self.labels[:5]) + (", ..." if self.size > 5 else "")
@@ -599,6 +712,19 @@ class _AttributeBase(ABC):
         gathered, which is how tables read from CSV are counted quickly. Chunks of one
         file usually share their categories: give the same ``categories_memo`` dict for
         every chunk of a column and identical categories are encoded only once.
+
+        Parameters
+        ----------
+        column : pandas.Series
+            The attribute's column of one chunk of the table.
+        categories_memo : dict, optional, keyword-only
+            A dict kept across the chunks of one column (see above).
+
+        Returns
+        -------
+        EncodedColumn
+            Each row's axis index (negative where the row is missing or outside the domain), and
+            which rows were outside, clamped or missing.
         """
         import pandas as pd
 
@@ -692,6 +818,37 @@ class OrdinalAttribute(_AttributeBase):
     adds one level, rho + 1). A range query over the numbers leaves it out unless it reaches
     the end of the axis; a query over the whole axis includes it.
 
+    Parameters
+    ----------
+    name : str
+        The attribute's name (non-empty text, unique in its schema).
+    values : iterable, default ()
+        The domain in order (text or numbers, each once; a range for consecutive integers);
+        empty when ``bins`` is given.
+    bins : NumericBins, optional, keyword-only
+        Numeric bins instead of ``values``.
+    out_of_range : {"error", "clamp", "drop"}, default "error", keyword-only
+        See above.
+    missing : str, optional, keyword-only
+        The value missing cells count as (see above); None: they are dropped or refused.
+    column : str, optional, keyword-only
+        The table column to read; default: ``name``.
+    domain_from_data : bool, default False, keyword-only
+        See above.
+    missing_values : iterable of str, optional, keyword-only
+        Texts that mean missing (see above); None: only empty cells, or the table's own list.
+    drop_missing : bool, default False, keyword-only
+        Drop rows whose cell is missing (each reported by the counter).
+    missing_at_end : bool, default False, keyword-only
+        ``missing`` is a value of its own after the last one (see above).
+
+    Raises
+    ------
+    SchemaError
+        An empty or duplicated domain, both ``values`` and ``bins``, an unknown ``out_of_range``,
+        ``missing`` that is not a value (or, with ``missing_at_end``, is one), a text of
+        ``missing_values`` that is a value, or a flag that is not a bool.
+
     Examples
     --------
     >>> age = OrdinalAttribute.integer_range("age", 0, 100)
@@ -776,7 +933,27 @@ class OrdinalAttribute(_AttributeBase):
 
     @classmethod
     def integer_range(cls, name: str, lo: int, hi: int, **options: Any) -> OrdinalAttribute:
-        """The integers ``lo..hi`` inclusive, parsed from the column as numbers."""
+        """The integers ``lo..hi`` inclusive, parsed from the column as numbers.
+
+        Parameters
+        ----------
+        name : str
+            The attribute's name.
+        lo, hi : int
+            The first and last integer, ``lo <= hi`` (not bools).
+        **options
+            The keyword-only options of :class:`OrdinalAttribute` (``out_of_range``, ``missing``, ...).
+
+        Returns
+        -------
+        OrdinalAttribute
+            ``hi - lo + 1`` values (one more with ``missing_at_end``).
+
+        Raises
+        ------
+        SchemaError
+            Bounds that are not integers, an empty range, or options refused by the constructor.
+        """
         for bound in (lo, hi):
             if isinstance(bound, bool) or not isinstance(bound, (int, np.integer)):
                 raise SchemaError(f"attribute {name!r}: range bounds must be integers, got {shown(bound)}")
@@ -820,7 +997,18 @@ class OrdinalAttribute(_AttributeBase):
     def position_of_number(self, number: float) -> int | None:
         """The value a cell holding ``number`` is counted as (a bin, or a whole number of the
         range; outside them, the first or last value when clamped), or None when it is counted
-        as none (outside and not clamped, not whole for a range, or the domain is not numeric)."""
+        as none (outside and not clamped, not whole for a range, or the domain is not numeric).
+
+        Parameters
+        ----------
+        number : float
+            A cell's number.
+
+        Returns
+        -------
+        int or None
+            The axis index, or None.
+        """
         if self.bins is not None:
             index = self.bins.index_of_number(number)
             if index is None and self.out_of_range == "clamp" and not math.isnan(number):
@@ -915,6 +1103,33 @@ class NominalAttribute(_AttributeBase):
     Missing cells (empty ones, and those holding one of ``missing_values``: see
     :class:`OrdinalAttribute`) count as the leaf ``missing``, or are dropped
     (``drop_missing``), or else stop the counting with an error.
+
+    Parameters
+    ----------
+    name : str
+        The attribute's name (non-empty text, unique in its schema).
+    hierarchy : Hierarchy
+        The hierarchy; its leaves are the domain (cut at ``level`` when given).
+    missing : str, optional, keyword-only
+        The leaf missing cells count as; None: they are dropped or refused.
+    column : str, optional, keyword-only
+        The table column to read; default: ``name``.
+    domain_from_data : bool, default False, keyword-only
+        See above.
+    missing_values : iterable of str, optional, keyword-only
+        Texts that mean missing (see above); None: only empty cells, or the table's own list.
+    drop_missing : bool, default False, keyword-only
+        Drop rows whose cell is missing (each reported by the counter).
+    level : int, optional, keyword-only
+        The hierarchy level the domain is at (2 .. height); None: its leaves.
+    finest : Hierarchy, optional, keyword-only
+        For copies only (see above).
+
+    Raises
+    ------
+    SchemaError
+        ``hierarchy`` not a :class:`Hierarchy`, ``level`` outside 2 .. height, ``missing`` not
+        a leaf, a text of ``missing_values`` that is a value, or ``drop_missing`` not a bool.
     """
 
     name: str
@@ -1243,6 +1458,17 @@ def _exact_number(text: str) -> decimal.Decimal | int | None:
 class Schema(Sequence[Attribute]):
     """An ordered list of attributes: the axes of the frequency matrix.
 
+    Parameters
+    ----------
+    attributes : iterable of Attribute
+        The attributes in axis order: at least one, names unique.
+
+    Raises
+    ------
+    SchemaError
+        No attribute, an entry that is not an :class:`OrdinalAttribute` or
+        :class:`NominalAttribute`, or a name used twice.
+
     Examples
     --------
     >>> from privelet_gui.engine import Hierarchy
@@ -1289,6 +1515,23 @@ class Schema(Sequence[Attribute]):
         return math.prod(self.shape)
 
     def index(self, name: str) -> int:  # type: ignore[override]
+        """The axis of the attribute called ``name``.
+
+        Parameters
+        ----------
+        name : str
+            An attribute's name.
+
+        Returns
+        -------
+        int
+            ``0 <= axis < len(schema)``.
+
+        Raises
+        ------
+        SchemaError
+            No attribute has that name (the message lists them).
+        """
         try:
             return self._by_name[name]
         except KeyError:
@@ -1297,7 +1540,23 @@ class Schema(Sequence[Attribute]):
             ) from None
 
     def axes(self, names: Iterable[str]) -> tuple[int, ...]:
-        """Sorted axis numbers of the named attributes (duplicates rejected)."""
+        """Sorted axis numbers of the named attributes (duplicates rejected).
+
+        Parameters
+        ----------
+        names : iterable of str
+            Attribute names (a single string is one name).
+
+        Returns
+        -------
+        tuple of int
+            Ascending.
+
+        Raises
+        ------
+        SchemaError
+            An unknown name, or a name given twice.
+        """
         if isinstance(names, str):
             names = [names]
         axes = [self.index(n) for n in names]
@@ -1309,7 +1568,23 @@ class Schema(Sequence[Attribute]):
         """This schema with ``values`` (a table's texts meaning missing, e.g. its reading
         options') as the ``missing_values`` of every attribute that names none of its own
         (``missing_values=None``); attributes with their own list keep it. A text that is a
-        value of such an attribute is refused, naming the attribute (give it its own list)."""
+        value of such an attribute is refused, naming the attribute (give it its own list).
+
+        Parameters
+        ----------
+        values : iterable of str
+            The table's texts meaning missing.
+
+        Returns
+        -------
+        Schema
+            Itself when ``values`` is empty.
+
+        Raises
+        ------
+        SchemaError
+            A text that is a value of an attribute without its own list, or texts that are not valid.
+        """
         markers = check_missing_values(values, "the table's reading options")
         if not markers:
             return self

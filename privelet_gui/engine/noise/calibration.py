@@ -92,7 +92,24 @@ def multiplicity(neighbours: Neighbours) -> int:
 
 
 def check_epsilon(epsilon: object) -> float:
-    """``epsilon`` as a float if the engine accepts it; a PriveletError naming the range otherwise."""
+    """``epsilon`` as a float if the engine accepts it; a PriveletError naming the range otherwise.
+
+    Parameters
+    ----------
+    epsilon : object
+        A number (int, float, or anything with ``__float__``; not a bool).
+
+    Returns
+    -------
+    float
+        ``float(epsilon)``.
+
+    Raises
+    ------
+    PriveletError
+        Not a number, not finite, not positive, or outside
+        :data:`EPSILON_MIN` .. :data:`EPSILON_MAX`.
+    """
     if isinstance(epsilon, bool) or (not isinstance(epsilon, (int, float)) and not hasattr(epsilon, "__float__")):
         raise PriveletError(f"epsilon must be a number, got {epsilon!r}")
     if isinstance(epsilon, int) and epsilon > EPSILON_MAX:  # before float() overflows
@@ -120,7 +137,23 @@ def _range_message(shown: str) -> str:
 
 @dataclass(frozen=True)
 class NoiseCalibration:
-    """Everything that fixes the noise distribution of one release."""
+    """Everything that fixes the noise distribution of one release.
+
+    Attributes
+    ----------
+    epsilon : float
+        The privacy budget.
+    neighbours : {"replace", "add-remove"}
+        The neighbouring notion.
+    rho : fractions.Fraction
+        The generalized sensitivity of the strategy (1 for Basic).
+    influence : int
+        K: the most measurements one cell changes.
+    grid_exponent : int
+        k: the grid is ``g = 2**k``.
+    units : int
+        D: the L1 sensitivity in grid units.
+    """
 
     epsilon: float
     neighbours: Neighbours
@@ -193,6 +226,32 @@ def calibrate(
     ``measurement_bound`` bounds ``|y| / n`` for the strategy's weighted measurements (1 for the
     paper's transforms): a table of ``rows`` tuples is refused when its measurements could pass
     ``2**62`` grid units.
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy budget, in ``[1e-12, 1e12]``.
+    rho : fractions.Fraction or int
+        The strategy's generalized sensitivity.
+    influence : int
+        K: the most measurements one cell changes.
+    neighbours : {"replace", "add-remove"}, keyword-only
+        The neighbouring notion.
+    rows : int
+        Number of rows n (under add/remove only checked against :data:`ADD_REMOVE_MAX_ROWS`).
+    measurement_bound : fractions.Fraction or int, default 1, keyword-only
+        A bound on ``|y| / n``.
+
+    Returns
+    -------
+    NoiseCalibration
+
+    Raises
+    ------
+    PriveletError
+        ``epsilon`` refused by :func:`check_epsilon`; ``neighbours`` unknown; more than
+        :data:`ADD_REMOVE_MAX_ROWS` rows under add/remove; measurements that could pass ``2**62``
+        grid units; a noise scale above ``2**68`` grid units (the message names the smallest epsilon).
     """
     value = check_epsilon(epsilon)
     steps = multiplicity(neighbours)

@@ -72,12 +72,28 @@ class AxisStrategy(ABC):
     @abstractmethod
     def forward(self, x: np.ndarray, out: np.ndarray) -> None:
         """Numerators into ``out`` (int64 ``(outer, n_measurements, inner)``) of counts ``x``
-        (int64 ``(outer, size, inner)``)."""
+        (int64 ``(outer, size, inner)``).
+
+        Parameters
+        ----------
+        x : numpy.ndarray
+            int64, shape ``(outer, size, inner)``: counts (or numerators of an earlier axis).
+        out : numpy.ndarray
+            int64, shape ``(outer, n_measurements, inner)``; overwritten.
+        """
 
     @abstractmethod
     def reconstruct(self, y: np.ndarray, out: np.ndarray) -> None:
         """Values into ``out`` (float64 ``(outer, size, inner)``) from noisy weighted measurements
-        ``y`` (float64 ``(outer, n_measurements, inner)``)."""
+        ``y`` (float64 ``(outer, n_measurements, inner)``).
+
+        Parameters
+        ----------
+        y : numpy.ndarray
+            float64, shape ``(outer, n_measurements, inner)``.
+        out : numpy.ndarray
+            float64, shape ``(outer, size, inner)``; overwritten.
+        """
 
     @property
     def weights(self) -> np.ndarray:
@@ -87,32 +103,92 @@ class AxisStrategy(ABC):
 
     # -- accuracy, per unit of noise variance on each weighted measurement --------------------
     def interval_variances(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-        """``V`` of the intervals ``lo..hi`` (inclusive index arrays)."""
+        """``V`` of the intervals ``lo..hi`` (inclusive index arrays).
+
+        Parameters
+        ----------
+        lo, hi : numpy.ndarray
+            Integer arrays of one shape, ``0 <= lo <= hi < size``.
+
+        Returns
+        -------
+        numpy.ndarray
+            float64, one per interval: variance per unit of noise variance on a weighted measurement.
+        """
         cumulative = self._covariance_prefix
         lo, hi = np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64) + 1
         return cumulative[hi, hi] - cumulative[lo, hi] - cumulative[hi, lo] + cumulative[lo, lo]
 
     def interval_total_covariances(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-        """``C`` of the intervals ``lo..hi``: their covariance with the axis's total."""
+        """``C`` of the intervals ``lo..hi``: their covariance with the axis's total.
+
+        Parameters
+        ----------
+        lo, hi : numpy.ndarray
+            Integer arrays of one shape, ``0 <= lo <= hi < size``.
+
+        Returns
+        -------
+        numpy.ndarray
+            float64, one per interval, per unit of noise variance on a weighted measurement.
+        """
         rows = np.concatenate([[0.0], np.cumsum(self.covariance.sum(axis=1))])
         return rows[np.asarray(hi, dtype=np.int64) + 1] - rows[np.asarray(lo, dtype=np.int64)]
 
     def predicate_variances(self, lo: np.ndarray, hi: np.ndarray, nodes: np.ndarray) -> np.ndarray:
         """``V`` of predicates given as inclusive intervals ``lo..hi``; on a nominal axis
         ``nodes`` also names each one's hierarchy node (level order; -1 elsewhere), which a
-        strategy over that hierarchy reads instead."""
+        strategy over that hierarchy reads instead.
+
+        Parameters
+        ----------
+        lo, hi : numpy.ndarray
+            Integer arrays of one shape, ``0 <= lo <= hi < size``.
+        nodes : numpy.ndarray
+            Integer array of that shape: level-order hierarchy nodes, or -1.
+
+        Returns
+        -------
+        numpy.ndarray
+            float64, one per predicate: variance per unit of noise variance on a weighted measurement.
+        """
         return self.interval_variances(lo, hi)
 
     def predicate_total_covariances(self, lo: np.ndarray, hi: np.ndarray, nodes: np.ndarray) -> np.ndarray:
-        """``C`` of predicates (as :meth:`predicate_variances` takes them)."""
+        """``C`` of predicates (as :meth:`predicate_variances` takes them).
+
+        Parameters
+        ----------
+        lo, hi : numpy.ndarray
+            Integer arrays of one shape, ``0 <= lo <= hi < size``.
+        nodes : numpy.ndarray
+            Integer array of that shape: level-order hierarchy nodes, or -1.
+
+        Returns
+        -------
+        numpy.ndarray
+            float64, one per predicate, per unit of noise variance on a weighted measurement.
+        """
         return self.interval_total_covariances(lo, hi)
 
     def total_variance(self) -> float:
-        """``T = 1' S 1``: the axis's total's own factor."""
+        """``T = 1' S 1``: the axis's total's own factor.
+
+        Returns
+        -------
+        float
+            Per unit of noise variance on a weighted measurement.
+        """
         return float(self.covariance.sum())
 
     def worst_interval_variance(self) -> float:
-        """The largest ``V`` over every interval of the axis."""
+        """The largest ``V`` over every interval of the axis.
+
+        Returns
+        -------
+        float
+            Per unit of noise variance on a weighted measurement.
+        """
         lo, hi = np.triu_indices(self.size)
         return float(self.interval_variances(lo, hi).max())
 
@@ -123,7 +199,13 @@ class AxisStrategy(ABC):
         return reconstruction @ reconstruction.T
 
     def reconstruction_matrix(self) -> np.ndarray:
-        """R (size x n_measurements): the values from unit weighted measurements, one column each."""
+        """R (size x n_measurements): the values from unit weighted measurements, one column each.
+
+        Returns
+        -------
+        numpy.ndarray
+            float64, shape ``(size, n_measurements)``.
+        """
         units = np.eye(self.n_measurements).reshape(1, self.n_measurements, self.n_measurements)
         values = np.empty((1, self.size, self.n_measurements))
         self.reconstruct(units, values)
@@ -131,7 +213,13 @@ class AxisStrategy(ABC):
 
     def measurement_matrix(self) -> np.ndarray:
         """The forward map F (n_measurements x size) as exact rationals in float64 (numerators over
-        denominators): weighted measurements of unit counts."""
+        denominators): weighted measurements of unit counts.
+
+        Returns
+        -------
+        numpy.ndarray
+            float64, shape ``(n_measurements, size)``.
+        """
         units = np.eye(self.size, dtype=np.int64).reshape(1, self.size, self.size)
         numerators = np.empty((1, self.n_measurements, self.size), dtype=np.int64)
         self.forward(units, numerators)

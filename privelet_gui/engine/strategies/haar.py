@@ -27,6 +27,16 @@ _ALL_INTERVALS_UP_TO = 2048
 class HaarTransform(AxisStrategy):
     """Haar wavelet along an axis of ``size`` ordinal values (see the module docstring).
 
+    Parameters
+    ----------
+    size : int
+        Number of values of the axis (at least 1; padded to the next power of two).
+
+    Raises
+    ------
+    ValueError
+        ``size`` is less than 1.
+
     Examples
     --------
     >>> t = HaarTransform(8)
@@ -83,7 +93,18 @@ class HaarTransform(AxisStrategy):
 
     # -- accuracy ---------------------------------------------------------------------------
     def interval_variances(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-        """``V`` of ``lo..hi``: the total's term, then at most two partly covered nodes a level."""
+        """``V`` of ``lo..hi``: the total's term, then at most two partly covered nodes a level.
+
+        Parameters
+        ----------
+        lo, hi : numpy.ndarray
+            Integer arrays of one shape, ``0 <= lo <= hi < size``.
+
+        Returns
+        -------
+        numpy.ndarray
+            float64, one per interval: variance per unit of noise variance on a weighted measurement.
+        """
         a = np.asarray(lo, dtype=np.int64)
         b = np.asarray(hi, dtype=np.int64)
         length = (b - a + 1).astype(np.float64)
@@ -114,7 +135,13 @@ class HaarTransform(AxisStrategy):
 
     def worst_interval_variance(self) -> float:
         """Small domains: every interval, vectorised. Large ones: per level of the tree, an
-        upper-envelope search over the interval's two ends (O(m log m))."""
+        upper-envelope search over the interval's two ends (O(m log m)).
+
+        Returns
+        -------
+        float
+            Per unit of noise variance on a weighted measurement.
+        """
         if self.size <= _ALL_INTERVALS_UP_TO:
             return self._worst_over_all_intervals()
         return self._worst_by_envelopes()

@@ -15,6 +15,16 @@ __all__ = ["IdentityTransform"]
 class IdentityTransform(AxisStrategy):
     """No transform: weight 1, rho 1, one measurement per value (docs/math.md, "Strategies").
 
+    Parameters
+    ----------
+    size : int
+        Number of values of the axis (at least 1).
+
+    Raises
+    ------
+    ValueError
+        ``size`` is less than 1.
+
     Examples
     --------
     >>> t = IdentityTransform(4)

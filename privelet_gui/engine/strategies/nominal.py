@@ -24,6 +24,11 @@ __all__ = ["NominalTransform"]
 class NominalTransform(AxisStrategy):
     """Nominal wavelet along an axis whose values are ``hierarchy.leaves``.
 
+    Parameters
+    ----------
+    hierarchy : Hierarchy
+        The attribute's hierarchy; its leaves are the axis' values, in order.
+
     Examples
     --------
     The paper's Figure 3 (root -> {a, b}, a -> {v1, v2, v3}, b -> {v4, v5, v6}):

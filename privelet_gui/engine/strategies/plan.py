@@ -96,6 +96,18 @@ def axis_strategy(attribute: Attribute, name: str) -> AxisStrategy:
 class StrategyPlan:
     """The per-axis strategies of a release of ``schema``.
 
+    Parameters
+    ----------
+    schema : Schema
+        The attributes.
+    strategies : sequence of AxisStrategy
+        One per attribute, in axis order, each of the attribute's size.
+
+    Raises
+    ------
+    SchemaError
+        Not one strategy per attribute, or a strategy of another size.
+
     Examples
     --------
     >>> from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, Schema
@@ -119,13 +131,47 @@ class StrategyPlan:
 
     @classmethod
     def paper(cls, schema: Schema, sa: Iterable[str] = ()) -> StrategyPlan:
-        """Privelet+: the identity along the attributes of ``sa``, the paper's transform elsewhere."""
+        """Privelet+: the identity along the attributes of ``sa``, the paper's transform elsewhere.
+
+        Parameters
+        ----------
+        schema : Schema
+            The attributes.
+        sa : iterable of str, default ()
+            S_A: the attributes measured by the identity.
+
+        Returns
+        -------
+        StrategyPlan
+
+        Raises
+        ------
+        SchemaError
+            ``sa`` names an unknown or repeated attribute.
+        """
         in_sa = set(schema.axes(list(sa)))
         return cls(schema, [identity_strategy(a.size) if i in in_sa else paper_strategy(a) for i, a in enumerate(schema)])
 
     @classmethod
     def of_names(cls, schema: Schema, names: Sequence[str]) -> StrategyPlan:
-        """The plan measuring each attribute by the strategy of that name (:func:`axis_strategy`)."""
+        """The plan measuring each attribute by the strategy of that name (:func:`axis_strategy`).
+
+        Parameters
+        ----------
+        schema : Schema
+            The attributes.
+        names : sequence of str
+            One strategy name per attribute (:data:`AXIS_STRATEGY_FORMS`), in axis order.
+
+        Returns
+        -------
+        StrategyPlan
+
+        Raises
+        ------
+        SchemaError
+            Not one name per attribute, or a name that is unknown or does not fit its attribute.
+        """
         if len(names) != len(schema):
             raise SchemaError(f"a strategy per attribute: {len(schema)} attributes, {len(names)} strategy names")
         return cls(schema, [axis_strategy(a, name) for a, name in zip(schema, names)])
@@ -185,24 +231,63 @@ class StrategyPlan:
         return tuple(strides)
 
     def axis_name(self, axis: int) -> str:
+        """The name of the attribute of ``axis``.
+
+        Parameters
+        ----------
+        axis : int
+            ``0 <= axis < len(schema)``.
+
+        Returns
+        -------
+        str
+        """
         return self.schema[axis].name
 
     def numerators(self, matrix: np.ndarray) -> np.ndarray:
-        """The integer numerators of every measurement of ``matrix`` (int64 counts), axis by axis."""
+        """The integer numerators of every measurement of ``matrix`` (int64 counts), axis by axis.
+
+        Parameters
+        ----------
+        matrix : numpy.ndarray
+            Counts, shape :attr:`shape` (converted to int64).
+
+        Returns
+        -------
+        numpy.ndarray
+            int64, shape :attr:`measurement_shape`; divide by :meth:`denominators` for the weighted measurements.
+        """
         z = np.asarray(matrix, dtype=np.int64)
         for axis in self.transformed_axes:
             z = forward_along(self.strategies[axis], z, axis)
         return z
 
     def reconstruct(self, weighted: np.ndarray) -> np.ndarray:
-        """Values from weighted measurements (float64), along the axes in ascending order (as a release)."""
+        """Values from weighted measurements (float64), along the axes in ascending order (as a release).
+
+        Parameters
+        ----------
+        weighted : numpy.ndarray
+            Weighted measurements, shape :attr:`measurement_shape`.
+
+        Returns
+        -------
+        numpy.ndarray
+            float64, shape :attr:`shape`.
+        """
         values = np.asarray(weighted, dtype=np.float64)
         for axis in self.transformed_axes:
             values = reconstruct_along(self.strategies[axis], values, axis)
         return values
 
     def denominators(self) -> np.ndarray:
-        """Every measurement's denominator (the outer product of the axes')."""
+        """Every measurement's denominator (the outer product of the axes').
+
+        Returns
+        -------
+        numpy.ndarray
+            int64, shape :attr:`measurement_shape`, each at least 1.
+        """
         out = np.ones(self.measurement_shape, dtype=np.int64)
         for axis, strategy in enumerate(self.strategies):
             out *= along(strategy.denominators, axis, len(self.strategies))

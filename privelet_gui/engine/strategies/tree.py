@@ -53,7 +53,26 @@ class TreeStrategy(AxisStrategy):
                  level_weights: Sequence[int], name: str):
         """A tree given by its nodes in level order (children contiguous, in their parents'
         order): half-open runs ``low..high`` of the axis, ``parent`` (-1 for the root) and
-        ``depth`` (0 for the root); level ``l``'s nodes are weighted ``level_weights[l]``."""
+        ``depth`` (0 for the root); level ``l``'s nodes are weighted ``level_weights[l]``.
+
+        Parameters
+        ----------
+        low, high : numpy.ndarray
+            int64, one per node: the half-open run of values each node counts (the root's is ``0..size``).
+        parent : numpy.ndarray
+            int64, one per node: its parent's index (-1 for the root).
+        depth : numpy.ndarray
+            int64, one per node: 0 for the root.
+        level_weights : sequence of int
+            One weight (0 or more) per level; every level holding a leaf needs a positive one.
+        name : str
+            The strategy's name (``"tree-4"``, ``"hierarchy"``).
+
+        Raises
+        ------
+        SchemaError
+            Not one weight per level, a negative weight, or a leaf on a level of weight 0.
+        """
         self.name = name
         self.size = int(high[0] - low[0])
         weights = [int(w) for w in level_weights]
@@ -80,7 +99,27 @@ class TreeStrategy(AxisStrategy):
     @classmethod
     def branching(cls, size: int, branching: int, level_weights: Sequence[int] | None = None) -> TreeStrategy:
         """The tree over ``size`` ordered values that splits every run into ``branching`` nearly
-        equal runs (the first ones a value longer), down to single values."""
+        equal runs (the first ones a value longer), down to single values.
+
+        Parameters
+        ----------
+        size : int
+            Number of values of the axis (at least 1).
+        branching : int
+            Runs per split, at least 2.
+        level_weights : sequence of int, optional
+            One weight per level (default: 1 for every level).
+
+        Returns
+        -------
+        TreeStrategy
+            Named ``"tree-<branching>"``.
+
+        Raises
+        ------
+        SchemaError
+            ``branching`` below 2, or weights refused by the constructor.
+        """
         if branching < 2:
             raise SchemaError(f"a tree's branching is 2 or more, got {branching}")
         low, high, parent, depth = [0], [size], [-1], [0]
@@ -104,7 +143,25 @@ class TreeStrategy(AxisStrategy):
     def of_hierarchy(cls, hierarchy: Hierarchy, level_weights: Sequence[int] | None = None) -> TreeStrategy:
         """The tree of ``hierarchy``'s nodes (a node with one child is the same run of values as
         that child: only the topmost of such a chain is kept). Level l is the hierarchy's depth
-        l + 1 of the kept node."""
+        l + 1 of the kept node.
+
+        Parameters
+        ----------
+        hierarchy : Hierarchy
+            A nominal attribute's hierarchy.
+        level_weights : sequence of int, optional
+            One weight per level of the kept tree (default: 1 for every level).
+
+        Returns
+        -------
+        TreeStrategy
+            Named ``"hierarchy"``.
+
+        Raises
+        ------
+        SchemaError
+            Weights refused by the constructor.
+        """
         lay = hierarchy.layout
         kept = lay.parent_fanout > 1
         kept[0] = True
@@ -204,7 +261,13 @@ class TreeStrategy(AxisStrategy):
         transforms.tree_reconstruct(y, out, *self._reconstruct_tables)
 
     def reconstruction_matrix(self) -> np.ndarray:
-        """R, built a block of columns at a time (the kernel holds two values per node and column)."""
+        """R, built a block of columns at a time (the kernel holds two values per node and column).
+
+        Returns
+        -------
+        numpy.ndarray
+            float64, shape ``(size, n_measurements)``.
+        """
         r = self.n_measurements
         out = np.empty((self.size, r))
         for start in range(0, r, _COLUMNS_AT_ONCE):
@@ -251,7 +314,13 @@ class TreeStrategy(AxisStrategy):
         return float(total @ total)
 
     def worst_interval_variance(self) -> float:
-        """Over every interval ``lo..hi``: ``|P[hi + 1] - P[lo]|^2`` from the Gram matrix of the prefixes."""
+        """Over every interval ``lo..hi``: ``|P[hi + 1] - P[lo]|^2`` from the Gram matrix of the prefixes.
+
+        Returns
+        -------
+        float
+            Per unit of noise variance on a weighted measurement.
+        """
         prefix = self._value_prefix
         gram = prefix @ prefix.T
         square = np.diag(gram).copy()
