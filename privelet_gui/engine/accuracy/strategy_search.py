@@ -201,12 +201,12 @@ def best_strategy(
 
     Examples
     --------
-    >>> from privelet_gui.engine import OrdinalAttribute, Schema, marginals
+    >>> from privelet_gui.engine import OrdinalAttribute, Schema, marginals, short_strategy_name
     >>> schema = Schema([OrdinalAttribute.integer_range("age", 0, 255)])
     >>> w = Workload.of_queries(schema, marginals(schema, ways=(1,), grains={"age": 16}).queries())
     >>> choice = best_strategy(ReleaseSpec(schema, 1.0, neighbours="add-remove"), w)
-    >>> choice.strategies, round(choice.gain_over("Privelet"), 2)
-    (('tree-16/0,1,1',), 7.23)
+    >>> [short_strategy_name(name) for name in choice.strategies], round(choice.gain_over("Privelet"), 2)
+    (['stacked identity (+16 rows)'], 9.53)
     """
     schema = spec.schema
     if workload.schema != schema:

@@ -57,7 +57,18 @@ def identity_strategy(size: int) -> AxisStrategy:
 
 
 def short_strategy_name(name: str) -> str:
-    """``name`` for people: a stacked identity's name holds its whole matrix, shown as its row count."""
+    """``name`` for people: a stacked identity's name holds its whole matrix, shown as its row count.
+
+    Parameters
+    ----------
+    name : str
+        An axis strategy's name (:data:`AXIS_STRATEGY_FORMS`).
+
+    Returns
+    -------
+    str
+        The name itself, or ``"stacked identity (+P rows)"``.
+    """
     if name.startswith("stacked/"):
         parts = name.split("/")
         return f"stacked identity (+{parts[2]} rows)" if len(parts) == 4 else name

@@ -35,6 +35,19 @@ class StackedIdentity(AxisStrategy):
     """Each value counted with weight ``diagonal[i]``, then ``rows`` (p x size non-negative
     integers), all over ``2^bits``; every column sums to ``2^bits``.
 
+    Parameters
+    ----------
+    rows : numpy.ndarray
+        The extra rows' numerators, non-negative integers of shape (p, size) whose columns sum
+        below ``2^bits`` (each value's own count takes the rest).
+    bits : int
+        The common denominator is ``2^bits``.
+
+    Raises
+    ------
+    SchemaError
+        When ``rows`` is not a matrix of non-negative integers whose columns sum below ``2^bits``.
+
     Examples
     --------
     >>> s = StackedIdentity.of_rows(np.array([[512, 512, 0, 0]]), bits=10)
@@ -58,6 +71,19 @@ class StackedIdentity(AxisStrategy):
 
     @classmethod
     def of_rows(cls, rows: np.ndarray, bits: int) -> StackedIdentity:
+        """The strategy of these extra rows.
+
+        Parameters
+        ----------
+        rows : numpy.ndarray
+            The extra rows' numerators (p x size), as the class takes them.
+        bits : int
+            The common denominator is ``2^bits``.
+
+        Returns
+        -------
+        StackedIdentity
+        """
         return cls(rows, bits)
 
     @classmethod
@@ -65,7 +91,25 @@ class StackedIdentity(AxisStrategy):
         """The strategy with ``rows`` extra rows whose least-squares error ``trace(G (A'A)^-1)`` on
         the workload's Gram matrix ``G`` (size x size) is smallest, as found by projected gradient
         descent with backtracking from a fixed start (docs/math.md, "Optimised identity"), then
-        rounded to integers over ``2^bits``."""
+        rounded to integers over ``2^bits``.
+
+        Parameters
+        ----------
+        gram : numpy.ndarray
+            The workload's (weighted) Gram matrix on this axis, size x size, symmetric and
+            non-negative (:func:`~privelet_gui.engine.accuracy.workloads.axis_gram`).
+        rows : int
+            How many extra rows to learn (p >= 1).
+        bits : int, default 12
+            The entries are integers over ``2^bits``.
+        iterations : int, default 300
+            Steps of the descent.
+
+        Returns
+        -------
+        StackedIdentity
+            The learned strategy, exact on the grid (rho 1).
+        """
         size = gram.shape[0]
         theta = np.random.default_rng(0).random((rows, size))
         value, gradient = _objective(theta, gram)
@@ -102,7 +146,24 @@ class StackedIdentity(AxisStrategy):
 
     @classmethod
     def from_name(cls, size: int, name: str) -> StackedIdentity:
-        """The strategy a name of :attr:`name`'s form defines, on an axis of ``size`` values."""
+        """The strategy a name of :attr:`name`'s form defines, on an axis of ``size`` values.
+
+        Parameters
+        ----------
+        size : int
+            The axis's number of values.
+        name : str
+            ``stacked/BITS/P/DATA`` as :attr:`name` writes it.
+
+        Returns
+        -------
+        StackedIdentity
+
+        Raises
+        ------
+        SchemaError
+            When the name is not such a strategy for ``size`` values.
+        """
         try:
             prefix, bits_text, count_text, data = name.split("/")
             bits, count = int(bits_text), int(count_text)
