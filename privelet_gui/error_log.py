@@ -19,6 +19,7 @@ the log is not :func:`traceback.format_exception`, which prints the message.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import sys
@@ -30,9 +31,11 @@ from pathlib import Path
 __all__ = [
     "ERROR_LOG_ENVIRONMENT",
     "MAX_BYTES",
+    "bug_report_text",
     "describe_error",
     "error_log_path",
     "is_unexpected",
+    "issue_tracker",
     "log_unexpected_error",
 ]
 
@@ -40,6 +43,9 @@ __all__ = [
 ERROR_LOG_ENVIRONMENT = "PRIVELET_ERROR_LOG"
 #: Past this size the log is rotated (one older file kept), so it never grows without bound.
 MAX_BYTES = 1 << 20
+#: The attribute a logged exception carries (the log's path, or None if it could not be written),
+#: so that an error seen by two handlers (a task's and the dialog showing it) is logged once.
+_LOGGED = "_privelet_error_logged"
 #: How many causes (``raise ... from``, errors while handling another) a record follows.
 _MAX_CHAIN = 8
 
@@ -114,7 +120,11 @@ def log_unexpected_error(error: BaseException, *, where: str = "") -> Path | Non
     """Append the record of ``error`` to the log; its path, or None if the log cannot be written.
 
     Never raises: failing to log must not hide the error being logged (the caller still shows it).
+    An error already logged is not written again: its first record's path is returned.
     """
+    if hasattr(error, _LOGGED):
+        logged: Path | None = getattr(error, _LOGGED)
+        return logged
     path = error_log_path()
     try:
         record = describe_error(error, where=where)
@@ -124,8 +134,52 @@ def log_unexpected_error(error: BaseException, *, where: str = "") -> Path | Non
         with open(path, "a", encoding="utf-8") as log:
             log.write(record)
     except Exception:  # whatever the reason (a read-only disk, a bug here), the app goes on
+        _mark_logged(error, None)
         return None
+    _mark_logged(error, path)
     return path
+
+
+def _mark_logged(error: BaseException, path: Path | None) -> None:
+    # An exception type that takes no attributes is logged again if it is seen again.
+    with contextlib.suppress(AttributeError, TypeError):
+        setattr(error, _LOGGED, path)
+
+
+def issue_tracker() -> str | None:
+    """The project's issue tracker, from the package metadata (pyproject's ``[project.urls]`` Issues),
+    or None when the package is not installed (a source tree run without installing it)."""
+    from importlib.metadata import PackageNotFoundError, metadata
+
+    try:
+        urls = metadata("privelet-gui").get_all("Project-URL") or []
+    except PackageNotFoundError:
+        return None
+    for entry in urls:
+        label, _, url = entry.partition(",")
+        if label.strip().lower() == "issues":
+            return url.strip()
+    return None
+
+
+def bug_report_text(error: BaseException, log: Path | None) -> str:
+    """What a user is told about a bug: that it is one (not a problem with their data or files), where
+    its record is (``log``, None if it could not be written) and where to report it.
+
+    Examples
+    --------
+    >>> text = bug_report_text(KeyError("x"), Path("errors.log"))
+    >>> text.startswith("This is a bug in Privelet Studio (KeyError), not a problem with your data")
+    True
+    >>> "errors.log" in text
+    True
+    """
+    tracker = issue_tracker()
+    where = f"at {tracker}" if tracker else "to the people who gave you Privelet Studio"
+    logged = (f"Its details (never your data) are in the log of unexpected errors, {log}: attach it"
+              if log is not None else "The log of unexpected errors could not be written: describe what you did")
+    return (f"This is a bug in Privelet Studio ({type(error).__name__}), not a problem with your data or files. "
+            f"Please report it {where}. {logged}.")
 
 
 def _qt_binding() -> str:

@@ -19,6 +19,7 @@ import pytest
 import privelet_gui
 from privelet_gui.cli import ProgressBar, main
 from privelet_gui.engine import (
+    InternalError,
     ReleaseSpec,
     best_strategy,
     paper_bound,
@@ -378,6 +379,31 @@ def test_a_data_error_in_a_real_process_is_one_line_and_debug_shows_the_tracebac
                                     "each value needs exactly one row"
     debug = run("hierarchy", "check", "h.csv", "--debug", cwd=tmp_path)
     assert debug.returncode == 1 and "Traceback" in debug.stderr and "HierarchyError" in debug.stderr
+
+
+@pytest.mark.parametrize("bug", [InternalError("the matrix lost a cell"), KeyError("shape")])
+def test_a_bug_exits_70_says_it_is_a_bug_and_logs_its_traceback_once(capsys, tmp_path, monkeypatch, bug):
+    from privelet_gui.cli import EX_SOFTWARE, tools
+    from privelet_gui.error_log import ERROR_LOG_ENVIRONMENT, issue_tracker
+
+    log = tmp_path / "errors.log"
+    monkeypatch.setenv(ERROR_LOG_ENVIRONMENT, str(log))
+
+    def broken(args, path):
+        raise bug
+
+    monkeypatch.setattr(tools, "_read_hierarchy_noting", broken)
+    (tmp_path / "h.csv").write_text("a;G;*\n")
+    code, _, err = call(capsys, "hierarchy", "check", str(tmp_path / "h.csv"))
+    assert code == EX_SOFTWARE == 70
+    assert "privelet: error:" not in err  # never reported as a data error
+    assert f"This is a bug in Privelet Studio ({type(bug).__name__}), not a problem with your data" in err
+    assert str(log) in err
+    tracker = issue_tracker()
+    assert tracker is None or tracker in err  # from pyproject's [project.urls] when installed
+    text = log.read_text()
+    assert text.count("--- ") == 1 and type(bug).__name__ in text and "privelet hierarchy" in text
+    assert "the matrix lost a cell" not in text  # the log holds no message
 
 
 def test_progress_out_of_a_terminal_is_plain_throttled_lines():

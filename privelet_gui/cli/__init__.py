@@ -17,7 +17,9 @@ Examples::
     privelet hierarchy convert hierarchy_occupation.csv hierarchy_occupation.json
 
 Exit codes: 0 success, 1 a problem with the data or files (one line on stderr, no
-traceback unless ``--debug``), 2 a usage error. Progress bars go to stderr
+traceback unless ``--debug``), 2 a usage error, 70 a bug (``EX_SOFTWARE``: an unexpected
+error or an :class:`~privelet_gui.engine.InternalError`, said to be a bug, its traceback
+written to the log of unexpected errors, :mod:`privelet_gui.error_log`, never the data). Progress bars go to stderr
 (``--quiet`` turns them off). One module per group of commands; each imports the
 engine only when its command runs, so ``--help`` and ``--version`` start at once. The
 command line imports nothing from the desktop app: ``evaluate`` draws its figures with
@@ -38,7 +40,10 @@ from ._common import Parser, ProgressBar, UsageError, common_options, one_line
 from .evaluate import EVALUATION_WARNING, SUMMARY_COLUMNS
 from .release import DEMO_EPSILON
 
-__all__ = ["DEMO_EPSILON", "EVALUATION_WARNING", "SUMMARY_COLUMNS", "ProgressBar", "build_parser", "main"]
+__all__ = ["DEMO_EPSILON", "EVALUATION_WARNING", "EX_SOFTWARE", "SUMMARY_COLUMNS", "ProgressBar", "build_parser", "main"]
+
+#: The exit code of a bug (sysexits.h's EX_SOFTWARE, "an internal software error").
+EX_SOFTWARE = 70
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code (0 ok, 1 data error, 2 usage error)."""
+    """Run the command line; returns the exit code (0 ok, 1 data error, 2 usage error, 70 a bug)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -88,3 +93,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\nprivelet: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # an InternalError or any other unexpected error: a bug, never a data error
+        return _report_bug(exc, args)
+
+
+def _report_bug(error: Exception, args: argparse.Namespace) -> int:
+    """Say that ``error`` is a bug, log its traceback (no values) and where to report it; :data:`EX_SOFTWARE`."""
+    from ..error_log import bug_report_text, log_unexpected_error
+
+    if args.debug:
+        traceback.print_exc()
+    log = log_unexpected_error(error, where=f"the command 'privelet {args.command}'")
+    print(f"privelet: internal error: {one_line(error)}", file=sys.stderr)
+    print(f"privelet: {bug_report_text(error, log)}", file=sys.stderr)
+    return EX_SOFTWARE

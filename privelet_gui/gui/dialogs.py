@@ -17,12 +17,13 @@ from PySide6.QtCore import QObject, Qt, Signal, Slot
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QLabel, QMessageBox, QWidget
 
 from ..engine import Cancelled, PriveletError
+from ..error_log import bug_report_text, is_unexpected, log_unexpected_error
 from ..io.ledger import COMPOSITION_TEXT, BudgetCheck, spending_summary, table_keys_text
 from ..io.releases import SEEDED_WARNING
 from .settings import Settings
 from .tasks import format_exception
 
-__all__ = ["FILTERS", "Dialogs", "SaveChoice", "WorkerQuestion"]
+__all__ = ["FILTERS", "Dialogs", "SaveChoice", "WorkerQuestion", "error_message", "problem_text"]
 
 SaveChoice = Literal["save", "discard", "cancel"]
 
@@ -79,15 +80,11 @@ class Dialogs:
         box.setIcon(QMessageBox.Icon.Warning)
         box.setWindowTitle(title)
         box.setText(title)
-        if isinstance(error, BaseException):
-            message = str(error) or type(error).__name__
-            if not isinstance(error, (PriveletError, OSError)):
-                box.setIcon(QMessageBox.Icon.Critical)
-                message = f"An unexpected error occurred ({type(error).__name__}): {message}"
-                box.setDetailedText(format_exception(error))
-        else:
-            message = error
-        box.setInformativeText(_sentence(message))
+        message, bug = error_message(error)
+        if bug and isinstance(error, BaseException):
+            box.setIcon(QMessageBox.Icon.Critical)
+            box.setDetailedText(format_exception(error))
+        box.setInformativeText(message)
         _widen_for(box)
         box.exec()
 
@@ -274,6 +271,30 @@ def _sample_folder() -> Path:
     return pio.sample_table_path().parent
 
 
+def error_message(error: BaseException | str) -> tuple[str, bool]:
+    """What the app tells the user about ``error``, and whether it is a bug.
+
+    A problem with the input (a :class:`~privelet_gui.engine.PriveletError`, a file that cannot
+    be read) is its message, which says what to fix. A bug (an
+    :class:`~privelet_gui.engine.InternalError` or any other unexpected error) is said to be one,
+    never a problem with the data: it is logged (once: a task's error is logged when it fails) and
+    the text names the log and where to report it, then the error's own message.
+    """
+    if not isinstance(error, BaseException):
+        return _sentence(error), False
+    message = str(error) or type(error).__name__
+    if not is_unexpected(error):
+        return _sentence(message), False
+    log = log_unexpected_error(error, where="an error shown in a dialog")
+    return f"{bug_report_text(error, log)}\n\nThe error: {_sentence(message)}", True
+
+
+def problem_text(error: BaseException) -> str:
+    """``error`` in a line of the app (a step's status): its message, or for a bug that it is one."""
+    message = str(error) or type(error).__name__
+    return f"a bug in Privelet Studio ({type(error).__name__}: {message})" if is_unexpected(error) else message
+
+
 def _sentence(text: str) -> str:
     text = text.strip()
     if not text:
@@ -291,8 +312,9 @@ class HeadlessDialogs:
     def error(self, title: str, error: BaseException | str) -> None:
         import sys
 
-        self.errors.append(f"{title}: {error}")
-        print(f"{title}: {error}", file=sys.stderr)
+        message = error_message(error)[0] if isinstance(error, BaseException) else error
+        self.errors.append(f"{title}: {message}")
+        print(f"{title}: {message}", file=sys.stderr)
 
     def ask_save_changes(self, what: str) -> SaveChoice:
         return "discard"

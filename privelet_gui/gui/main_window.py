@@ -42,7 +42,7 @@ from PySide6.QtWidgets import (
 from .. import __version__
 from .. import io as pio
 from ..engine import PriveletError, Release, mechanism_name, prepare_kernels
-from ..error_log import error_log_path, is_unexpected, log_unexpected_error
+from ..error_log import error_log_path, is_unexpected, issue_tracker, log_unexpected_error
 from ..formatting import counted
 from ..io import TableSummary, summarize_table
 from ..io.choices import write_redo_script
@@ -67,7 +67,7 @@ from ..workspace.jobs import (
     run_release,
 )
 from ..workspace.recovery import RecoveryKeeper, Snapshot
-from .dialogs import Dialogs, WorkerQuestion
+from .dialogs import Dialogs, WorkerQuestion, problem_text
 from .document import STEPS, Document
 from .guide import GUIDE_HTML, about_html
 from .panels.attributes_panel import AttributesPanel
@@ -630,7 +630,7 @@ class MainWindow(QMainWindow):
             self.tableLoaded.emit(summary)
 
         def failure(error: BaseException) -> None:
-            self.document.set_table_error(path, f"Cannot read {path.name}: {error}")
+            self.document.set_table_error(path, f"Cannot read {path.name}: {problem_text(error)}")
             self.statusBar().showMessage(f"Cannot read {path.name}.", 8000)
             self.dialogs.error(f"Cannot read the table {path.name}", error)
             self.tableFailed.emit(str(error))
@@ -708,7 +708,7 @@ class MainWindow(QMainWindow):
 
         def failure(error: BaseException) -> None:
             applied(None)
-            self.document.set_table_error(table, f"Cannot read {table.name}: {error}")
+            self.document.set_table_error(table, f"Cannot read {table.name}: {problem_text(error)}")
             self.dialogs.error(f"Cannot read the project's table {table.name}", error)
 
         self._start_reading(table, project.table_options, success, failure)
@@ -1161,7 +1161,7 @@ class MainWindow(QMainWindow):
         logged = path.is_file() and path.stat().st_size > 0
         box = QMessageBox(QMessageBox.Icon.Information, "Report a problem", "Report a problem",
                           QMessageBox.StandardButton.NoButton, self)
-        tracker = _issue_tracker()
+        tracker = issue_tracker()
         where = f'at <a href="{tracker}">{_escape(tracker)}</a>' if tracker else "to the people who gave you the app"
         state = (f"Attach the log of unexpected errors:<br><code>{_escape(str(path))}</code>" if logged
                  else f"No unexpected error has been logged on this computer (the log would be "
@@ -1271,21 +1271,6 @@ def _recovery_question(orphan: Orphan, others: int) -> str:
 
 def _local_time(moment: datetime | None) -> str:
     return moment.astimezone().strftime("%H:%M on %d %b %Y") if moment is not None else "an unknown time"
-
-
-def _issue_tracker() -> str | None:
-    """The project's issue tracker, from the package metadata (pyproject's project.urls: Issues)."""
-    from importlib.metadata import PackageNotFoundError, metadata
-
-    try:
-        urls = metadata("privelet-gui").get_all("Project-URL") or []
-    except PackageNotFoundError:
-        return None
-    for entry in urls:
-        label, _, url = entry.partition(",")
-        if label.strip().lower() == "issues":
-            return url.strip()
-    return None
 
 
 def _escape(text: str) -> str:

@@ -10,7 +10,7 @@ from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QMessageBox
 
 from privelet_gui import io as pio
-from privelet_gui.error_log import ERROR_LOG_ENVIRONMENT
+from privelet_gui.error_log import ERROR_LOG_ENVIRONMENT, issue_tracker
 from privelet_gui.gui import main_window as main_window_module
 from privelet_gui.gui.app import error_hook
 
@@ -105,8 +105,30 @@ def test_report_a_problem_shows_the_log_and_opens_its_folder(window: Any, log: P
     box = window.report_problem()
     assert not box.isModal()  # the window stays usable
     assert "Attach the log of unexpected errors" in box.informativeText() and str(log) in box.informativeText()
-    tracker = main_window_module._issue_tracker()
+    tracker = issue_tracker()
     assert tracker is not None and tracker in box.informativeText()  # from pyproject's project.urls
     opener = next(b for b in box.buttons() if box.buttonRole(b) == QMessageBox.ButtonRole.ActionRole)
     opener.click()
     assert opened == [str(log.parent)]
+
+
+def test_a_bug_is_shown_as_a_bug_with_the_log_and_the_tracker_and_logged_once(log: Path):
+    from privelet_gui.engine import InternalError, SchemaError
+    from privelet_gui.gui.dialogs import HeadlessDialogs, error_message, problem_text
+
+    bug = InternalError(f"an invariant failed near {PLANTED}")
+    text, is_bug = error_message(bug)
+    assert is_bug and text.startswith("This is a bug in Privelet Studio (InternalError), not a problem with your data")
+    assert str(log) in text and PLANTED in text  # the user sees the message; the log never does
+    tracker = issue_tracker()
+    assert tracker is None or tracker in text
+    assert error_message(bug)[0] == text and log.read_text().count("--- ") == 1  # logged once
+    assert PLANTED not in log.read_text()
+    assert problem_text(bug).startswith("a bug in Privelet Studio (InternalError")
+
+    user = SchemaError("age: the minimum 5 is above the maximum 2")
+    assert error_message(user) == ("Age: the minimum 5 is above the maximum 2.", False)
+    assert problem_text(user) == str(user) and log.read_text().count("--- ") == 1  # a user error is not logged
+    headless = HeadlessDialogs()
+    headless.error("The release failed", KeyError("x"))
+    assert "This is a bug in Privelet Studio (KeyError)" in headless.errors[0]
