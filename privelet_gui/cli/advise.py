@@ -41,7 +41,7 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
 
 
 def _cmd_advise(args: argparse.Namespace) -> int:
-    from ..engine import ReleaseSpec, advise
+    from ..engine import InternalError, ReleaseSpec, advise
     from ..io import check_writable, load_schema, save_schema
 
     if (args.apply is None) != (args.out is None):
@@ -58,7 +58,8 @@ def _cmd_advise(args: argparse.Namespace) -> int:
         if not 1 <= args.apply <= len(shown):
             raise UsageError(f"--apply takes a suggestion number from 1 to {len(shown)}")
         chosen = shown[args.apply - 1]
-        assert out is not None
+        if out is None:
+            raise InternalError("--apply passed the check that --out goes with it, without --out")
         save_schema(chosen.schema, out, force=args.force)
     if args.json:
         result: dict[str, Any] = {

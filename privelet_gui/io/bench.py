@@ -92,7 +92,8 @@ else:
     matrix, report = count_table(path, schema, chunksize=chunksize or None, rows=rows)
     seconds = time.perf_counter() - started
     rows = report.rows_counted
-    assert matrix.shape == schema.shape and matrix.sum() == rows
+    if matrix.shape != schema.shape or matrix.sum() != rows:
+        raise RuntimeError("the counts do not add up to the rows counted")
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
 print(json.dumps({"seconds": seconds, "peak_bytes": peak, "rows": rows}))
 """

@@ -68,7 +68,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..engine import NEIGHBOURS, Cancelled, PriveletError, Release, ReleaseSpec
+from ..engine import NEIGHBOURS, Cancelled, InternalError, PriveletError, Release, ReleaseSpec
 from ._user_data import user_data_location
 from .row_fingerprint import RowFingerprint
 
@@ -748,7 +748,8 @@ class Ledger:
         """Link the table file(s) ``files`` to the custodian's ``dataset``: their releases and
         the dataset's are then one table. Returns the keys of the file(s)."""
         keys = self.table_keys(files, dataset=dataset)
-        assert keys.dataset is not None
+        if keys.dataset is None:
+            raise InternalError("a link to a dataset without a dataset's name")
         with self._transaction(write=True) as opened:
             opened.connection.execute(
                 "INSERT OR REPLACE INTO links (fingerprint, dataset, mac) VALUES (?, ?, ?)",

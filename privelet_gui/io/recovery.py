@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine import Release
-from ..engine.errors import PriveletError
+from ..engine.errors import InternalError, PriveletError
 from ._json import is_finite_number, loads, shown
 from ._user_data import user_data_location
 from .atomic import atomic_write, remove_abandoned
@@ -159,7 +159,8 @@ class Orphan:
         Raises OSError when it cannot be written; PriveletError when the ledger cannot note it,
         or its entry does not record this release (:func:`_entry_problem`; the file is written then).
         """
-        assert self.release is not None
+        if self.release is None:
+            raise InternalError("an orphan without a release was asked to save it")
         if target.resolve() == self.release.path.resolve():
             raise OSError(f"{target.name} is the recovery copy itself; choose a file outside {target.parent}")
         with self.release.path.open("rb") as source, atomic_write(target, force=True) as copy:

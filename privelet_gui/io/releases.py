@@ -62,6 +62,7 @@ from ..engine import (
     BIT_SOURCE,
     NEIGHBOURS,
     READABLE_SAMPLERS,
+    InternalError,
     NoiseCalibration,
     NominalAttribute,
     PrefixSums,
@@ -369,7 +370,8 @@ def _read_array(
     damaged header can neither mislead nor make the reader allocate what the file does not hold."""
     member = f"{name}.npy"
     archive = npz.zip
-    assert archive is not None  # an open NpzFile
+    if archive is None:  # an open NpzFile has its archive
+        raise InternalError("a release file's archive was read after it was closed")
     try:
         info = archive.getinfo(member)
         with archive.open(member) as stream:
@@ -661,7 +663,8 @@ class ExportAxis:
         """The columns of cells at axis ``positions`` (integers)."""
         out = {self.name: pd.Categorical.from_codes(positions, categories=self.codes)}
         if self.label_name is not None:
-            assert self.labels is not None and self.label_of is not None
+            if self.labels is None or self.label_of is None:
+                raise InternalError(f"the axis {self.name!r} has a label column but no labels")
             out[self.label_name] = pd.Categorical.from_codes(self.label_of[positions], categories=self.labels)
         return out
 

@@ -102,7 +102,11 @@ def signing_key() -> bytes:
         with contextlib.suppress(OSError):
             temporary.unlink()
     made = _read_key(path)
-    assert made is not None  # linked above, by this process or another
+    if made is None:  # linked above, by this process or another, then removed by someone
+        raise PriveletError(
+            f"the release signing key {path} was removed as soon as it was made; check what else uses the privacy "
+            "ledger's folder, then try again"
+        )
     return made
 
 

@@ -47,7 +47,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from ..engine import PriveletError, Release
+from ..engine import InternalError, PriveletError, Release
 from ..engine.progress import Progress, ProgressCallback
 from ._json import loads, shown
 from .atomic import check_folder
@@ -421,7 +421,8 @@ def _read_folder(path: str | os.PathLike[str]) -> _ReleaseFolder:
         what = ", ".join(wrong + (["shape"] if shape is None else ["chunk_grid"] * (chunks is None)))
         raise _invalid_folder(p, f"its noisy array is not the uncompressed float64 array a release holds ({what} in "
                                  f"{NOISY_ARRAY}/zarr.json)")
-    assert shape is not None and chunks is not None
+    if shape is None or chunks is None:
+        raise InternalError("the shape and chunks of the noisy array passed the check that they exist, yet one is missing")
     checksums = attributes.get(CHECKSUMS_ATTRIBUTE)
     if checksums is not None:
         count = math.prod(max(1, math.ceil(n / c)) for n, c in zip(shape, chunks, strict=True))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from ..engine import OrdinalAttribute, PriveletError
+from ..engine import InternalError, OrdinalAttribute, PriveletError
 from ..formatting import counted, fmt_bytes, fmt_count
 from ..io import ColumnSummary
 
@@ -106,7 +106,8 @@ def _ordinal_issues(
             return [StepIssue("attributes", "text-in-numeric", f"{name}: the column holds text but the domain is "
                               f"numeric; use explicit values or make the attribute nominal{hint}", severity, name)]
         lo, hi = (attribute.bins.lowest, attribute.bins.highest) if attribute.bins else (config.lo, config.hi + 1)
-        assert column.minimum is not None and column.maximum is not None
+        if column.minimum is None or column.maximum is None:
+            raise InternalError(f"{name}: a numeric column summary without a minimum or maximum")
         if column.minimum < lo or column.maximum >= hi:
             if attribute.out_of_range == "error":
                 return [StepIssue("attributes", "out-of-range",

@@ -36,7 +36,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from ..engine import Hierarchy, HierarchyError, HierarchyNode
+from ..engine import Hierarchy, HierarchyError, HierarchyNode, InternalError
 from ..engine.model.hierarchy import MAX_DISPLAY_LABEL
 from .events import Event
 from .history import Change, History, UndoHistory
@@ -367,7 +367,7 @@ class HierarchyTree:
             candidate = f"{base} {i}"
             if candidate not in labels:
                 return candidate
-        raise AssertionError  # pragma: no cover
+        raise InternalError("itertools.count() ended")  # pragma: no cover
 
     def attached(self, node: TreeNode) -> bool:
         """Whether ``node`` is in the tree now (not removed by an edit)."""
@@ -411,7 +411,8 @@ class HierarchyTree:
         label = label or self.unique_label("New group")
         first = nodes[0]
         parent, row = first.parent, first.row
-        assert parent is not None
+        if parent is None:
+            raise InternalError("the first node grouped has no parent, yet it is not the root")
         group = TreeNode(label, is_group=True)
         self._nodes[group.uid] = group
 
@@ -590,7 +591,8 @@ class HierarchyTree:
         parent = nodes[0].parent
         if any(n.parent is not parent for n in nodes):
             return False  # only siblings move together
-        assert parent is not None
+        if parent is None:
+            raise InternalError("the nodes moved have no parent, yet none is the root")
         rows = [n.row for n in nodes]
         if (step < 0 and rows[0] == 0) or (step > 0 and rows[-1] == len(parent.children) - 1):
             return False
@@ -619,7 +621,8 @@ class HierarchyTree:
         return not edit.obsolete
 
     def _do(self, op: Op) -> None:
-        assert self._recording is not None, "edits must run inside a change"
+        if self._recording is None:
+            raise InternalError("an edit of the tree ran outside a change (edits must run inside one)")
         ops, inverses = self._recording
         inverse = self._apply(op)
         if inverse is not None:  # None: the operation changed nothing
@@ -642,7 +645,8 @@ class HierarchyTree:
             _, uid, parent_uid, row = op
             node, target = self._nodes[uid], self._nodes[parent_uid]
             source = node.parent
-            assert source is not None
+            if source is None:
+                raise InternalError(f"the node {node.label!r} moved has no parent (the root never moves)")
             old_row = node.row
             if source is target and old_row == row:
                 return None
@@ -668,7 +672,8 @@ class HierarchyTree:
             _, uid = op
             node = self._nodes[uid]
             source = node.parent
-            assert source is not None
+            if source is None:
+                raise InternalError(f"the node {node.label!r} removed has no parent (the root is never removed)")
             row = node.row
             for observer in self.observers:
                 observer.before_remove(node)
@@ -708,7 +713,7 @@ class HierarchyTree:
             for observer in self.observers:
                 observer.after_reset()
             return ("reset", old_root.uid)
-        raise ValueError(f"unknown operation {op!r}")  # pragma: no cover
+        raise InternalError(f"unknown operation {op[0]!r} of the tree's history")  # pragma: no cover
 
 
 def _display_text(node: TreeNode, text: str | None) -> str | None:

@@ -93,3 +93,14 @@ def test_node_lookup_errors():
 def test_constructed_from_nodes_validates():
     with pytest.raises(HierarchyError, match="twice"):
         Hierarchy(HierarchyNode("*", (HierarchyNode("x"), HierarchyNode("*"))))
+
+
+def test_group_by_prefix_never_labels_a_group_as_the_key_of_its_values():
+    from privelet_gui.engine.model.builders import group_by_prefix
+
+    # "\x00leaves" is the builder's own key for a group's values: a prefix spelling it once
+    # crashed the builder (an assert); it is now a group like any other, relabelled.
+    hierarchy, moved = group_by_prefix(["x", "\x00leaves1", "\x00leaves2"], [7])
+    assert [n.label for n in hierarchy.root.children] == ["x", "\x00leaves*"]
+    assert [n.label for n in hierarchy.root.children[1].children] == ["\x00leaves1", "\x00leaves2"]
+    assert not moved

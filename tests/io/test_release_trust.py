@@ -240,3 +240,10 @@ def test_agreeing_flags_and_files_without_a_bit_source_read_as_they_say(tmp_path
     rewrite_release_file(path, meta=meta)
     with pytest.raises(ReleaseFileError, match='"bit_source" must be text'):
         load_release(path)
+
+
+def test_a_key_removed_as_soon_as_it_is_made_is_a_clear_error(private_ledger, monkeypatch):
+    # Another program removing the key between its making and its reading: an error saying so, not an assert.
+    monkeypatch.setattr(os, "link", lambda source, target: None)
+    with pytest.raises(PriveletError, match="was removed as soon as it was made"):
+        signing_key()

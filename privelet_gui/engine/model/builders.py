@@ -19,7 +19,7 @@ import itertools
 from collections.abc import Sequence
 from typing import TypeAlias
 
-from ..errors import HierarchyError
+from ..errors import HierarchyError, InternalError
 from .hierarchy import Hierarchy, HierarchyNode
 
 __all__ = ["flat", "group_by_prefix", "group_into_ranges", "parse_numbers"]
@@ -63,7 +63,7 @@ def group_by_prefix(values: Sequence[str], lengths: Sequence[int], root: str = "
     if not lengths or lengths[-1] < 1:
         raise HierarchyError("give at least one prefix length (a positive number of characters)")
     values = [str(v) for v in values]
-    taken = set(values) | {root}
+    taken = set(values) | {root, _LEAVES}  # no group is labelled as the key of its values
     labels: dict[tuple[int, str], str] = {}
 
     def label_for(level: int, prefix: str) -> str:
@@ -83,10 +83,12 @@ def group_by_prefix(values: Sequence[str], lengths: Sequence[int], root: str = "
             if len(value) <= length:
                 break  # the value is not longer than the prefix: it sits at this level
             sub = node.setdefault(label_for(len(lengths) - 1 - depth, prefix), {})
-            assert isinstance(sub, dict)
+            if not isinstance(sub, dict):
+                raise InternalError(f"the group {prefix!r} is also a list of values")
             node = sub
         leaves = node.setdefault(_LEAVES, [])
-        assert isinstance(leaves, list)
+        if not isinstance(leaves, list):
+            raise InternalError("a group's values are also a group")
         leaves.append(value)
 
     def build(label: str, content: _Content) -> HierarchyNode:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
-from ..errors import SchemaError, shown
+from ..errors import InternalError, SchemaError, shown
 from ..memory import byte_size
 from .hierarchy import Hierarchy
 
@@ -269,7 +269,8 @@ class NumericBins:
     def _inner_edge(self, k: int) -> float:
         if self.edges is not None:
             return self.edges[k]
-        assert self.width is not None
+        if self.width is None:
+            raise InternalError("bins without edges have no width")
         return float(self.stop) if k >= self._inner else float(self.start) + k * float(self.width)
 
     def edge(self, i: int) -> float:
@@ -295,7 +296,8 @@ class NumericBins:
 
     @cached_property
     def _edge_array(self) -> np.ndarray:
-        assert self.edges is not None
+        if self.edges is None:
+            raise InternalError("bins without edges were asked for their edge array")
         return np.asarray(self.edges, dtype=np.float64)
 
     def _inner_positions(self, numbers: np.ndarray) -> np.ndarray:
@@ -303,7 +305,8 @@ class NumericBins:
         if self.edges is not None:
             index = np.searchsorted(self._edge_array, numbers, side="right") - 1
             return np.where(np.isnan(numbers), np.nan, index.astype(np.float64))
-        assert self.width is not None
+        if self.width is None:
+            raise InternalError("bins without edges have no width")
         start, stop, width, count = float(self.start), float(self.stop), float(self.width), self._inner
         with np.errstate(invalid="ignore", over="ignore"):
             guess = np.floor((numbers - start) / width)
@@ -967,7 +970,8 @@ class OrdinalAttribute(_AttributeBase):
         base = self._value_labels
         if not self.missing_at_end:
             return base
-        assert self.missing is not None
+        if self.missing is None:
+            raise InternalError(f"attribute {self.name!r}: the missing values sit at the end, but no label names them")
         return _AppendedLabels(base, self.missing) if isinstance(base, _ComputedLabels) else (*base, self.missing)
 
     @cached_property
@@ -1044,7 +1048,8 @@ class OrdinalAttribute(_AttributeBase):
             # Fast path for integer columns: no parsing, no missing values possible.
             values = column.to_numpy()
             start = self.integer_start
-            assert start is not None
+            if start is None:
+                raise InternalError(f"attribute {self.name!r}: an integer domain without a first value")
             if len(values) and start <= int(values.min()) and int(values.max()) < start + self._value_count:
                 # Positions in int64: small integer types could not hold them, and uint64 does
                 # not mix with the other axes' signed codes.
@@ -1215,7 +1220,8 @@ class NominalAttribute(_AttributeBase):
     @cached_property
     def _coarse_labels(self) -> dict[str, str]:
         """Every node label of the finest hierarchy at or below the level -> its node at the level."""
-        assert self.finest is not None and self.level is not None
+        if self.finest is None or self.level is None:
+            raise InternalError(f"attribute {self.name!r}: coarse labels asked of an attribute with no hierarchy level")
         lay = self.finest.layout
         labels = self.finest.labels
         out: dict[str, str] = {}

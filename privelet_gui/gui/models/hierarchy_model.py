@@ -19,7 +19,7 @@ from typing import Any
 from PySide6.QtCore import QAbstractItemModel, QByteArray, QMimeData, QModelIndex, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QUndoStack
 
-from ...engine import Hierarchy
+from ...engine import Hierarchy, InternalError
 from ...formatting import counted
 from ...workspace.tree import HierarchyTree, Problem, TreeNode, tree_from_hierarchy, tree_from_json, tree_to_json
 from ..undo import UndoStackHistory
@@ -141,11 +141,13 @@ class HierarchyModel(QAbstractItemModel):
     # -- the tree's primitive operations as Qt row signals (TreeObserver) --------------------------
     def before_move(self, node: TreeNode, target: TreeNode, row: int) -> None:
         source = node.parent
-        assert source is not None
+        if source is None:
+            raise InternalError(f"the node {node.label!r} moved has no parent (the root never moves)")
         old_row = node.row
         destination = row + 1 if source is target and row > old_row else row
         ok = self.beginMoveRows(self.index_of(source), old_row, old_row, self.index_of(target), destination)
-        assert ok, f"invalid move of {node.label!r}"
+        if not ok:
+            raise InternalError(f"Qt refused the move of {node.label!r} that the tree checked")
 
     def after_move(self) -> None:
         self.endMoveRows()
@@ -157,7 +159,8 @@ class HierarchyModel(QAbstractItemModel):
         self.endInsertRows()
 
     def before_remove(self, node: TreeNode) -> None:
-        assert node.parent is not None
+        if node.parent is None:
+            raise InternalError(f"the node {node.label!r} removed has no parent (the root is never removed)")
         self.beginRemoveRows(self.index_of(node.parent), node.row, node.row)
 
     def after_remove(self) -> None:
@@ -315,7 +318,8 @@ class HierarchyModel(QAbstractItemModel):
         if not self.canDropMimeData(data, action, row, column, parent):
             return False
         nodes = self._decode(data)
-        assert nodes is not None
+        if nodes is None:
+            raise InternalError("the nodes dropped could not be read again after canDropMimeData read them")
         target = self.tree.node_by_uid(parent.internalId())
         self.move_nodes(nodes, target, row, text=f"Drag {self.tree.describe(nodes)} to {target.label!r}")
         # The move is done; the view must not remove the source rows (it would with True only

@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
 )
 
 from ... import io as pio
-from ...engine import Hierarchy, HierarchyError, PriveletError
+from ...engine import Hierarchy, HierarchyError, InternalError, PriveletError
 from ...qt.widgets import Banner, StepHeader, SwitchBox, fmt_bytes
 from ...workspace.model import MAX_CELLS, parse_bin_edges
 from ..document import AttributeConfig, Document
@@ -69,11 +69,13 @@ class _TypeDelegate(QStyledItemDelegate):
         return combo
 
     def setEditorData(self, editor: QWidget, index: ModelIndex) -> None:
-        assert isinstance(editor, QComboBox)
+        if not isinstance(editor, QComboBox):
+            raise InternalError(f"the kind column's editor is a {type(editor).__name__}, not the combo box made for it")
         editor.setCurrentText(str(index.data(Qt.ItemDataRole.EditRole)))
 
     def setModelData(self, editor: QWidget, model: QAbstractItemModel, index: ModelIndex) -> None:
-        assert isinstance(editor, QComboBox)
+        if not isinstance(editor, QComboBox):
+            raise InternalError(f"the kind column's editor is a {type(editor).__name__}, not the combo box made for it")
         model.setData(index, editor.currentText(), Qt.ItemDataRole.EditRole)
 
 

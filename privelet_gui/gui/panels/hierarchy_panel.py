@@ -40,7 +40,7 @@ from PySide6.QtWidgets import (
 )
 
 from ... import io as pio
-from ...engine import Hierarchy, HierarchyError, PriveletError
+from ...engine import Hierarchy, HierarchyError, InternalError, PriveletError
 from ...engine.model.builders import flat, group_by_prefix, group_into_ranges, parse_numbers
 from ...formatting import counted
 from ...qt import icons
@@ -404,7 +404,8 @@ class HierarchyPanel(QWidget):
         return self.model.node(self.proxy.mapToSource(index)) if index.isValid() else None
 
     def proxy_index(self, node: TreeNode) -> QModelIndex:
-        assert self.model is not None
+        if self.model is None:
+            raise InternalError("the hierarchy editor has no tree to show a node of")
         return self.proxy.mapFromSource(self.model.index_of(node))
 
     def select_nodes(self, nodes: list[TreeNode]) -> None:
@@ -536,7 +537,8 @@ class HierarchyPanel(QWidget):
 
     def _open_groups(self) -> list[int]:
         """Uids of the expanded groups (only open groups are walked: a big closed tree costs nothing)."""
-        assert self.model is not None
+        if self.model is None:
+            raise InternalError("the hierarchy editor has no tree whose groups could be open")
         uids: list[int] = []
         stack = [self.proxy.index(row, 0) for row in range(self.proxy.rowCount())]
         while stack:
@@ -571,7 +573,8 @@ class HierarchyPanel(QWidget):
     def _replace(self, hierarchy: object, text: str, *, public: bool = False) -> bool:
         """Replace the tree with ``hierarchy`` (one undoable change); an edited tree only once
         the custodian says so (True: replaced)."""
-        assert self.model is not None and self._config is not None
+        if self.model is None or self._config is None:
+            raise InternalError("the hierarchy editor replaced a tree while editing none")
         if self.model.tree.is_edited() and not self._dialogs().confirm(
             "Replace the hierarchy?",
             f"The hierarchy of {self._config.name!r} has groups or edits of yours, which this replaces "
@@ -587,7 +590,8 @@ class HierarchyPanel(QWidget):
         return True
 
     def _leaves(self) -> list[str]:
-        assert self.model is not None
+        if self.model is None:
+            raise InternalError("the hierarchy editor has no tree to take the leaves of")
         return list(self.model.leaves())
 
     def build_flat(self) -> None:
