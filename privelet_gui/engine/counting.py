@@ -153,8 +153,8 @@ class FrequencyCounter:
     allocated at once and chunks much smaller than it are scattered into it.
     ``encode_only=True`` says that only :meth:`flat_codes` will be called (the counts are
     gathered elsewhere, e.g. on a cluster): the matrix need not fit in this machine's memory.
-    A chunk of 2**20 rows or more is indexed on ``workers`` threads (default: one per CPU
-    core); the counts do not depend on their number.
+    A chunk of ``parallel_rows`` rows or more is indexed on ``workers`` threads (default: one per
+    CPU core); the counts depend on neither.
 
     Parameters
     ----------
@@ -168,6 +168,8 @@ class FrequencyCounter:
         See above.
     workers : int, optional, keyword-only
         See above (a positive integer).
+    parallel_rows : int, default 2**20, keyword-only
+        From this many rows on, a chunk is indexed on threads (a speed choice; tests make it small).
 
     Raises
     ------
@@ -186,6 +188,7 @@ class FrequencyCounter:
         chunked: bool = False,
         encode_only: bool = False,
         workers: int | None = None,
+        parallel_rows: int = _PARALLEL_ROWS,
     ):
         if invalid not in ("error", "drop"):
             raise SchemaError(f"invalid must be 'error' or 'drop', got {invalid!r}")
@@ -199,6 +202,7 @@ class FrequencyCounter:
         self.invalid = invalid
         self.chunked = chunked
         self.workers = usable_cores() if workers is None else thread_count(0, workers)
+        self.parallel_rows = parallel_rows
         self.report = CountReport(
             dropped={a.name: 0 for a in schema}, clamped={a.name: 0 for a in schema},
             missing_dropped={a.name: 0 for a in schema},
@@ -228,7 +232,7 @@ class FrequencyCounter:
         m = self.schema.size
         scatter = self._counts is not None or self.chunked
         rows = len(table)
-        threads = self.workers if rows >= _PARALLEL_ROWS else 1
+        threads = self.workers if rows >= self.parallel_rows else 1
         with ThreadPoolExecutor(threads, thread_name_prefix="privelet-count") if threads > 1 else nullcontext() as executor:
             pool = None if executor is None else _Pool(executor, threads)
             # the weights of a bincount, made ready while the columns are encoded (none where
@@ -442,12 +446,13 @@ def frequency_matrix(
     should_cancel: CancelCallback | None = None,
     total_rows: int | None = None,
     workers: int | None = None,
+    parallel_rows: int = _PARALLEL_ROWS,
 ) -> np.ndarray:
     """Count a table (a DataFrame or an iterable of DataFrame chunks) into M.
 
     Columns are matched to attributes by ``source_column``. Returns a float64
-    array of shape ``schema.shape`` holding integer counts. A large table's cell indices
-    are computed on ``workers`` threads (default: one per usable CPU core).
+    array of shape ``schema.shape`` holding integer counts. The cell indices of a chunk of
+    ``parallel_rows`` rows or more are computed on ``workers`` threads (default: one per usable CPU core).
 
     Parameters
     ----------
@@ -465,7 +470,9 @@ def frequency_matrix(
     total_rows : int, optional, keyword-only
         The number of rows expected, for the progress fraction (None: 0 until done).
     workers : int, optional, keyword-only
-        Threads for a chunk of 2**20 rows or more (a positive integer); the counts do not depend on it.
+        Threads for a chunk of ``parallel_rows`` rows or more (a positive integer); the counts do not depend on it.
+    parallel_rows : int, default 2**20, keyword-only
+        From this many rows on, a chunk's cell indices are computed on threads (a speed choice).
 
     Returns
     -------
@@ -503,7 +510,8 @@ def frequency_matrix(
     import pandas as pd
 
     single = isinstance(table, pd.DataFrame)
-    counter = FrequencyCounter(schema, invalid=invalid, chunked=not single, workers=workers)
+    counter = FrequencyCounter(schema, invalid=invalid, chunked=not single, workers=workers,
+                               parallel_rows=parallel_rows)
     steps = Progress(progress, should_cancel)
     chunks: Iterable[pd.DataFrame] = [table] if isinstance(table, pd.DataFrame) else table
     for chunk in chunks:

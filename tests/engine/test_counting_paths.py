@@ -21,7 +21,6 @@ from privelet_gui.engine import (
     OrdinalAttribute,
     PriveletError,
     Schema,
-    counting,
     frequency_matrix,
 )
 from privelet_gui.engine.counting import _INDEX_ROWS, _INT32_CELLS, _Pool, cell_indices
@@ -125,13 +124,12 @@ def count_threads() -> list[str]:
 
 
 @pytest.mark.parametrize("workers", [2, 3])
-def test_a_table_counted_on_threads_gives_the_serial_matrix_report_and_warning(monkeypatch, workers):
-    monkeypatch.setattr(counting, "_PARALLEL_ROWS", 1000)  # threads from 1,000 rows on
+def test_a_table_counted_on_threads_gives_the_serial_matrix_report_and_warning(workers):
     schema, table = brazil_like(20_000, seed=workers)
     with pytest.warns(DroppedRowsWarning) as serial_warning:
-        serial = frequency_matrix(table, schema, invalid="drop", workers=1)
-    with pytest.warns(DroppedRowsWarning) as threaded_warning:
-        threaded = frequency_matrix(table, schema, invalid="drop", workers=workers)
+        serial = frequency_matrix(table, schema, invalid="drop", workers=1, parallel_rows=1000)
+    with pytest.warns(DroppedRowsWarning) as threaded_warning:  # threads from 1,000 rows on
+        threaded = frequency_matrix(table, schema, invalid="drop", workers=workers, parallel_rows=1000)
     np.testing.assert_array_equal(threaded, expected_counts(schema, table))
     np.testing.assert_array_equal(serial, threaded)
     assert str(serial_warning[0].message) == str(threaded_warning[0].message)
@@ -139,23 +137,21 @@ def test_a_table_counted_on_threads_gives_the_serial_matrix_report_and_warning(m
     assert count_threads() == []
 
 
-def test_an_error_on_threads_is_the_serial_one_and_leaves_no_thread(monkeypatch):
-    monkeypatch.setattr(counting, "_PARALLEL_ROWS", 1000)
+def test_an_error_on_threads_is_the_serial_one_and_leaves_no_thread():
     schema, table = brazil_like(5000, seed=7)
     messages = []
     for workers in (1, 2):
         with pytest.raises(DomainError) as error:
-            frequency_matrix(table, schema, workers=workers)
+            frequency_matrix(table, schema, workers=workers, parallel_rows=1000)
         messages.append((str(error.value), error.value.attribute, error.value.count))
     assert messages[0] == messages[1] and messages[0][1] == "age"
     assert count_threads() == []
 
 
-def test_weights_filled_on_threads_are_reused_by_later_chunks(monkeypatch):
-    monkeypatch.setattr(counting, "_PARALLEL_ROWS", 1000)
+def test_weights_filled_on_threads_are_reused_by_later_chunks():
     schema, table = brazil_like(25_000, seed=3, incomes=10)  # 80,800 cells: chunks of 5,050 rows are bincounted
     table = table[table["age"].lt(101) & table["job"].cat.codes.lt(40)]
-    counter = FrequencyCounter(schema, workers=2)
+    counter = FrequencyCounter(schema, workers=2, parallel_rows=1000)
     counter.add(table.iloc[:6000])  # weights filled on the threads
     first = counter._weights
     assert len(first) == 6000 and np.all(first == 1.0)

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from privelet_gui.engine.kernels import noise as kernels
-from privelet_gui.engine.noise import exact as exact_module
 from privelet_gui.engine.noise.bits import BlockCipher
 from privelet_gui.engine.noise.exact import ExactSampler, WordStream, _LazyUniform, exp_neg_bounds
 
@@ -64,9 +63,8 @@ def test_lower_bit_thresholds_are_the_floors_of_their_exact_ratios(theta):
         assert (np.diff(row.astype(object)) > 0).all()
 
 
-def test_a_tie_on_a_lower_bit_threshold_is_decided_with_its_exact_conditional_probability(monkeypatch):
-    monkeypatch.setattr(exact_module, "_RATE_BITS", 0)  # gamma in (1/2, 1]: M = 5, C often non-zero
-    sampler = ExactSampler(Fraction(1, 37))
+def test_a_tie_on_a_lower_bit_threshold_is_decided_with_its_exact_conditional_probability():
+    sampler = ExactSampler(Fraction(1, 37), rate_bits=0)  # gamma in (1/2, 1]: M = 5, C often non-zero
     u = 4
     tied = int(sampler.lower_next[u, 0])  # U's first 64 bits equal floor(2^64 R(4, 0))
     lo, _ = sampler._lower_bounds(u, 0, 192)

@@ -19,7 +19,6 @@ from privelet_gui.engine import (
     Sizing,
 )
 from privelet_gui.engine.kernels import noise as kernels
-from privelet_gui.engine.noise import exact as exact_module
 from privelet_gui.engine.noise.bits import BlockCipher, release_key
 from privelet_gui.engine.noise.calibration import discrete_laplace_variance
 from privelet_gui.engine.noise.exact import (
@@ -30,7 +29,7 @@ from privelet_gui.engine.noise.exact import (
     exact_sampler,
     exp_neg_bounds,
 )
-from privelet_gui.engine.noise.samplers import exact_float
+from privelet_gui.engine.noise.samplers import SamplerSizing, exact_float
 
 from .sampling import KEY, ScriptedStream, draw
 from .stats import bin_counts, chi_square, chi_square_limit, discrete_laplace_bins
@@ -159,18 +158,17 @@ def test_a_tie_on_the_c_threshold_is_decided_with_its_exact_conditional_probabil
     assert abs(zero / runs - share) < 5 * math.sqrt(share * (1 - share) / runs)
 
 
-def test_rare_paths_give_the_exact_law_when_they_are_made_common(monkeypatch):
+def test_rare_paths_give_the_exact_law_when_they_are_made_common():
     # gamma in (1/4, 1/2] makes C non-zero one draw in five; flagging every guide cell sends
     # every draw to the full protocol: the law must not change.
-    monkeypatch.setattr(exact_module, "_RATE_BITS", 1)
     exact_sampler.cache_clear()
     theta = Fraction(1, 37)
-    sampler = exact_sampler(theta)
+    sampler = exact_sampler(theta, rate_bits=1)  # the one the draws below share (cached)
     assert sampler.low_bits == 4
     sampler.word_guide |= np.uint32(kernels.SEARCH_FLAG)
     try:
         count = 300_000
-        z = draw("exact", theta, count)
+        z = draw("exact", theta, count, sizing=SamplerSizing(rate_bits=1))
     finally:
         exact_sampler.cache_clear()
     # every value from -120 to 120 on its own (this tests L's bits one by one), tails pooled
@@ -184,16 +182,15 @@ def test_rare_paths_give_the_exact_law_when_they_are_made_common(monkeypatch):
 
 
 @pytest.mark.parametrize("theta, digits", [(Fraction(1, 37), 5), (Fraction(1, 2**27), 27)])
-def test_each_digit_of_the_remainder_has_its_exact_probability(monkeypatch, theta, digits):
+def test_each_digit_of_the_remainder_has_its_exact_probability(theta, digits):
     # gamma in (1/2, 1]: C is non-zero in a third of the draws, with lower bits below its top, so
     # each digit's probability differs from its neighbours' (a digit taken from the wrong bit, or
     # not cleared by C, shows)
-    monkeypatch.setattr(exact_module, "_RATE_BITS", 0)
     exact_sampler.cache_clear()
     try:
-        assert exact_sampler(theta).low_bits == digits
+        assert exact_sampler(theta, rate_bits=0).low_bits == digits
         count = 1_000_000
-        z = draw("exact", theta, count)
+        z = draw("exact", theta, count, sizing=SamplerSizing(rate_bits=0))
     finally:
         exact_sampler.cache_clear()
     remainder = np.abs(z).astype(np.int64) & ((1 << digits) - 1)

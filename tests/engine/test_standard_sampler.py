@@ -13,9 +13,8 @@ import numpy as np
 import pytest
 
 from privelet_gui.engine.kernels import noise as kernels
-from privelet_gui.engine.noise import samplers as samplers_module
 from privelet_gui.engine.noise.calibration import discrete_laplace_variance
-from privelet_gui.engine.noise.samplers import StandardParameters
+from privelet_gui.engine.noise.samplers import SamplerSizing, StandardParameters
 
 from .sampling import draw
 from .stats import chi_square, chi_square_limit
@@ -102,13 +101,12 @@ def test_the_inversion_agrees_with_exact_arithmetic_word_by_word():
     assert abs(got[-1] - 52 * math.log(2) * 2**30) < 1  # floor(36.04 S + 1/2)
 
 
-def test_the_split_draw_above_2_40_gives_the_exact_law(monkeypatch):
+def test_the_split_draw_above_2_40_gives_the_exact_law():
     # The split at scales above 2^40 is made common: at scale 50 with 2 bits of H's scale,
     # m = 4, and "-0" (B = 1, Y = 0: probability (1 - a) / 2, about 1%) is drawn again.
-    monkeypatch.setattr(samplers_module, "_FLOAT_SCALE_BITS", 2)
     theta = Fraction(1, 50)
-    assert StandardParameters(theta).split_bits == 4
-    z = draw("standard", theta, 300_000)
+    assert StandardParameters(theta, float_scale_bits=2).split_bits == 4
+    z = draw("standard", theta, 300_000, sizing=SamplerSizing(float_scale_bits=2))
     statistic, cells = value_statistic(z, float(theta), reach=300)
     assert statistic < chi_square_limit(cells), (statistic, cells)
     assert z.var() == pytest.approx(discrete_laplace_variance(float(theta)), rel=0.03)

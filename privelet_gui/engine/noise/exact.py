@@ -26,13 +26,14 @@ from ..errors import InternalError, PriveletError
 from ..kernels.noise import GUIDE_BITS, LOWER_PREFIX_BITS, SEARCH_FLAG, V_PREFIX_BITS
 from .bits import BlockCipher
 
-__all__ = ["ExactSampler", "WordStream", "exact_sampler", "exp_neg_bounds"]
+__all__ = ["RATE_BITS", "ExactSampler", "WordStream", "exact_sampler", "exp_neg_bounds"]
 
 Bounds = Callable[[int], tuple[int, int]]
 
-# gamma = theta 2**M lies in (2**-(b + 1), 2**-b] for this b: V then takes about 22 / gamma
-# < 2**14 values above its 32-bit prefix's floor, and C is non-zero with probability below 2**-(b + 1).
-_RATE_BITS = 8
+#: The default ``rate_bits`` b of :class:`ExactSampler`: gamma = theta 2**M lies in (2**-(b + 1), 2**-b],
+#: so that V takes about 22 / gamma < 2**14 values above its 32-bit prefix's floor, and C is non-zero
+#: with probability below 2**-(b + 1). A speed and table-size choice: the law of the noise is the same.
+RATE_BITS = 8
 _WORD = 64
 # V's ties at 32 bits are decided by one more word: its thresholds are also kept at 32 + 64 bits.
 _V_EXTENDED_BITS = V_PREFIX_BITS + _WORD
@@ -153,17 +154,19 @@ class ExactSampler:
     """Exact discrete Laplace noise with rate ``theta`` per grid unit (see the module docstring).
 
     The tables are built when the sampler is made (a few milliseconds) and only read afterwards:
-    threads share one sampler.
+    threads share one sampler. ``rate_bits`` (default :data:`RATE_BITS`) sizes M, so that the rare
+    paths (C non-zero, a tie) have probability below ``2**-(rate_bits + 1)``; tests make them common
+    with a small one. The law of the noise does not depend on it.
     """
 
     name = "exact"
 
-    def __init__(self, theta: Fraction):
+    def __init__(self, theta: Fraction, *, rate_bits: int = RATE_BITS):
         if theta <= 0:
             raise PriveletError(f"the noise rate must be positive, got {theta}")
         self.theta = Fraction(theta)
         # M, the bits of the remainder L: gamma = theta 2**M in (2**-(b+1), 2**-b] (M = 0 for larger theta)
-        ratio = Fraction(1, 1 << _RATE_BITS) / self.theta
+        ratio = Fraction(1, 1 << rate_bits) / self.theta
         low_bits = max(0, ratio.numerator.bit_length() - ratio.denominator.bit_length() + 1)
         while low_bits and (1 << low_bits) > ratio:
             low_bits -= 1
@@ -374,6 +377,6 @@ class ExactSampler:
 
 
 @lru_cache(maxsize=32)
-def exact_sampler(theta: Fraction) -> ExactSampler:
-    """The shared :class:`ExactSampler` for ``theta`` (its tables take milliseconds to build)."""
-    return ExactSampler(theta)
+def exact_sampler(theta: Fraction, *, rate_bits: int = RATE_BITS) -> ExactSampler:
+    """The shared :class:`ExactSampler` for ``theta`` and ``rate_bits`` (its tables take milliseconds to build)."""
+    return ExactSampler(theta, rate_bits=rate_bits)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from fractions import Fraction
 from functools import partial
 
@@ -20,9 +21,9 @@ from ..errors import InternalError
 from ..kernels import noise as kernels
 from .bits import BlockCipher
 from .calibration import NoiseCalibration, Sampler, check_sampler
-from .exact import ExactSampler, WordStream, exact_sampler
+from .exact import RATE_BITS, ExactSampler, WordStream, exact_sampler
 
-__all__ = ["NoiseSampler", "StandardParameters", "noise_sampler"]
+__all__ = ["FLOAT_SCALE_BITS", "NoiseSampler", "SamplerSizing", "StandardParameters", "noise_sampler"]
 
 # Draws per chunk: their AES blocks and statuses stay in the CPU cache.
 CHUNK = 1 << 14
@@ -31,36 +32,60 @@ CHUNK = 1 << 14
 CHUNK_BYTES = CHUNK * (16 + 16 + 16 + 3 * 8)
 # Blocks of a draw's stream read at once when block 0 did not suffice.
 _MORE_BLOCKS = 2
-# Up to this scale (grid units) the standard sampler's S E + c resolves single units.
-_FLOAT_SCALE_BITS = 40
+#: The default ``float_scale_bits`` of :class:`StandardParameters`: up to a scale of 2**this (grid
+#: units) the standard sampler's S E + c resolves single units; above it the draw is split.
+FLOAT_SCALE_BITS = 40
 
 _NO_FLAT = np.empty(0, dtype=np.int64)
 
 
+@dataclass(frozen=True)
+class SamplerSizing:
+    """The samplers' sizing knobs: table sizes and where a draw takes its slower path, never the
+    law of the noise. The defaults are the release's; tests make the rare paths common with
+    small ones.
+
+    Parameters
+    ----------
+    rate_bits
+        The exact sampler's b (:class:`~privelet_gui.engine.noise.exact.ExactSampler`): its rare
+        paths have probability below ``2**-(b + 1)``.
+    float_scale_bits
+        The standard sampler's split (:class:`StandardParameters`): above a scale of
+        ``2**float_scale_bits`` grid units a draw is a quotient and low bits.
+    """
+
+    rate_bits: int = RATE_BITS
+    float_scale_bits: int = FLOAT_SCALE_BITS
+
+
 class StandardParameters:
     """The standard sampler (docs/math.md, "The standard sampler"): ``|Z| = floor(S E + c)`` with
-    ``E = -log V``, ``S = 1 / theta``, ``c = S log(2 / (1 + a))``; above ``2**40`` grid units a
-    quotient by inversion at ``S / 2**m`` and m low bits by rejection."""
+    ``E = -log V``, ``S = 1 / theta``, ``c = S log(2 / (1 + a))``; above ``2**float_scale_bits``
+    (default 2**40) grid units a quotient by inversion at ``S / 2**m`` and m low bits by rejection."""
 
     name = "standard"
 
-    def __init__(self, theta: Fraction):
+    def __init__(self, theta: Fraction, *, float_scale_bits: int = FLOAT_SCALE_BITS):
         self.theta = float(theta)
         scale = 1 / theta
         self.scale = float(scale)
         self.offset = -math.log1p(math.expm1(-self.theta) / 2) / self.theta
-        self.split_bits = max(0, math.ceil(math.log2(scale)) - _FLOAT_SCALE_BITS) if scale > 1 else 0
+        self.split_bits = max(0, math.ceil(math.log2(scale)) - float_scale_bits) if scale > 1 else 0
         self.block_scale = float(scale / (1 << self.split_bits))
 
 
 class NoiseSampler:
-    """The named sampler of one calibration, ready to noise blocks (threads share it)."""
+    """The named sampler of one calibration, ready to noise blocks (threads share it); ``sizing``
+    sizes its tables and slow paths (:class:`SamplerSizing`, the release's by default)."""
 
-    def __init__(self, name: Sampler, calibration: NoiseCalibration):
+    def __init__(self, name: Sampler, calibration: NoiseCalibration, *, sizing: SamplerSizing | None = None):
         self.name = check_sampler(name)
         self.calibration = calibration
+        sizing = SamplerSizing() if sizing is None else sizing
         theta = calibration.theta
-        self.exact: ExactSampler | None = exact_sampler(theta) if self.name == "exact" else None
+        self.exact: ExactSampler | None = (exact_sampler(theta, rate_bits=sizing.rate_bits) if self.name == "exact"
+                                           else None)
         if self.exact is not None:
             self.shift = self.exact.low_bits
             low_bits, word_guide, zero_threshold = self.exact.common_tables
@@ -71,7 +96,7 @@ class NoiseSampler:
                 kernels.exact_draws, low_bits=low_bits, v_thresholds=thresholds, v_remainders=remainders,
                 q_thresholds=below, lower_first=lower_first, lower_next=lower_next)
         else:
-            standard = StandardParameters(theta)
+            standard = StandardParameters(theta, float_scale_bits=sizing.float_scale_bits)
             self.shift = standard.split_bits
             self._common = None
             self._draws = partial(kernels.standard_draws, scale=standard.scale, offset=standard.offset,
