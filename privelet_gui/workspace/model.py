@@ -57,6 +57,7 @@ from ..io.project import Project, WorkloadChoice
 from .events import Event
 from .history import FieldChange, History, UndoHistory
 from .jobs import ReleaseJob, ReleaseOutcome
+from .steps import MAX_CELLS
 from .tree import HierarchyTree, Problem, TreeNode, tree_from_json, tree_to_json
 from .workload import AdviceKey, BestSa, ResultCache, SearchKey, find_best_sa, search_seconds
 
@@ -85,8 +86,6 @@ MissingChoice = Literal["refuse", "drop", "own", "value"]
 MAX_DEFAULT_VALUES = 1000
 #: A switch to nominal starts from a flat tree of the values when there are at most this many.
 MAX_TREE_VALUES = 100_000
-#: The largest frequency matrix a release is started for (8 bytes a cell, a few copies).
-MAX_CELLS = 1 << 27
 #: Columns are included by default while the matrix has at most this many cells per row of the
 #: table (and at most MAX_CELLS): beyond it most cells are empty and the noise swamps them.
 DEFAULT_CELLS_PER_ROW = 10

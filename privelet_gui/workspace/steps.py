@@ -18,7 +18,11 @@ from ..io import ColumnSummary
 if TYPE_CHECKING:
     from .model import AttributeConfig, Workspace
 
-__all__ = ["STEPS", "StepIssue", "StepState", "StepStatus", "attribute_issues", "release_blockers", "step_status"]
+__all__ = ["MAX_CELLS", "STEPS", "StepIssue", "StepState", "StepStatus", "attribute_issues", "release_blockers", "step_status"]
+
+#: The largest frequency matrix a release is started for (8 bytes a cell, a few copies); the
+#: workspace model (which asks these rules) re-exports it.
+MAX_CELLS = 1 << 27
 
 StepState = Literal["done", "todo", "warning", "error"]
 Severity = Literal["error", "warning"]
@@ -155,8 +159,6 @@ def _data(workspace: Workspace) -> StepStatus:
 
 
 def _attributes(workspace: Workspace) -> StepStatus:
-    from .model import MAX_CELLS
-
     if not workspace.configs:
         return StepStatus("todo", "open a table first")
     included = workspace.included()
