@@ -163,6 +163,6 @@ def test_projects_saved_before_keep_their_mechanism(workspace):
     fresh = Workspace()
     fresh.apply_project(project, None, workspace.summary)
     assert fresh.mechanism == "privelet" and fresh.release_spec().label == "privelet"
-    with pytest.raises(ProjectError, match="mechanism must be one of best, privelet"):
+    with pytest.raises(ProjectError, match="mechanism\" must be one of best, privelet"):
         project_from_json({**old, "privacy": {**old["privacy"], "mechanism": "wavelets"}})
     assert Project().mechanism == "privelet+"  # a project file without a mechanism: the paper's, as before
