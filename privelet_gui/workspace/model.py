@@ -594,10 +594,13 @@ class Workspace:
         def here(spec: ReleaseSpec) -> ReleaseSpec:
             return base.replace(mechanism=STRATEGIES, sa=(), strategies=spec.axis_strategies)
 
-        return dataclasses.replace(
-            result, spec=here(result.spec), error=result.error * scale,
-            alternatives={name: (here(spec), error * scale) for name, (spec, error) in result.alternatives.items()},
-        )
+        try:
+            return dataclasses.replace(
+                result, spec=here(result.spec), error=result.error * scale,
+                alternatives={name: (here(spec), error * scale) for name, (spec, error) in result.alternatives.items()},
+            )
+        except PriveletError as exc:  # an epsilon these measurements cannot serve: say why
+            return str(exc)
 
     def store_best_strategy(self, key: SearchKey, result: StrategyChoice | str) -> None:
         """A choice of strategies finished on the app's worker: keep it, and announce it if it is current."""

@@ -232,6 +232,12 @@ def open_sample(win: Any, qtbot: Any, *, with_schema: bool = True) -> Any:
     return win.document.summary
 
 
+def wait_for_best_strategy(win: Any, qtbot: Any) -> Any:
+    """Wait until the window's worker has chosen the best strategy for the current settings."""
+    qtbot.waitUntil(lambda: win.document.best_strategy_result() is not None, timeout=60_000)
+    return win.document.best_strategy_result()
+
+
 @pytest.fixture
 def sample_window(window: Any, qtbot: Any) -> Any:
     open_sample(window, qtbot)

@@ -388,7 +388,7 @@ class ReleasePanel(QWidget):
     def _bound_text(self) -> str:
         spec = self._doc.release_spec()
         if spec is None:
-            return "—"
+            return "once the best strategy is chosen (Privacy step)" if self._doc.best_strategy_problem() else "—"
         if not spec.model.ready:
             return "computing..."
         variance = spec.worst_case_variance()
