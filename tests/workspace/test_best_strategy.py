@@ -10,7 +10,7 @@ import pytest
 
 from privelet_gui import io as pio
 from privelet_gui.engine import ReleaseSpec, best_strategy, recommend_sa
-from privelet_gui.io.choices import release_choices, redo_script
+from privelet_gui.io.choices import redo_script, release_choices
 from privelet_gui.io.project import (
     Project,
     ProjectError,
