@@ -881,7 +881,7 @@ class PrivacyPanel(QWidget):
             rows[mechanism] = quintile_summary(coverage, spec.variances(workload))
         self.expected_plot.set_rows(rows, epsilon=self._doc.epsilon)
         self.factor_plot.set_factors(variance_model(schema).factors, sa)
-        self.preview_note.setText(public_total_text(self._doc.release_spec()))
+        self.preview_note.setText(public_total_text(self._doc.release_spec(mechanism="privelet+")))  # the same shift for every mechanism
 
     def _fit_table(self) -> None:
         height = self.table.horizontalHeader().sizeHint().height() + 2 * self.table.frameWidth()

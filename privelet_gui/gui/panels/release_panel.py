@@ -361,7 +361,7 @@ class ReleasePanel(QWidget):
         labels["epsilon"].setText(f"{doc.epsilon:g}")
         labels["ledger"].setText(doc.spending_text() or "—")
         labels["bound"].setText(self._bound_text())
-        spec = doc.release_spec()
+        spec = doc.release_spec(mechanism="privelet+")  # the shift to the public total is the same for every mechanism
         labels["post"].setText(post_processing_text(spec) if spec is not None else "—")
         try:
             job: ReleaseJob | None = doc.release_job()
