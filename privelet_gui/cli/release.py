@@ -140,16 +140,6 @@ def workload_of(args: argparse.Namespace, schema: Any) -> Any:
     return workloads_from_descriptions(args.workload, schema)
 
 
-def choice_record(choice: Any) -> dict[str, Any]:
-    """What a release file says about how its strategy was chosen (data-free figures only)."""
-    return {
-        "workload": choice.workload,
-        "objective": choice.objective,
-        "expected_error": choice.error,
-        "alternatives": {name: error for name, (_spec, error) in choice.alternatives.items()},
-    }
-
-
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -255,7 +245,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
         sample_table_path,
         save_release,
     )
-    from ..io.choices import ReleaseChoices, choices_metadata
+    from ..io.choices import STRATEGY_CHOICE_KEY, ReleaseChoices, choices_metadata, strategy_choice_record
     from ..io.ledger import Ledger, PlannedRelease, Reservation, check_dataset_name, spend_budget
     from ..io.signing import signing_key
     from ..io.zarr_releases import check_zarr_target, save_zarr_release
@@ -299,7 +289,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
     )
     extra = choices_metadata(choices, {"source": "demo" if args.demo else None}, paths=args.record_paths)
     if choice is not None:
-        extra["strategy_choice"] = choice_record(choice)
+        extra[STRATEGY_CHOICE_KEY] = strategy_choice_record(choice)
     rng = np.random.default_rng(args.seed) if args.seed is not None else None
     ledger = Ledger()
     # Keyed with the ledger's salt (a damaged ledger is refused here, before the counting);

@@ -47,7 +47,7 @@ from ..formatting import counted
 from ..io import TableSummary, summarize_table
 from ..io.choices import write_redo_script
 from ..io.ledger import BudgetCheck
-from ..io.project import PROJECT_SUFFIX, Project, load_project, save_project
+from ..io.project import BEST_STRATEGY, PROJECT_SUFFIX, Project, load_project, save_project
 from ..io.recovery import Orphan, RecoveryStore
 from ..io.report import write_release_report
 from ..io.zarr_releases import is_zarr_release
@@ -413,7 +413,12 @@ class MainWindow(QMainWindow):
 
     def _update_settings_label(self) -> None:
         doc = self.document
-        self.settings_label.setText(f"ε = {doc.epsilon:g} · {mechanism_name(doc.mechanism)} · S_A = {{{', '.join(doc.effective_sa())}}}")
+        if doc.mechanism == BEST_STRATEGY:
+            spec = doc.release_spec()
+            chosen = spec.name if spec is not None else "choosing..."
+            self.settings_label.setText(f"ε = {doc.epsilon:g} · {doc.mechanism_text()}: {chosen}")
+        else:
+            self.settings_label.setText(f"ε = {doc.epsilon:g} · {doc.mechanism_text()} · S_A = {{{', '.join(doc.effective_sa())}}}")
 
     def _edit_hierarchy(self, column: str) -> None:
         self.go_to("hierarchies")

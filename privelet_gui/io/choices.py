@@ -23,7 +23,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..engine import NEIGHBOUR_NAMES, STRATEGIES, PriveletError, ReleaseSpec
@@ -31,14 +31,19 @@ from .atomic import atomic_write
 from .releases import load_release_metadata
 from .schema import load_schema, schema_to_json
 
+if TYPE_CHECKING:
+    from ..engine import StrategyChoice
+
 __all__ = [
     "CHOICES_KEY",
     "SA_RULES",
+    "STRATEGY_CHOICE_KEY",
     "ReleaseChoices",
     "choices_metadata",
     "redo_arguments",
     "redo_script",
     "release_choices",
+    "strategy_choice_record",
     "write_redo_script",
 ]
 
@@ -47,6 +52,9 @@ CHOICES_KEY = "choices"
 #: How the strategy or S_A was chosen: the paper's rule, the S_A with the least expected error on a
 #: workload, the per-axis strategies with the least expected error on a workload, or named by the custodian.
 SA_RULES = ("auto", "best", "best-strategy", "given")
+#: Where a release file's metadata keeps how its strategy was chosen (sa_rule ``"best-strategy"``):
+#: ``metadata["extra"][STRATEGY_CHOICE_KEY]`` (:func:`strategy_choice_record`).
+STRATEGY_CHOICE_KEY = "strategy_choice"
 
 
 @dataclass(frozen=True)
@@ -144,6 +152,17 @@ def choices_metadata(
     table's and the schema file's paths only with ``paths`` (see the module docstring)."""
     recorded = choices if paths else replace(choices, table=None, schema=None)
     return {**(extra or {}), CHOICES_KEY: recorded.to_json()}
+
+
+def strategy_choice_record(choice: StrategyChoice) -> dict[str, Any]:
+    """What a release file says about how its strategy was chosen (data-free figures only): the
+    workload, the objective, the expected error and the alternatives' on the same workload."""
+    return {
+        "workload": choice.workload,
+        "objective": choice.objective,
+        "expected_error": choice.error,
+        "alternatives": {name: error for name, (_spec, error) in choice.alternatives.items()},
+    }
 
 
 def release_choices(meta: Mapping[str, Any]) -> ReleaseChoices | None:

@@ -2,8 +2,8 @@
 
 A project holds the table's path and reading options (texts meaning missing included), the schema (attributes with
 their domains and hierarchies, written with :func:`schema_to_json`), the privacy
-settings (epsilon, S_A and how it was chosen, neighbouring notion, mechanism, noise
-sampler), the counting policy and the workload the custodian expects users to ask
+settings (epsilon, S_A and how it was chosen, neighbouring notion, mechanism or "best" with
+the strategies last chosen, noise sampler), the counting policy and the workload the custodian expects users to ask
 (:class:`WorkloadChoice`: it chooses S_A under the ``"best"`` rule and guides the
 advisor). It never holds data or counts. Hierarchies that are being edited and are not valid
 yet (an empty group, a duplicate label) are kept as *drafts* so that nothing the
@@ -34,22 +34,24 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 from ..engine import NEIGHBOURS, SAMPLER, SAMPLERS, Neighbours, Sampler, check_epsilon
 from ..engine.accuracy.workloads import OBJECTIVES, PAPER_QUERIES
 from ..engine.counting import INVALID_POLICIES, InvalidPolicy
 from ..engine.errors import PriveletError
 from ..engine.model.schema import Schema
-from ..engine.spec import MECHANISMS, Mechanism
 from ._json import is_finite_number, loads, shown
 from .atomic import atomic_write
 
 __all__ = [
+    "BEST_STRATEGY",
+    "MECHANISM_CHOICES",
     "PROJECT_FORMAT",
     "PROJECT_SUFFIX",
     "PROJECT_VERSION",
     "SA_RULES",
+    "MechanismChoice",
     "Project",
     "ProjectError",
     "WorkloadChoice",
@@ -61,12 +63,18 @@ __all__ = [
 ]
 
 PROJECT_FORMAT = "privelet-studio-project"
-PROJECT_VERSION = 3
+PROJECT_VERSION = 4
 PROJECT_SUFFIX = ".privelet"
 
 #: How S_A was chosen: by the custodian, by the recommendation rule, or as the best subset for
 #: the project's workload (with either rule it follows the schema).
 SA_RULES = ("chosen", "recommended", "best")
+
+#: What a project releases with: the per-axis strategies with the least expected error on its
+#: workload (chosen again whenever the settings change), or one of the paper's mechanisms.
+MechanismChoice = Literal["best", "privelet+", "privelet", "basic"]
+BEST_STRATEGY: Final = "best"
+MECHANISM_CHOICES: tuple[MechanismChoice, ...] = (BEST_STRATEGY, "privelet+", "privelet", "basic")
 
 
 class ProjectError(PriveletError):
@@ -156,7 +164,9 @@ class Project:
     ``sampler`` is the noise sampler (:data:`~privelet_gui.engine.SAMPLERS`, exact by default).
     ``sa_rule`` says how S_A was chosen (:data:`SA_RULES`); with ``"recommended"`` the app
     keeps it equal to the recommended S_A of the current schema, with ``"best"`` equal to the
-    best subset for ``workload`` (``sa`` then records the S_A at saving time).
+    best subset for ``workload`` (``sa`` then records the S_A at saving time). ``mechanism``
+    ``"best"`` releases the per-axis strategies with the least expected error on ``workload``;
+    ``strategies`` records those chosen at saving time (the app chooses them again on opening).
     """
 
     table_path: Path | None = None
@@ -166,9 +176,10 @@ class Project:
     sa: tuple[str, ...] = ()
     sa_rule: str = "chosen"
     neighbours: Neighbours = "replace"
-    mechanism: Mechanism = "privelet+"
+    mechanism: MechanismChoice = "privelet+"
     sampler: Sampler = SAMPLER
     invalid: InvalidPolicy = "error"
+    strategies: tuple[str, ...] = ()
     attribute_order: tuple[str, ...] = ()
     drafts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     workload: WorkloadChoice = field(default_factory=WorkloadChoice)
@@ -186,8 +197,11 @@ class Project:
             raise ProjectError(str(exc)) from None
         if self.neighbours not in NEIGHBOURS:
             raise ProjectError(f"neighbours must be one of {NEIGHBOURS}, got {self.neighbours!r}")
-        if self.mechanism not in MECHANISMS:
-            raise ProjectError(f"mechanism must be one of {MECHANISMS}, got {self.mechanism!r}")
+        if self.mechanism not in MECHANISM_CHOICES:
+            raise ProjectError(f"mechanism must be one of {MECHANISM_CHOICES}, got {self.mechanism!r}")
+        object.__setattr__(self, "strategies", tuple(self.strategies))
+        if not all(isinstance(name, str) and name for name in self.strategies):
+            raise ProjectError(f"the strategies are names, one per attribute, got {list(self.strategies)!r}")
         if self.sampler not in SAMPLERS:
             raise ProjectError(f"sampler must be one of {SAMPLERS}, got {self.sampler!r}")
         if self.sa_rule not in SA_RULES:
@@ -281,6 +295,7 @@ def project_to_json(project: Project, base_dir: str | os.PathLike[str] | None = 
             "sa_rule": project.sa_rule,
             "neighbours": project.neighbours,
             "mechanism": project.mechanism,
+            "strategies": list(project.strategies),
             "sampler": project.sampler,
         },
         "counting": {"invalid": project.invalid},
@@ -353,7 +368,12 @@ def migrate_project(obj: Any) -> dict[str, Any]:
         privacy = migrated.get("privacy")
         if isinstance(privacy, Mapping):  # anything else is refused by project_from_json
             migrated["privacy"] = {**privacy, "sampler": SAMPLER}
-        migrated["version"] = 3
+        migrated["version"] = version = 3
+    if version == 3:
+        # Version 4 added the mechanism "best" and the strategies it chose; a version 3 project
+        # has neither and reads unchanged. An older Privelet Studio must not open a version 4
+        # project, which may release with a mechanism it does not have.
+        migrated["version"] = 4
     return migrated
 
 
@@ -384,6 +404,9 @@ def project_from_json(obj: Any, base_dir: str | os.PathLike[str] | None = None) 
     _names(order, "attribute_order", unique=True)
     sa = privacy.get("sa", [])
     _names(sa, "privacy.sa", unique=True)
+    strategies = privacy.get("strategies", [])
+    if not isinstance(strategies, list) or not all(isinstance(name, str) and name for name in strategies):
+        raise ProjectError(f'"privacy.strategies" must be a list of strategy names, got {shown(strategies)}')
     epsilon = privacy.get("epsilon", 1.0)
     if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not is_finite_number(epsilon):
         raise ProjectError(f'"privacy.epsilon" must be a positive number, got {shown(epsilon)}')
@@ -395,7 +418,8 @@ def project_from_json(obj: Any, base_dir: str | os.PathLike[str] | None = None) 
         sa=tuple(sa),
         sa_rule=_choice(privacy, "sa_rule", "chosen", SA_RULES, "privacy"),
         neighbours=_choice(privacy, "neighbours", "replace", NEIGHBOURS, "privacy"),
-        mechanism=_choice(privacy, "mechanism", "privelet+", MECHANISMS, "privacy"),
+        mechanism=_choice(privacy, "mechanism", "privelet+", MECHANISM_CHOICES, "privacy"),
+        strategies=tuple(strategies),
         sampler=_choice(privacy, "sampler", SAMPLER, SAMPLERS, "privacy"),
         invalid=_choice(counting, "invalid", "error", INVALID_POLICIES, "counting"),
         attribute_order=tuple(order),

@@ -41,12 +41,13 @@ from ..engine import (
     Progress,
     Release,
     ReleaseSpec,
+    StrategyChoice,
     available_memory,
     byte_size,
     margin95,
     measure_release,
 )
-from ..io.choices import ReleaseChoices, choices_metadata
+from ..io.choices import STRATEGY_CHOICE_KEY, ReleaseChoices, choices_metadata, strategy_choice_record
 from ..io.ledger import BudgetCheck, Ledger, PlannedRelease, Spending, check_budget, spend_budget
 from ..io.releases import ReleaseWarning
 from ..io.zarr_releases import is_zarr_release
@@ -85,13 +86,27 @@ CancelFunction = Callable[[], bool]
 class ReleaseJob:
     """Everything a release needs; frozen so the worker sees a consistent snapshot.
 
-    The release itself is :attr:`spec`, already validated by the caller.
+    The release itself is :attr:`spec`, already validated by the caller. When its strategies
+    were chosen as the best for a workload, :attr:`strategy_choice` is that choice and
+    :attr:`workload` the workload as ``--workload`` descriptions: the release file records both.
     """
 
     table_path: Path
     options: Any  # io.TableOptions
     spec: ReleaseSpec
     measure_error: bool = True  # measure the release's error on the true data (custodian only)
+    strategy_choice: StrategyChoice | None = None
+    workload: tuple[str, ...] = ()
+
+    def choices(self) -> ReleaseChoices:
+        """What a script needs to make this release again (recorded in its file)."""
+        chosen = self.strategy_choice
+        return ReleaseChoices.of(
+            self.spec, table=self.table_path, schema=None, options=self.options,
+            sa_rule="given" if chosen is None else "best-strategy",
+            workload=self.workload if chosen is not None else (),
+            objective=chosen.objective if chosen is not None else "mean",
+        )
 
     @property
     def unmeasured_reason(self) -> str | None:
@@ -130,6 +145,7 @@ class ReleaseOutcome:
     ledger_entry: int | None = None  # its entry in the ledger (the file it is saved to is noted there)
     spent_after: Spending | None = None  # what the table has spent with this release
     choices: ReleaseChoices | None = None  # what a script needs to make it again (recorded in its file)
+    strategy_choice: StrategyChoice | None = None  # how its strategies were chosen (recorded in its file)
 
     @property
     def margin95(self) -> float:
@@ -293,7 +309,8 @@ def run_release(
         budget=reservation.check,
         ledger_entry=reservation.entry,
         spent_after=reservation.spent_after,
-        choices=ReleaseChoices.of(spec, table=job.table_path, schema=None, options=job.options),
+        choices=job.choices(),
+        strategy_choice=job.strategy_choice,
     )
     reporting.report(1.0, "done")
     return outcome
@@ -311,11 +328,14 @@ ExportFormat = Literal["release", "csv", "parquet"]
 def extra_metadata(outcome: ReleaseOutcome) -> dict[str, Any]:
     """Descriptive metadata stored with a release file: nothing computed from the data; the
     choices a script needs to make the release again (:mod:`~privelet_gui.io.choices`: the
-    table's path among them, which the release report never prints)."""
-    extra = {
+    table's path among them, which the release report never prints), and how its strategies
+    were chosen when they were the best for a workload."""
+    extra: dict[str, Any] = {
         "created_by": f"Privelet Studio {__version__}",
         "created": outcome.finished_at,
     }
+    if outcome.strategy_choice is not None:
+        extra[STRATEGY_CHOICE_KEY] = strategy_choice_record(outcome.strategy_choice)
     return extra if outcome.choices is None else choices_metadata(outcome.choices, extra)
 
 

@@ -32,6 +32,7 @@ from ..engine import (
     EPSILON_MAX,
     EPSILON_MIN,
     SAMPLER,
+    STRATEGIES,
     Attribute,
     HierarchyError,
     Neighbours,
@@ -43,23 +44,33 @@ from ..engine import (
     Sampler,
     Schema,
     SchemaError,
+    StrategyChoice,
     check_epsilon,
+    mechanism_name,
     recommend_sa,
 )
 from ..engine.counting import InvalidPolicy
 from ..engine.model.schema import OutOfRange, check_missing_values
-from ..engine.spec import Mechanism
 from ..formatting import counted
 from ..io import ColumnSummary, TableSummary, infer_attribute
 from ..io.inference import MISSING_LABEL, free_root_label, infer_numbers, missing_code
 from ..io.ledger import BudgetCheck, spending_summary
-from ..io.project import Project, WorkloadChoice
+from ..io.project import BEST_STRATEGY, MechanismChoice, Project, WorkloadChoice
 from .events import Event
 from .history import FieldChange, History, UndoHistory
 from .jobs import ReleaseJob, ReleaseOutcome
 from .steps import MAX_CELLS
 from .tree import HierarchyTree, Problem, TreeNode, tree_from_json, tree_to_json
-from .workload import AdviceKey, BestSa, ResultCache, SearchKey, find_best_sa, search_seconds
+from .workload import (
+    AdviceKey,
+    BestSa,
+    ResultCache,
+    SearchKey,
+    find_best_sa,
+    find_best_strategy,
+    search_seconds,
+    workload_descriptions,
+)
 
 if TYPE_CHECKING:
     from ..engine import Suggestion
@@ -68,6 +79,7 @@ __all__ = [
     "EPSILON_FORMAT_TEXT",
     "MAX_CELLS",
     "MAX_DEFAULT_VALUES",
+    "MECHANISM_CHOICE_NAMES",
     "AttributeConfig",
     "Workspace",
     "WorkspaceEvents",
@@ -91,6 +103,10 @@ MAX_TREE_VALUES = 100_000
 DEFAULT_CELLS_PER_ROW = 10
 #: ... but a small table may always have this many cells.
 DEFAULT_MIN_CELLS = 10_000
+#: What the custodian releases with, for people.
+MECHANISM_CHOICE_NAMES: dict[str, str] = {
+    BEST_STRATEGY: "Best strategy", **{key: mechanism_name(key) for key in ("privelet+", "privelet", "basic")},
+}
 #: How S_A was chosen, for people.
 SA_RULE_TEXT = {
     "recommended": "recommended: the attributes with |A| ≤ P(A)² H(A), which never raise the paper's bound",
@@ -431,7 +447,7 @@ class Workspace:
         self._sa: tuple[str, ...] = ()
         self.sa_rule = "recommended"
         self.neighbours: Neighbours = "replace"
-        self.mechanism: Mechanism = "privelet+"
+        self.mechanism: MechanismChoice = BEST_STRATEGY
         self.sampler: Sampler = SAMPLER
         self.invalid: InvalidPolicy = "error"
         self.workload = WorkloadChoice()  # the queries the custodian expects (S_A rule "best", the advisor)
@@ -441,6 +457,12 @@ class Workspace:
         self._best: ResultCache[SearchKey, BestSa | str] = ResultCache()
         self.best_sa_inline_seconds: float | None = None
         self._last_best_sa: tuple[str, ...] | None = None
+        # The best strategies by key (a choice at epsilon 1, or why there is none). The app
+        # chooses them on a worker (store_best_strategy) and turns strategy_search_inline off;
+        # scripts and tests have them chosen when asked.
+        self._strategies: ResultCache[SearchKey, StrategyChoice | str] = ResultCache()
+        self.strategy_search_inline = True
+        self._last_strategies: tuple[str, ...] = ()  # chosen last (what a saved project records)
         self.measure_error = True  # a preference of this session, not part of the project
         self.outcome: ReleaseOutcome | None = None
         self.outcome_saved = False  # the last release was written to a file (release, CSV or Parquet)
@@ -533,12 +555,72 @@ class Workspace:
         return None
 
     def advice_key(self) -> AdviceKey | None:
-        """What the advisor's answer for the current settings depends on (None without a schema)."""
+        """What the advisor's answer for the current settings depends on (None without a schema).
+        Under the best strategy the advisor weighs each change with Privelet+ and the best S_A
+        (it does not search strategies)."""
         search = self.best_sa_key()
         if search is None:
             return None
+        if self.mechanism == BEST_STRATEGY:
+            return AdviceKey(search, "best", "privelet+")
         chosen = tuple(n for n in search.schema.names if n in set(self._sa)) if self.sa_rule == "chosen" else ()
         return AdviceKey(search, self.sa_rule, self.mechanism, chosen)
+
+    # -- the best strategy for the workload -----------------------------------------------------
+    def best_strategy_result(self) -> StrategyChoice | str | None:
+        """The per-axis strategies with the least expected error on :attr:`workload` at the
+        current settings (as :func:`~privelet_gui.engine.best_strategy` chooses them for
+        ``release_spec(mechanism="privelet+")`` and the workload, its errors at the current
+        epsilon), or why there is none (the workload cannot be made), or None: no schema yet,
+        or a choice the app makes on a worker has not finished. The choice does not depend on
+        epsilon (every error scales as ``1 / epsilon^2``): moving epsilon chooses nothing again."""
+        key = self.best_sa_key()
+        base = self.release_spec(mechanism="privelet+")
+        if key is None or base is None:
+            return None
+        result = self._strategies.get(key)
+        if result is None and self.strategy_search_inline:
+            try:
+                result = find_best_strategy(key)
+            except PriveletError as exc:
+                result = str(exc)
+            self._strategies.put(key, result)
+        if not isinstance(result, StrategyChoice):
+            return result
+        self._last_strategies = result.strategies
+        scale = 1.0 / self.epsilon**2
+
+        def here(spec: ReleaseSpec) -> ReleaseSpec:
+            return base.replace(mechanism=STRATEGIES, sa=(), strategies=spec.axis_strategies)
+
+        try:
+            return dataclasses.replace(
+                result, spec=here(result.spec), error=result.error * scale,
+                alternatives={name: (here(spec), error * scale) for name, (spec, error) in result.alternatives.items()},
+            )
+        except PriveletError as exc:  # an epsilon these measurements cannot serve: say why
+            return str(exc)
+
+    def store_best_strategy(self, key: SearchKey, result: StrategyChoice | str) -> None:
+        """A choice of strategies finished on the app's worker: keep it, and announce it if it is current."""
+        self._strategies.put(key, result)
+        if key == self.best_sa_key():
+            self._privacy_changed()
+
+    def best_strategy_problem(self) -> str | None:
+        """Why a release must wait under the best strategy (None: it need not)."""
+        if self.mechanism != BEST_STRATEGY or self.schema() is None:
+            return None
+        result = self.best_strategy_result()
+        if result is None:
+            return "the best strategy for the workload is not chosen yet (Privacy step)"
+        if isinstance(result, str):
+            return f"no best strategy: {result} (Privacy step; or release with Privelet+, Privelet or Basic)"
+        return None
+
+    def mechanism_text(self) -> str:
+        """What the release is made with, for people."""
+        return MECHANISM_CHOICE_NAMES[self.mechanism]
 
     # -- saved state -------------------------------------------------------------------------
     @property
@@ -650,18 +732,21 @@ class Workspace:
                     self._schema_cache = (None, str(exc))
         return self._schema_cache
 
-    def release_spec(self, *, mechanism: Mechanism | None = None) -> ReleaseSpec | None:
+    def release_spec(self, *, mechanism: MechanismChoice | None = None) -> ReleaseSpec | None:
         """The release the settings describe (or, with ``mechanism``, another mechanism at the
-        same settings), or None while the schema or epsilon is not valid."""
+        same settings), or None while the schema or epsilon is not valid, or while the best
+        strategy is not chosen (:meth:`best_strategy_problem` says why)."""
+        chosen = mechanism or self.mechanism
+        if chosen == BEST_STRATEGY:
+            result = self.best_strategy_result()
+            return result.spec if isinstance(result, StrategyChoice) else None
         schema = self.schema()
         if schema is None:
             return None
-        chosen = set(self.sa)
-        sa = tuple(n for n in schema.names if n in chosen)  # S_A keeps excluded names: skip them
+        sa = tuple(n for n in schema.names if n in set(self.sa))  # S_A keeps excluded names: skip them
         try:
             return ReleaseSpec(
-                schema, self.epsilon, mechanism or self.mechanism, sa, self.neighbours, invalid=self.invalid,
-                sampler=self.sampler,
+                schema, self.epsilon, chosen, sa, self.neighbours, invalid=self.invalid, sampler=self.sampler,
             )
         except PriveletError:
             return None
@@ -686,7 +771,12 @@ class Workspace:
             raise PriveletError("fix these first: " + "; ".join(blockers))
         spec = self.release_spec()
         assert spec is not None
-        return ReleaseJob(self.table_path, self.table_options, spec, measure_error=self.measure_error)
+        if self.mechanism != BEST_STRATEGY:
+            return ReleaseJob(self.table_path, self.table_options, spec, measure_error=self.measure_error)
+        choice = self.best_strategy_result()
+        assert isinstance(choice, StrategyChoice)  # else release_blockers said why
+        return ReleaseJob(self.table_path, self.table_options, spec, measure_error=self.measure_error,
+                          strategy_choice=choice, workload=workload_descriptions(self.workload, spec.schema))
 
     def release_is_stale(self, outcome: ReleaseOutcome | None = None) -> bool:
         """Whether the release (the last one by default) no longer matches the settings."""
@@ -701,6 +791,7 @@ class Workspace:
             or abs(spec.epsilon - released.epsilon) > 1e-12
             or spec.neighbours != released.neighbours
             or spec.effective_sa != tuple(released.sa)
+            or spec.axis_strategies != released.spec.axis_strategies
             or spec.sampler != released.sampler
             or spec.uses_public_total != released.public_total
             or spec.invalid != outcome.spec.invalid  # the table would be counted otherwise
@@ -761,11 +852,12 @@ class Workspace:
         self.table_options = None
         self.table_error = None
         self.configs = []
-        self.epsilon, self.neighbours, self.mechanism, self.invalid = 1.0, "replace", "privelet+", "error"
+        self.epsilon, self.neighbours, self.mechanism, self.invalid = 1.0, "replace", BEST_STRATEGY, "error"
         self.sampler = SAMPLER
         self._budget = None
         self._sa, self.sa_rule, self.workload = (), "recommended", WorkloadChoice()
         self._last_best_sa = None
+        self._last_strategies = ()
         self.outcome, self.outcome_saved = None, False
         self.project_path = None
         self._dirty = False
@@ -789,6 +881,7 @@ class Workspace:
         self.outcome, self.outcome_saved = None, False
         self._budget = None
         self._last_best_sa = None  # a stand-in from another table's schema would mislead
+        self._last_strategies = ()
         if project is not None:
             self._apply_project(project)
         else:
@@ -838,6 +931,7 @@ class Workspace:
         self.sa_rule = project.sa_rule
         self.neighbours = project.neighbours
         self.mechanism = project.mechanism
+        self._last_strategies = project.strategies
         self.sampler = project.sampler
         self.invalid = project.invalid
         self.workload = project.workload
@@ -906,12 +1000,19 @@ class Workspace:
             sa_rule=self.sa_rule,
             neighbours=self.neighbours,
             mechanism=self.mechanism,
+            strategies=self._chosen_strategies() if self.mechanism == BEST_STRATEGY else (),
             sampler=self.sampler,
             invalid=self.invalid,
             attribute_order=tuple(order),
             drafts=drafts,
             workload=self.workload,
         )
+
+    def _chosen_strategies(self) -> tuple[str, ...]:
+        """The best strategies for the current settings, or those chosen last while they are
+        being chosen again (a project records them for reproducibility)."""
+        result = self.best_strategy_result()
+        return result.strategies if isinstance(result, StrategyChoice) else self._last_strategies
 
     # -- edits (undoable) ---------------------------------------------------------------------------
     def set_attribute(self, column: str, text: str | None = None, *, merge: str | None = None, **changes: Any) -> None:

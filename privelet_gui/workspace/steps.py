@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Literal
 from ..engine import InternalError, OrdinalAttribute, PriveletError
 from ..formatting import counted, fmt_bytes, fmt_count
 from ..io import ColumnSummary
+from ..io.project import BEST_STRATEGY
 
 if TYPE_CHECKING:
     from .model import AttributeConfig, Workspace
@@ -206,13 +207,18 @@ def _hierarchies(workspace: Workspace) -> StepStatus:
 
 
 def _privacy(workspace: Workspace) -> StepStatus:
-    spec = workspace.release_spec()
-    if spec is None or _earlier_blockers(workspace):
+    if workspace.schema() is None or _earlier_blockers(workspace):
         return StepStatus("todo", "finish the attributes and hierarchies first")
-    problem = workspace.best_sa_problem()
-    if problem is not None:
-        pending = workspace.best_sa_result() is None  # a search on the app's worker, not a problem
-        return StepStatus("todo" if pending else "error", problem)
+    searches = ((workspace.best_sa_problem(), workspace.best_sa_result),
+                (workspace.best_strategy_problem(), workspace.best_strategy_result))
+    for problem, result in searches:
+        if problem is not None:  # a search still running on the app's worker is no error
+            return StepStatus("todo" if result() is None else "error", problem)
+    spec = workspace.release_spec()
+    if spec is None:
+        return StepStatus("todo", "choose privacy settings a release can use")
+    if workspace.mechanism == BEST_STRATEGY:
+        return StepStatus("done", f"epsilon = {spec.epsilon:g}, the best strategy for the workload ({spec.name})")
     return StepStatus(
         "done", f"epsilon = {spec.epsilon:g}, S_A = {{{', '.join(spec.effective_sa)}}} ({workspace.sa_rule_text().split(':')[0]})"
     )
@@ -226,9 +232,10 @@ def _release(workspace: Workspace) -> StepStatus:
 
 def release_blockers(workspace: Workspace) -> list[str]:
     """Why a release cannot start now (empty: it can): the data, attributes and hierarchies
-    steps must be complete, and under the "best" S_A rule its search must have a result."""
+    steps must be complete, and under the "best" S_A rule or the best strategy its search must
+    have a result."""
     blockers = _earlier_blockers(workspace)
-    problem = workspace.best_sa_problem() if not blockers else None
+    problem = (workspace.best_sa_problem() or workspace.best_strategy_problem()) if not blockers else None
     return blockers + ([problem] if problem is not None else [])
 
 

@@ -1,13 +1,14 @@
-"""The workload the custodian expects, and what it chooses: the best S_A and the advisor's
-suggestions (no Qt).
+"""The workload the custodian expects, and what it chooses: the best per-axis strategies, the
+best S_A and the advisor's suggestions (no Qt).
 
 A :class:`~privelet_gui.io.project.WorkloadChoice` (what a project stores) becomes an engine
 :class:`~privelet_gui.engine.Workload` for the current schema with :func:`build_workload`.
 The searches are plain jobs on frozen keys, so that the app can run them on a worker and
-cache them: :func:`find_best_sa` (:class:`SearchKey` -> :class:`BestSa`) and
-:func:`find_advice` (:class:`AdviceKey` -> :class:`~privelet_gui.engine.Advice`). Both
-compute at epsilon 1: a workload's expected error is proportional to ``1 / epsilon^2``
-(the noise scale), so which S_A or suggestion is best does not depend on epsilon and the
+cache them: :func:`find_best_strategy` (:class:`SearchKey` ->
+:class:`~privelet_gui.engine.StrategyChoice`), :func:`find_best_sa` (:class:`SearchKey` ->
+:class:`BestSa`) and :func:`find_advice` (:class:`AdviceKey` ->
+:class:`~privelet_gui.engine.Advice`). All compute at epsilon 1: a workload's expected error is proportional to ``1 / epsilon^2``
+(the noise scale), so which strategy, S_A or suggestion is best does not depend on epsilon and the
 figures for another epsilon are scaled (:meth:`BestSa.error`, :func:`scaled_advice`), and
 moving the epsilon slider searches nothing again.
 """
@@ -29,9 +30,11 @@ from ..engine import (
     PriveletError,
     ReleaseSpec,
     Schema,
+    StrategyChoice,
     Workload,
     advise,
     best_sa,
+    best_strategy,
     expected_error,
     marginals,
     paper_workload,
@@ -39,7 +42,7 @@ from ..engine import (
 )
 from ..engine.accuracy.advisor import EXHAUSTIVE_UP_TO
 from ..engine.accuracy.workloads import check_objective
-from ..engine.progress import CancelCallback
+from ..engine.progress import CancelCallback, ProgressCallback
 from ..engine.spec import Mechanism
 from ..io import read_workload
 from ..io.project import WorkloadChoice
@@ -54,8 +57,10 @@ __all__ = [
     "build_workload",
     "find_advice",
     "find_best_sa",
+    "find_best_strategy",
     "scaled_advice",
     "search_seconds",
+    "workload_descriptions",
 ]
 
 #: The S_A each entry of :attr:`BestSa.errors` stands for, for people (the rule is the
@@ -101,6 +106,25 @@ def build_workload(choice: WorkloadChoice, schema: Schema) -> Workload:
         except OSError as exc:
             raise PriveletError(f"cannot read the workload file {path}: {exc.strerror or exc}") from None
     return parts[0].combine(*parts[1:]) if len(parts) > 1 else parts[0]
+
+
+def workload_descriptions(choice: WorkloadChoice, schema: Schema) -> tuple[str, ...]:
+    """``choice`` as ``privelet release --workload`` descriptions (what a release file records
+    as the workload its strategy was chosen for). A workload file is named without its folder:
+    a path can say more than the custodian means to publish.
+
+    >>> from privelet_gui.engine import OrdinalAttribute
+    >>> schema = Schema([OrdinalAttribute.integer_range("age", 0, 99), OrdinalAttribute.integer_range("hours", 0, 9)])
+    >>> workload_descriptions(WorkloadChoice(ways=(1, 2), grains=(("age", 5),)), schema)
+    ('paper:10000', 'marginals:1,2:age/5,hours')
+    """
+    texts = [] if choice.paper is None else [f"paper:{choice.paper}"]
+    if choice.ways:
+        names = [n for n in (choice.attributes or schema.names) if n in schema.names]
+        listed = ",".join(f"{n}/{choice.grain(n)}" if choice.grain(n) is not None else n for n in names)
+        texts.append(f"marginals:{','.join(map(str, choice.ways))}:{listed}")
+    texts += [path.name for path in choice.files]
+    return tuple(texts)
 
 
 def _marginal_predicates(schema: Schema, choice: WorkloadChoice) -> dict[str, int]:
@@ -199,6 +223,16 @@ def find_best_sa(key: SearchKey, should_cancel: CancelCallback | None = None) ->
                      should_cancel=should_cancel)
     errors = {"best": (choice.sa, choice.error), **choice.references}
     return BestSa(choice.sa, choice.objective, choice.exhaustive, workload.name, len(workload), errors)
+
+
+def find_best_strategy(
+    key: SearchKey, should_cancel: CancelCallback | None = None, progress: ProgressCallback | None = None
+) -> StrategyChoice:
+    """Build the workload and choose the per-axis strategies minimising its expected error, at
+    epsilon 1 (a plain job; ``should_cancel()`` is asked between steps of the search)."""
+    workload = build_workload(key.choice, key.schema)
+    return best_strategy(key.spec(), workload, objective=check_objective(key.choice.objective),
+                         should_cancel=should_cancel, progress=progress)
 
 
 @dataclass(frozen=True)

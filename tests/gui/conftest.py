@@ -224,12 +224,24 @@ def window(qtbot: Any, dialogs: FakeDialogs, no_dangling_threads_or_timers: Any)
 
 
 def open_sample(win: Any, qtbot: Any, *, with_schema: bool = True) -> Any:
-    """Open the bundled sample in ``win`` and wait until it is read."""
+    """Open the bundled sample in ``win`` and wait until it is read (with its schema, also
+    until the best strategy, the default mechanism, is chosen: it is then ready to release)."""
     path = pio.sample_table_path()
     schema = pio.load_schema(pio.sample_schema_path()) if with_schema else None
     with qtbot.waitSignal(win.tableLoaded, timeout=30_000):
         assert win.open_table(path, pio.sniff_table(path), schema=schema)
+    if with_schema:
+        wait_for_best_strategy(win, qtbot)
     return win.document.summary
+
+
+def wait_for_best_strategy(win: Any, qtbot: Any) -> Any:
+    """Wait until the window's worker has chosen the best strategy for the current settings
+    (when it releases with it)."""
+    if win.document.mechanism != "best":
+        return None
+    qtbot.waitUntil(lambda: win.document.best_strategy_result() is not None, timeout=60_000)
+    return win.document.best_strategy_result()
 
 
 @pytest.fixture

@@ -101,6 +101,8 @@ def test_whole_flow_on_the_sample(window, qtbot, tmp_path, dialogs):
     pp.epsilon_field.setText("0.5")
     assert pp.apply_typed_epsilon()
     assert doc.epsilon == 0.5
+    assert doc.mechanism == "best" and pp.mech_buttons["best"].isChecked()  # the default
+    pp.mech_buttons["privelet+"].setChecked(True)  # S_A is Privelet+'s
     assert doc.sa == recommend_sa(doc.schema()) and "recommended" in pp.sa_rule_label.text()  # the default
     pp.clear_sa.click()
     pp.sa_boxes["sex"].setChecked(True)

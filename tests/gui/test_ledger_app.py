@@ -29,10 +29,11 @@ from privelet_gui.io.ledger import (
     ledger_report,
 )
 from privelet_gui.io.releases import SEEDED_WARNING
-from tests.gui.conftest import open_sample
+from tests.gui.conftest import open_sample, wait_for_best_strategy
 
 
 def release_now(window, qtbot):
+    wait_for_best_strategy(window, qtbot)  # the settings may have changed since the sample was opened
     with qtbot.waitSignal(window.releaseFinished, timeout=120_000) as finished:
         assert window.run_release()
     return finished.args[0]
@@ -373,6 +374,7 @@ def test_a_release_with_domains_from_the_data_is_asked_first_and_declining_spend
     doc = window.document
     for config in doc.configs:
         doc.set_attribute(config.column, include=config.column in ("age", "sex"))
+    wait_for_best_strategy(window, qtbot)
     assert doc.domains_from_data() == ["sex", "age"]  # in the table's column order
     summary = window.release_panel.setup_labels["domains"].text()
     assert summary.startswith("NOT private: the domains of sex and age were taken from the data")

@@ -92,6 +92,7 @@ _CRASHING_APP = _crashing_app(
 )
 _CRASHING_RELEASE = _crashing_app(
     """
+    window.document.set_privacy(mechanism="privelet+")  # released at once, with no strategy to choose first
     window.document.set_epsilon(0.37)
     window.run_release()
     """,
@@ -210,7 +211,7 @@ def test_a_release_no_file_holds_is_kept_until_it_is_exported(sample_window, dia
     [copy] = _copies(folder).values()
     assert copy["project"] is None  # saved already
     kept = copy["release"]
-    assert kept["epsilon"] == 1.0 and kept["mechanism"] == "privelet+" and isinstance(kept["ledger_entry"], int)
+    assert kept["epsilon"] == 1.0 and kept["mechanism"] == "strategies" and isinstance(kept["ledger_entry"], int)
     outcome = window.document.outcome
     copied = pio.load_release(folder / kept["file"])
     assert (copied.noisy == outcome.release.noisy).all() and copied.epsilon == outcome.release.epsilon

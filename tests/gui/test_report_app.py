@@ -10,6 +10,7 @@ from privelet_gui import io as pio
 from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, Schema
 from privelet_gui.gui import main_window
 from privelet_gui.io.choices import release_choices
+from tests.gui.conftest import wait_for_best_strategy
 
 
 def test_save_report_and_script_write_their_files_off_the_ui_thread(window, dialogs, qtbot, tmp_path, monkeypatch):
@@ -18,6 +19,7 @@ def test_save_report_and_script_write_their_files_off_the_ui_thread(window, dial
     pd.DataFrame([(a % 10, "FM"[a % 3 == 0]) for a in range(400)], columns=["age", "sex"]).to_csv(table, index=False)
     with qtbot.waitSignal(window.tableLoaded, timeout=30_000):
         assert window.open_table(table, pio.sniff_table(table), schema=schema)
+    wait_for_best_strategy(window, qtbot)
     with qtbot.waitSignal(window.releaseFinished, timeout=60_000):
         assert window.run_release()
 

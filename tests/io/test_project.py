@@ -66,7 +66,7 @@ def test_file_is_versioned_json_with_a_relative_table_path(tmp_path):
     assert obj["format"] == PROJECT_FORMAT and obj["version"] == PROJECT_VERSION
     assert obj["table"]["path"] == "t.csv"  # the project folder can move as a whole
     assert obj["privacy"] == {"epsilon": 1.0, "sa": [], "sa_rule": "chosen", "neighbours": "replace",
-                              "mechanism": "privelet+", "sampler": "exact"}
+                              "mechanism": "privelet+", "strategies": [], "sampler": "exact"}
     assert [a["name"] for a in obj["schema"]["attributes"]] == ["age", "occupation", "income", "grade"]
     moved = tmp_path / "moved"
     moved.mkdir()
@@ -150,7 +150,7 @@ def test_projects_saved_before_the_sampler_get_the_exact_one(version):
     if version == 1:
         del old["workload"]
     migrated = migrate_project(old)
-    assert migrated["version"] == PROJECT_VERSION == 3 and migrated["privacy"]["sampler"] == "exact"
+    assert migrated["version"] == PROJECT_VERSION == 4 and migrated["privacy"]["sampler"] == "exact"
     assert project_from_json(old) == Project(epsilon=0.5, sampler="exact")
 
 

@@ -84,6 +84,7 @@ def test_the_best_search_is_the_engines_under_the_settings(workspace):
 
 
 def test_a_workload_that_cannot_be_made_blocks_a_best_release_only(workspace):
+    workspace.set_privacy(mechanism="privelet+")  # S_A is Privelet+'s
     workspace.set_workload(WorkloadChoice(paper=None, ways=(2,), attributes=("age",)))
     assert workspace.best_sa_problem() is None  # the recommended rule does not need it
     assert not release_blockers(workspace)
@@ -120,6 +121,7 @@ def test_a_missing_workload_file_is_reported_not_raised(workspace, tmp_path):
 
 
 def test_searches_left_for_the_app_wait_for_its_result(workspace):
+    workspace.set_privacy(mechanism="privelet+")  # S_A is Privelet+'s
     workspace.best_sa_inline_seconds = 0.0  # as in the app, for a search that would take long
     workspace.use_best_sa()
     workspace.set_workload(TWO_WAY)
@@ -144,6 +146,7 @@ def _error_after(workspace: Workspace, suggestion) -> float:
 
 @pytest.mark.parametrize("rule", ["recommended", "best", "chosen"])
 def test_suggestions_predict_the_error_that_applying_them_gives(workspace, rule):
+    workspace.set_privacy(mechanism="privelet+")  # the advisor weighs S_A rules of Privelet+
     workspace.set_workload(WorkloadChoice(paper=None, ways=(1, 2), attributes=("age", "sex", "native-country")))
     if rule == "best":
         workspace.use_best_sa()

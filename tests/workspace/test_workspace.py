@@ -48,6 +48,7 @@ def test_the_workspace_imports_no_qt():
 
 
 def test_a_custodians_flow_with_undo_and_a_spec(workspace):
+    workspace.set_privacy(mechanism="privelet+")  # S_A is Privelet+'s
     history = workspace.history
     assert [c.name for c in workspace.included()] == list(pio.load_schema(pio.sample_schema_path()).names)
     assert workspace.step_status("attributes").complete
@@ -201,6 +202,7 @@ def test_a_switch_to_nominal_builds_the_flat_tree_of_the_datas_values(tmp_path):
 
 
 def test_sa_follows_the_recommendation_until_chosen(workspace):
+    workspace.set_privacy(mechanism="privelet+")  # S_A is Privelet+'s
     schema = workspace.schema()
     assert workspace.sa_rule == "recommended" and workspace.sa == recommend_sa(schema)
     assert workspace.release_spec().effective_sa == recommend_sa(schema)
@@ -285,6 +287,7 @@ def test_a_plain_history_groups_and_drops_no_op_changes():
 
 
 def test_choosing_the_recommended_set_keeps_it_chosen(workspace):
+    workspace.set_privacy(mechanism="privelet+")  # S_A is Privelet+'s
     recommended = recommend_sa(workspace.schema())
     workspace.set_sa(recommended)
     assert (workspace.sa, workspace.sa_rule) == (recommended, "chosen")

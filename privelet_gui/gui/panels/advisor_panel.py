@@ -31,12 +31,13 @@ from PySide6.QtWidgets import (
 )
 
 from ...engine import Advice, PriveletError, Suggestion, margin95, mechanism_name
+from ...io.project import BEST_STRATEGY
 from ...qt.widgets import Banner, fmt_count, fmt_number
 from ...workspace.workload import AdviceKey, ResultCache, find_advice, scaled_advice
 from ..document import Document
 from ..tasks import CancelFunction, TaskRunner, TaskService
 
-__all__ = ["SHOWN_SUGGESTIONS", "AdvisorBox", "KeyedLane"]
+__all__ = ["SHOWN_SUGGESTIONS", "AdvisorBox", "KeyedLane", "fit_rows", "rows_table"]
 
 #: Suggestions listed (best first; the command line's ``privelet advise --top`` shows more).
 SHOWN_SUGGESTIONS = 8
@@ -96,10 +97,10 @@ class _RowsTable(QTableWidget):
         super().resizeEvent(event)
         if event.size().width() != event.oldSize().width():
             self.resizeRowsToContents()
-            _fit(self)
+            fit_rows(self)
 
 
-def _table(columns: list[str]) -> QTableWidget:
+def rows_table(columns: list[str]) -> QTableWidget:
     """A read-only table sized to its rows; the last column stretches and wraps."""
     table = _RowsTable(0, len(columns))
     table.setHorizontalHeaderLabels(columns)
@@ -127,7 +128,7 @@ def _item(text: str, *, number: bool = False, tip: str = "") -> QTableWidgetItem
     return item
 
 
-def _fit(table: QTableWidget, *, whole_width: bool = False) -> None:
+def fit_rows(table: QTableWidget, *, whole_width: bool = False) -> None:
     """The table as tall as its rows (and, with ``whole_width``, at least as wide as all its
     columns: a short table whose last column would otherwise be cut)."""
     header = table.horizontalHeader()
@@ -175,7 +176,7 @@ class AdvisorBox(QGroupBox):
         layout.addLayout(columns)
         left = QVBoxLayout()
         left.addWidget(QLabel("How much each attribute multiplies the error:"))
-        self.multipliers = _table(["Attribute", "Released", "Multiplies by", "Queried"])
+        self.multipliers = rows_table(["Attribute", "Released", "Multiplies by", "Queried"])
         self.multipliers.setToolTip(
             "The workload's expected error divided by its error on the table without the attribute "
             "(queries keep their other conditions)"
@@ -185,7 +186,7 @@ class AdvisorBox(QGroupBox):
         columns.addLayout(left, 1)
         right = QVBoxLayout()
         right.addWidget(QLabel("Suggestions, best first (one click applies one; Edit > Undo takes it back):"))
-        self.table = _table(["", "Smaller by", "Error at 95%", "Exact answers", "Change"])
+        self.table = rows_table(["", "Smaller by", "Error at 95%", "Exact answers", "Change"])
         right.addWidget(self.table)
         self.caveat = QLabel()
         self.caveat.setWordWrap(True)
@@ -241,8 +242,8 @@ class AdvisorBox(QGroupBox):
             self.table.setRowCount(0)
             self.apply_buttons = []
             self.caveat.setText("")
-            _fit(self.multipliers)
-            _fit(self.table)
+            fit_rows(self.multipliers)
+            fit_rows(self.table)
             self.adviceShown.emit()
 
     def _show(self, advice: Advice) -> None:
@@ -269,7 +270,7 @@ class AdvisorBox(QGroupBox):
             ]
             for column, item in enumerate(cells):
                 self.multipliers.setItem(row, column, item)
-        _fit(self.multipliers, whole_width=True)
+        fit_rows(self.multipliers, whole_width=True)
         self.suggestions = advice.suggestions[:SHOWN_SUGGESTIONS]
         self.table.setRowCount(len(self.suggestions))
         self.apply_buttons = []
@@ -289,8 +290,10 @@ class AdvisorBox(QGroupBox):
             button.clicked.connect(lambda _checked=False, index=row: self.apply(index))
             self.table.setCellWidget(row, 0, button)
             self.apply_buttons.append(button)
-        _fit(self.table)
-        if doc.mechanism == "privelet+":
+        fit_rows(self.table)
+        if doc.mechanism == BEST_STRATEGY:
+            with_sa = "Privelet+ and the best S_A for each changed schema (the advisor does not choose strategies)"
+        elif doc.mechanism == "privelet+":
             with_sa = _RULE_WORDS[doc.sa_rule]
         else:
             with_sa = f"{mechanism_name(doc.mechanism)} (S_A does not apply)"

@@ -1,5 +1,6 @@
-"""Step 4, Privacy: epsilon, the neighbouring notion, S_A, live noise bounds, the workload
-the custodian expects with the best S_A for it, and the domain advisor.
+"""Step 4, Privacy: epsilon, the neighbouring notion, the mechanism (the best strategy for the
+workload by default, or one of the paper's), S_A, live noise bounds, the workload the
+custodian expects with the best strategy and the best S_A for it, and the domain advisor.
 
 The bounds are the engine's (paper_bound, VarianceModel.worst_case). The exact
 variances need each attribute's factors once per schema (up to ~50 ms for big domains):
@@ -7,8 +8,8 @@ that first computation runs in a worker (stale results dropped by generation);
 every later update is a few multiplications on the GUI thread. The best S_A for the
 workload is searched on the GUI thread only when that is estimated to take under
 :data:`INLINE_SEARCH_SECONDS`; longer searches (big schemas, workload files) run on the
-panel's "best S_A" lane, and the advisor always on its own lane
-(:mod:`~privelet_gui.gui.panels.advisor_panel`). Expected errors describe the release as
+panel's "best S_A" lane, and the best strategy and the advisor always on their own lanes
+(:mod:`~privelet_gui.gui.panels.strategy_panel`, :mod:`~privelet_gui.gui.panels.advisor_panel`). Expected errors describe the release as
 published: shifted to the public number of rows when the settings allow it.
 """
 
@@ -49,7 +50,9 @@ from PySide6.QtWidgets import (
 )
 
 from ...engine import (
-    MECHANISM_NAMES,
+    MECHANISMS as PAPER_MECHANISMS,
+)
+from ...engine import (
     SAMPLERS,
     Z95,
     NominalAttribute,
@@ -66,17 +69,17 @@ from ...engine import (
     variance_model,
 )
 from ...engine.accuracy.workloads import PAPER_QUERIES, level_nodes
-from ...engine.spec import Mechanism
 from ...formatting import table_is_scientific
-from ...io.project import WorkloadChoice
+from ...io.project import BEST_STRATEGY, MechanismChoice, WorkloadChoice
 from ...qt import icons
 from ...qt.plots import AttributeFactorPlot, ErrorByCoveragePlot
 from ...qt.widgets import Banner, StepHeader, fmt_count, fmt_number, hint_label
-from ...workspace.model import EPSILON_FORMAT_TEXT, SAMPLER_TEXT, epsilon_text, parse_epsilon
+from ...workspace.model import EPSILON_FORMAT_TEXT, MECHANISM_CHOICE_NAMES, SAMPLER_TEXT, epsilon_text, parse_epsilon
 from ...workspace.workload import REFERENCE_NAMES, BestSa, SearchKey, find_best_sa
 from ..document import Document
 from ..tasks import CancelFunction, TaskService
 from .advisor_panel import AdvisorBox, KeyedLane
+from .strategy_panel import StrategyBox
 
 __all__ = [
     "INLINE_SEARCH_SECONDS",
@@ -98,12 +101,13 @@ SLIDER_STEPS = 1000
 #: Best-S_A searches estimated to take longer than this run on a worker, not on the GUI thread.
 INLINE_SEARCH_SECONDS = 0.03
 
-_MECHANISM_TIPS: tuple[tuple[Mechanism, str], ...] = (
+_MECHANISM_TIPS: tuple[tuple[MechanismChoice, str], ...] = (
+    (BEST_STRATEGY, "measure each attribute the way that gives the queries you expect the least error (chosen below)"),
     ("privelet+", "transform every attribute except those in S_A"),
     ("privelet", "transform every attribute (S_A empty)"),
     ("basic", "noise on every cell, no transform (S_A = all)"),
 )
-MECHANISMS = tuple((key, MECHANISM_NAMES[key], tip) for key, tip in _MECHANISM_TIPS)
+MECHANISMS = tuple((key, MECHANISM_CHOICE_NAMES[key], tip) for key, tip in _MECHANISM_TIPS)
 
 
 def slider_to_epsilon(position: int) -> float:
@@ -640,7 +644,7 @@ class PrivacyPanel(QWidget):
             mech_row.addWidget(button)
         mech_row.addStretch(1)
         bounds_layout.addLayout(mech_row)
-        self.table = QTableWidget(3, 4)
+        self.table = QTableWidget(len(MECHANISMS), 4)
         self.table.setHorizontalHeaderLabels(["Mechanism", "Paper bound\n(variance)", "Exact worst case\n(variance)", "Error at 95%\n(± count)"])
         self.table.verticalHeader().hide()
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -686,7 +690,9 @@ class PrivacyPanel(QWidget):
         right.addWidget(target_box)
         right.addStretch(1)
 
-        # -- the workload, the best S_A for it, and the advisor
+        # -- the best strategy, the workload (and the best S_A for it), and the advisor
+        self.strategy_box = StrategyBox(document, tasks)
+        layout.addWidget(self.strategy_box)
         self.workload_box = WorkloadBox(document, tasks)
         layout.addWidget(self.workload_box)
         self.advisor = AdvisorBox(document, tasks)
@@ -775,7 +781,10 @@ class PrivacyPanel(QWidget):
             box.setToolTip("Recommended: leaving it untransformed does not raise the bound" if name in recommended else "")
             del with_blocker
         self.sa_rule_label.setText(f"S_A now: {self._doc.sa_rule_text()}.")
-        if self._doc.sa_rule == "best" and self._doc.best_sa_result() is None:
+        if self._doc.mechanism == BEST_STRATEGY:
+            self.sa_rule_label.setText("S_A is for Privelet+: the best strategy chooses how to measure each attribute "
+                                       "(below), the identity among its choices.")
+        elif self._doc.sa_rule == "best" and self._doc.best_sa_result() is None:
             self.sa_rule_label.setText("S_A now: best for the workload (searching...).")
         self.use_recommended.setEnabled(bool(names) and enabled and self._doc.sa_rule != "recommended")
         self.clear_sa.setEnabled(bool(names) and enabled)
@@ -786,10 +795,10 @@ class PrivacyPanel(QWidget):
         schema = self._doc.schema()
         specs = {key: self._doc.release_spec(mechanism=key) for key, _title, _tip in MECHANISMS}
         self.bounds = {}
-        if schema is None or any(spec is None for spec in specs.values()):
-            for row in range(3):
+        if schema is None or any(spec is None for key, spec in specs.items() if key != BEST_STRATEGY):
+            for row, (_key, title, _tip) in enumerate(MECHANISMS):
                 for col in range(4):
-                    self.table.setItem(row, col, QTableWidgetItem(MECHANISMS[row][1] if col == 0 else "—"))
+                    self.table.setItem(row, col, QTableWidgetItem(title if col == 0 else "—"))
             self.bounds_note.setText("Define the attributes first (Attributes step).")
             self._fit_table()
             self._update_target()
@@ -801,44 +810,52 @@ class PrivacyPanel(QWidget):
             self._pending = schema
             self.runner.run(lambda _progress, _cancel: model.prepare(), "variance factors",
                             on_success=lambda _model: self.refresh_bounds(), on_failure=self._factors_failed)
-        for key, _title, _tip in MECHANISMS:
-            spec = specs[key]
-            assert spec is not None
-            entry: dict[str, Any] = {"sa": spec.effective_sa, "paper": spec.paper_bound()}
+        for key, spec in specs.items():
+            if spec is None:
+                continue  # the best strategy, not chosen yet
+            # The paper's bound (Theorem 3) is of its own mechanisms' transforms.
+            entry: dict[str, Any] = {"sa": spec.effective_sa,
+                                     "paper": spec.paper_bound() if spec.label in PAPER_MECHANISMS else None}
             if ready:
                 entry["exact"] = spec.worst_case_variance()
                 entry["margin"] = spec.margin95(entry["exact"])
             self.bounds[key] = entry
         # One style per column: all grouped digits, or all powers of ten.
-        styles = {column: table_is_scientific(entry.get(column) for entry in self.bounds.values())
+        styles = {column: table_is_scientific(entry[column] for entry in self.bounds.values()
+                                              if entry.get(column) is not None)
                   for column in ("paper", "exact", "margin")}
-        for row, (key, title, _tip) in enumerate(MECHANISMS):
+        no_choice = "no workload" if isinstance(self._doc.best_strategy_result(), str) else "choosing..."
+        for row, (key, title, tip) in enumerate(MECHANISMS):
             spec = specs[key]
-            assert spec is not None
-            entry = self.bounds[key]
-            cells = [
-                title,
-                fmt_number(entry["paper"], scientific_form=styles["paper"]),
-                fmt_number(entry["exact"], scientific_form=styles["exact"]) if ready else "computing...",
-                ("± " + fmt_count(entry["margin"], scientific_form=styles["margin"])) if ready else "...",
-            ]
+            entry = self.bounds.get(key, {})
+            if spec is None:
+                cells = [title, "—", no_choice, "..."]
+            else:
+                cells = [
+                    title,
+                    fmt_number(entry["paper"], scientific_form=styles["paper"]) if entry["paper"] is not None else "—",
+                    fmt_number(entry["exact"], scientific_form=styles["exact"]) if ready else "computing...",
+                    ("± " + fmt_count(entry["margin"], scientific_form=styles["margin"])) if ready else "...",
+                ]
             selected = key == self._doc.mechanism
             for col, text in enumerate(cells):
                 item = _table_item(text, numeric=col > 0, bold=selected)
                 if col == 0:
                     item.setIcon(icons.icon("done" if selected else "todo"))
-                    item.setToolTip(_tip + (f"; S_A = {{{', '.join(spec.effective_sa)}}}" if key == "privelet+" else ""))
+                    item.setToolTip(tip + (f"; S_A = {{{', '.join(spec.effective_sa)}}}"
+                                           if key == "privelet+" and spec is not None else ""))
                 self.table.setItem(row, col, item)
         plus_sa = self.bounds["privelet+"]["sa"]
         self.bounds_note.setText(
             f"Privelet+ with S_A = {{{', '.join(plus_sa)}}}; m = {schema.size:,} cells. Variances are those of the "
             "noise on one range-count query; the error is ± 1.96 standard deviations. The paper's bound "
-            "(Theorem 3) is an upper bound; the exact worst case follows from the wavelet weights."
+            "(Theorem 3) is an upper bound for the paper's mechanisms; the exact worst case follows from the weights "
+            "of each release's measurements."
         )
         if not self._target_set_by_user and ready and self._target_schema != schema:
             # A starting point for a new schema: half the current worst-case error.
             self._target_schema = schema
-            margin = self.bounds[self._doc.mechanism]["margin"]
+            margin = self.bounds.get(self._doc.mechanism, self.bounds["privelet+"])["margin"]
             blocker = QSignalBlocker(self.target)
             self.target.setValue(float(f"{margin / 2:.2g}"))
             del blocker
@@ -864,7 +881,7 @@ class PrivacyPanel(QWidget):
             rows[mechanism] = quintile_summary(coverage, spec.variances(workload))
         self.expected_plot.set_rows(rows, epsilon=self._doc.epsilon)
         self.factor_plot.set_factors(variance_model(schema).factors, sa)
-        self.preview_note.setText(public_total_text(self._doc.release_spec()))
+        self.preview_note.setText(public_total_text(self._doc.release_spec(mechanism="privelet+")))  # the same shift for every mechanism
 
     def _fit_table(self) -> None:
         height = self.table.horizontalHeader().sizeHint().height() + 2 * self.table.frameWidth()
@@ -875,7 +892,7 @@ class PrivacyPanel(QWidget):
         self._pending = None
         self.bounds_note.setText(f"Cannot compute the exact variances: {error}")
 
-    def displayed(self, mechanism: Mechanism, column: int) -> str:
+    def displayed(self, mechanism: MechanismChoice, column: int) -> str:
         """The text shown in the table (tests compare it with the engine)."""
         row = [m[0] for m in MECHANISMS].index(mechanism)
         item = self.table.item(row, column)

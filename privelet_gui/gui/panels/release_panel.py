@@ -52,6 +52,7 @@ from ...engine import (
     ReleaseSpec,
     mechanism_name,
 )
+from ...io.project import BEST_STRATEGY
 from ...io.releases import STANDARD_ERROR_COLUMN, count_column, standard_error_fits
 from ...qt import icons
 from ...qt.widgets import Banner, StepHeader, fmt_count, fmt_number
@@ -342,19 +343,25 @@ class ReleasePanel(QWidget):
                 same = " (every attribute in S_A: this is Basic)"
             elif doc.mechanism == "privelet+" and not sa:
                 same = " (S_A empty: this is Privelet)"
+            if doc.mechanism == BEST_STRATEGY:
+                spec = doc.release_spec()
+                chosen = ("not chosen yet (Privacy step)" if spec is None else
+                          ", ".join(f"{a.name} {name}" for a, name in zip(spec.schema, spec.axis_strategies)))
+                what = f"{doc.mechanism_text()} for the workload: {chosen}"
+            else:
+                what = f"{doc.mechanism_text()}, S_A = {{{', '.join(sa)}}}{same}"
             labels["mechanism"].setText(
-                f"{mechanism_name(doc.mechanism)}, S_A = {{{', '.join(sa)}}}{same}; "
-                f"neighbours: {NEIGHBOUR_NAMES[doc.neighbours]}; {doc.sampler} noise sampler"
+                f"{what}; neighbours: {NEIGHBOUR_NAMES[doc.neighbours]}; {doc.sampler} noise sampler"
             )
         else:
             labels["attributes"].setText("—")
-            labels["mechanism"].setText(mechanism_name(doc.mechanism))
+            labels["mechanism"].setText(doc.mechanism_text())
         labels["domains"].setText(doc.domains_text() or "—")
         labels["domains"].setStyleSheet(f"color: {icons.AMBER};" if doc.domains_from_data() else "")
         labels["epsilon"].setText(f"{doc.epsilon:g}")
         labels["ledger"].setText(doc.spending_text() or "—")
         labels["bound"].setText(self._bound_text())
-        spec = doc.release_spec()
+        spec = doc.release_spec(mechanism="privelet+")  # the shift to the public total is the same for every mechanism
         labels["post"].setText(post_processing_text(spec) if spec is not None else "—")
         try:
             job: ReleaseJob | None = doc.release_job()
@@ -381,7 +388,7 @@ class ReleasePanel(QWidget):
     def _bound_text(self) -> str:
         spec = self._doc.release_spec()
         if spec is None:
-            return "—"
+            return "once the best strategy is chosen (Privacy step)" if self._doc.best_strategy_problem() else "—"
         if not spec.model.ready:
             return "computing..."
         variance = spec.worst_case_variance()

@@ -1,0 +1,173 @@
+"""The best strategy in the app (issue 40, item 2): the default of a new project, chosen on a
+worker for the custodian's workload, shown per attribute beside the alternatives, chosen again
+when the settings change, cancellable, released and recorded, and kept in project files."""
+
+from __future__ import annotations
+
+import pytest
+
+from privelet_gui import io as pio
+from privelet_gui.engine import ReleaseSpec, best_strategy, margin95, recommend_sa
+from privelet_gui.engine.descriptions import describe_axis_strategy
+from privelet_gui.io.choices import release_choices
+from privelet_gui.io.project import load_project
+from privelet_gui.qt.widgets import fmt_count
+from privelet_gui.workspace.workload import WorkloadChoice, build_workload
+from tests.gui.conftest import wait_for_best_strategy
+
+MARGINALS = WorkloadChoice(paper=None, ways=(1, 2), attributes=("age", "sex", "education"), grains=(("age", 5),))
+
+
+def engine_choice(doc):
+    spec = doc.release_spec(mechanism="privelet+")
+    return best_strategy(spec, build_workload(doc.workload, spec.schema), objective=doc.workload.objective)
+
+
+def shown(box):
+    """The box's tables as text: (attribute, measured by) rows and (release with, error) rows."""
+    axes = [(box.axes.item(r, 0).text(), box.axes.item(r, 1).text()) for r in range(box.axes.rowCount())]
+    errors = [(box.errors.item(r, 0).text(), box.errors.item(r, 1).text()) for r in range(box.errors.rowCount())]
+    return axes, errors
+
+
+def expected_rows(choice):
+    spec = choice.spec
+    axes = [(a.name, describe_axis_strategy(s.kind, name))
+            for a, s, name in zip(spec.schema, spec.plan.strategies, spec.axis_strategies)]
+    errors = [("Best strategy", f"± {fmt_count(margin95(choice.error))}")]
+    errors += [(label, f"± {fmt_count(margin95(error))}") for label, (_s, error) in choice.alternatives.items()]
+    return axes, errors
+
+
+def wait_shown(window, qtbot):
+    box = window.privacy_panel.strategy_box
+    wait_for_best_strategy(window, qtbot)
+    qtbot.waitUntil(lambda: box.result is not None, timeout=10_000)
+    return box
+
+
+def test_a_new_project_releases_with_the_best_strategy_shown_per_attribute(sample_window, qtbot):
+    window = sample_window
+    doc = window.document
+    panel = window.privacy_panel
+    window.go_to("privacy")
+    assert doc.mechanism == "best" and panel.mech_buttons["best"].isChecked()
+    assert [panel.mech_buttons[k].text() for k in ("best", "privelet+", "privelet", "basic")] == [
+        "Best strategy", "Privelet+", "Privelet", "Basic"]
+    box = wait_shown(window, qtbot)
+    expected = engine_choice(doc)
+    assert doc.release_spec().axis_strategies == expected.strategies
+    assert shown(box) == expected_rows(expected)
+    assert "paper's random workload" in box.summary.text() and "Releases use it now" in box.summary.text()
+    assert panel.table.item(0, 0).text() == "Best strategy" and panel.table.item(0, 0).font().bold()
+    assert panel.displayed("best", 2) != "choosing..."
+    assert "Best strategy" in window.settings_label.text()
+
+
+def test_epsilon_rescales_and_the_workload_chooses_again_with_nothing_stale_shown(sample_window, qtbot):
+    window = sample_window
+    doc = window.document
+    window.go_to("privacy")
+    box = wait_shown(window, qtbot)
+    doc.set_epsilon(0.25)
+    assert box.result is not None  # the same choice, at the new epsilon: nothing to search
+    assert shown(box) == expected_rows(engine_choice(doc))
+    before = box.result.strategies
+    doc.set_workload(MARGINALS)
+    assert box.result is None and box.axes.rowCount() == 0 and box.errors.rowCount() == 0  # nothing stale
+    assert box.progress.isVisible() and box.cancel_button.isVisible()
+    assert doc.release_spec() is None
+    window.go_to("release")
+    assert not window.release_panel.run_button.isEnabled()
+    assert "best strategy for the workload is not chosen yet" in window.release_panel.blockers.text()
+    window.go_to("privacy")
+    box = wait_shown(window, qtbot)
+    expected = engine_choice(doc)
+    assert shown(box) == expected_rows(expected) and "marginals" in box.summary.text()
+    assert box.result.strategies == expected.strategies != before
+    assert window.release_panel.run_button.isEnabled()
+
+
+def test_a_burst_of_edits_searches_once(sample_window, qtbot):
+    window = sample_window
+    doc = window.document
+    box = wait_shown(window, qtbot)
+    started: list[int] = []
+    box.lane.started.connect(lambda generation, _name: started.append(generation))
+    for grain in (2, 3, 4, 5, 6):
+        doc.set_workload(MARGINALS.with_grain("age", grain))
+    box = wait_shown(window, qtbot)
+    assert len(started) == 5  # each edit asked...
+    assert doc.best_strategy_result().strategies == engine_choice(doc).strategies  # ...the last one was chosen
+
+
+def test_cancelling_leaves_no_choice_and_the_release_waits_until_chosen_again(sample_window, qtbot):
+    window = sample_window
+    doc = window.document
+    window.go_to("privacy")
+    box = wait_shown(window, qtbot)
+    doc.set_workload(MARGINALS)
+    assert box.cancel_button.isVisible()
+    with qtbot.waitSignal(box.lane.cancelled, timeout=10_000):
+        box.cancel_button.click()
+    assert box.again_button.isVisible() and not box.cancel_button.isVisible()
+    assert "Cancelled" in box.summary.text() and "the release waits" in box.summary.text()
+    assert doc.best_strategy_result() is None and box.axes.rowCount() == 0
+    assert not window.run_release()  # says why, draws nothing
+    assert window.dialogs.errors[-1][0] == "Not ready to release"
+    box.again_button.click()
+    box = wait_shown(window, qtbot)
+    assert box.result.strategies == engine_choice(doc).strategies
+
+
+def test_a_release_from_the_app_writes_the_chosen_strategies_and_the_choice(sample_window, qtbot, tmp_path):
+    window = sample_window
+    doc = window.document
+    choice = wait_for_best_strategy(window, qtbot)
+    with qtbot.waitSignal(window.releaseFinished, timeout=120_000) as finished:
+        assert window.run_release()
+    outcome = finished.args[0]
+    assert outcome.release.strategies == choice.strategies == engine_choice(doc).strategies
+    path = tmp_path / "best.npz"
+    with qtbot.waitSignal(window.exportFinished, timeout=60_000):
+        assert window.export_release("release", path)
+    assert pio.load_release(path).strategies == choice.strategies
+    meta = pio.load_release_metadata(path)
+    assert meta["extra"]["strategy_choice"]["expected_error"] == pytest.approx(choice.error, rel=1e-9)
+    assert meta["extra"]["strategy_choice"]["workload"] == choice.workload
+    recorded = release_choices(meta)
+    assert (recorded.sa_rule, recorded.strategies, recorded.mechanism) == ("best-strategy", choice.strategies,
+                                                                           "strategies")
+    assert not doc.release_is_stale()
+
+
+def test_privelet_plus_still_releases_privelet_plus(sample_window, qtbot):
+    window = sample_window
+    doc = window.document
+    window.privacy_panel.mech_buttons["privelet+"].setChecked(True)
+    assert doc.mechanism == "privelet+"
+    with qtbot.waitSignal(window.releaseFinished, timeout=120_000) as finished:
+        assert window.run_release()  # never waits for the best strategy
+    outcome = finished.args[0]
+    schema = doc.schema()
+    assert outcome.spec == ReleaseSpec(schema, 1.0, "privelet+", recommend_sa(schema))
+    assert outcome.release.mechanism == "privelet+" and outcome.release.strategies == ()
+    assert outcome.strategy_choice is None and outcome.choices.sa_rule == "given"
+
+
+def test_a_project_with_the_best_strategy_reopens_with_it_selected(sample_window, qtbot, tmp_path):
+    window = sample_window
+    doc = window.document
+    chosen = wait_for_best_strategy(window, qtbot).strategies
+    path = tmp_path / "best.privelet"
+    assert window.save_project(path)
+    assert load_project(path).strategies == chosen
+    doc.set_privacy(mechanism="basic")
+    window.dialogs.save_answer = "discard"
+    with qtbot.waitSignal(window.projectOpened, timeout=30_000):
+        assert window.open_project(path)
+    qtbot.waitUntil(lambda: window.document.summary is not None, timeout=30_000)
+    doc = window.document
+    assert doc.mechanism == "best" and window.privacy_panel.mech_buttons["best"].isChecked()
+    wait_for_best_strategy(window, qtbot)
+    assert doc.release_spec().axis_strategies == chosen
