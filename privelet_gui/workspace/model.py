@@ -1135,13 +1135,23 @@ class Workspace:
                            "open_below": new.bins.open_below, "open_above": new.bins.open_above}
         # Straight through the history, not set_attribute: a domain that still comes from the
         # data (binned edges of an inferred range) keeps its "from the data" warning.
-        before = {key: getattr(config, key) for key in changes}
+        before: dict[str, Any] = {key: getattr(config, key) for key in changes}
+        # The workload keeps its meaning in the same step: blocks of 5 years stay 5 years in bins of 5.
+        grain = self.workload.grain(suggestion.attribute)
+        if suggestion.kind != "drop" and grain is not None:
+            before["workload"] = self.workload
+            changes["workload"] = self.workload.with_grain(suggestion.attribute, suggestion.grain_after(grain))
 
         def apply(name: str, value: Any) -> None:
-            setattr(config, name, value)
+            setattr(self if name == "workload" else config, name, value)
+
+        def done() -> None:
+            self._attributes_changed()
+            if "workload" in changes:
+                self._privacy_changed()
 
         label = "Advisor: " + suggestion.description.split(" (")[0]
-        self.history.push(FieldChange(label, apply, before, changes, done=self._attributes_changed))
+        self.history.push(FieldChange(label, apply, before, changes, done=done))
 
     def import_schema(self, schema: Schema, text: str = "Import a schema") -> None:
         """Take every attribute's settings from ``schema`` (undoable): its attributes are
