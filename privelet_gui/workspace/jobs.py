@@ -41,6 +41,7 @@ from ..engine import (
     Progress,
     Release,
     ReleaseSpec,
+    Workload,
     available_memory,
     byte_size,
     margin95,
@@ -92,6 +93,7 @@ class ReleaseJob:
     options: Any  # io.TableOptions
     spec: ReleaseSpec
     measure_error: bool = True  # measure the release's error on the true data (custodian only)
+    workload: Workload | None = None  # the custodian's queries the error is measured on (None: the paper's)
 
     @property
     def unmeasured_reason(self) -> str | None:
@@ -273,7 +275,8 @@ def run_release(
             measuring = reporting.slice(end, 1.0)
             skip = control.cancelled if control is not None else should_cancel
             try:
-                preview = measure_release(matrix, release, progress=measuring.report, should_cancel=skip)
+                preview = measure_release(matrix, release, workload=job.workload, progress=measuring.report,
+                                          should_cancel=skip)
             except Cancelled:
                 preview = None  # the release is made: a late cancel only skips measuring its error
                 unmeasured = "measuring was cancelled"

@@ -43,6 +43,7 @@ from ..engine import (
     Sampler,
     Schema,
     SchemaError,
+    Workload,
     check_epsilon,
     recommend_sa,
 )
@@ -58,7 +59,7 @@ from .events import Event
 from .history import FieldChange, History, UndoHistory
 from .jobs import ReleaseJob, ReleaseOutcome
 from .tree import HierarchyTree, Problem, TreeNode, tree_from_json, tree_to_json
-from .workload import AdviceKey, BestSa, ResultCache, SearchKey, find_best_sa, search_seconds
+from .workload import AdviceKey, BestSa, ResultCache, SearchKey, build_workload, find_best_sa, search_seconds
 
 if TYPE_CHECKING:
     from ..engine import Suggestion
@@ -83,6 +84,9 @@ MissingChoice = Literal["refuse", "drop", "own", "value"]
 
 #: Columns with more distinct values than this are not included by default.
 MAX_DEFAULT_VALUES = 1000
+#: The most queries of the custodian's workload a release's error is measured on (each is
+#: answered on the true and the noisy tables); a bigger workload is measured on the paper's.
+MEASURED_QUERIES = 200_000
 #: A switch to nominal starts from a flat tree of the values when there are at most this many.
 MAX_TREE_VALUES = 100_000
 #: The largest frequency matrix a release is started for (8 bytes a cell, a few copies).
@@ -687,7 +691,18 @@ class Workspace:
             raise PriveletError("fix these first: " + "; ".join(blockers))
         spec = self.release_spec()
         assert spec is not None
-        return ReleaseJob(self.table_path, self.table_options, spec, measure_error=self.measure_error)
+        return ReleaseJob(self.table_path, self.table_options, spec, measure_error=self.measure_error,
+                          workload=self.measured_workload(spec.schema))
+
+    def measured_workload(self, schema: Schema) -> Workload | None:
+        """The custodian's workload on ``schema``, for measuring a release's error on it and for
+        the workbench's examples (None: it cannot be made, or has more than
+        :data:`MEASURED_QUERIES` queries; the paper's random workload stands in)."""
+        try:
+            workload = build_workload(self.workload, schema)
+        except PriveletError:
+            return None
+        return workload if len(workload) <= MEASURED_QUERIES else None
 
     def release_is_stale(self, outcome: ReleaseOutcome | None = None) -> bool:
         """Whether the release (the last one by default) no longer matches the settings."""
