@@ -281,3 +281,22 @@ def test_table_options_reach_the_reader(capsys, tmp_path, monkeypatch):
     assert [line[3] for line in tsv] == [line[3] for line in csv_rows]
     code, _, err = call(capsys, *args[:-3], "--out", "bad")  # without --no-header: the first row is a header
     assert code == 1 and "has no column 'column_1'" in err
+
+
+def test_workload_measures_the_custodians_queries(capsys, tmp_path, monkeypatch):
+    """--workload: every query of the custodian's workload, as the engine measures it in process."""
+    monkeypatch.chdir(tmp_path)
+    write_inputs(tmp_path)
+    code, out, err = call(capsys, *evaluate_args("out", "--no-figures", "--workload", "marginals:1,2:age/8,job/2,sex"))
+    assert code == 0, err
+    assert "queries of 1- and 2-way marginals of age, job, sex" in out
+    schema = load_schema(tmp_path / "s.json")
+    from privelet_gui.io import workloads_from_descriptions
+
+    workload = workloads_from_descriptions(["marginals:1,2:age/8,job/2,sex"], schema)
+    matrix, _ = count_table(tmp_path / "t.csv", schema)
+    _, rows = evaluate(matrix, schema, [0.5, 1.0, 1.25], ("age", "sex"), rng=np.random.default_rng(int(SEED)),
+                       workload=workload)
+    _, written = read_summary(tmp_path / "out" / "summary.csv")
+    assert sum(int(r[-1]) for r in written) == 3 * 2 * len(workload)  # per epsilon and mechanism, every query once
+    assert [float(r[4]) for r in written] == [r.row.square_error for r in rows]

@@ -19,9 +19,11 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
         description="For the workload you expect, say how much each attribute multiplies the expected error and "
                     "suggest concrete changes of the schema (bins of a width, a hierarchy level, dropping an "
                     "attribute no query constrains), each with its predicted error. Data-independent: it reads the "
-                    "schema only and costs no privacy. Predictions are of the noise: queries that a coarser domain "
-                    "cannot answer exactly are rounded out to whole bins or groups, and their bias (which depends "
-                    "on the data) is not predicted.",
+                    "schema only and costs no privacy. Suggestions keep every query of the workload exact, so "
+                    "their predicted error is the whole error; changes that leave some query inexact are listed "
+                    "apart (--lossy), with the share of queries kept exact and the bias the others risk: they are "
+                    "answered by spreading a coarse cell's count evenly over its values (--across spread, the "
+                    "default) or by rounding out to whole bins or groups (--across round-out).",
     )
     p.add_argument("--schema", required=True, metavar="S.json", help="schema file")
     p.add_argument("--epsilon", type=epsilon_type, default=1.0, metavar="E", help="privacy budget (default 1)")
@@ -33,6 +35,11 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
     workload_options(p)
     p.add_argument("--rows", type=int, metavar="N", help="the table's number of rows, to say how big a typical count is")
     p.add_argument("--top", type=int, default=10, metavar="K", help="suggestions to show (default 10)")
+    p.add_argument("--lossy", action="store_true",
+                   help="also list the changes that leave some query inexact (after the lossless ones, numbered on)")
+    p.add_argument("--across", choices=("spread", "round-out"), default="spread",
+                   help="how a lossy change answers a query across coarser bins: spread a coarse cell's count evenly "
+                        "over its values (default) or round out to whole bins")
     p.add_argument("--apply", type=int, metavar="I", help="write the schema of suggestion I (1 = the first shown) to --out")
     p.add_argument("--out", metavar="S.json", help="schema file to write with --apply")
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
@@ -52,16 +59,26 @@ def _cmd_advise(args: argparse.Namespace) -> int:
     sa = () if choose else parse_sa(args.sa, schema)
     spec = ReleaseSpec(schema, args.epsilon, "privelet+", sa, args.neighbours, public_total=public_total_of(args))
     workload = workload_of(args, schema)
-    advice = advise(spec, workload, objective=args.objective, choose_sa=choose)
-    shown = advice.suggestions[: max(args.top, 0)]
+    advice = advise(spec, workload, objective=args.objective, sa_rule="best" if choose else "kept",
+                    answering=args.across)
+    top = max(args.top, 0)
+    shown = advice.suggestions[:top]
+    lossy = advice.lossy[:top] if args.lossy else ()
+    listed = (*shown, *lossy)
     if args.apply is not None:
-        if not 1 <= args.apply <= len(shown):
-            raise UsageError(f"--apply takes a suggestion number from 1 to {len(shown)}")
-        chosen = shown[args.apply - 1]
+        if not 1 <= args.apply <= len(listed):
+            raise UsageError(f"--apply takes a suggestion number from 1 to {len(listed)}" if listed
+                             else "--apply: there is no suggestion for this workload")
+        chosen = listed[args.apply - 1]
         if out is None:
             raise InternalError("--apply passed the check that --out goes with it, without --out")
         save_schema(chosen.schema, out, force=args.force)
     if args.json:
+        def entry(s: Any) -> dict[str, Any]:
+            return {"kind": s.kind, "attribute": s.attribute, "description": s.description, "sa": list(s.sa),
+                    "error": s.error, "factor": s.factor, "exact_share": s.exact_share, "lossless": s.lossless,
+                    "answering": s.answering, "estimated_share": s.estimated_share, "added_share": s.added_share}
+
         result: dict[str, Any] = {
             "workload": {"name": workload.name, "queries": len(workload), "objective": args.objective},
             "sa": list(advice.spec.effective_sa),
@@ -69,9 +86,9 @@ def _cmd_advise(args: argparse.Namespace) -> int:
             "margin95": advice.margin95,
             "multipliers": [{"attribute": m.name, "in_sa": m.in_sa, "multiplier": m.multiplier,
                              "constrained": m.constrained} for m in advice.multipliers],
-            "suggestions": [{"kind": s.kind, "attribute": s.attribute, "description": s.description,
-                             "sa": list(s.sa), "error": s.error, "factor": s.factor, "exact_share": s.exact_share}
-                            for s in shown],
+            "suggestions": [entry(s) for s in shown],
+            "lossy": [entry(s) for s in lossy],
+            "answering": advice.answering,
         }
         print(json.dumps(result, indent=2))
         return 0
@@ -83,12 +100,20 @@ def _cmd_advise(args: argparse.Namespace) -> int:
         where = "in S_A" if m.in_sa else "transformed"
         queried = "" if m.constrained else ", no query constrains it"
         print(f"  {m.name:<20} x{m.multiplier:,.2f} ({where}{queried})")
-    print("suggestions (predicted noise; lossless ones first):")
+    if shown:
+        print("suggestions (every query stays exact; the predicted error is the whole error):")
+    else:
+        print("no lossless change makes this workload's error smaller")
     for number, s in enumerate(shown, start=1):
-        exact = "every query answered exactly" if s.exact_share >= 1 else (
-            f"{s.exact_share:.0%} of the queries answered exactly, the others rounded out (their bias depends on the "
-            "data and is not predicted)")
-        print(f"  {number}. {s.description}: error {fmt(s.error)}, {s.factor:,.2f}x smaller; {exact}")
+        print(f"  {number}. {s.description}: error {fmt(s.error)}, {s.factor:,.2f}x smaller")
+    if lossy:
+        print("lossy changes (predicted noise only; the inexact queries are biased by an amount that depends on the "
+              "data):")
+    elif not args.lossy and advice.lossy:
+        print(f"({len(advice.lossy)} lossy change(s) not shown: some queries would no longer be exact; --lossy lists them)")
+    for number, s in enumerate(lossy, start=len(shown) + 1):
+        print(f"  {number}. {s.description}: noise {fmt(s.error)}, {s.factor:,.2f}x smaller; {s.exact_share:.0%} of "
+              f"the queries exact, {s.bias_text()}")
     if args.apply is not None:
         print(f"wrote {out} (suggestion {args.apply}); count the table again with it")
     return 0

@@ -64,6 +64,10 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
                    help="S_A of Privelet+: a list, 'auto' (recommended, the default) or 'none' (plain Privelet)")
     p.add_argument("--queries", type=queries_type, default=40_000, metavar="N",
                    help="random range-count queries in the workload (default 40000, as in the paper)")
+    p.add_argument("--workload", action="append", default=[], metavar="W",
+                   help="measure on the queries you expect instead of --queries random ones: 'paper[:N]', "
+                        "'marginals:K[,K][:A[/G],B[/G]...]' or a CSV/JSON file of queries, as for release; repeat "
+                        "to combine")
     p.add_argument("--seed", type=seed_type, metavar="N", help="fixed seed for the workload and the noise, FOR TESTS ONLY")
     p.add_argument("--neighbours", choices=("replace", "add-remove"), default="replace",
                    help="neighbouring tables differ by replacing one row (default, the paper's) or adding/removing one")
@@ -183,7 +187,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
     from ..engine import PriveletError
     from ..engine.accuracy.evaluation import evaluate
-    from ..io import atomic_write, count_table, load_schema
+    from ..io import atomic_write, count_table, load_schema, workloads_from_descriptions
 
     epsilons = _parse_epsilons(args.epsilons)
     folder = Path(args.out)
@@ -199,6 +203,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"no such table file: {table}")
     schema = load_schema(args.schema)
     sa = parse_sa(args.sa, schema)
+    workload = workloads_from_descriptions(args.workload, schema) if args.workload else None
     # Loud on purpose, and even with --quiet: a privacy warning, not a progress note.
     print(loud(EVALUATION_WARNING), file=sys.stderr)
     if args.seed is not None:
@@ -215,7 +220,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             raise PriveletError(f"{table}: no rows were counted, so there is nothing to evaluate")
         rng = np.random.default_rng(args.seed) if args.seed is not None else None
         _, rows = evaluate(matrix, schema, epsilons, sa, queries=args.queries, rng=rng,
-                           neighbours=args.neighbours, progress=bar)
+                           neighbours=args.neighbours, workload=workload, progress=bar)
         bar.close()
     finally:
         bar.close()
@@ -232,7 +237,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
         written.append(write_evaluation_report(
             args.report, force=args.force, rows=rows, table_name=table.name, schema=schema, sa=sa,
-            neighbours=args.neighbours, queries=args.queries, seeded=args.seed is not None,
+            neighbours=args.neighbours, queries=args.queries if workload is None else len(workload),
+            seeded=args.seed is not None, workload=None if workload is None else workload.name,
         ))
     seconds = time.perf_counter() - started
     from ..engine.accuracy.evaluation import EVALUATED_MECHANISMS
@@ -241,7 +247,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
           f"{len(EVALUATED_MECHANISMS)} mechanisms x 5 coverage quintiles)")
     for path in written[1:]:
         print(f"wrote {path}")
-    print(f"Basic vs Privelet+ (S_A = {{{', '.join(sa)}}}), {args.queries:,} random queries, neighbours "
+    asked = f"{args.queries:,} random queries" if workload is None else f"{len(workload):,} queries of {workload.name}"
+    print(f"Basic vs Privelet+ (S_A = {{{', '.join(sa)}}}), {asked}, neighbours "
           f"{args.neighbours}, {seconds:,.1f} s; for the custodian's machine only, not for publication")
     for epsilon in epsilons:
         print(f"epsilon {_epsilon_text(epsilon)}: average square error per coverage quintile")

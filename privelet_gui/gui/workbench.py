@@ -30,18 +30,20 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine import Hierarchy, NominalAttribute, OrdinalAttribute, PrefixSums, RangeQuery, Release
+from ..engine import Hierarchy, NominalAttribute, OrdinalAttribute, PrefixSums, RangeQuery, Release, Workload
 from ..formatting import fmt_number, fmt_numbers, table_is_scientific
 from ..io import QueryAnswer, answer_query, atomic_write
 from ..io.releases import spreadsheet_safe
 
-__all__ = ["INSTANT_PREFIX_CELLS", "MAX_LISTED_VALUES", "IntervalPicker", "NodePicker", "QueryWorkbench", "labelled_query"]
+__all__ = ["EXAMPLES", "INSTANT_PREFIX_CELLS", "MAX_LISTED_VALUES", "IntervalPicker", "NodePicker", "QueryWorkbench", "labelled_query"]
 
 #: Releases up to this many cells get their prefix sums at once; bigger ones from the caller
 #: (computed in a task: a cumulative sum over every cell).
 INSTANT_PREFIX_CELLS = 4_000_000
 #: An ordinal axis with more values than this is picked with spin boxes rather than lists.
 MAX_LISTED_VALUES = 1000
+#: Queries of the custodian's workload offered as examples.
+EXAMPLES = 12
 
 
 class _ExpandArrows(QObject):
@@ -256,6 +258,14 @@ class QueryWorkbench(QWidget):
         self.notice = QLabel("Open or make a release to query it.")
         self.notice.setWordWrap(True)
         layout.addWidget(self.notice)
+        examples = QHBoxLayout()
+        examples.addWidget(QLabel("Example:"))
+        self.examples = QComboBox()
+        self.examples.setToolTip("Queries of the workload you set in the Privacy step: choose one to ask it")
+        self.examples.activated.connect(self._use_example)
+        examples.addWidget(self.examples, 1)
+        layout.addLayout(examples)
+        self._examples: list[RangeQuery] = []
         self.form_host = QWidget()
         self.form = QFormLayout(self.form_host)
         layout.addWidget(self.form_host)
@@ -318,6 +328,35 @@ class QueryWorkbench(QWidget):
             self._pickers[attribute.name] = picker
             self.form.addRow(attribute.name, picker)
         self.update_answer()
+
+    def set_examples(self, workload: Workload | None) -> None:
+        """Offer a few queries of ``workload`` (on the release's schema; None: the custodian has none here)."""
+        self._examples = []
+        if workload is not None and self.release is not None and workload.schema == self.release.schema:
+            batch = workload.examples(EXAMPLES)
+            self._examples = [batch.query(workload.schema, i) for i in range(len(batch))]
+        self.examples.clear()
+        if self._examples and workload is not None:
+            self.examples.addItem(f"{len(self._examples)} queries of {workload.name}…")
+            self.examples.addItems([labelled_query(q) for q in self._examples])
+        else:
+            self.examples.addItem("no workload for this release's attributes")
+        self.examples.setEnabled(bool(self._examples))
+
+    def use_example(self, number: int) -> None:
+        """Ask example ``number`` (0: the first offered)."""
+        query = self._examples[number]
+        for axis, attribute in enumerate(query.schema):
+            picker = self._pickers[attribute.name]
+            if isinstance(picker, NodePicker):
+                picker.set_node(attribute.hierarchy.labels[query.nodes[axis]])  # type: ignore[union-attr]
+            else:
+                picker.set_interval(query.lo[axis], query.hi[axis])
+        self.update_answer()
+
+    def _use_example(self, row: int) -> None:
+        if row > 0:
+            self.use_example(row - 1)
 
     def set_prefix_sums(self, prefix: PrefixSums) -> None:
         self._prefix = prefix

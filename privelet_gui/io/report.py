@@ -507,9 +507,11 @@ def evaluation_report(
     neighbours: str,
     queries: int,
     seeded: bool = False,
+    workload: str | None = None,
 ) -> str:
     """The HTML report of ``privelet evaluate``'s ``rows`` (:class:`~privelet_gui.engine.EvaluationRow`):
-    errors measured against the TRUE data, under a CONFIDENTIAL banner on every page."""
+    errors measured against the TRUE data, under a CONFIDENTIAL banner on every page. ``workload``
+    names the custodian's queries when they were measured (None: ``queries`` random ones)."""
     epsilons = sorted({r.epsilon for r in rows})
     sections = []
     for epsilon in epsilons:
@@ -532,12 +534,13 @@ def evaluation_report(
 equal number, smallest first).</figcaption></figure>
 <table><thead><tr><th>Size group</th><th class="num">cells covered</th>{head}</tr></thead><tbody>{body}</tbody></table>
 </section>""")
+    asked = (f"{queries:,} random range-count queries" if workload is None
+             else f"{queries:,} range-count queries of {_e(workload)}")
     seed = ('<p class="banner">Seeded: the workload and the noise were made with a fixed seed (tests only).</p>'
             if seeded else "")
     content = f"""<p class="banner confidential">{_e(CONFIDENTIAL_TEXT)}</p>
 <h1>Evaluation report: {_e(table_name)}</h1>
-<p class="lead">The paper's experiment (Figures 8 and 9) on the custodian's own table: {queries:,} random
-range-count queries, answered on releases made with Basic and with Privelet+ (S_A = {{{_e(', '.join(sa))}}}) under
+<p class="lead">The paper's experiment (Figures 8 and 9) on the custodian's own table: {asked}, answered on releases made with Basic and with Privelet+ (S_A = {{{_e(', '.join(sa))}}}) under
 {_e(NEIGHBOUR_NAMES.get(neighbours, neighbours))} neighbours, compared with the TRUE answers. The relative error
 divides by the true answer, at least 0.1% of the rows. Matrix: {' x '.join(map(str, schema.shape))} =
 {schema.size:,} cells. Made {_e(_date(None))} with privelet-gui {_e(__version__)}.</p>

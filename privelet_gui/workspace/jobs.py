@@ -42,6 +42,7 @@ from ..engine import (
     Release,
     ReleaseSpec,
     StrategyChoice,
+    Workload,
     available_memory,
     byte_size,
     margin95,
@@ -96,6 +97,7 @@ class ReleaseJob:
     spec: ReleaseSpec
     measure_error: bool = True  # measure the release's error on the true data (custodian only)
     strategy_choice: StrategyChoice | None = None
+    error_workload: Workload | None = None  # the custodian's queries the error is measured on (None: the paper's)
     workload: tuple[str, ...] = ()
 
     def choices(self) -> ReleaseChoices:
@@ -289,7 +291,8 @@ def run_release(
             measuring = reporting.slice(end, 1.0)
             skip = control.cancelled if control is not None else should_cancel
             try:
-                preview = measure_release(matrix, release, progress=measuring.report, should_cancel=skip)
+                preview = measure_release(matrix, release, workload=job.error_workload, progress=measuring.report,
+                                          should_cancel=skip)
             except Cancelled:
                 preview = None  # the release is made: a late cancel only skips measuring its error
                 unmeasured = "measuring was cancelled"

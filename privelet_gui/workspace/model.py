@@ -35,6 +35,7 @@ from ..engine import (
     STRATEGIES,
     Attribute,
     HierarchyError,
+    InternalError,
     Neighbours,
     NominalAttribute,
     NumericBins,
@@ -45,6 +46,7 @@ from ..engine import (
     Schema,
     SchemaError,
     StrategyChoice,
+    Workload,
     check_epsilon,
     mechanism_name,
     recommend_sa,
@@ -66,6 +68,7 @@ from .workload import (
     BestSa,
     ResultCache,
     SearchKey,
+    build_workload,
     find_best_sa,
     find_best_strategy,
     search_seconds,
@@ -96,6 +99,9 @@ MissingChoice = Literal["refuse", "drop", "own", "value"]
 
 #: Columns with more distinct values than this are not included by default.
 MAX_DEFAULT_VALUES = 1000
+#: The most queries of the custodian's workload a release's error is measured on (each is
+#: answered on the true and the noisy tables); a bigger workload is measured on the paper's.
+MEASURED_QUERIES = 200_000
 #: A switch to nominal starts from a flat tree of the values when there are at most this many.
 MAX_TREE_VALUES = 100_000
 #: Columns are included by default while the matrix has at most this many cells per row of the
@@ -770,13 +776,28 @@ class Workspace:
         if blockers:
             raise PriveletError("fix these first: " + "; ".join(blockers))
         spec = self.release_spec()
-        assert spec is not None
+        if spec is None:
+            raise InternalError("no release spec although nothing blocks the release")
+        measured = self.measured_workload(spec.schema)
         if self.mechanism != BEST_STRATEGY:
-            return ReleaseJob(self.table_path, self.table_options, spec, measure_error=self.measure_error)
+            return ReleaseJob(self.table_path, self.table_options, spec, measure_error=self.measure_error,
+                              error_workload=measured)
         choice = self.best_strategy_result()
-        assert isinstance(choice, StrategyChoice)  # else release_blockers said why
+        if not isinstance(choice, StrategyChoice):
+            raise InternalError("a release job was asked for before the best strategy was chosen")
         return ReleaseJob(self.table_path, self.table_options, spec, measure_error=self.measure_error,
-                          strategy_choice=choice, workload=workload_descriptions(self.workload, spec.schema))
+                          strategy_choice=choice, workload=workload_descriptions(self.workload, spec.schema),
+                          error_workload=measured)
+
+    def measured_workload(self, schema: Schema) -> Workload | None:
+        """The custodian's workload on ``schema``, for measuring a release's error on it and for
+        the workbench's examples (None: it cannot be made, or has more than
+        :data:`MEASURED_QUERIES` queries; the paper's random workload stands in)."""
+        try:
+            workload = build_workload(self.workload, schema)
+        except PriveletError:
+            return None
+        return workload if len(workload) <= MEASURED_QUERIES else None
 
     def release_is_stale(self, outcome: ReleaseOutcome | None = None) -> bool:
         """Whether the release (the last one by default) no longer matches the settings."""
@@ -1054,7 +1075,8 @@ class Workspace:
             self.set_attribute(column, f"{config.name}: bins of equal width", mode="bins", bin_edges=None)
             return
         bins = NumericBins.from_edges(edges, open_below=config.open_below, open_above=config.open_above)
-        assert bins.edges is not None
+        if bins.edges is None:
+            raise InternalError("bins made from edges have no edges")
         self.set_attribute(column, f"{config.name}: bins between {len(bins.edges)} edges", mode="bins",
                            bin_edges=bins.edges)
 
@@ -1230,18 +1252,29 @@ class Workspace:
             if isinstance(new, NominalAttribute):
                 changes = {"level": new.level}
             else:
-                assert new.bins is not None and new.bins.width is not None  # the advisor's bins are equal-width
+                if new.bins is None or new.bins.width is None:
+                    raise InternalError("the advisor suggested bins that are not of equal width")
                 changes = {"mode": "bins", "bins": (new.bins.start, new.bins.stop, new.bins.width), "bin_edges": None,
                            "open_below": new.bins.open_below, "open_above": new.bins.open_above}
         # Straight through the history, not set_attribute: a domain that still comes from the
         # data (binned edges of an inferred range) keeps its "from the data" warning.
-        before = {key: getattr(config, key) for key in changes}
+        before: dict[str, Any] = {key: getattr(config, key) for key in changes}
+        # The workload keeps its meaning in the same step: blocks of 5 years stay 5 years in bins of 5.
+        grain = self.workload.grain(suggestion.attribute)
+        if suggestion.kind != "drop" and grain is not None:
+            before["workload"] = self.workload
+            changes["workload"] = self.workload.with_grain(suggestion.attribute, suggestion.grain_after(grain))
 
         def apply(name: str, value: Any) -> None:
-            setattr(config, name, value)
+            setattr(self if name == "workload" else config, name, value)
+
+        def done() -> None:
+            self._attributes_changed()
+            if "workload" in changes:
+                self._privacy_changed()
 
         label = "Advisor: " + suggestion.description.split(" (")[0]
-        self.history.push(FieldChange(label, apply, before, changes, done=self._attributes_changed))
+        self.history.push(FieldChange(label, apply, before, changes, done=done))
 
     def import_schema(self, schema: Schema, text: str = "Import a schema") -> None:
         """Take every attribute's settings from ``schema`` (undoable): its attributes are

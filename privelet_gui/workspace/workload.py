@@ -31,16 +31,15 @@ from ..engine import (
     ReleaseSpec,
     Schema,
     StrategyChoice,
+    Suggestion,
     Workload,
     advise,
     best_sa,
     best_strategy,
-    expected_error,
     marginals,
     paper_workload,
-    recommend_sa,
 )
-from ..engine.accuracy.advisor import EXHAUSTIVE_UP_TO
+from ..engine.accuracy.advisor import EXHAUSTIVE_UP_TO, SaRule
 from ..engine.accuracy.workloads import check_objective
 from ..engine.progress import CancelCallback, ProgressCallback
 from ..engine.spec import Mechanism
@@ -252,37 +251,22 @@ def find_advice(key: AdviceKey, should_cancel: CancelCallback | None = None) -> 
     (``"recommended"``) or the chosen S_A less a dropped attribute (``"chosen"``)."""
     search = key.search
     workload = build_workload(search.choice, search.schema)
-    objective = check_objective(search.choice.objective)
     plus = key.mechanism == "privelet+"
-    if key.rule == "recommended" and plus:
-        sa = recommend_sa(search.schema)
-    elif key.rule == "chosen" and plus:
-        sa = tuple(n for n in key.sa if n in search.schema.names)
-    else:
-        sa = ()
-    spec = search.spec(key.mechanism, sa)
-    advice = advise(spec, workload, objective=objective, choose_sa=key.rule == "best" and plus,
-                    should_cancel=should_cancel)
-    if key.rule != "recommended" or not plus:
-        return advice
-    suggestions = []
-    for suggestion in advice.suggestions:
-        follows = recommend_sa(suggestion.schema)
-        changed = ReleaseSpec(suggestion.schema, 1.0, "privelet+", follows, search.neighbours, public_total=search.public_total)
-        error = expected_error(changed, suggestion.workload, objective=objective)
-        suggestions.append(dataclasses.replace(suggestion, sa=changed.effective_sa, error=error))
-    suggestions.sort(key=lambda s: (s.exact_share < 1.0, s.error))
-    return dataclasses.replace(advice, suggestions=tuple(suggestions))
+    sa = tuple(n for n in key.sa if n in search.schema.names) if key.rule == "chosen" and plus else ()
+    rule: SaRule = "kept" if key.rule == "chosen" else "recommended" if key.rule == "recommended" else "best"
+    return advise(search.spec(key.mechanism, sa), workload, objective=check_objective(search.choice.objective),
+                  sa_rule=rule, should_cancel=should_cancel)
 
 
 def scaled_advice(advice: Advice, epsilon: float) -> Advice:
     """``advice`` (computed at epsilon 1) with its errors at ``epsilon``."""
     scale = 1.0 / epsilon**2
-    suggestions = tuple(
-        dataclasses.replace(s, error=s.error * scale, before=s.before * scale) for s in advice.suggestions
-    )
+    def scaled(suggestions: tuple[Suggestion, ...]) -> tuple[Suggestion, ...]:
+        return tuple(dataclasses.replace(s, error=s.error * scale, before=s.before * scale) for s in suggestions)
+
     return dataclasses.replace(
-        advice, spec=advice.spec.replace(epsilon=epsilon), error=advice.error * scale, suggestions=suggestions
+        advice, spec=advice.spec.replace(epsilon=epsilon), error=advice.error * scale,
+        suggestions=scaled(advice.suggestions), lossy=scaled(advice.lossy),
     )
 
 

@@ -161,7 +161,7 @@ def test_applying_a_suggestion_and_undoing_it(sample_window, qtbot):
     assert advisor.multipliers.rowCount() == len(doc.schema())
     first = advisor.suggestions[0]
     assert first.kind == "drop" and first.exact_share == 1.0  # lossless ones first
-    assert advisor.table.item(0, 3).text() == "every query"
+    assert advisor.table.item(0, 3).text() == first.description  # every suggestion keeps every query exact
     assert advisor.table.item(0, 1).text() == f"{first.factor:,.2f}×"
     before = doc.schema()
     done = doc.undo_stack.count()

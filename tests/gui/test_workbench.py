@@ -245,3 +245,23 @@ def test_exported_queries_cannot_become_spreadsheet_formulas(qtbot, tmp_path):
     with bench.export_csv(tmp_path / "queries.csv").open(newline="", encoding="utf-8") as handle:
         rows = list(csv.reader(handle))
     assert rows[1][0] == "'-x=1..2"  # a leading minus would make a formula of it
+
+
+def test_examples_come_from_the_custodians_workload(qtbot, release):
+    from privelet_gui.engine import marginals
+
+    bench = QueryWorkbench()
+    qtbot.addWidget(bench)
+    bench.set_release(release)
+    workload = marginals(SCHEMA, (2,), grains={"age": 8, "occupation": 2})
+    bench.set_examples(workload)
+    examples = workload.examples(12)
+    assert bench.examples.isEnabled() and bench.examples.count() == len(examples) + 1
+    assert workload.name in bench.examples.itemText(0)
+    bench.use_example(1)
+    shown = bench.query()
+    assert shown is not None
+    expected = examples.query(SCHEMA, 1)
+    assert shown.lo == expected.lo and shown.hi == expected.hi and shown.nodes == expected.nodes
+    bench.set_examples(None)
+    assert not bench.examples.isEnabled()

@@ -147,7 +147,8 @@ def _error_after(workspace: Workspace, suggestion) -> float:
 @pytest.mark.parametrize("rule", ["recommended", "best", "chosen"])
 def test_suggestions_predict_the_error_that_applying_them_gives(workspace, rule):
     workspace.set_privacy(mechanism="privelet+")  # the advisor weighs S_A rules of Privelet+
-    workspace.set_workload(WorkloadChoice(paper=None, ways=(1, 2), attributes=("age", "sex", "native-country")))
+    workspace.set_workload(WorkloadChoice(paper=None, ways=(1, 2), attributes=("age", "sex", "native-country"),
+                                          grains=(("age", 5), ("native-country", 2))))
     if rule == "best":
         workspace.use_best_sa()
     elif rule == "chosen":
@@ -174,7 +175,7 @@ def test_suggestions_predict_the_error_that_applying_them_gives(workspace, rule)
 def test_a_suggestion_for_other_settings_is_refused(workspace):
     workspace.set_workload(WorkloadChoice(paper=None, ways=(1,)))
     advice = find_advice(workspace.advice_key())
-    bins = next(s for s in advice.suggestions if s.kind == "bins")
+    bins = next(s for s in advice.lossy if s.kind == "bins")  # lossy ones are listed apart, and can be applied
     workspace.set_attribute("sex", include=False)
     with pytest.raises(PriveletError, match="other attribute settings"):
         workspace.apply_suggestion(bins)
@@ -189,7 +190,7 @@ def test_binning_an_inferred_range_keeps_its_data_warning(sample_summary):
     ws.set_table(sample_summary)  # inferred: age is the range of the data's values
     assert ws.config("age").domain_from_data
     ws.set_workload(WorkloadChoice(paper=None, ways=(1,)))
-    bins = next(s for s in find_advice(ws.advice_key()).suggestions if s.kind == "bins")
+    bins = next(s for s in find_advice(ws.advice_key()).lossy if s.kind == "bins")
     ws.apply_suggestion(bins)
     config = ws.config("age")
     assert config.mode == "bins" and config.domain_from_data  # the bin edges still come from the data
@@ -288,3 +289,17 @@ def test_the_search_finds_the_brute_force_minimum_on_a_small_schema():
     assert result.errors["best"][1] == pytest.approx(min(errors.values()), rel=1e-12)
     assert errors[result.sa] == pytest.approx(min(errors.values()), rel=1e-12)
     assert result.queries == 300 + 31 + 2 + 4  # paper + each value of a, the groups of b, each value of c
+
+
+def test_applying_bins_keeps_the_workloads_blocks_in_real_units(workspace):
+    workspace.set_workload(WorkloadChoice(paper=None, ways=(1,), attributes=("age",), grains=(("age", 5),)))
+    before = build_workload(workspace.workload, workspace.schema())
+    bins = next(s for s in find_advice(workspace.advice_key()).suggestions if s.width == 5)
+    workspace.apply_suggestion(bins)
+    assert workspace.workload.grain("age") == 1  # one bin of 5 years, not 5 bins of 5
+    after = build_workload(workspace.workload, workspace.schema())
+    age = workspace.schema()["age"]
+    assert len(after) == len(before) and [age.labels[i] for i in after.queries().lo[:, 0][:2]] == ["[17, 22)", "[22, 27)"]
+    assert workspace.history.texts[-1] == "Advisor: age in bins of 5 values"  # one undoable step
+    workspace.history.undo()
+    assert workspace.workload.grain("age") == 5 and workspace.schema() == before.schema

@@ -18,6 +18,7 @@ so they cost no privacy and can run live while the custodian edits the schema.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -30,11 +31,16 @@ from ..model.schema import Attribute, NominalAttribute, NumericBins, OrdinalAttr
 from ..progress import CancelCallback, Progress
 from ..spec import ReleaseSpec
 from .bounds import margin95, recommend_sa
-from .queries import QueryBatch
+from .coarsening import (
+    Answering,
+    AxisCoarsening,
+    BinsCoarsening,
+    LevelCoarsening,
+    check_answering,
+    coarsen,
+)
 from .workloads import (
-    AxisPredicates,
     Objective,
-    Part,
     ProductPart,
     Workload,
     check_objective,
@@ -49,6 +55,7 @@ __all__ = [
     "Advice",
     "AttributeMultiplier",
     "SaChoice",
+    "SaRule",
     "Suggestion",
     "advise",
     "best_sa",
@@ -247,6 +254,9 @@ def best_sa(
 # -- the granularity advisor ------------------------------------------------------------------
 
 SuggestionKind = Literal["drop", "bins", "level"]
+#: How S_A follows a change of the schema: the best S_A for the workload on the changed schema,
+#: its recommended S_A (the paper's rule), or the current S_A less a dropped attribute.
+SaRule = Literal["best", "recommended", "kept"]
 
 
 @dataclass(frozen=True)
@@ -279,12 +289,15 @@ class AttributeMultiplier:
 class Suggestion:
     """One change of the domain and what it is predicted to do to the workload's error.
 
-    ``error`` is the expected error of the workload's queries on the new domain, each
-    query rounded out to whole bins or nodes of the new domain, with S_A ``sa``. It is
-    noise only: ``exact_share`` is the share of the workload's queries that the new domain
-    answers exactly; the others (rounded out) also get a bias that depends on the data and
-    is not predicted. ``schema`` and ``workload`` are the changed ones (apply the schema to
-    take the suggestion).
+    ``error`` is the expected square error of the noise on the workload's queries on the new
+    domain with S_A ``sa``; ``exact_share`` is the share of the queries the new domain answers
+    exactly. A suggestion is :attr:`lossless` when that is all of them: ``error`` is then the
+    whole error. The others are answered by ``answering`` (see
+    :mod:`~privelet_gui.engine.accuracy.coarsening`) and also get a bias that depends on the
+    data: ``estimated_share`` is, on average over them, the share of a query's answer that
+    spreading estimates, ``added_share`` the values rounding out adds (relative to the query's
+    own). ``schema`` and ``workload`` are the changed ones (``workload`` rounded out to the new
+    domain); ``width`` (bins, in values of the current domain) and ``level`` say the change.
 
     Attributes
     ----------
@@ -306,6 +319,16 @@ class Suggestion:
         The error before the change (squared counts).
     exact_share : float
         See above: in 0..1.
+    answering : {"spread", "round-out"}
+        How queries the new domain cannot answer exactly are answered.
+    estimated_share : float
+        Spreading's estimated share of an inexact query's answer, on average (0..1).
+    added_share : float
+        Rounding out's added values relative to an inexact query's own, on average.
+    width : int or None
+        For bins: their width in values of the current domain.
+    level : int or None
+        For a hierarchy level: the level kept.
     """
 
     kind: SuggestionKind
@@ -317,16 +340,54 @@ class Suggestion:
     error: float
     before: float
     exact_share: float
+    answering: Answering = "spread"
+    estimated_share: float = 0.0
+    added_share: float = 0.0
+    width: int | None = None
+    level: int | None = None
 
     @property
     def factor(self) -> float:
         """How many times smaller the predicted error is."""
         return self.before / self.error if self.error > 0 else math.inf
 
+    @property
+    def lossless(self) -> bool:
+        """Whether every query of the workload stays exact on the new domain."""
+        return self.exact_share >= 1.0
+
+    def bias_text(self) -> str:
+        """What bias the inexact queries risk, for people (empty when lossless)."""
+        if self.lossless:
+            return ""
+        inexact = f"the other {1 - self.exact_share:.0%} of the queries"
+        if self.answering == "spread":
+            return (f"{inexact} spread a coarse cell's count evenly over its values (on average "
+                    f"{self.estimated_share:.0%} of such an answer is estimated: biased wherever the data is not "
+                    "even inside a bin or group)")
+        return (f"{inexact} are rounded out to whole bins or groups (on average {self.added_share:.0%} more values "
+                "than asked are counted: biased by their whole count)")
+
+    def grain_after(self, grain: int | None) -> int | None:
+        """A workload grain of this attribute (blocks of ``grain`` values, or a hierarchy level;
+        None: its finest values) with the same meaning on the new domain, as near as it has one:
+        blocks of 5 years stay 5 years (one bin of 5 after bins of 5)."""
+        if grain is None:
+            return None
+        if self.kind == "bins" and self.width is not None:
+            return max(1, round(grain / self.width))
+        if self.kind == "level" and self.level is not None and grain > self.level:
+            return None
+        return grain
+
 
 @dataclass(frozen=True)
 class Advice:
     """The advisor's answer for one release specification and workload.
+
+    ``suggestions`` are the lossless changes that make the workload's error smaller, best
+    first; ``lossy`` the changes that leave some query inexact, listed apart (most queries
+    exact first): their predicted ``error`` is of the noise only.
 
     Attributes
     ----------
@@ -341,7 +402,11 @@ class Advice:
     multipliers : tuple of AttributeMultiplier
         One per attribute, in axis order (empty for a single attribute).
     suggestions : tuple of Suggestion
-        Lossless ones first, then by predicted error.
+        The lossless changes that lower the error, best first.
+    lossy : tuple of Suggestion
+        The changes that leave some query inexact, most queries exact first.
+    answering : {"spread", "round-out"}
+        How the lossy ones answer the queries they cannot answer exactly.
     """
 
     spec: ReleaseSpec
@@ -350,6 +415,8 @@ class Advice:
     error: float
     multipliers: tuple[AttributeMultiplier, ...]
     suggestions: tuple[Suggestion, ...]
+    lossy: tuple[Suggestion, ...] = ()
+    answering: Answering = "spread"
 
     @property
     def margin95(self) -> float:
@@ -391,67 +458,6 @@ def _mean_coverage(workload: Workload) -> float:
     return total / len(workload)
 
 
-def _map_parts(
-    workload: Workload, schema: Schema, axis: int, mapper: _AxisMapper | None
-) -> tuple[Workload, float]:
-    """``workload`` on ``schema`` with ``axis`` mapped (``mapper``) or dropped (None); also
-    the share of its queries answered exactly on the new axis."""
-    parts: list[Part] = []
-    exact = 0.0
-    for part, preds in zip(workload.parts, workload.axis_predicates(), strict=False):
-        if mapper is None:
-            new_axis = None
-            exact_here = np.ones(len(preds[axis]), dtype=bool)
-        else:
-            new_axis, exact_here = mapper(preds[axis])
-        kept = [p for a, p in enumerate(preds) if a != axis]
-        if new_axis is not None:
-            kept.insert(axis, new_axis)
-        if isinstance(part, ProductPart):
-            parts.append(ProductPart(tuple(kept)))
-            exact += len(part) * float(np.mean(exact_here))
-        else:
-            stacked = [np.stack([getattr(p, f) for p in kept], axis=1) for f in ("lo", "hi", "nodes")]
-            parts.append(QueryBatch(*stacked))
-            exact += float(np.sum(exact_here))
-    return Workload(schema, tuple(parts), workload.name), exact / len(workload)
-
-
-class _AxisMapper:
-    """Maps one axis' predicates onto a coarser domain, rounding them out."""
-
-    def __call__(self, preds: AxisPredicates) -> tuple[AxisPredicates, np.ndarray]:
-        raise NotImplementedError
-
-
-class _Bins(_AxisMapper):
-    def __init__(self, width: int, size: int):
-        self.width, self.size = width, size
-
-    def __call__(self, preds: AxisPredicates) -> tuple[AxisPredicates, np.ndarray]:
-        lo, hi = preds.lo // self.width, preds.hi // self.width
-        aligned = (preds.lo % self.width == 0) & (((preds.hi + 1) % self.width == 0) | (preds.hi == self.size - 1))
-        return AxisPredicates(lo, hi, preds.nodes), aligned
-
-
-class _Level(_AxisMapper):
-    def __init__(self, old: NominalAttribute, new: NominalAttribute, level: int):
-        lay = old.hierarchy.layout
-        labels = old.hierarchy.labels
-        top = np.arange(old.hierarchy.n_nodes)
-        for _ in range(old.hierarchy.height):  # climb to the level (parents precede children)
-            top = np.where(lay.depth[top] > level, lay.parent[top], top)
-        new_index = np.array([new.hierarchy.index_of(labels[t]) for t in top])
-        new_lay = new.hierarchy.layout
-        self.node = new_index
-        self.lo, self.hi = new_lay.lo[new_index], new_lay.hi[new_index] - 1
-        self.exact = lay.depth <= level
-
-    def __call__(self, preds: AxisPredicates) -> tuple[AxisPredicates, np.ndarray]:
-        n = preds.nodes
-        return AxisPredicates(self.lo[n].astype(np.int64), self.hi[n].astype(np.int64), self.node[n]), self.exact[n]
-
-
 def _bin_widths(size: int) -> list[int]:
     """Friendly widths (2, 5, 10, 20, 50, ...) leaving at least 8 bins."""
     out: list[int] = []
@@ -463,6 +469,20 @@ def _bin_widths(size: int) -> list[int]:
                 return sorted(set(out))
             out.append(width)
         base *= 10
+
+
+def _aligned_width(workload: Workload, axis: int) -> int:
+    """The widest bins that keep every predicate of ``axis`` exact: the greatest common divisor
+    of where they start and end (1 when none is wider)."""
+    size = workload.schema[axis].size
+    width = 0
+    for preds in workload.axis_predicates():
+        p = preds[axis]
+        ends = np.concatenate([p.lo, p.hi + 1])
+        ends = ends[(ends > 0) & (ends < size)]
+        if len(ends):
+            width = math.gcd(width, int(np.gcd.reduce(ends)))
+    return width if width > 0 else 1
 
 
 def _binned(attribute: OrdinalAttribute, width: int) -> OrdinalAttribute | None:
@@ -482,28 +502,54 @@ def _binned(attribute: OrdinalAttribute, width: int) -> OrdinalAttribute | None:
     return OrdinalAttribute(attribute.name, bins=NumericBins(start, start + attribute.size, width), **options)  # type: ignore[arg-type]
 
 
-def _candidates(schema: Schema, workload: Workload) -> Iterable[tuple[SuggestionKind, int, str, Attribute | None, _AxisMapper | None]]:
+def _missing_alone(attribute: NominalAttribute, coarse: NominalAttribute) -> bool:
+    """Whether the attribute's missing value (if any) still has a value of its own at the
+    coarse level (a group holding nothing else), so that missing cells stay apart."""
+    if attribute.missing is None:
+        return True
+    node = coarse._coarse_labels[attribute.missing]
+    lo, hi = coarse.hierarchy.leaf_range(node)
+    finest = attribute.finest or attribute.hierarchy
+    return finest.leaf_range(node)[1] - finest.leaf_range(node)[0] == 1 and hi - lo == 1
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    kind: SuggestionKind
+    axis: int
+    description: str
+    attribute: Attribute | None
+    coarsening: AxisCoarsening | None
+    width: int | None = None
+    level: int | None = None
+
+
+def _candidates(schema: Schema, workload: Workload) -> Iterable[_Candidate]:
     constrained = workload.constrained_axes()
     for axis, attribute in enumerate(schema):
         if axis not in constrained and len(schema) > 1:
-            yield "drop", axis, f"drop {attribute.name} (no query of the workload constrains it)", None, None
+            yield _Candidate("drop", axis, f"drop {attribute.name} (no query of the workload constrains it)", None, None)
         if isinstance(attribute, OrdinalAttribute):
-            for width in _bin_widths(attribute.size):
+            widths = set(_bin_widths(attribute.size))
+            aligned = _aligned_width(workload, axis)
+            if aligned > 1:
+                widths.add(aligned)
+            for width in sorted(widths):
                 binned = _binned(attribute, width)
-                if binned is not None:
-                    text = f"{attribute.name} in bins of {width} values ({binned.size} bins instead of {attribute.size})"
-                    yield "bins", axis, text, binned, _Bins(width, attribute.size)
+                if binned is None or binned.size < 2:
+                    continue  # one value left: every query of the attribute would be the whole table's
+                text = f"{attribute.name} in bins of {width} values ({binned.size} bins instead of {attribute.size})"
+                yield _Candidate("bins", axis, text, binned, BinsCoarsening(width, attribute.size), width=width)
         else:
             finest = attribute.finest or attribute.hierarchy
             current = attribute.level or finest.height
             for level in range(2, current):
-                coarse = NominalAttribute(attribute.name, finest, missing=None, column=attribute.column,
-                                          domain_from_data=attribute.domain_from_data, level=level)
-                if attribute.missing is not None or coarse.size == attribute.size:
+                coarse = dataclasses.replace(attribute, level=level)
+                if coarse.size < 2 or coarse.size == attribute.size or not _missing_alone(attribute, coarse):
                     continue
                 text = (f"{attribute.name} at hierarchy level {level} ({coarse.size} values instead of "
                         f"{attribute.size}, e.g. {', '.join(coarse.labels[:3])})")
-                yield "level", axis, text, coarse, _Level(attribute, coarse, level)
+                yield _Candidate("level", axis, text, coarse, LevelCoarsening(attribute, coarse, level), level=level)
 
 
 def advise(
@@ -511,27 +557,33 @@ def advise(
     workload: Workload,
     *,
     objective: Objective = "mean",
-    choose_sa: bool = True,
+    sa_rule: SaRule = "best",
+    answering: Answering = "spread",
     should_cancel: CancelCallback | None = None,
 ) -> Advice:
     """Per-attribute multipliers and domain suggestions for ``workload`` under ``spec``
     (``should_cancel`` as for :func:`best_sa`).
 
-    With ``choose_sa`` each changed schema gets its :func:`best_sa` (and so does the
-    current one, for a fair comparison: ``before`` is then the best current error);
-    otherwise the spec's S_A is kept (less any dropped attribute). Suggestions come with
-    lossless ones first (every query answered exactly), then by predicted error.
+    ``sa_rule`` says the S_A of each changed schema (:data:`SaRule`); under ``"best"`` the
+    current schema gets its best S_A too (``before`` is then the best current error), under
+    ``"recommended"`` its recommended one. Queries a changed domain cannot answer exactly are
+    answered by ``answering`` (:data:`~privelet_gui.engine.accuracy.coarsening.ANSWERING`).
+    Lossless suggestions that make the error smaller are :attr:`Advice.suggestions`; no
+    change that leaves an attribute one value is suggested.
 
     Parameters
     ----------
     spec : ReleaseSpec
-        The release; its epsilon, neighbours, public total and (without ``choose_sa``) S_A are used.
+        The release; its epsilon, neighbours, public total and (``sa_rule="kept"``) S_A are used.
     workload : Workload
         Queries on ``spec.schema``.
     objective : {"mean", "worst"}, default "mean", keyword-only
         The average square error, or the worst query's.
-    choose_sa : bool, default True, keyword-only
-        Choose S_A with :func:`best_sa` for the current and every changed schema.
+    sa_rule : {"best", "recommended", "kept"}, default "best", keyword-only
+        The S_A of the current and every changed schema: :func:`best_sa`'s, the recommended
+        one, or the spec's (less a dropped attribute).
+    answering : {"spread", "round-out"}, default "spread", keyword-only
+        How a changed domain answers the queries it cannot answer exactly.
     should_cancel : callable ``() -> bool``, optional, keyword-only
         Polled between candidates.
 
@@ -544,47 +596,65 @@ def advise(
     SchemaError
         The workload is on another schema, or (``"worst"``) lists more than 5,000,000 queries.
     PriveletError
-        ``objective`` is neither ``"mean"`` nor ``"worst"``.
+        ``objective``, ``sa_rule`` or ``answering`` is not one of its values.
     Cancelled
         ``should_cancel()`` returned True.
     """
     objective = check_objective(objective)
+    answering = check_answering(answering)
     check = Progress(None, should_cancel).check
+    if spec.mechanism == "strategies":  # named strategies do not follow a change of the schema: Privelet+ does
+        spec = spec.replace(mechanism="privelet+", strategies=(), sa=spec.effective_sa)
     schema = spec.schema
 
-    def best(of: ReleaseSpec, queries: Workload) -> tuple[str, ...]:
-        return best_sa(of, queries, objective=objective, should_cancel=should_cancel).sa
+    def sa_of(of: ReleaseSpec, queries: Workload, kept: tuple[str, ...]) -> tuple[str, ...]:
+        if sa_rule == "best":
+            return best_sa(of, queries, objective=objective, should_cancel=should_cancel).sa
+        if sa_rule == "recommended":
+            return recommend_sa(of.schema)
+        return kept
 
-    base = spec.replace(mechanism="privelet+", sa=best(spec, workload)) if choose_sa else spec
+    plus = spec.mechanism == "privelet+"
+    base = spec.replace(sa=sa_of(spec, workload, spec.effective_sa)) if plus else spec
     before = expected_error(base, workload, objective=objective)
     multipliers = []
     constrained = workload.constrained_axes()
-    suggestions = []
-    for kind, axis, text, new_attribute, mapper in _candidates(schema, workload):
+    lossless, lossy = [], []
+    for candidate in _candidates(schema, workload):
         check()
+        axis = candidate.axis
         attributes = list(schema)
-        if new_attribute is None:
+        if candidate.attribute is None:
             del attributes[axis]
         else:
-            attributes[axis] = new_attribute
+            attributes[axis] = candidate.attribute
         new_schema = Schema(attributes)
-        new_workload, exact = _map_parts(workload, new_schema, axis, mapper)
+        coarsened = coarsen(workload, new_schema, axis, candidate.coarsening)
         kept_sa = tuple(n for n in base.effective_sa if n in new_schema.names)
-        new_spec = spec.replace(schema=new_schema, mechanism="privelet+", sa=kept_sa)
-        if choose_sa:
-            new_spec = new_spec.replace(sa=best(new_spec, new_workload))
-        error = expected_error(new_spec, new_workload, objective=objective)
-        suggestions.append(Suggestion(kind, schema[axis].name, text, new_schema, new_workload, new_spec.effective_sa,
-                                      error, before, exact))
+        new_spec = spec.replace(schema=new_schema, sa=kept_sa if plus else ())
+        if plus:
+            new_spec = new_spec.replace(sa=sa_of(new_spec, coarsened.workload, kept_sa))
+        error = coarsened.expected_error(new_spec, answering=answering, objective=objective)
+        suggestion = Suggestion(
+            candidate.kind, schema[axis].name, candidate.description, new_schema, coarsened.workload,
+            new_spec.effective_sa, error, before, coarsened.exact_share, answering, coarsened.estimated_share,
+            coarsened.added_share, candidate.width, candidate.level,
+        )
+        if suggestion.lossless:
+            if error < before:  # a lossless change that gains nothing is no advice
+                lossless.append(suggestion)
+        else:
+            lossy.append(suggestion)
     if len(schema) > 1:
         for axis, attribute in enumerate(schema):
             check()
             rest = Schema([a for i, a in enumerate(schema) if i != axis])
-            reduced, _ = _map_parts(workload, rest, axis, None)
+            reduced = coarsen(workload, rest, axis, None).workload
             kept_sa = tuple(n for n in base.effective_sa if n != attribute.name)
-            without = spec.replace(schema=rest, mechanism="privelet+", sa=kept_sa)
+            without = spec.replace(schema=rest, sa=kept_sa if plus else ())
             error = expected_error(without, reduced, objective=objective)
             multipliers.append(AttributeMultiplier(attribute.name, attribute.name in base.effective_sa,
                                                    before / error if error > 0 else math.inf, axis in constrained))
-    suggestions.sort(key=lambda s: (s.exact_share < 1.0, s.error))
-    return Advice(base, workload, objective, before, tuple(multipliers), tuple(suggestions))
+    lossless.sort(key=lambda s: s.error)
+    lossy.sort(key=lambda s: (-s.exact_share, s.error))
+    return Advice(base, workload, objective, before, tuple(multipliers), tuple(lossless), tuple(lossy), answering)

@@ -20,6 +20,7 @@ from ..noise.calibration import Neighbours, check_epsilon
 from ..progress import CancelCallback, Progress, ProgressCallback
 from .bounds import variance_model
 from .queries import PrefixSums, QueryBatch, random_workload, relative_error, sanity_bound, square_error
+from .workloads import Workload
 
 __all__ = [
     "EVALUATED_MECHANISMS",
@@ -205,10 +206,14 @@ class EvaluationRow:
 
 
 class _TrueAnswers:
-    """A random workload with its true answers: errors of any noisy matrix per quintile."""
+    """A workload (``queries`` random ones when ``workload`` is None) with its true answers:
+    errors of any noisy matrix per quintile."""
 
-    def __init__(self, matrix: np.ndarray, schema: Schema, queries: int, rng: np.random.Generator):
-        self.workload = random_workload(schema, queries, rng)
+    def __init__(self, matrix: np.ndarray, schema: Schema, queries: int, rng: np.random.Generator,
+                 workload: Workload | None = None):
+        if workload is not None and workload.schema != schema:
+            raise PriveletError(f"the workload {workload.name!r} is on another schema than the table")
+        self.workload = random_workload(schema, queries, rng) if workload is None else workload.queries()
         self.coverage = self.workload.coverage(schema.shape)
         self.actual = PrefixSums(matrix).answer_batch(self.workload)
         self.sanity = sanity_bound(float(np.sum(matrix)))
@@ -229,12 +234,14 @@ def evaluate(
     queries: int = 40_000,
     rng: np.random.Generator | None = None,
     neighbours: Neighbours = "replace",
+    workload: Workload | None = None,
     progress: ProgressCallback | None = None,
     should_cancel: CancelCallback | None = None,
 ) -> tuple[QueryBatch, list[EvaluationRow]]:
     """The paper's experiment on the custodian's own data: Basic and Privelet+ per epsilon.
 
-    Draws ``queries`` random queries (docs/math.md, "The paper's evaluation"), releases M with Basic and with Privelet+
+    Draws ``queries`` random queries (docs/math.md, "The paper's evaluation"), or asks the
+    custodian's ``workload`` (every query of it), releases M with Basic and with Privelet+
     (S_A = ``sa``) at every epsilon, and summarises square and relative errors (sanity
     bound 0.1% of n) per coverage quintile. Uses the true matrix: not for publication.
 
@@ -278,7 +285,7 @@ def evaluate(
     generator = rng if rng is not None else np.random.default_rng()
     steps = Progress(progress, should_cancel)
     steps.report(0.0, "answering the queries on the true data")
-    truth = _TrueAnswers(matrix, schema, queries, generator)
+    truth = _TrueAnswers(matrix, schema, queries, generator, workload)
     rows: list[EvaluationRow] = []
     runs = [(e, m) for e in epsilons for m in EVALUATED_MECHANISMS]
     for number, (epsilon, mechanism) in enumerate(runs):
@@ -327,6 +334,7 @@ class ErrorPreview:
     sanity: float
     quintiles: dict[str, list[QuintileRow]]
     true_marginals: dict[str, np.ndarray]
+    workload: str = "the paper's random workload"
 
 
 def measure_release(
@@ -335,10 +343,12 @@ def measure_release(
     *,
     queries: int = 10_000,
     rng: np.random.Generator | None = None,
+    workload: Workload | None = None,
     progress: ProgressCallback | None = None,
     should_cancel: CancelCallback | None = None,
 ) -> ErrorPreview:
-    """The errors of ``release`` on the true ``matrix`` (paper's workload, Figure 8 style).
+    """The errors of ``release`` on the true ``matrix``, Figure 8 style: on the custodian's
+    ``workload`` (every query of it), or on ``queries`` of the paper's random workload.
 
     Also releases M with Basic at the same epsilon, neighbours and public-total choice, for
     comparison only (that matrix is discarded). Reads the true data: run it on the custodian's machine only.
@@ -375,7 +385,7 @@ def measure_release(
     generator = rng if rng is not None else np.random.default_rng()
     steps = Progress(progress, should_cancel)
     steps.report(0.0, "measuring the error on the true data")
-    truth = _TrueAnswers(matrix, schema, queries, generator)
+    truth = _TrueAnswers(matrix, schema, queries, generator, workload)
     quintiles: dict[str, list[QuintileRow]] = {release.mechanism: truth.quintiles(release.noisy)}
     if release.mechanism != "basic":
         steps.report(0.4, "measuring the error: Basic for comparison")
@@ -389,7 +399,8 @@ def measure_release(
     steps.report(0.9, "measuring the error: marginals")
     true_marginals = {a.name: marginal(matrix, [axis]) for axis, a in enumerate(schema)}
     steps.report(1.0, "measuring the error: done")
-    return ErrorPreview(release.epsilon, queries, truth.sanity, quintiles, true_marginals)
+    name = "the paper's random workload" if workload is None else workload.name
+    return ErrorPreview(release.epsilon, len(truth.workload), truth.sanity, quintiles, true_marginals, name)
 
 
 def marginal(matrix: np.ndarray, axes: Sequence[int]) -> np.ndarray:

@@ -269,6 +269,18 @@ class Workload:
         batches = [p.queries() if isinstance(p, ProductPart) else p for p in self.parts]
         return QueryBatch(*(np.concatenate([getattr(b, f) for b in batches]) for f in ("lo", "hi", "nodes")))
 
+    def examples(self, count: int) -> QueryBatch:
+        """Up to ``count`` of its queries, evenly spaced through it (each part gets its turn in order)."""
+        picks = np.unique(np.linspace(0, len(self) - 1, num=max(1, min(count, len(self)))).round().astype(np.int64))
+        chosen, start = [], 0
+        for part in self.parts:
+            mine = picks[(picks >= start) & (picks < start + len(part))] - start
+            if len(mine):
+                batch = part.queries() if isinstance(part, ProductPart) else part
+                chosen.append(QueryBatch(batch.lo[mine], batch.hi[mine], batch.nodes[mine]))
+            start += len(part)
+        return QueryBatch(*(np.concatenate([getattr(b, f) for b in chosen]) for f in ("lo", "hi", "nodes")))
+
     def constrained_axes(self) -> frozenset[int]:
         """Axes that at least one query constrains.
 

@@ -634,6 +634,10 @@ class _AttributeBase(ABC):
     def _is_value_text(self, text: str) -> bool:
         """Whether a cell holding ``text`` counts as one of the domain's declared values."""
 
+    def _missing_index(self) -> int:
+        """The axis index missing cells count as (``missing`` is set)."""
+        return self.index_of(self.missing)
+
     def _missing_rows(self, column: pd.Series) -> np.ndarray:
         """Rows whose cell is missing: empty (NA, blank text) or one of ``missing_values``."""
         missing = _missing_mask(column)
@@ -648,7 +652,7 @@ class _AttributeBase(ABC):
             return EncodedColumn(codes, **report)
         codes = codes.astype(np.int64)  # a copy: codes may share memory with the table
         if self.missing is not None:
-            codes[missing] = self.index_of(self.missing)
+            codes[missing] = self._missing_index()
             return EncodedColumn(codes, **report)
         codes[missing] = -1
         return EncodedColumn(codes, missing_rows=missing, **report)
@@ -751,7 +755,7 @@ class _AttributeBase(ABC):
         else:
             values = self._encode_rows(pd.Series(categories, dtype=categories.dtype))
             memo.update(categories=categories, values=values)
-        missing_code = self.index_of(self.missing) if self.missing is not None else -1
+        missing_code = self._missing_index() if self.missing is not None else -1
         complete = len(raw) == 0 or raw.min() >= 0
         valid = values.codes.min() >= 0 if len(values.codes) else True
         if complete and valid and values.clamped_rows is None and np.array_equal(values.codes, np.arange(len(values.codes))):
@@ -1184,7 +1188,8 @@ class NominalAttribute(_AttributeBase):
         object.__setattr__(self, "drop_missing", drop_missing)
         if not isinstance(drop_missing, bool):
             raise SchemaError(f"attribute {name!r}: drop_missing must be true or false, got {drop_missing!r}")
-        if missing is not None and missing not in set(hierarchy.leaves):
+        # Counted at a level, the missing value is a leaf of the full hierarchy, counted under its node at the level.
+        if missing is not None and missing not in set(self.finest.leaves):  # type: ignore[union-attr]
             raise SchemaError(f"attribute {name!r}: missing={missing!r} is not a leaf of its hierarchy; add it first")
         self._check_missing_options()
 
@@ -1205,6 +1210,10 @@ class NominalAttribute(_AttributeBase):
             return text in self._coarse_labels
         h = self.hierarchy
         return text in h and h.layout.fanout[h.index_of(text)] == 0
+
+    def _missing_index(self) -> int:
+        missing = self.missing if self.level is None else self._coarse_labels[str(self.missing)]
+        return self.index_of(missing)
 
     def _encode_rows(self, column: pd.Series) -> EncodedColumn:
         if self.level is not None:

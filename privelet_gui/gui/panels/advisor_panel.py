@@ -160,8 +160,9 @@ class AdvisorBox(QGroupBox):
         self._jobs = KeyedLane(tasks.lane("advisor"), self._computed)
         self._results: ResultCache[AdviceKey, Advice | str] = ResultCache()
         self.advice: Advice | None = None  # as shown: at the current epsilon
-        self.suggestions: tuple[Suggestion, ...] = ()
-        self.apply_buttons: list[QPushButton] = []
+        self.suggestions: tuple[Suggestion, ...] = ()  # lossless
+        self.lossy: tuple[Suggestion, ...] = ()
+        self.apply_buttons: list[QPushButton] = []  # the lossless ones' rows, then the lossy ones'
 
         layout = QVBoxLayout(self)
         self.status = QLabel()
@@ -185,9 +186,15 @@ class AdvisorBox(QGroupBox):
         left.addStretch(1)
         columns.addLayout(left, 1)
         right = QVBoxLayout()
-        right.addWidget(QLabel("Suggestions, best first (one click applies one; Edit > Undo takes it back):"))
-        self.table = rows_table(["", "Smaller by", "Error at 95%", "Exact answers", "Change"])
+        right.addWidget(QLabel("Suggestions that keep every query exact, best first (one click applies one; "
+                               "Edit > Undo takes it back):"))
+        self.table = rows_table(["", "Smaller by", "Error at 95%", "Change"])
         right.addWidget(self.table)
+        self.lossy_label = QLabel()
+        self.lossy_label.setWordWrap(True)
+        right.addWidget(self.lossy_label)
+        self.lossy_table = rows_table(["", "Noise smaller by", "Noise at 95%", "Exact answers", "Change, and the bias it risks"])
+        right.addWidget(self.lossy_table)
         self.caveat = QLabel()
         self.caveat.setWordWrap(True)
         self.caveat.setForegroundRole(self.caveat.foregroundRole())
@@ -234,24 +241,24 @@ class AdvisorBox(QGroupBox):
         """Show ``text``; with ``keep`` the last tables stay (greyed) until the new advice."""
         self.status.setText(text)
         self.problem.hide()
-        self.multipliers.setEnabled(not keep)
-        self.table.setEnabled(not keep)
+        for table in (self.multipliers, self.table, self.lossy_table):
+            table.setEnabled(not keep)
         if not keep:
-            self.advice, self.suggestions = None, ()
-            self.multipliers.setRowCount(0)
-            self.table.setRowCount(0)
+            self.advice, self.suggestions, self.lossy = None, (), ()
             self.apply_buttons = []
             self.caveat.setText("")
-            fit_rows(self.multipliers)
-            fit_rows(self.table)
+            self.lossy_label.setText("")
+            for table in (self.multipliers, self.table, self.lossy_table):
+                table.setRowCount(0)
+                fit_rows(table)
             self.adviceShown.emit()
 
     def _show(self, advice: Advice) -> None:
         doc = self._doc
         self.advice = advice
         self.problem.hide()
-        self.multipliers.setEnabled(True)
-        self.table.setEnabled(True)
+        for table in (self.multipliers, self.table, self.lossy_table):
+            table.setEnabled(True)
         # n is public under replace-one-tuple neighbours only: it sizes a typical count there.
         rows = doc.summary.rows if doc.summary is not None and doc.neighbours == "replace" else None
         what = "the worst query" if advice.objective == "worst" else "a typical query (root of the average square error)"
@@ -272,44 +279,62 @@ class AdvisorBox(QGroupBox):
                 self.multipliers.setItem(row, column, item)
         fit_rows(self.multipliers, whole_width=True)
         self.suggestions = advice.suggestions[:SHOWN_SUGGESTIONS]
-        self.table.setRowCount(len(self.suggestions))
+        self.lossy = advice.lossy[:SHOWN_SUGGESTIONS]
         self.apply_buttons = []
+        self.table.setRowCount(len(self.suggestions))
         for row, s in enumerate(self.suggestions):
-            cells = [
+            self._fill_row(self.table, row, s, [
                 _item(f"{s.factor:,.2f}×", number=True),
                 _item(f"± {fmt_count(margin95(s.error))}", number=True,
                       tip=f"expected square error {fmt_number(s.error)} (now {fmt_number(s.before)})"),
-                _item(exact_text(s), number=True,
-                      tip="" if s.exact_share >= 1.0 else "the other queries are rounded out to whole bins or groups"),
                 _item(s.description, tip=f"S_A after the change: {{{', '.join(s.sa)}}}"),
-            ]
-            for column, item in enumerate(cells, start=1):
-                self.table.setItem(row, column, item)
-            button = QPushButton("Apply")
-            button.setToolTip(f"{s.description}: one undoable change of {s.attribute}")
-            button.clicked.connect(lambda _checked=False, index=row: self.apply(index))
-            self.table.setCellWidget(row, 0, button)
-            self.apply_buttons.append(button)
+            ])
+        self.lossy_table.setRowCount(len(self.lossy))
+        for row, s in enumerate(self.lossy):
+            self._fill_row(self.lossy_table, row, s, [
+                _item(f"{s.factor:,.2f}×", number=True),
+                _item(f"± {fmt_count(margin95(s.error))}", number=True,
+                      tip=f"expected square error of the noise {fmt_number(s.error)} (now {fmt_number(s.before)})"),
+                _item(exact_text(s), number=True),
+                _item(f"{s.description}; {s.bias_text()}", tip=f"S_A after the change: {{{', '.join(s.sa)}}}"),
+            ])
         fit_rows(self.table)
+        fit_rows(self.lossy_table)
+        self.lossy_table.setVisible(bool(self.lossy))
+        self.lossy_label.setText(
+            "Changes that leave some queries inexact (not suggested: their bias depends on the data and is not "
+            "in these figures, so they can make the release worse):" if self.lossy else "")
         if doc.mechanism == BEST_STRATEGY:
             with_sa = "Privelet+ and the best S_A for each changed schema (the advisor does not choose strategies)"
         elif doc.mechanism == "privelet+":
             with_sa = _RULE_WORDS[doc.sa_rule]
         else:
             with_sa = f"{mechanism_name(doc.mechanism)} (S_A does not apply)"
+        across = ("spreading a coarse cell's count evenly over its values" if advice.answering == "spread"
+                  else "rounding out to whole bins or groups")
         self.caveat.setText(
-            f"Predicted errors are of the noise, with {with_sa}. A query that a coarser domain cannot answer "
-            "exactly is rounded out to whole bins or groups: it also gets a bias that depends on the data and is "
-            "not predicted. Lossless changes are listed first."
-            if self.suggestions else "No coarser domain to suggest for this workload."
+            (f"Predicted errors are of the noise, with {with_sa}. " if self.suggestions or self.lossy else "")
+            + ("" if self.suggestions else "No change keeps every query exact and makes the error smaller. ")
+            + (f"An inexact query is answered by {across}." if self.lossy else "")
         )
         self.adviceShown.emit()
 
+    def _fill_row(self, table: QTableWidget, row: int, suggestion: Suggestion, cells: list[QTableWidgetItem]) -> None:
+        for column, item in enumerate(cells, start=1):
+            table.setItem(row, column, item)
+        button = QPushButton("Apply")
+        button.setToolTip(f"{suggestion.description}: one undoable change of {suggestion.attribute}")
+        index = len(self.apply_buttons)
+        button.clicked.connect(lambda _checked=False: self.apply(index))
+        table.setCellWidget(row, 0, button)
+        self.apply_buttons.append(button)
+
     # -- edits ---------------------------------------------------------------------------------
     def apply(self, index: int) -> None:
-        """Take suggestion ``index`` (as listed): one undoable change of one attribute."""
+        """Take suggestion ``index`` (as listed: the lossless ones, then the lossy ones): one
+        undoable change of one attribute."""
         try:
-            self._doc.apply_suggestion(self.suggestions[index])
+            self._doc.apply_suggestion((*self.suggestions, *self.lossy)[index])
         except PriveletError as exc:
             self.problem.set_text(f"Cannot apply the suggestion: {exc}")
             self.problem.show()

@@ -121,8 +121,7 @@ class ErrorPreviewPanel(QWidget):
         else:
             what = f"{source}: " if source else ""
             measured = (
-                f"errors of the release as published, measured with {preview.queries:,} random queries of the "
-                "paper's workload"
+                f"errors of the release as published, measured on {preview.queries:,} queries of {preview.workload}"
                 if preview is not None else f"no measured errors: {unmeasured_reason or _FILE_UNMEASURED}"
             )
             self.notice.setText(

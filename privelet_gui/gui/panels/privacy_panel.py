@@ -55,6 +55,7 @@ from ...engine import (
 from ...engine import (
     SAMPLERS,
     Z95,
+    InternalError,
     NominalAttribute,
     PriveletError,
     QueryBatch,
@@ -326,7 +327,8 @@ class WorkloadBox(QGroupBox):
 
     def _name_item(self, row: int) -> QTableWidgetItem:
         item = self.attributes.item(row, 0)
-        assert item is not None  # every row gets its name item when the table is built
+        if item is None:
+            raise InternalError(f"the attributes table has no name in row {row}")
         return item
 
     def _attribute_names(self) -> list[str]:
@@ -877,7 +879,8 @@ class PrivacyPanel(QWidget):
         rows = {}
         for mechanism in ("basic", "privelet+"):
             spec = self._doc.release_spec(mechanism=mechanism)
-            assert spec is not None  # refresh_bounds checked it
+            if spec is None:
+                raise InternalError(f"no {mechanism} spec although the bounds were shown")
             rows[mechanism] = quintile_summary(coverage, spec.variances(workload))
         self.expected_plot.set_rows(rows, epsilon=self._doc.epsilon)
         self.factor_plot.set_factors(variance_model(schema).factors, sa)

@@ -433,6 +433,8 @@ class ReleasePanel(QWidget):
                                    on_success=self.workbench.set_prefix_sums)
         else:
             self.workbench.set_release(release)
+        schema = release.schema if release is not None else None
+        self.workbench.set_examples(self._doc.measured_workload(schema) if schema is not None else None)
 
     def _show_outcome(self, outcome: ReleaseOutcome | None) -> None:
         self.result_box.setVisible(outcome is not None)
