@@ -357,7 +357,13 @@ class Suggestion:
         return self.exact_share >= 1.0
 
     def bias_text(self) -> str:
-        """What bias the inexact queries risk, for people (empty when lossless)."""
+        """What bias the inexact queries risk, for people.
+
+        Returns
+        -------
+        str
+            A sentence on the inexact queries' bias; empty when the suggestion is lossless.
+        """
         if self.lossless:
             return ""
         inexact = f"the other {1 - self.exact_share:.0%} of the queries"
@@ -371,7 +377,18 @@ class Suggestion:
     def grain_after(self, grain: int | None) -> int | None:
         """A workload grain of this attribute (blocks of ``grain`` values, or a hierarchy level;
         None: its finest values) with the same meaning on the new domain, as near as it has one:
-        blocks of 5 years stay 5 years (one bin of 5 after bins of 5)."""
+        blocks of 5 years stay 5 years (one bin of 5 after bins of 5).
+
+        Parameters
+        ----------
+        grain : int or None
+            The grain on the current domain.
+
+        Returns
+        -------
+        int or None
+            The grain on the changed domain.
+        """
         if grain is None:
             return None
         if self.kind == "bins" and self.width is not None:

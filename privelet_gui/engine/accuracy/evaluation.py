@@ -259,6 +259,8 @@ def evaluate(
         Number of random queries.
     rng : numpy.random.Generator, optional, keyword-only
         Draws the workload and seeds the releases (default: fresh entropy).
+    workload : Workload, optional, keyword-only
+        The custodian's queries to measure instead of ``queries`` random ones (on the schema).
     neighbours : {"replace", "add-remove"}, default "replace", keyword-only
         The neighbouring notion.
     progress : callable ``(fraction, stage)``, optional, keyword-only
@@ -327,6 +329,8 @@ class ErrorPreview:
         See above.
     true_marginals : dict of str to numpy.ndarray
         See above: attribute name to its true one-attribute marginal.
+    workload : str
+        The name of the workload measured (the custodian's, or the paper's random one).
     """
 
     epsilon: float
@@ -363,6 +367,9 @@ def measure_release(
         Number of random queries.
     rng : numpy.random.Generator, optional, keyword-only
         Draws the workload and the comparison's noise (default: fresh entropy).
+    workload : Workload, optional, keyword-only
+        The custodian's queries to measure, every one of them (default: ``queries`` of the
+        paper's random workload).
     progress : callable ``(fraction, stage)``, optional, keyword-only
         Progress.
     should_cancel : callable ``() -> bool``, optional, keyword-only

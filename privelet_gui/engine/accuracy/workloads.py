@@ -270,7 +270,17 @@ class Workload:
         return QueryBatch(*(np.concatenate([getattr(b, f) for b in batches]) for f in ("lo", "hi", "nodes")))
 
     def examples(self, count: int) -> QueryBatch:
-        """Up to ``count`` of its queries, evenly spaced through it (each part gets its turn in order)."""
+        """Up to ``count`` of its queries, evenly spaced through it (each part gets its turn in order).
+
+        Parameters
+        ----------
+        count : int
+            The most queries to return (at least one is).
+
+        Returns
+        -------
+        QueryBatch
+        """
         picks = np.unique(np.linspace(0, len(self) - 1, num=max(1, min(count, len(self)))).round().astype(np.int64))
         chosen, start = [], 0
         for part in self.parts:
