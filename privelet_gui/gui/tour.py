@@ -129,6 +129,8 @@ def _walk(window: MainWindow, folder: Path, timeout: float) -> int:
     doc.set_sa(doc.recommended_sa())
     if not wait_until(lambda: all("exact" in b for b in window.privacy_panel.bounds.values()) and bool(window.privacy_panel.bounds), timeout):
         return fail("the bounds were not computed in time")
+    if not wait_until(lambda: doc.release_spec() is not None, timeout):  # the best strategy is chosen by a task
+        return fail("the best strategy was not chosen in time")
     shoot("04-privacy")
 
     outcome: list[object] = []

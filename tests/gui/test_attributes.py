@@ -11,6 +11,8 @@ from privelet_gui.engine import NumericBins, paper_factors
 from privelet_gui.gui.models.attributes_model import AttributesModel
 from privelet_gui.workspace import MAX_CELLS
 
+from .conftest import wait_for_best_strategy
+
 
 def test_ordinal_domains_and_out_of_range_checks(sample_window):
     window = sample_window
@@ -146,6 +148,7 @@ def test_empty_cells_can_be_mapped_to_a_value(window, qtbot, tmp_path):
     assert "missing cell" not in doc.step_status("attributes").message
     window.dialogs.choices["domains-from-data"] = "release"  # the domains came from the data
     with qtbot.waitSignal(window.releaseFinished, timeout=30_000):
+        wait_for_best_strategy(window, qtbot)
         assert window.run_release()
     assert window.release_panel.result_labels["rows"].text().startswith("every row was counted")
 

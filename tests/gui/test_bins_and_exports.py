@@ -13,6 +13,8 @@ from privelet_gui import io as pio
 from privelet_gui.engine import NumericBins, RangeQuery
 from privelet_gui.io.releases import STANDARD_ERROR_COLUMN, cell_standard_errors
 
+from .conftest import wait_for_best_strategy
+
 SMALL = ("native-country", "education")  # excluded for quick releases and exports
 
 
@@ -89,6 +91,7 @@ def test_export_with_standard_errors_names_its_description(sample_window, qtbot,
         doc.set_attribute(name, include=False)
     doc.measure_error = False
     with qtbot.waitSignal(window.releaseFinished, timeout=60_000) as finished:
+        wait_for_best_strategy(window, qtbot)
         assert window.run_release()
     release = finished.args[0].release
     panel = window.release_panel

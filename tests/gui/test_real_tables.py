@@ -17,6 +17,8 @@ from privelet_gui.gui.models.table_models import ColumnSummaryModel
 from privelet_gui.gui.panels.import_dialog import ImportDialog
 from tests.acs_like import write_acs_like
 
+from .conftest import wait_for_best_strategy
+
 N = pio.TableOptions(delimiter=",", missing_values=("N",))
 
 
@@ -110,6 +112,7 @@ def test_dropped_rows_are_reported_after_the_release(window, qtbot, acs):
     doc.set_missing("INDP_CAT", "drop")
     window.dialogs.choices["domains-from-data"] = "release"  # the domains came from the data
     with qtbot.waitSignal(window.releaseFinished, timeout=30_000):
+        wait_for_best_strategy(window, qtbot)
         assert window.run_release()
     assert doc.outcome.report.missing_dropped == {"SEX": 0, "INDP_CAT": 4}
     assert "4 dropped as missing in 'INDP_CAT'" in window.release_panel.result_labels["rows"].text()
@@ -159,6 +162,7 @@ def test_labels_from_a_data_dictionary_to_the_tree_workbench_and_export(window, 
     assert panel.import_labels(acs.dictionary) == 2
     dialogs.choices["domains-from-data"] = "release"  # the flat trees were built from the data's values
     with qtbot.waitSignal(window.releaseFinished, timeout=30_000):
+        wait_for_best_strategy(window, qtbot)
         assert window.run_release()
     picker = window.release_panel.workbench.picker("INDP_CAT")
     texts = [picker.model().item(0).child(row).text() for row in range(picker.model().item(0).rowCount())]
@@ -255,6 +259,7 @@ def test_labels_show_wherever_a_code_is_shown(window, qtbot, acs, dialogs, tmp_p
     # the charts
     dialogs.choices["domains-from-data"] = "release"
     with qtbot.waitSignal(window.releaseFinished, timeout=30_000):
+        wait_for_best_strategy(window, qtbot)
         assert window.run_release()
     preview = window.release_panel.preview
     preview.marginal_attribute.setCurrentText("SEX")
