@@ -35,6 +35,8 @@ def test_bounds_with_a_workload_gives_each_mechanisms_expected_error(capsys):
     assert result["workload"]["public_total"] is True
     strategy = best_strategy(ReleaseSpec(schema, 1.0), w)
     assert result["strategy"]["strategies"] == list(strategy.strategies)
+    # the paper's bound is for its own mechanisms: none for strategies beyond them
+    assert (result["strategy"]["paper_bound"] is None) == (strategy.spec.label == "strategies")
     assert result["strategy"]["workload_error"] == pytest.approx(strategy.error)
     assert result["strategy"]["workload_error"] <= result["best"]["workload_error"] * (1 + 1e-12)
     code, out, _ = call(capsys, "bounds", "--schema", SCHEMA, "--epsilon", "1", "--workload", "marginals:2", "--raw")
