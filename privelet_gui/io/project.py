@@ -43,6 +43,7 @@ from ..engine.errors import PriveletError
 from ..engine.model.schema import Schema
 from ._json import is_finite_number, loads, shown
 from .atomic import atomic_write
+from .ledger import check_dataset_name
 
 __all__ = [
     "BEST_STRATEGY",
@@ -180,6 +181,7 @@ class Project:
     sampler: Sampler = SAMPLER
     invalid: InvalidPolicy = "error"
     strategies: tuple[str, ...] = ()
+    dataset: str | None = None
     attribute_order: tuple[str, ...] = ()
     drafts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     workload: WorkloadChoice = field(default_factory=WorkloadChoice)
@@ -297,6 +299,7 @@ def project_to_json(project: Project, base_dir: str | os.PathLike[str] | None = 
             "mechanism": project.mechanism,
             "strategies": list(project.strategies),
             "sampler": project.sampler,
+            "dataset": project.dataset,
         },
         "counting": {"invalid": project.invalid},
         "workload": _workload_to_json(project.workload, base),
@@ -407,6 +410,14 @@ def project_from_json(obj: Any, base_dir: str | os.PathLike[str] | None = None) 
     strategies = privacy.get("strategies", [])
     if not isinstance(strategies, list) or not all(isinstance(name, str) and name for name in strategies):
         raise ProjectError(f'"privacy.strategies" must be a list of strategy names, got {shown(strategies)}')
+    dataset = privacy.get("dataset")
+    if dataset is not None:
+        if not isinstance(dataset, str):
+            raise ProjectError(f'"privacy.dataset" must be a dataset name or null, got {shown(dataset)}')
+        try:
+            dataset = check_dataset_name(dataset)
+        except PriveletError as exc:
+            raise ProjectError(f'"privacy.dataset": {exc}') from None
     epsilon = privacy.get("epsilon", 1.0)
     if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not is_finite_number(epsilon):
         raise ProjectError(f'"privacy.epsilon" must be a positive number, got {shown(epsilon)}')
@@ -420,6 +431,7 @@ def project_from_json(obj: Any, base_dir: str | os.PathLike[str] | None = None) 
         neighbours=_choice(privacy, "neighbours", "replace", NEIGHBOURS, "privacy"),
         mechanism=_choice(privacy, "mechanism", "privelet+", MECHANISM_CHOICES, "privacy"),
         strategies=tuple(strategies),
+        dataset=dataset,
         sampler=_choice(privacy, "sampler", SAMPLER, SAMPLERS, "privacy"),
         invalid=_choice(counting, "invalid", "error", INVALID_POLICIES, "counting"),
         attribute_order=tuple(order),

@@ -99,12 +99,13 @@ class ReleaseJob:
     strategy_choice: StrategyChoice | None = None
     error_workload: Workload | None = None  # the custodian's queries the error is measured on (None: the paper's)
     workload: tuple[str, ...] = ()
+    dataset: str | None = None  # the dataset the ledger counts this table's releases under
 
     def choices(self) -> ReleaseChoices:
         """What a script needs to make this release again (recorded in its file)."""
         chosen = self.strategy_choice
         return ReleaseChoices.of(
-            self.spec, table=self.table_path, schema=None, options=self.options,
+            self.spec, table=self.table_path, schema=None, options=self.options, dataset=self.dataset,
             sa_rule="given" if chosen is None else "best-strategy",
             workload=self.workload if chosen is not None else (),
             objective=chosen.objective if chosen is not None else "mean",
@@ -173,16 +174,17 @@ def check_table_budget(
     should_cancel: CancelFunction | None = None,
     *,
     ledger: Ledger | None = None,
+    dataset: str | None = None,
 ) -> BudgetCheck:
     """What the table at ``path`` has spent so far, and what a release of ``epsilon`` under
     ``neighbours`` adds (the ledger's :func:`~privelet_gui.io.ledger.check_budget`; ``ledger``
     defaults to the user's, or ``PRIVELET_LEDGER``). The table is known by its file here (its
-    rows are fingerprinted when a release counts them). Reads the whole file to fingerprint it:
-    a job for a worker."""
+    rows are fingerprinted when a release counts them) and by ``dataset``, the custodian's name
+    for the data it belongs to. Reads the whole file to fingerprint it: a job for a worker."""
     steps = Progress(progress, should_cancel)
     steps.report(0.0, "looking up what this table has spent")
     ledger = ledger if ledger is not None else Ledger()
-    check = check_budget(ledger, ledger.table_keys([path]), epsilon, neighbours)
+    check = check_budget(ledger, ledger.table_keys([path], dataset=dataset), epsilon, neighbours)
     steps.report(1.0, "looked up what this table has spent")
     return check
 
@@ -277,7 +279,7 @@ def run_release(
     releasing = steps.slice(share, end)
     try:
         releasing.report(0.0, "looking up what this table has spent")
-        keys = ledger.table_keys([job.table_path], rows=rows)
+        keys = ledger.table_keys([job.table_path], rows=rows, dataset=job.dataset)
         with spend_budget(ledger, keys, PlannedRelease.of_spec(spec), timed_ask) as reservation:
             release = spec.run(matrix, progress=releasing.report, should_cancel=should_cancel)
             if control is not None and not control.commit():

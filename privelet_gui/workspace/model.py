@@ -56,7 +56,7 @@ from ..engine.model.schema import OutOfRange, check_missing_values
 from ..formatting import counted
 from ..io import ColumnSummary, TableSummary, infer_attribute
 from ..io.inference import MISSING_LABEL, free_root_label, infer_numbers, missing_code
-from ..io.ledger import BudgetCheck, spending_summary
+from ..io.ledger import BudgetCheck, check_dataset_name, spending_summary
 from ..io.project import BEST_STRATEGY, MechanismChoice, Project, WorkloadChoice
 from .events import Event
 from .history import FieldChange, History, UndoHistory
@@ -395,7 +395,7 @@ class WorkspaceEvents:
         self.project_path_changed = Event()
 
 
-_PRIVACY_FIELDS = ("epsilon", "sa", "sa_rule", "neighbours", "mechanism", "sampler", "invalid", "workload")
+_PRIVACY_FIELDS = ("epsilon", "sa", "sa_rule", "neighbours", "mechanism", "sampler", "invalid", "workload", "dataset")
 #: The noise samplers, for people (the choice in the Privacy step).
 SAMPLER_TEXT = {
     "exact": ("Exact (the default)", "discrete Laplace in integer arithmetic from cryptographically secure bits"),
@@ -456,6 +456,8 @@ class Workspace:
         self.mechanism: MechanismChoice = BEST_STRATEGY
         self.sampler: Sampler = SAMPLER
         self.invalid: InvalidPolicy = "error"
+        # the dataset the custodian names: the ledger counts the releases of every file linked to it as one table
+        self.dataset: str | None = None
         self.workload = WorkloadChoice()  # the queries the custodian expects (S_A rule "best", the advisor)
         # Searches of the best S_A by key (a result, or why there is none). Searches estimated
         # to take longer than best_sa_inline_seconds are left to the app's worker
@@ -476,6 +478,7 @@ class Workspace:
         # What the open table has spent, as the privacy ledger said (the app looks it up on a
         # worker: fingerprinting reads the whole file), or why it could not be looked up.
         self._budget: BudgetCheck | str | None = None
+        self._budget_dataset: str | None = None  # the dataset _budget was looked up for
         self.project_path: Path | None = None
         self._dirty = False
         self._modified = False
@@ -781,13 +784,13 @@ class Workspace:
         measured = self.measured_workload(spec.schema)
         if self.mechanism != BEST_STRATEGY:
             return ReleaseJob(self.table_path, self.table_options, spec, measure_error=self.measure_error,
-                              error_workload=measured)
+                              error_workload=measured, dataset=self.dataset)
         choice = self.best_strategy_result()
         if not isinstance(choice, StrategyChoice):
             raise InternalError("a release job was asked for before the best strategy was chosen")
         return ReleaseJob(self.table_path, self.table_options, spec, measure_error=self.measure_error,
                           strategy_choice=choice, workload=workload_descriptions(self.workload, spec.schema),
-                          error_workload=measured)
+                          error_workload=measured, dataset=self.dataset)
 
     def measured_workload(self, schema: Schema) -> Workload | None:
         """The custodian's workload on ``schema``, for measuring a release's error on it and for
@@ -875,6 +878,7 @@ class Workspace:
         self.configs = []
         self.epsilon, self.neighbours, self.mechanism, self.invalid = 1.0, "replace", BEST_STRATEGY, "error"
         self.sampler = SAMPLER
+        self.dataset = None
         self._budget = None
         self._sa, self.sa_rule, self.workload = (), "recommended", WorkloadChoice()
         self._last_best_sa = None
@@ -954,6 +958,7 @@ class Workspace:
         self.mechanism = project.mechanism
         self._last_strategies = project.strategies
         self.sampler = project.sampler
+        self.dataset = project.dataset
         self.invalid = project.invalid
         self.workload = project.workload
         self._dirty = False
@@ -1023,6 +1028,7 @@ class Workspace:
             mechanism=self.mechanism,
             strategies=self._chosen_strategies() if self.mechanism == BEST_STRATEGY else (),
             sampler=self.sampler,
+            dataset=self.dataset,
             invalid=self.invalid,
             attribute_order=tuple(order),
             drafts=drafts,
@@ -1210,6 +1216,14 @@ class Workspace:
         epsilon = check_epsilon(epsilon)
         self.set_privacy(f"Set epsilon to {epsilon_text(epsilon)}", merge="epsilon", epsilon=epsilon)
 
+    def set_dataset(self, name: str | None) -> None:
+        """Name the dataset this table belongs to (undoable; empty or None: none). The privacy
+        ledger then counts the releases of every file of the dataset as one table, and what the
+        table has spent is looked up again. A LedgerError names what is wrong with a name."""
+        text = (name or "").strip()
+        dataset = check_dataset_name(text) if text else None
+        self.set_privacy(f"Dataset: {dataset}" if dataset else "No dataset", dataset=dataset)
+
     def set_sampler(self, sampler: Sampler) -> None:
         """Choose the noise sampler (undoable; checked when the release spec is made)."""
         self.set_privacy(f"Noise sampler: {sampler}", sampler=sampler)
@@ -1301,17 +1315,18 @@ class Workspace:
         return (f"Recorded in the privacy ledger (release {outcome.ledger_entry}) as its noise was drawn; this table "
                 f"has now spent {spending_summary(outcome.spent_after)}. The release is {saved}.")
 
-    def set_table_budget(self, path: Path, check: BudgetCheck | str) -> None:
-        """What the table at ``path`` has spent (a lookup finished), or why it could not be
-        looked up; kept only while ``path`` is the open table."""
-        if path != self.table_path:
+    def set_table_budget(self, path: Path, check: BudgetCheck | str, dataset: str | None = None) -> None:
+        """What the table at ``path`` (of ``dataset``) has spent (a lookup finished), or why it
+        could not be looked up; kept only while ``path`` is the open table and ``dataset`` its dataset."""
+        if path != self.table_path or dataset != self.dataset:
             return
         self._budget = check
+        self._budget_dataset = dataset
         self.events.state_changed.emit()
 
     def needs_budget_lookup(self) -> bool:
-        """Whether the open table's spending is still to be looked up."""
-        return self.summary is not None and self._budget is None
+        """Whether the open table's spending is still to be looked up (also after its dataset changed)."""
+        return self.summary is not None and (self._budget is None or self._budget_dataset != self.dataset)
 
     def budget_check(self) -> BudgetCheck | None:
         """What the open table has spent and what a release at the current settings adds

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
+    QLineEdit,
     QProgressBar,
     QPushButton,
     QScrollArea,
@@ -159,6 +160,23 @@ class ReleasePanel(QWidget):
         self.invalid.setToolTip("What to do with rows whose values are outside the declared domains")
         self.invalid.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
         self.setup_form.addRow("Rows outside the domains:", self.invalid)
+        self.dataset = QLineEdit()
+        self.dataset.setPlaceholderText("optional: e.g. Hospital visits 2024")
+        self.dataset.setToolTip(
+            "The dataset this table belongs to, in your own words. The privacy ledger counts the releases of "
+            "every file you give the same name (this year's file, a corrected copy, another format) as one "
+            "table, so their epsilons add up.")
+        self.dataset.editingFinished.connect(self._dataset_edited)
+        self.dataset_note = QLabel()
+        self.dataset_note.setWordWrap(True)
+        self.dataset_note.setStyleSheet(f"color: {icons.AMBER};")
+        self.dataset_note.hide()
+        dataset_box = QWidget()
+        dataset_layout = QVBoxLayout(dataset_box)
+        dataset_layout.setContentsMargins(0, 0, 0, 0)
+        dataset_layout.addWidget(self.dataset)
+        dataset_layout.addWidget(self.dataset_note)
+        self.setup_form.addRow("Dataset:", dataset_box)
         self.measure = QCheckBox("Measure the error on the true data (shown on this computer only)")
         self.measure.setToolTip(
             "After the release, answer the paper's random workload on the true table and on the release "
@@ -299,6 +317,7 @@ class ReleasePanel(QWidget):
         document.stateChanged.connect(self.refresh)
         document.releaseChanged.connect(self.refresh)
         document.tableChanged.connect(self.look_up_budget)
+        document.privacyChanged.connect(self.look_up_budget)  # a dataset named: spent by other releases
         self.refresh()
 
     def add_tab(self, widget: QWidget, title: str) -> int:
@@ -311,16 +330,18 @@ class ReleasePanel(QWidget):
         doc = self._doc
         if not doc.needs_budget_lookup() or doc.table_path is None:
             return
-        path = doc.table_path
+        path, dataset = doc.table_path, doc.dataset
         self.ledger_runner.run(
-            partial(check_table_budget, path, doc.epsilon, doc.neighbours), "privacy ledger",
-            on_success=lambda check: doc.set_table_budget(path, check),
-            on_failure=lambda error: doc.set_table_budget(path, str(error)),
+            partial(check_table_budget, path, doc.epsilon, doc.neighbours, dataset=dataset), "privacy ledger",
+            on_success=lambda check: doc.set_table_budget(path, check, dataset),
+            on_failure=lambda error: doc.set_table_budget(path, str(error), dataset),
         )
 
     # -- state ------------------------------------------------------------------------------------
     def refresh(self) -> None:
         doc = self._doc
+        if not self.dataset.hasFocus():
+            self.dataset.setText(doc.dataset or "")
         index = self.invalid.findData(doc.invalid)
         self.invalid.blockSignals(True)
         self.invalid.setCurrentIndex(max(index, 0))
@@ -487,6 +508,15 @@ class ReleasePanel(QWidget):
         column = count_column(kind)
         self.counts_note.setText(f"{COUNT_TEXTS[kind][1]} Column: {column}.")
         self.standard_errors.setEnabled(standard_error_fits(kind))
+
+    def _dataset_edited(self) -> None:
+        try:
+            self._doc.set_dataset(self.dataset.text())
+        except PriveletError as exc:
+            self.dataset_note.setText(f"Not kept: {exc}")
+            self.dataset_note.show()
+            return
+        self.dataset_note.hide()
 
     def _invalid_changed(self) -> None:
         self._doc.set_privacy("Rows outside the domains: " + str(self.invalid.currentData()), invalid=self.invalid.currentData())
