@@ -89,7 +89,9 @@ _BINARY_SIGNATURES: tuple[tuple[bytes, str], ...] = (
     (b"\x7fELF", "a program"),
 )
 # Bytes that no text table holds (control characters but tab, line breaks, form feed and escape).
-_CONTROL_BYTES = bytes([*range(0x00, 0x09), 0x0B, *range(0x0E, 0x1B), *range(0x1C, 0x20)])
+# NUL is not among them: a value may hold it (the table is then read, and judged by its domains),
+# and UTF-16 text is told apart by where its NULs sit (_looks_wide).
+_CONTROL_BYTES = bytes([*range(0x01, 0x09), 0x0B, *range(0x0E, 0x1B), *range(0x1C, 0x20)])
 _NUMBER = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 

@@ -725,3 +725,10 @@ def test_utf16_text_without_a_byte_order_mark_is_still_text(tmp_path):
     with pytest.raises(TableError, match="utf-16-le or utf-16-be"):  # the wrong UTF-16: the encoding's message
         read_table(path, TableOptions(encoding="utf-16"))
     sniff_table(path)  # no "not a text table"
+
+
+def test_a_small_table_whose_values_hold_nul_bytes_is_read_not_called_binary(tmp_path):
+    """Found by the fuzz mode: three rows of ``nul\\x00`` are a fifth NUL bytes, yet text."""
+    path = tmp_path / "t.csv.gz"
+    path.write_bytes(gzip.compress(b"nul\x00\nnul\x00\nnul\x00\n"))
+    assert read_table(path, TableOptions(header=False)).iloc[:, 0].tolist() == ["nul\x00"] * 3
