@@ -109,3 +109,9 @@ def test_dpbench_figures_beat_the_data_independent_peers(shape, workload_kind, p
         queries = dpcomp_ranges(shape, 2000)
     choice = best_strategy(ReleaseSpec(schema, 1.0, neighbours="add-remove"), Workload.of_queries(schema, queries))
     assert choice.error <= peer_error, (peer, choice.strategies, choice.error)
+    # the choice releases a table of ten million rows (its integer weights leave the arithmetic room)
+    assert choice.spec.plan.growth <= strategy_search.GROWTH_LIMIT
+    counts = np.zeros(schema.shape)
+    counts.flat[::97] = 1
+    counts *= 10_000_000 / counts.sum()
+    choice.spec.check_rows(int(np.floor(counts).sum()))

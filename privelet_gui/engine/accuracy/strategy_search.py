@@ -48,6 +48,10 @@ BRANCHINGS = (2, 4, 8, 16, 32)
 TREE_LIMIT = 4096
 #: The most combinations tried one by one; beyond it the search goes axis by axis.
 EXHAUSTIVE_COMBINATIONS = 4096
+#: The largest integer weight a chosen strategy may have in all (the product over its axes), unless
+#: one of the paper's mechanisms already has more: a release's exact integer arithmetic holds
+#: (rows x this) grid units, so larger weights would refuse tables the paper's mechanisms release.
+GROWTH_LIMIT = 1 << 16
 #: The largest ordinal axis for which an identity stacked on optimised rows is learned (its
 #: optimisation inverts a matrix of the axis's size at every step).
 STACKED_LIMIT = 256
@@ -229,7 +233,12 @@ def best_strategy(
             done += 1
         tables.append(row)
 
+    def growth_of(choice: list[int]) -> int:
+        return math.prod(axis_strategy(schema[a], candidates[a][c]).growth for a, c in enumerate(choice))
+
     def error_of(choice: list[int]) -> float:
+        if growth_of(choice) > growth_limit:
+            return math.inf  # its exact arithmetic would refuse tables the paper's mechanisms take
         values = combine_tables([tables[a][c] for a, c in enumerate(choice)], public)
         return unit * (float(np.dot(weights, values) / weights.sum()) if average else float(values.max()))
 
@@ -248,6 +257,7 @@ def best_strategy(
         "Privelet": paper(()),
         "Basic": paper(schema.names),
     }
+    growth_limit = max(GROWTH_LIMIT, *(growth_of(choice) for choice in references.values()))
     reference_errors = {key: error_of(choice) for key, choice in references.items()}
     combinations = math.prod(len(c) for c in candidates)
     exhaustive = combinations <= EXHAUSTIVE_COMBINATIONS
