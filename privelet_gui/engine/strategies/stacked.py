@@ -50,7 +50,7 @@ class StackedIdentity(AxisStrategy):
 
     Examples
     --------
-    >>> s = StackedIdentity.of_rows(np.array([[512, 512, 0, 0]]), bits=10)
+    >>> s = StackedIdentity(np.array([[512, 512, 0, 0]]), bits=10)
     >>> s.diagonal.tolist(), s.rho, s.n_measurements
     ([512, 512, 1024, 1024], Fraction(1, 1), 5)
     >>> StackedIdentity.from_name(4, s.name).rows.tolist()
@@ -68,23 +68,6 @@ class StackedIdentity(AxisStrategy):
         self.size = rows.shape[1]
         self.n_measurements = self.size + rows.shape[0]
         self.diagonal = scale - rows.sum(axis=0)
-
-    @classmethod
-    def of_rows(cls, rows: np.ndarray, bits: int) -> StackedIdentity:
-        """The strategy of these extra rows.
-
-        Parameters
-        ----------
-        rows : numpy.ndarray
-            The extra rows' numerators (p x size), as the class takes them.
-        bits : int
-            The common denominator is ``2^bits``.
-
-        Returns
-        -------
-        StackedIdentity
-        """
-        return cls(rows, bits)
 
     @classmethod
     def optimised(cls, gram: np.ndarray, rows: int, *, bits: int = 12, iterations: int = 300) -> StackedIdentity:
