@@ -223,18 +223,22 @@ def best_strategy(
     weights = row_weights(workload, average=average)
     candidates = [axis_candidates(a) for a in schema]
     tables: list[list[AxisTable]] = []
+    growths: list[list[int]] = []  # each candidate's largest integer weight, beside its table
     count = sum(len(c) for c in candidates)
     done = 0
     for axis, names in enumerate(candidates):
-        row = []
+        row, growth = [], []
         for name in names:
             steps.report(done / (count + 1), f"the error of {name} on {schema[axis].name}")
-            row.append(axis_table(workload, axis, axis_strategy(schema[axis], name), average=average))
+            strategy = axis_strategy(schema[axis], name)
+            row.append(axis_table(workload, axis, strategy, average=average))
+            growth.append(strategy.growth)
             done += 1
         tables.append(row)
+        growths.append(growth)
 
     def growth_of(choice: list[int]) -> int:
-        return math.prod(axis_strategy(schema[a], candidates[a][c]).growth for a, c in enumerate(choice))
+        return math.prod(growths[a][c] for a, c in enumerate(choice))
 
     def error_of(choice: list[int]) -> float:
         if growth_of(choice) > growth_limit:
@@ -285,6 +289,7 @@ def best_strategy(
                                                       average=average), rows=max(1, attribute.size // 16))
         candidates[axis] = (*candidates[axis], learned.name)
         tables[axis].append(axis_table(workload, axis, learned, average=average))
+        growths[axis].append(learned.growth)
     chosen, _ = _descend(chosen, error_of, candidates, steps)
     error = error_of(chosen)
     # The sums may differ in the last bits between orders: never report a reference as worse when it is not.

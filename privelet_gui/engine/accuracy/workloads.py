@@ -608,14 +608,12 @@ def axis_gram(workload: Workload, axis: int, row_factors: np.ndarray, *, average
     row = 0
     for product, axes in _rows(workload, average):
         p = axes[axis]
-        if product:
-            lo.append(p.lo)
-            hi.append(p.hi)
+        lo.append(p.lo)
+        hi.append(p.hi)
+        if product:  # one row: the mean over its predicates
             coefficient.append(np.full(len(p), row_factors[row] / len(p)))
             row += 1
-        else:
-            lo.append(p.lo)
-            hi.append(p.hi)
+        else:  # a row per predicate
             coefficient.append(row_factors[row:row + len(p)])
             row += len(p)
     starts, stops, weights = (np.concatenate(v) for v in (lo, hi, coefficient))

@@ -104,6 +104,18 @@ def haar_reconstruct(y: np.ndarray, out: np.ndarray, offsets: np.ndarray) -> Non
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def _prefix_sums(x: np.ndarray, o: int, prefix: np.ndarray) -> None:  # pragma: no cover - compiled
+    """``prefix[i] = x[o, 0] + ... + x[o, i - 1]`` along the axis (``prefix[0] = 0``): a run's count
+    is a difference of two of them."""
+    size, inner = x.shape[1], x.shape[2]
+    for t in range(inner):
+        prefix[0, t] = 0
+    for i in range(size):
+        for t in range(inner):
+            prefix[i + 1, t] = prefix[i, t] + x[o, i, t]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def nominal_forward(
     x: np.ndarray, out: np.ndarray, low: np.ndarray, high: np.ndarray, parent_low: np.ndarray,
     parent_high: np.ndarray, fanout: np.ndarray,
@@ -116,11 +128,7 @@ def nominal_forward(
     rows = out.shape[1]
     prefix = np.empty((size + 1, inner), np.int64)
     for o in range(outer):
-        for t in range(inner):
-            prefix[0, t] = 0
-        for i in range(size):
-            for t in range(inner):
-                prefix[i + 1, t] = prefix[i, t] + x[o, i, t]
+        _prefix_sums(x, o, prefix)
         for r in range(rows):
             lo = low[r]
             hi = high[r]
@@ -191,11 +199,7 @@ def tree_forward(
     rows = out.shape[1]
     prefix = np.empty((size + 1, inner), np.int64)
     for o in range(outer):
-        for t in range(inner):
-            prefix[0, t] = 0
-        for i in range(size):
-            for t in range(inner):
-                prefix[i + 1, t] = prefix[i, t] + x[o, i, t]
+        _prefix_sums(x, o, prefix)
         for r in range(rows):
             lo = low[r]
             hi = high[r]
