@@ -91,6 +91,25 @@ def post_processing_text(spec: ReleaseSpec) -> str:
     return "none: rows outside a domain may be dropped, so the number counted is private"
 
 
+
+def _amber_note() -> QLabel:
+    """A hidden, wrapping warning line, shown under a field when it has something to say."""
+    note = QLabel()
+    note.setWordWrap(True)
+    note.setStyleSheet(f"color: {icons.AMBER};")
+    note.hide()
+    return note
+
+
+def _stacked(*widgets: QWidget) -> QWidget:
+    """``widgets`` one under the other, without margins (one row of a form)."""
+    box = QWidget()
+    layout = QVBoxLayout(box)
+    layout.setContentsMargins(0, 0, 0, 0)
+    for widget in widgets:
+        layout.addWidget(widget)
+    return box
+
 class ReleasePanel(QWidget):
     runRequested = Signal()
     cancelRequested = Signal()
@@ -167,16 +186,8 @@ class ReleasePanel(QWidget):
             "every file you give the same name (this year's file, a corrected copy, another format) as one "
             "table, so their epsilons add up.")
         self.dataset.editingFinished.connect(self._dataset_edited)
-        self.dataset_note = QLabel()
-        self.dataset_note.setWordWrap(True)
-        self.dataset_note.setStyleSheet(f"color: {icons.AMBER};")
-        self.dataset_note.hide()
-        dataset_box = QWidget()
-        dataset_layout = QVBoxLayout(dataset_box)
-        dataset_layout.setContentsMargins(0, 0, 0, 0)
-        dataset_layout.addWidget(self.dataset)
-        dataset_layout.addWidget(self.dataset_note)
-        self.setup_form.addRow("Dataset:", dataset_box)
+        self.dataset_note = _amber_note()  # a name the ledger refuses: why, under the field
+        self.setup_form.addRow("Dataset:", _stacked(self.dataset, self.dataset_note))
         self.measure = QCheckBox("Measure the error on the true data (shown on this computer only)")
         self.measure.setToolTip(
             "After the release, answer the paper's random workload on the true table and on the release "
@@ -186,16 +197,8 @@ class ReleasePanel(QWidget):
         self.measure.setChecked(document.measure_error)
         self.measure.toggled.connect(self._measure_toggled)
         # ticked, yet not measured (the matrix is too large): why, under the box
-        self.measure_note = QLabel()
-        self.measure_note.setWordWrap(True)
-        self.measure_note.setStyleSheet(f"color: {icons.AMBER};")
-        self.measure_note.hide()
-        measure_box = QWidget()
-        measure_layout = QVBoxLayout(measure_box)
-        measure_layout.setContentsMargins(0, 0, 0, 0)
-        measure_layout.addWidget(self.measure)
-        measure_layout.addWidget(self.measure_note)
-        self.setup_form.addRow("After the release:", measure_box)
+        self.measure_note = _amber_note()
+        self.setup_form.addRow("After the release:", _stacked(self.measure, self.measure_note))
         run.addWidget(setup)
 
         self.blockers = Banner("error")
