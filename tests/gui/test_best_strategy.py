@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from privelet_gui import io as pio
-from privelet_gui.engine import ReleaseSpec, best_strategy, margin95, recommend_sa
+from privelet_gui.engine import ReleaseSpec, best_strategy, margin95, recommend_sa, short_strategy_name
 from privelet_gui.engine.descriptions import describe_axis_strategy
 from privelet_gui.io.choices import release_choices
 from privelet_gui.io.project import load_project
@@ -171,3 +171,14 @@ def test_a_project_with_the_best_strategy_reopens_with_it_selected(sample_window
     assert doc.mechanism == "best" and window.privacy_panel.mech_buttons["best"].isChecked()
     wait_for_best_strategy(window, qtbot)
     assert doc.release_spec().axis_strategies == chosen
+
+
+def test_the_release_step_names_each_attribute_s_strategy_shortly(sample_window, qtbot):
+    """A learned strategy's name holds its whole matrix: the Release step shows its short form."""
+    choice = wait_for_best_strategy(sample_window, qtbot)
+    sample_window.go_to("release")
+    qtbot.waitUntil(lambda: "for the workload" in sample_window.release_panel.setup_labels["mechanism"].text())
+    text = sample_window.release_panel.setup_labels["mechanism"].text()
+    for attribute, name in zip(choice.spec.schema, choice.strategies, strict=True):
+        assert f"{attribute.name} {short_strategy_name(name)}" in text
+    assert "stacked/" not in text

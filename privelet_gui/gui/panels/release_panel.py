@@ -52,6 +52,7 @@ from ...engine import (
     Release,
     ReleaseSpec,
     mechanism_name,
+    short_strategy_name,
 )
 from ...io.project import BEST_STRATEGY
 from ...io.releases import STANDARD_ERROR_COLUMN, count_column, standard_error_fits
@@ -370,7 +371,8 @@ class ReleasePanel(QWidget):
             if doc.mechanism == BEST_STRATEGY:
                 spec = doc.release_spec()
                 chosen = ("not chosen yet (Privacy step)" if spec is None else
-                          ", ".join(f"{a.name} {name}" for a, name in zip(spec.schema, spec.axis_strategies)))
+                          ", ".join(f"{a.name} {short_strategy_name(name)}"
+                                    for a, name in zip(spec.schema, spec.axis_strategies)))
                 what = f"{doc.mechanism_text()} for the workload: {chosen}"
             else:
                 what = f"{doc.mechanism_text()}, S_A = {{{', '.join(sa)}}}{same}"
