@@ -52,9 +52,18 @@ EXHAUSTIVE_COMBINATIONS = 4096
 #: one of the paper's mechanisms already has more: a release's exact integer arithmetic holds
 #: (rows x this) grid units, so larger weights would refuse tables the paper's mechanisms release.
 GROWTH_LIMIT = 1 << 16
-#: The largest ordinal axis for which an identity stacked on optimised rows is learned (its
-#: optimisation inverts a matrix of the axis's size at every step).
-STACKED_LIMIT = 256
+#: The largest ordinal axis for which an identity stacked on optimised rows is learned (DPBench's
+#: 1-D size; its optimisation and least squares solve systems of its extra rows only, so the cost
+#: grows with the axis's size times the square of the rows).
+STACKED_LIMIT = 4096
+#: The most extra rows a stacked identity learns: HDMM's one per 16 values, up to this many
+#: (more rows converge more slowly in the descent's fixed number of steps, and lengthen the name).
+STACKED_ROWS = 32
+
+
+def stacked_rows(size: int) -> int:
+    """How many extra rows the stacked identity learned for an axis of ``size`` values has."""
+    return min(max(1, size // 16), STACKED_ROWS)
 
 
 def _with_and_without_root(name: str, levels: int) -> tuple[str, ...]:
@@ -210,7 +219,7 @@ def best_strategy(
     >>> w = Workload.of_queries(schema, marginals(schema, ways=(1,), grains={"age": 16}).queries())
     >>> choice = best_strategy(ReleaseSpec(schema, 1.0, neighbours="add-remove"), w)
     >>> [short_strategy_name(name) for name in choice.strategies], round(choice.gain_over("Privelet"), 2)
-    (['stacked identity (+16 rows)'], 9.53)
+    (['stacked identity (+16 rows)'], 12.64)
     """
     schema = spec.schema
     if workload.schema != schema:
@@ -286,7 +295,7 @@ def best_strategy(
         steps.report(done / (count + 1), f"learning a strategy for {attribute.name}")
         others = np.prod([tables[b][c].own for b, c in enumerate(chosen) if b != axis], axis=0) * weights
         learned = StackedIdentity.optimised(axis_gram(workload, axis, np.broadcast_to(others, weights.shape),
-                                                      average=average), rows=max(1, attribute.size // 16))
+                                                      average=average), rows=stacked_rows(attribute.size))
         candidates[axis] = (*candidates[axis], learned.name)
         tables[axis].append(axis_table(workload, axis, learned, average=average))
         growths[axis].append(learned.growth)

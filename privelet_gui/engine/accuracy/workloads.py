@@ -37,6 +37,7 @@ from ..errors import PriveletError, SchemaError
 from ..model.schema import Attribute, NominalAttribute, Schema
 from ..noise.calibration import Neighbours, check_epsilon, multiplicity
 from ..strategies.base import AxisStrategy
+from ..strategies.stacked import IntervalGram
 from .bounds import VarianceModel, variance_model
 from .queries import QueryBatch, random_workload
 
@@ -599,11 +600,11 @@ def axis_table(workload: Workload, axis: int, strategy: AxisStrategy, *, average
     return AxisTable(own, covariance, share2, total=rho2 * strategy.total_variance())
 
 
-def axis_gram(workload: Workload, axis: int, row_factors: np.ndarray, *, average: bool = True) -> np.ndarray:
+def axis_gram(workload: Workload, axis: int, row_factors: np.ndarray, *, average: bool = True) -> IntervalGram:
     """``sum_r row_factors[r] mean_{q in row r} q q'`` over the predicates ``q`` (0/1 vectors) that
     ``axis`` takes in each row of :func:`axis_table`: the axis's Gram matrix, each row weighted by
-    what the other axes multiply its variance by (docs/math.md, "Optimised identity")."""
-    size = workload.schema[axis].size
+    what the other axes multiply its variance by (docs/math.md, "Optimised identity"), kept as
+    its weighted intervals."""
     lo, hi, coefficient = [], [], []
     row = 0
     for product, axes in _rows(workload, average):
@@ -616,10 +617,8 @@ def axis_gram(workload: Workload, axis: int, row_factors: np.ndarray, *, average
         else:  # a row per predicate
             coefficient.append(row_factors[row:row + len(p)])
             row += len(p)
-    starts, stops, weights = (np.concatenate(v) for v in (lo, hi, coefficient))
-    positions = np.arange(size)
-    indicator = (positions >= starts[:, None]) & (positions <= stops[:, None])
-    return (indicator * weights[:, None]).T @ indicator
+    starts, stops = (np.concatenate(v).astype(np.int64) for v in (lo, hi))
+    return IntervalGram(workload.schema[axis].size, starts, stops, np.concatenate(coefficient).astype(np.float64))
 
 
 def combine_tables(tables: Sequence[AxisTable], public_total: bool) -> np.ndarray:

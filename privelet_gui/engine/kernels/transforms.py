@@ -280,15 +280,82 @@ def stacked_forward(x: np.ndarray, out: np.ndarray, diagonal: np.ndarray, rows: 
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def dense_reconstruct(y: np.ndarray, out: np.ndarray, matrix: np.ndarray) -> None:  # pragma: no cover - compiled
-    """Values ``out[:, i] = sum_r matrix[i, r] y[:, r]``: a dense reconstruction (least squares)."""
-    outer, rows, inner = y.shape
-    size = matrix.shape[0]
+def stacked_reconstruct(
+    y: np.ndarray, out: np.ndarray, theta: np.ndarray, core_inverse: np.ndarray, scale: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """Least-squares values from a stacked identity's noisy weighted measurements through its
+    p x p core (docs/math.md, "Optimised identity"): with ``g = y[:size] + theta' y[size:]``,
+    ``out = scale * (g - theta' core_inverse theta g)``; ``theta`` is p x size, ``core_inverse``
+    is ``(I + theta theta')^-1``."""
+    outer, _, inner = y.shape
+    extra, size = theta.shape
+    combined = np.empty((size, inner))
+    projected = np.empty((extra, inner))
+    solved = np.empty((extra, inner))
     for o in range(outer):
         for i in range(size):
             for t in range(inner):
-                out[o, i, t] = 0.0
-            for r in range(rows):
-                w = matrix[i, r]
+                combined[i, t] = y[o, i, t]
+        for r in range(extra):
+            for t in range(inner):
+                projected[r, t] = 0.0
+            for i in range(size):
+                w = theta[r, i]
+                if w != 0.0:
+                    for t in range(inner):
+                        combined[i, t] += w * y[o, size + r, t]
+        for r in range(extra):
+            for i in range(size):
+                w = theta[r, i]
+                if w != 0.0:
+                    for t in range(inner):
+                        projected[r, t] += w * combined[i, t]
+        for r in range(extra):
+            for t in range(inner):
+                solved[r, t] = 0.0
+            for k in range(extra):
+                w = core_inverse[r, k]
                 for t in range(inner):
-                    out[o, i, t] += w * y[o, r, t]
+                    solved[r, t] += w * projected[k, t]
+        for i in range(size):
+            for t in range(inner):
+                out[o, i, t] = combined[i, t]
+        for r in range(extra):
+            for i in range(size):
+                w = theta[r, i]
+                if w != 0.0:
+                    for t in range(inner):
+                        out[o, i, t] -= w * solved[r, t]
+        for i in range(size):
+            f = scale[i]
+            for t in range(inner):
+                out[o, i, t] *= f
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def interval_gram_product(
+    lo: np.ndarray, hi: np.ndarray, weights: np.ndarray, matrix: np.ndarray, out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """``out = G matrix`` for ``G = sum_r weights[r] q_r q_r'``, ``q_r`` the 0/1 vector of the
+    interval ``lo[r]..hi[r]`` (inclusive) of an axis of ``matrix.shape[0]`` values: each
+    interval's column sums are differences of prefix sums, and spreading them back over the
+    interval is a difference array summed once."""
+    size, columns = matrix.shape
+    prefix = np.zeros((size + 1, columns))
+    for i in range(size):
+        for c in range(columns):
+            prefix[i + 1, c] = prefix[i, c] + matrix[i, c]
+    spread = np.zeros((size + 1, columns))
+    for r in range(lo.shape[0]):
+        first = lo[r]
+        stop = hi[r] + 1
+        w = weights[r]
+        for c in range(columns):
+            value = w * (prefix[stop, c] - prefix[first, c])
+            spread[first, c] += value
+            spread[stop, c] -= value
+    for c in range(columns):
+        out[0, c] = spread[0, c]
+    for i in range(1, size):
+        for c in range(columns):
+            out[i, c] = out[i - 1, c] + spread[i, c]
