@@ -157,8 +157,8 @@ class StackedIdentity(AxisStrategy):
                     return cls._rounded(theta, bits)
             moved, change = trial - theta, trial_gradient - gradient
             curvature = float(np.sum(moved * change))
-            theta, value, gradient = trial, trial_value, trial_gradient
-            recent.append(value)
+            theta, gradient = trial, trial_gradient
+            recent.append(trial_value)
             if curvature > 0:  # the two Barzilai-Borwein steps in turn: |s|^2 / s'y, then s'y / |y|^2
                 long_step = iteration % 2 == 0
                 step = min(float(np.sum(moved * moved)) / curvature if long_step
