@@ -95,6 +95,27 @@ def test_advise_prints_multipliers_and_writes_the_chosen_schema(capsys, tmp_path
     assert code == 2 and "replace-one neighbours only" in err
 
 
+def test_advise_takes_the_s_a_rules_by_their_names(capsys):
+    from privelet_gui.engine import recommend_sa
+
+    args = ["advise", "--schema", SCHEMA, "--workload", "marginals:1,2:age/5,sex,education", "--json"]
+    results = {word: json.loads(call(capsys, *args, "--sa", word)[1]) for word in ("recommended", "auto", "sex")}
+    assert results["recommended"] == results["auto"]  # 'auto', the earlier name, still works
+    assert tuple(results["recommended"]["sa"]) == recommend_sa(load_schema(SCHEMA))
+    assert results["sex"]["sa"] == ["sex"]
+    # the recommended S_A of each changed schema, and a given S_A less a dropped attribute
+    assert any(s["sa"] != results["recommended"]["sa"] for s in results["recommended"]["suggestions"])
+    assert all(s["sa"] in (["sex"], []) for s in results["sex"]["suggestions"])
+
+
+def test_evaluate_refuses_the_best_s_a(capsys, tmp_path):
+    from privelet_gui.io import sample_table_path
+
+    code, _, err = call(capsys, "evaluate", str(sample_table_path()), "--schema", SCHEMA, "--epsilons", "1",
+                        "--sa", "best", "--out", str(tmp_path / "out"))
+    assert code == 2 and "--sa best chooses S_A for a workload" in err
+
+
 def test_a_level_schema_counts_the_finest_values(tmp_path):
     from privelet_gui.engine import NominalAttribute, Schema
     from privelet_gui.io import count_table, sample_table_path, save_schema

@@ -3,7 +3,7 @@
 Examples::
 
     privelet release --demo --out demo.npz
-    privelet release people.csv --schema schema.json --epsilon 1 --sa auto --out release.npz
+    privelet release people.csv --schema schema.json --epsilon 1 --sa recommended --out release.npz
     privelet bounds --schema schema.json --epsilon 1 --json
     privelet bounds --schema schema.json --epsilon 1 --workload marginals:2
     privelet advise --schema schema.json --workload marginals:1,2:age/5,sex

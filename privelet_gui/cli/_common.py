@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
-    from ..engine import Schema
+    from ..engine import SaRule, Schema
     from ..io import TableOptions
 
 __all__ = [
@@ -288,17 +288,19 @@ def read_options(args: argparse.Namespace) -> TableOptions:
                         missing_values=markers)
 
 
-def parse_sa(text: str | None, schema: Schema) -> tuple[str, ...]:
-    """``--sa``: a list of names, ``auto`` (the recommended S_A, the default) or ``none``."""
-    from ..engine import recommend_sa
+def parse_sa(text: str | None, schema: Schema) -> tuple[SaRule, tuple[str, ...]]:
+    """``--sa`` as a rule of :func:`~privelet_gui.engine.resolve_sa` and the S_A it gives:
+    ``recommended`` (the paper's rule, the default; ``auto``, its earlier name, too), ``best``
+    (the least expected error on the workload), or S_A given as a list of names or ``none``."""
+    from ..engine import SA_RULE_ALIASES, SA_RULES, check_sa_rule
 
-    if text is None or text.strip().lower() == "auto":
-        return recommend_sa(schema)
-    if text.strip().lower() in ("none", ""):
-        return ()
-    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    word = "recommended" if text is None else text.strip().lower()
+    rule = check_sa_rule(word) if word in SA_RULES or word in SA_RULE_ALIASES else "given"
+    if rule != "given" or word in ("none", ""):
+        return rule, ()
+    names = tuple(n.strip() for n in (text or "").split(",") if n.strip())
     schema.axes(names)  # unknown or repeated names: a one-line error
-    return names
+    return "given", names
 
 
 def progress_bar(args: argparse.Namespace) -> ProgressBar:

@@ -27,9 +27,10 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
     )
     p.add_argument("--schema", required=True, metavar="S.json", help="schema file")
     p.add_argument("--epsilon", type=epsilon_type, default=1.0, metavar="E", help="privacy budget (default 1)")
-    p.add_argument("--sa", metavar="A,B|auto|best|none", default="best",
-                   help="S_A of the current schema and of every suggestion: 'best' (default: chosen for the "
-                        "workload), or one S_A kept for all")
+    p.add_argument("--sa", metavar="A,B|recommended|best|none", default="best",
+                   help="S_A of the current schema and of every suggestion: 'best' (the default: each one's best "
+                        "for the workload), 'recommended' (each one's by the paper's rule; 'auto', its earlier name, "
+                        "works too), or a list or 'none' kept for all (less a dropped attribute)")
     p.add_argument("--neighbours", choices=("replace", "add-remove"), default="replace", help="neighbouring notion")
     p.add_argument("--raw", action="store_true", help="errors of the raw release (not shifted to the public total)")
     workload_options(p)
@@ -55,12 +56,10 @@ def _cmd_advise(args: argparse.Namespace) -> int:
         raise UsageError("--apply I and --out S.json go together")
     out = check_writable(args.out, force=args.force) if args.out is not None else None
     schema = load_schema(args.schema)
-    choose = args.sa.strip().lower() == "best"
-    sa = () if choose else parse_sa(args.sa, schema)
-    spec = ReleaseSpec(schema, args.epsilon, "privelet+", sa, args.neighbours, public_total=public_total_of(args))
+    rule, given = parse_sa(args.sa, schema)
+    spec = ReleaseSpec(schema, args.epsilon, "privelet+", given, args.neighbours, public_total=public_total_of(args))
     workload = workload_of(args, schema)
-    advice = advise(spec, workload, objective=args.objective, sa_rule="best" if choose else "kept",
-                    answering=args.across)
+    advice = advise(spec, workload, objective=args.objective, sa_rule=rule, answering=args.across)
     top = max(args.top, 0)
     shown = advice.suggestions[:top]
     lossy = advice.lossy[:top] if args.lossy else ()

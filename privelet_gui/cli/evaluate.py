@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from ._common import (
     ProgressBar,
+    UsageError,
     loud,
     note,
     parse_sa,
@@ -60,8 +61,9 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
     p.add_argument("--schema", required=True, metavar="S.json", help="schema file (attributes, domains, hierarchies)")
     p.add_argument("--epsilons", required=True, metavar="E1,E2,...",
                    help="privacy budgets to evaluate, comma-separated (e.g. 0.5,0.75,1,1.25)")
-    p.add_argument("--sa", metavar="A,B|auto|none", default=None,
-                   help="S_A of Privelet+: a list, 'auto' (recommended, the default) or 'none' (plain Privelet)")
+    p.add_argument("--sa", metavar="A,B|recommended|none", default=None,
+                   help="S_A of Privelet+: a list, 'recommended' (the paper's rule, the default; 'auto', its earlier "
+                        "name, works too) or 'none' (plain Privelet)")
     p.add_argument("--queries", type=queries_type, default=40_000, metavar="N",
                    help="random range-count queries in the workload (default 40000, as in the paper)")
     p.add_argument("--workload", action="append", default=[], metavar="W",
@@ -185,7 +187,7 @@ def summary_csv(rows: Sequence[EvaluationRow]) -> str:
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ..engine import PriveletError
+    from ..engine import PriveletError, ReleaseSpec, resolve_sa
     from ..engine.accuracy.evaluation import evaluate
     from ..io import atomic_write, count_table, load_schema, workloads_from_descriptions
 
@@ -202,7 +204,11 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     if not table.exists():
         raise FileNotFoundError(f"no such table file: {table}")
     schema = load_schema(args.schema)
-    sa = parse_sa(args.sa, schema)
+    rule, given = parse_sa(args.sa, schema)
+    if rule == "best":
+        raise UsageError("--sa best chooses S_A for a workload when releasing ('privelet release', 'privelet bounds'); "
+                         "evaluate compares with a list, 'recommended' or 'none'")
+    sa = resolve_sa(rule, ReleaseSpec(schema, 1.0, "privelet+", (), args.neighbours), given=given)
     workload = workloads_from_descriptions(args.workload, schema) if args.workload else None
     # Loud on purpose, and even with --quiet: a privacy warning, not a progress note.
     print(loud(EVALUATION_WARNING), file=sys.stderr)

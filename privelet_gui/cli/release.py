@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..engine import Mechanism
+    from ..engine import Mechanism, SaRule
 
 from ._common import (
     SEED_WARNING,
@@ -49,9 +49,10 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
                         "of such files")
     p.add_argument("--schema", metavar="S.json", help="schema file (attributes, domains, hierarchies)")
     p.add_argument("--epsilon", type=epsilon_type, metavar="E", help="privacy budget epsilon > 0 (smaller: more private)")
-    p.add_argument("--sa", metavar="A,B|auto|best|none", default=None,
-                   help="attributes left untransformed (Privelet+): a list, 'auto' (the paper's rule, the default), "
-                        "'best' (the least expected error on --workload) or 'none' (plain Privelet)")
+    p.add_argument("--sa", metavar="A,B|recommended|best|none", default=None,
+                   help="attributes left untransformed (Privelet+): a list, 'recommended' (the paper's rule, the "
+                        "default; 'auto', its earlier name, works too), 'best' (the least expected error on "
+                        "--workload) or 'none' (plain Privelet)")
     p.add_argument("--mechanism", choices=("best", "privelet", "basic"), default=None,
                    help="best (the default; privelet when --sa is given): the per-axis strategies - the paper's "
                         "wavelets, the identity, or hierarchies of counts with least squares - with the least "
@@ -87,7 +88,7 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
     p.add_argument("--invalid", choices=("error", "drop"), default="error",
                    help="rows with values outside the domain: stop with an error (default) or drop them")
     p.add_argument("--demo", action="store_true",
-                   help=f"use the bundled UCI Adult sample and its schema (epsilon {DEMO_EPSILON}, --sa auto)")
+                   help=f"use the bundled UCI Adult sample and its schema (epsilon {DEMO_EPSILON}, --sa recommended)")
     group = p.add_argument_group("on a Dask cluster (needs privelet-gui[dask])")
     group.add_argument("--dask", nargs="?", const=LOCAL_CLUSTER, metavar="ADDRESS",
                        help="count and release on the Dask scheduler at ADDRESS (e.g. tcp://10.0.0.5:8786); "
@@ -106,7 +107,9 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
     )
     p.add_argument("--schema", required=True, metavar="S.json", help="schema file")
     p.add_argument("--epsilon", required=True, type=epsilon_type, metavar="E", help="privacy budget epsilon > 0")
-    p.add_argument("--sa", metavar="A,B|auto|best|none", default=None, help="S_A for Privelet+ (default: auto)")
+    p.add_argument("--sa", metavar="A,B|recommended|best|none", default=None,
+                   help="S_A for Privelet+: a list, 'recommended' (the paper's rule, the default; 'auto', its earlier "
+                        "name, works too), 'best' (the least expected error on --workload) or 'none'")
     p.add_argument("--neighbours", choices=("replace", "add-remove"), default="replace", help="neighbouring notion")
     workload_options(p)
     p.add_argument("--raw", action="store_true", help="errors of the raw release (not shifted to the public total)")
@@ -166,7 +169,7 @@ def _spec_of(args: argparse.Namespace, schema: Any, epsilon: float) -> tuple[Any
     """The release the options ask for, and the strategy choice behind it (None but for
     ``--mechanism best``, the strategy :func:`best_strategy` chooses for ``--workload``);
     ``privelet`` is Privelet+ with ``--sa``."""
-    from ..engine import ReleaseSpec, best_sa, best_strategy
+    from ..engine import ReleaseSpec, best_strategy, resolve_sa
 
     chosen = mechanism_of(args)
     if chosen == "strategies":
@@ -181,29 +184,26 @@ def _spec_of(args: argparse.Namespace, schema: Any, epsilon: float) -> tuple[Any
         choice = best_strategy(spec, workload_of(args, schema), objective=args.objective)
         return choice.spec, choice
     mechanism: Mechanism = "basic" if chosen == "basic" else "privelet+"
-    if args.sa is not None and args.sa.strip().lower() == "best":
-        spec = ReleaseSpec(schema, epsilon, mechanism, (), args.neighbours, public_total=public_total_of(args),
-                           invalid=_invalid(args), sampler=_sampler(args))
-        return spec.replace(sa=best_sa(spec, workload_of(args, schema), objective=args.objective).sa), None
-    if args.workload:
+    rule, given = parse_sa(args.sa, schema)
+    if args.workload and rule != "best":
         raise UsageError("--workload chooses the strategy with --mechanism best (the default) or S_A with --sa best; "
                          "give one of them (or see 'privelet bounds --workload')")
-    sa = parse_sa(args.sa, schema)
-    return ReleaseSpec(
-        schema, epsilon, mechanism, sa, args.neighbours,
-        public_total=public_total_of(args), invalid=_invalid(args), sampler=_sampler(args),
-    ), None
+    spec = ReleaseSpec(schema, epsilon, mechanism, (), args.neighbours, public_total=public_total_of(args),
+                       invalid=_invalid(args), sampler=_sampler(args))
+    workload = workload_of(args, schema) if rule == "best" else None
+    return spec.replace(sa=resolve_sa(rule, spec, workload, given=given, objective=args.objective)), None
 
 
-def _sa_rule(args: argparse.Namespace) -> str:
-    """How the strategy or S_A was chosen, as a release file records it (:data:`~privelet_gui.io.choices.SA_RULES`)."""
+def _sa_rule(args: argparse.Namespace, schema: Any) -> SaRule | None:
+    """How S_A was chosen, as a release file records it (:class:`~privelet_gui.io.choices.ReleaseChoices`):
+    None when the best strategy chose every attribute's strategy, ``"given"`` with the mechanism
+    or the strategies named, else ``--sa``'s rule."""
     mechanism = mechanism_of(args)
     if mechanism == "best":
-        return "best-strategy"
-    text = (args.sa or "auto").strip().lower()
-    if mechanism != "privelet" or text not in ("auto", "best"):
+        return None
+    if mechanism != "privelet":
         return "given"
-    return text
+    return parse_sa(args.sa, schema)[0]
 
 
 def _invalid(args: argparse.Namespace) -> Any:
@@ -279,13 +279,14 @@ def _cmd_release(args: argparse.Namespace) -> int:
                 "are replaced with public domains.", file=sys.stderr)
     if args.seed is not None:
         print(SEED_WARNING, file=sys.stderr)
-    if mechanism_of(args) == "privelet" and spec.label == "basic" and args.sa in (None, "auto"):
-        note(args, "note: --sa auto put every attribute in S_A: for these domain sizes the paper's bound "
+    sa_rule = _sa_rule(args, schema)
+    if spec.label == "basic" and sa_rule == "recommended":
+        note(args, "note: --sa recommended put every attribute in S_A: for these domain sizes the paper's bound "
                    "favours noise on every cell (Basic) over wavelets; give --sa to choose otherwise.")
     options = TableOptions() if args.demo else read_options(args)
     choices = ReleaseChoices.of(
         spec, table=None if args.demo else table, schema=None if args.demo else schema_path, options=options,
-        dataset=args.dataset, demo=args.demo, sa_rule=_sa_rule(args), workload=args.workload, objective=args.objective,
+        dataset=args.dataset, demo=args.demo, sa_rule=sa_rule, workload=args.workload, objective=args.objective,
     )
     extra = choices_metadata(choices, {"source": "demo" if args.demo else None}, paths=args.record_paths)
     if choice is not None:
@@ -427,7 +428,7 @@ def _cmd_bounds(args: argparse.Namespace) -> int:
         best_strategy,
         expected_error,
         margin95,
-        recommend_sa,
+        resolve_sa,
         short_strategy_name,
     )
     from ..io import load_schema
@@ -435,11 +436,10 @@ def _cmd_bounds(args: argparse.Namespace) -> int:
     schema = load_schema(args.schema)
     eps, nb = args.epsilon, args.neighbours
     public = public_total_of(args)
-    workload = workload_of(args, schema) if args.workload or (args.sa or "").lower() == "best" else None
-    if workload is not None and (args.sa or "").lower() == "best":
-        sa = best_sa(ReleaseSpec(schema, eps, "privelet+", (), nb, public_total=public), workload, objective=args.objective).sa
-    else:
-        sa = parse_sa(args.sa, schema)
+    rule, given = parse_sa(args.sa, schema)
+    workload = workload_of(args, schema) if args.workload or rule == "best" else None
+    sa = resolve_sa(rule, ReleaseSpec(schema, eps, "privelet+", (), nb, public_total=public), workload, given=given,
+                    objective=args.objective)
     specs = {
         "basic": ReleaseSpec(schema, eps, "basic", (), nb, public_total=public),
         "privelet": ReleaseSpec(schema, eps, "privelet", (), nb, public_total=public),
@@ -450,7 +450,7 @@ def _cmd_bounds(args: argparse.Namespace) -> int:
         for key, spec in specs.items()
     }
     result["sa"] = list(sa)
-    result["recommended_sa"] = list(recommend_sa(schema))
+    result["recommended_sa"] = list(resolve_sa("recommended", specs["privelet_plus"]))
     if workload is not None:
         choice = best_sa(specs["privelet_plus"], workload, objective=args.objective)
         specs["best"] = specs["privelet_plus"].replace(sa=choice.sa)

@@ -15,7 +15,20 @@ samplers, the random bits), ``accuracy`` (queries, workloads, exact variances, t
 (100, 2)
 """
 
-from .accuracy.advisor import EXHAUSTIVE_UP_TO, Advice, AttributeMultiplier, SaChoice, Suggestion, advise, best_sa
+from .accuracy.advisor import (
+    EXHAUSTIVE_UP_TO,
+    SA_RULE_ALIASES,
+    SA_RULES,
+    Advice,
+    AttributeMultiplier,
+    SaChoice,
+    SaRule,
+    Suggestion,
+    advise,
+    best_sa,
+    check_sa_rule,
+    resolve_sa,
+)
 from .accuracy.bounds import (
     Z95,
     AttributeFactors,
@@ -117,6 +130,8 @@ __all__ = [
     "READABLE_SAMPLERS",
     "SAMPLER",
     "SAMPLERS",
+    "SA_RULES",
+    "SA_RULE_ALIASES",
     "STRATEGIES",
     "Z95",
     "Advice",
@@ -158,6 +173,7 @@ __all__ = [
     "ReleasePipeline",
     "ReleaseSpec",
     "SaChoice",
+    "SaRule",
     "Sampler",
     "Schema",
     "SchemaError",
@@ -180,6 +196,7 @@ __all__ = [
     "byte_size",
     "calibrate",
     "check_epsilon",
+    "check_sa_rule",
     "coverage_groups",
     "epsilon_for_variance",
     "evaluate",
@@ -203,6 +220,7 @@ __all__ = [
     "random_workload",
     "recommend_sa",
     "relative_error",
+    "resolve_sa",
     "sanity_bound",
     "short_strategy_name",
     "square_error",

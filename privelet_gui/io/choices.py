@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
-from ..engine import NEIGHBOUR_NAMES, STRATEGIES, PriveletError, ReleaseSpec
+from ..engine import NEIGHBOUR_NAMES, STRATEGIES, PriveletError, ReleaseSpec, SaRule, check_sa_rule
 from .atomic import atomic_write
 from .releases import load_release_metadata
 from .schema import load_schema, schema_to_json
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHOICES_KEY",
-    "SA_RULES",
     "STRATEGY_CHOICE_KEY",
     "ReleaseChoices",
     "choices_metadata",
@@ -49,12 +48,12 @@ __all__ = [
 
 #: Where a release file's metadata keeps the choices: ``metadata["extra"][CHOICES_KEY]``.
 CHOICES_KEY = "choices"
-#: How the strategy or S_A was chosen: the paper's rule, the S_A with the least expected error on a
-#: workload, the per-axis strategies with the least expected error on a workload, or named by the custodian.
-SA_RULES = ("auto", "best", "best-strategy", "given")
-#: Where a release file's metadata keeps how its strategy was chosen (sa_rule ``"best-strategy"``):
-#: ``metadata["extra"][STRATEGY_CHOICE_KEY]`` (:func:`strategy_choice_record`).
+#: Where a release file's metadata keeps how the best strategy chose every attribute's strategy
+#: (``sa_rule`` None): ``metadata["extra"][STRATEGY_CHOICE_KEY]`` (:func:`strategy_choice_record`).
 STRATEGY_CHOICE_KEY = "strategy_choice"
+#: What earlier release files recorded as ``sa_rule`` for a release of the best strategy; read as
+#: None (the best strategy is a mechanism: it chooses every attribute's strategy, not an S_A).
+_LEGACY_BEST_STRATEGY = "best-strategy"
 
 
 @dataclass(frozen=True)
@@ -63,8 +62,11 @@ class ReleaseChoices:
 
     ``table`` and ``schema`` are absolute paths (None: the bundled sample with ``demo``; a schema
     known only from the release itself, in the app); ``public_total`` is the spec's (None: the
-    default). ``workload`` lists the ``--workload`` descriptions S_A was chosen for (``sa_rule``
-    ``"best"``).
+    default). ``sa_rule`` says how S_A was chosen (:data:`~privelet_gui.engine.SaRule`:
+    ``"given"`` also when the custodian named the mechanism, Basic, or the strategies), or is
+    None when no S_A was chosen: the best strategy chose every attribute's strategy for the
+    workload (:data:`STRATEGY_CHOICE_KEY`). ``workload`` lists the ``--workload`` descriptions S_A
+    (``sa_rule`` ``"best"``) or the strategies (None) were chosen for.
     """
 
     epsilon: float
@@ -82,7 +84,7 @@ class ReleaseChoices:
     missing_values: tuple[str, ...] = ()
     dataset: str | None = None
     demo: bool = False
-    sa_rule: str = "given"
+    sa_rule: SaRule | None = "given"
     workload: tuple[str, ...] = ()
     objective: str = "mean"
     strategies: tuple[str, ...] = ()
@@ -97,14 +99,12 @@ class ReleaseChoices:
         options: Any = None,
         dataset: str | None = None,
         demo: bool = False,
-        sa_rule: str = "given",
+        sa_rule: SaRule | None = "given",
         workload: Sequence[str] = (),
         objective: str = "mean",
     ) -> ReleaseChoices:
         """The choices of a release of ``spec`` from ``table`` read with ``options`` (a
         :class:`~privelet_gui.io.TableOptions`; None: the defaults)."""
-        if sa_rule not in SA_RULES:
-            raise PriveletError(f"sa_rule must be one of {', '.join(SA_RULES)}, got {sa_rule!r}")
         return cls(
             epsilon=float(spec.epsilon), mechanism=spec.label, sa=tuple(spec.effective_sa),
             neighbours=spec.neighbours, sampler=spec.sampler, invalid=spec.invalid, public_total=spec.public_total,
@@ -112,7 +112,8 @@ class ReleaseChoices:
             delimiter=getattr(options, "delimiter", None), encoding=getattr(options, "encoding", "utf-8"),
             header=bool(getattr(options, "header", True)),
             missing_values=tuple(getattr(options, "missing_values", ()) or ()),
-            dataset=dataset, demo=demo, sa_rule=sa_rule, workload=tuple(workload), objective=objective,
+            dataset=dataset, demo=demo, sa_rule=None if sa_rule is None else check_sa_rule(sa_rule),
+            workload=tuple(workload), objective=objective,
             strategies=tuple(spec.strategies) if spec.label == STRATEGIES else (),
         )
 
@@ -124,10 +125,14 @@ class ReleaseChoices:
 
     @classmethod
     def from_json(cls, obj: object) -> ReleaseChoices:
-        """The choices a release file recorded; a PriveletError when they are not what was written."""
+        """The choices a release file recorded (earlier names of the S_A rules read as today's:
+        :data:`~privelet_gui.engine.SA_RULE_ALIASES`, ``"best-strategy"``); a
+        PriveletError when they are not what was written."""
         if not isinstance(obj, Mapping):
             raise PriveletError(f"a release's recorded choices are an object, got {type(obj).__name__}")
         fields = dict(obj)
+        rule = fields.get("sa_rule", "given")
+        fields["sa_rule"] = None if rule is None or rule == _LEGACY_BEST_STRATEGY else check_sa_rule(rule)
         try:
             for key in ("sa", "missing_values", "workload", "strategies"):
                 if key in fields:
@@ -265,7 +270,7 @@ def redo_script(
                          + ("" if found else "  # not found when this script was written: edit it"))
         lines += _schema_lines(meta, choices)
         lines.append(f'if [ "$TABLE" = {_FILL_IN} ]; then echo "edit TABLE in $0 first: the table to release" >&2; exit 2; fi')
-    if choices.sa_rule == "best-strategy":
+    if choices.sa_rule is None:
         chosen_for = " + ".join(choices.workload) or "the paper's random one"
         lines.append(f"# The strategies were chosen as the least expected error ({choices.objective}) on the workload "
                      f"{chosen_for}; they are given here as chosen.")

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, TypeVar
 
-from ..engine import NEIGHBOURS, SAMPLER, SAMPLERS, Neighbours, Sampler, check_epsilon
+from ..engine import NEIGHBOURS, SA_RULES, SAMPLER, SAMPLERS, Neighbours, Sampler, SaRule, check_epsilon
 from ..engine.accuracy.workloads import OBJECTIVES, PAPER_QUERIES
 from ..engine.counting import INVALID_POLICIES, InvalidPolicy
 from ..engine.errors import PriveletError
@@ -51,7 +51,6 @@ __all__ = [
     "PROJECT_FORMAT",
     "PROJECT_SUFFIX",
     "PROJECT_VERSION",
-    "SA_RULES",
     "MechanismChoice",
     "Project",
     "ProjectError",
@@ -64,12 +63,8 @@ __all__ = [
 ]
 
 PROJECT_FORMAT = "privelet-studio-project"
-PROJECT_VERSION = 4
+PROJECT_VERSION = 5
 PROJECT_SUFFIX = ".privelet"
-
-#: How S_A was chosen: by the custodian, by the recommendation rule, or as the best subset for
-#: the project's workload (with either rule it follows the schema).
-SA_RULES = ("chosen", "recommended", "best")
 
 #: What a project releases with: the per-axis strategies with the least expected error on its
 #: workload (chosen again whenever the settings change), or one of the paper's mechanisms.
@@ -163,9 +158,10 @@ class Project:
     ``{"label": ..., "children": [...]}`` with groups marked by ``children``).
     ``table_options`` is an :class:`~privelet_gui.io.TableOptions` (or None: sniff).
     ``sampler`` is the noise sampler (:data:`~privelet_gui.engine.SAMPLERS`, exact by default).
-    ``sa_rule`` says how S_A was chosen (:data:`SA_RULES`); with ``"recommended"`` the app
-    keeps it equal to the recommended S_A of the current schema, with ``"best"`` equal to the
-    best subset for ``workload`` (``sa`` then records the S_A at saving time). ``mechanism``
+    ``sa_rule`` says how S_A was chosen (:data:`~privelet_gui.engine.SaRule`); with
+    ``"recommended"`` the app keeps it equal to the recommended S_A of the current schema, with
+    ``"best"`` equal to the best subset for ``workload`` (``sa`` then records the S_A at saving
+    time), with ``"given"`` it is ``sa``, the custodian's. ``mechanism``
     ``"best"`` releases the per-axis strategies with the least expected error on ``workload``;
     ``strategies`` records those chosen at saving time (the app chooses them again on opening).
     """
@@ -175,7 +171,7 @@ class Project:
     schema: Schema | None = None
     epsilon: float = 1.0
     sa: tuple[str, ...] = ()
-    sa_rule: str = "chosen"
+    sa_rule: SaRule = "given"
     neighbours: Neighbours = "replace"
     mechanism: MechanismChoice = "privelet+"
     sampler: Sampler = SAMPLER
@@ -376,7 +372,15 @@ def migrate_project(obj: Any) -> dict[str, Any]:
         # Version 4 added the mechanism "best" and the strategies it chose; a version 3 project
         # has neither and reads unchanged. An older Privelet Studio must not open a version 4
         # project, which may release with a mechanism it does not have.
-        migrated["version"] = 4
+        migrated["version"] = version = 4
+    if version == 4:
+        # Version 5 names the S_A rules as the command line and release files do: the
+        # custodian's own S_A is "given" (it was "chosen"). An older Privelet Studio must not
+        # open a version 5 project, whose rule it would not know.
+        privacy = migrated.get("privacy")
+        if isinstance(privacy, Mapping) and privacy.get("sa_rule", "chosen") == "chosen":
+            migrated["privacy"] = {**privacy, "sa_rule": "given"}
+        migrated["version"] = 5
     return migrated
 
 
@@ -427,7 +431,7 @@ def project_from_json(obj: Any, base_dir: str | os.PathLike[str] | None = None) 
         schema=schema,
         epsilon=float(epsilon),
         sa=tuple(sa),
-        sa_rule=_choice(privacy, "sa_rule", "chosen", SA_RULES, "privacy"),
+        sa_rule=_choice(privacy, "sa_rule", "given", SA_RULES, "privacy"),
         neighbours=_choice(privacy, "neighbours", "replace", NEIGHBOURS, "privacy"),
         mechanism=_choice(privacy, "mechanism", "privelet+", MECHANISM_CHOICES, "privacy"),
         strategies=tuple(strategies),

@@ -42,13 +42,14 @@ from ..engine import (
     QuintileRow,
     Release,
     ReleaseSpec,
+    SaRule,
     Schema,
     Workload,
     expected_error,
     margin95,
     mechanism_name,
     quintile_summary,
-    recommend_sa,
+    resolve_sa,
 )
 from ..engine.descriptions import (
     BIT_SOURCE_DESCRIPTIONS,
@@ -182,12 +183,12 @@ def _workload_of(schema: Schema, descriptions: Sequence[str], choices: ReleaseCh
 
 
 def _candidates(spec: ReleaseSpec, workload: Workload, steps: Progress) -> list[_Candidate]:
-    """The released mechanism first, then Basic, Privelet and Privelet+ (the paper's rule) on the same workload."""
+    """The released mechanism first, then Basic, Privelet and Privelet+ (the recommended S_A) on the same workload."""
     specs = [(f"{spec.name} (released)", spec, True)]
-    rule = recommend_sa(spec.schema)
+    recommended = resolve_sa("recommended", spec)
     for label, other in (("Basic", spec.replace(mechanism="basic", sa=(), strategies=())),
                          ("Privelet", spec.replace(mechanism="privelet", sa=(), strategies=())),
-                         ("Privelet+ (paper's rule)", spec.replace(mechanism="privelet+", sa=rule, strategies=()))):
+                         ("Privelet+ (recommended S_A)", spec.replace(mechanism="privelet+", sa=recommended, strategies=()))):
         if all((other.label, other.effective_sa) != (s.label, s.effective_sa) for _, s, _ in specs):
             specs.append((label, other, False))
     listed = workload.queries() if len(workload) <= LISTED_QUERIES else None
@@ -351,22 +352,23 @@ def _why_text(spec: ReleaseSpec, choices: ReleaseChoices | None, workload: Workl
         return "How the mechanism was chosen was not recorded in this release file."
     if spec.label == "basic" and choices.mechanism == "basic" and choices.sa_rule == "given":
         return "The custodian chose Basic."
-    rules = {
-        "auto": "S_A was chosen by the paper's rule: an attribute goes into S_A when its domain is small "
-                "enough that counting its values directly costs less than transforming it "
-                "(|A| <= P(A)^2 H(A)).",
-        "best": f"S_A was chosen as the one with the least expected error "
-                f"({'average square error' if choices.objective == 'mean' else 'worst query'}) on the workload "
-                f"{', '.join(choices.workload) or workload.name}, searched over the subsets of the attributes; "
-                "Basic and Privelet were among the candidates.",
-        "best-strategy": f"Each attribute's strategy was chosen as the one with the least expected error "
-                         f"({'average square error' if choices.objective == 'mean' else 'worst query'}) on the "
-                         f"workload {', '.join(choices.workload) or workload.name}, among counting each value, the "
-                         "paper's wavelet and hierarchies of several branchings; Basic, Privelet and Privelet+ "
-                         "were among the candidates, so it is never worse than them on that workload.",
+    objective = "average square error" if choices.objective == "mean" else "worst query"
+    chosen_for = ", ".join(choices.workload) or workload.name
+    if choices.sa_rule is None:  # the best strategy: a mechanism that chooses every attribute's strategy
+        return (f"Each attribute's strategy was chosen as the one with the least expected error ({objective}) on the "
+                f"workload {chosen_for}, among counting each value, the paper's wavelet and hierarchies of several "
+                "branchings; Basic, Privelet and Privelet+ were among the candidates, so it is never worse than them "
+                "on that workload.")
+    rules: dict[SaRule, str] = {
+        "recommended": "S_A is the recommended one, by the paper's rule: an attribute goes into S_A when its "
+                       "domain is small enough that counting its values directly costs less than transforming it "
+                       "(|A| <= P(A)^2 H(A)).",
+        "best": f"S_A was chosen as the best one for the workload: the least expected error ({objective}) on "
+                f"{chosen_for}, searched over the subsets of the attributes; Basic and Privelet were among the "
+                "candidates.",
         "given": "The custodian chose this mechanism and S_A.",
     }
-    return rules.get(choices.sa_rule, rules["given"])
+    return rules[choices.sa_rule]
 
 
 def _mechanism_section(spec: ReleaseSpec, choices: ReleaseChoices | None, workload: Workload,

@@ -106,7 +106,7 @@ class ReleaseJob:
         chosen = self.strategy_choice
         return ReleaseChoices.of(
             self.spec, table=self.table_path, schema=None, options=self.options, dataset=self.dataset,
-            sa_rule="given" if chosen is None else "best-strategy",
+            sa_rule="given" if chosen is None else None,  # None: the best strategy chose every strategy, no S_A
             workload=self.workload if chosen is not None else (),
             objective=chosen.objective if chosen is not None else "mean",
         )

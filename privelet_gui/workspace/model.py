@@ -43,13 +43,14 @@ from ..engine import (
     PriveletError,
     ReleaseSpec,
     Sampler,
+    SaRule,
     Schema,
     SchemaError,
     StrategyChoice,
     Workload,
     check_epsilon,
     mechanism_name,
-    recommend_sa,
+    resolve_sa,
 )
 from ..engine.counting import InvalidPolicy
 from ..engine.model.schema import OutOfRange, check_missing_values
@@ -114,9 +115,9 @@ MECHANISM_CHOICE_NAMES: dict[str, str] = {
     BEST_STRATEGY: "Best strategy", **{key: mechanism_name(key) for key in ("privelet+", "privelet", "basic")},
 }
 #: How S_A was chosen, for people.
-SA_RULE_TEXT = {
+SA_RULE_TEXT: dict[SaRule, str] = {
     "recommended": "recommended: the attributes with |A| ≤ P(A)² H(A), which never raise the paper's bound",
-    "chosen": "chosen by you",
+    "given": "chosen by you",
     "best": "best for the workload: the subset with the smallest expected error of the queries you expect "
             "(it follows the schema and the workload)",
 }
@@ -451,7 +452,7 @@ class Workspace:
         self.configs: list[AttributeConfig] = []
         self.epsilon = 1.0
         self._sa: tuple[str, ...] = ()
-        self.sa_rule = "recommended"
+        self.sa_rule: SaRule = "recommended"
         self.neighbours: Neighbours = "replace"
         self.mechanism: MechanismChoice = BEST_STRATEGY
         self.sampler: Sampler = SAMPLER
@@ -490,22 +491,22 @@ class Workspace:
     # -- S_A -----------------------------------------------------------------------------------
     @property
     def sa(self) -> tuple[str, ...]:
-        """S_A for Privelet+: the custodian's choice, the recommended S_A of the current schema
-        while :attr:`sa_rule` is ``"recommended"``, or its best S_A for :attr:`workload` while it
-        is ``"best"`` (until that search has a result, the last best S_A found, or the
-        recommended one: the release waits for the result, see :meth:`best_sa_problem`). A
-        chosen S_A keeps the names of excluded attributes, so that excluding and re-including
-        one restores its choice."""
-        if self.sa_rule == "best":
+        """S_A for Privelet+, as :attr:`sa_rule` gives it (:func:`~privelet_gui.engine.resolve_sa`):
+        the custodian's own (``"given"``), the recommended S_A of the current schema
+        (``"recommended"``), or its best S_A for :attr:`workload` (``"best"``; until that search
+        has a result, the last best S_A found, or the recommended one: the release waits for
+        the result, see :meth:`best_sa_problem`). A given S_A keeps the names of excluded
+        attributes, so that excluding and re-including one restores its choice."""
+        key = self.best_sa_key()
+        if key is None:
+            return self._sa if self.sa_rule == "given" else ()
+        rule, best = self.sa_rule, None
+        if rule == "best":
             result = self.best_sa_result()
-            if isinstance(result, BestSa):
-                return result.sa
-            if self._last_best_sa is not None:
-                return self._last_best_sa
-        if self.sa_rule in ("recommended", "best"):
-            schema = self.schema()
-            return recommend_sa(schema) if schema is not None else ()
-        return self._sa
+            best = result.sa if isinstance(result, BestSa) else self._last_best_sa
+            if best is None:
+                rule = "recommended"  # its stand-in until the search has a result
+        return resolve_sa(rule, key.spec(), given=self._sa, best=best)
 
     @sa.setter
     def sa(self, names: tuple[str, ...]) -> None:
@@ -572,8 +573,8 @@ class Workspace:
             return None
         if self.mechanism == BEST_STRATEGY:
             return AdviceKey(search, "best", "privelet+")
-        chosen = tuple(n for n in search.schema.names if n in set(self._sa)) if self.sa_rule == "chosen" else ()
-        return AdviceKey(search, self.sa_rule, self.mechanism, chosen)
+        given = tuple(n for n in search.schema.names if n in set(self._sa)) if self.sa_rule == "given" else ()
+        return AdviceKey(search, self.sa_rule, self.mechanism, given)
 
     # -- the best strategy for the workload -----------------------------------------------------
     def best_strategy_result(self) -> StrategyChoice | str | None:
@@ -766,8 +767,8 @@ class Workspace:
         return spec.effective_sa if spec is not None else ()
 
     def recommended_sa(self) -> tuple[str, ...]:
-        schema = self.schema()
-        return recommend_sa(schema) if schema is not None else ()
+        key = self.best_sa_key()
+        return resolve_sa("recommended", key.spec()) if key is not None else ()
 
     def release_job(self) -> ReleaseJob:
         """A snapshot of the settings for the worker; raises PriveletError if something is missing."""
@@ -1195,10 +1196,10 @@ class Workspace:
         unknown = set(changes) - set(_PRIVACY_FIELDS)
         if unknown:
             raise TypeError(f"not a privacy setting: {', '.join(sorted(unknown))}")
-        if changes.get("sa_rule") == "chosen":
-            changes.setdefault("sa", self.sa)  # a chosen S_A is stored, even when it equals the recommended one
+        if changes.get("sa_rule") == "given":
+            changes.setdefault("sa", self.sa)  # a given S_A is stored, even when it equals the recommended one
         before = {k: getattr(self, k) for k in changes}
-        keep = {"sa"} if changes.get("sa_rule") == "chosen" and before.get("sa_rule") != "chosen" else set()
+        keep = {"sa"} if changes.get("sa_rule") == "given" and before.get("sa_rule") != "given" else set()
         changes = {k: v for k, v in changes.items() if before[k] != v or k in keep}
         if not changes:
             return
@@ -1234,7 +1235,7 @@ class Workspace:
         order = schema.names if schema is not None else tuple(c.name for c in self.configs)
         wanted = set(names)
         sa = tuple(n for n in order if n in wanted)
-        self.set_privacy("Set S_A to {" + ", ".join(sa) + "}", sa=sa, sa_rule="chosen")
+        self.set_privacy("Set S_A to {" + ", ".join(sa) + "}", sa=sa, sa_rule="given")
 
     def use_recommended_sa(self) -> None:
         """Let S_A follow the recommendation for the current schema (see :data:`SA_RULE_TEXT`)."""

@@ -237,10 +237,10 @@ def find_best_strategy(
 @dataclass(frozen=True)
 class AdviceKey:
     """Everything the advisor's answer depends on: the search, and how S_A follows a change of
-    the schema (``rule``; ``sa``: the chosen S_A under ``"chosen"``, else empty)."""
+    the schema (``rule``; ``sa``: the given S_A under ``"given"``, else empty)."""
 
     search: SearchKey
-    rule: str
+    rule: SaRule
     mechanism: Mechanism
     sa: tuple[str, ...] = ()
 
@@ -248,14 +248,13 @@ class AdviceKey:
 def find_advice(key: AdviceKey, should_cancel: CancelCallback | None = None) -> Advice:
     """The advisor's multipliers and suggestions at epsilon 1, each suggestion's error with the
     S_A that the rule gives the changed schema: its best S_A (``"best"``), its recommended S_A
-    (``"recommended"``) or the chosen S_A less a dropped attribute (``"chosen"``)."""
+    (``"recommended"``) or the given S_A less a dropped attribute (``"given"``)."""
     search = key.search
     workload = build_workload(search.choice, search.schema)
     plus = key.mechanism == "privelet+"
-    sa = tuple(n for n in key.sa if n in search.schema.names) if key.rule == "chosen" and plus else ()
-    rule: SaRule = "kept" if key.rule == "chosen" else "recommended" if key.rule == "recommended" else "best"
+    sa = tuple(n for n in key.sa if n in search.schema.names) if key.rule == "given" and plus else ()
     return advise(search.spec(key.mechanism, sa), workload, objective=check_objective(search.choice.objective),
-                  sa_rule=rule, should_cancel=should_cancel)
+                  sa_rule=key.rule, should_cancel=should_cancel)
 
 
 def scaled_advice(advice: Advice, epsilon: float) -> Advice:

@@ -201,7 +201,7 @@ def test_adult_two_way_marginals_gain_over_the_rule(adult_schema):
 def test_dropping_an_unqueried_attribute_is_predicted_exactly():
     schema = small_schema()
     workload = marginals(schema, (1, 2), ["age", "sex"])
-    advice = advise(ReleaseSpec(schema, 1.0, sa=("sex",)), workload, sa_rule="kept")
+    advice = advise(ReleaseSpec(schema, 1.0, sa=("sex",)), workload, sa_rule="given")
     drops = {s.attribute: s for s in advice.suggestions if s.kind == "drop"}
     assert set(drops) == {"country", "hours"}
     for name, suggestion in drops.items():
@@ -222,7 +222,7 @@ def test_dropping_an_unqueried_attribute_is_predicted_exactly():
 def test_bins_and_levels_map_the_queries_to_the_coarser_domain():
     schema = small_schema()
     workload = marginals(schema, (1,), ["age", "country"], grains={"age": 5, "country": 2})
-    advice = advise(ReleaseSpec(schema, 1.0), workload, sa_rule="kept")
+    advice = advise(ReleaseSpec(schema, 1.0), workload, sa_rule="given")
     bins5 = next(s for s in advice.suggestions if s.kind == "bins" and "of 5 values" in s.description)
     assert bins5.exact_share == 1.0 and bins5.schema["age"].size == 10
     assert bins5.schema["age"].labels[0] == "[0, 5)"
@@ -233,7 +233,7 @@ def test_bins_and_levels_map_the_queries_to_the_coarser_domain():
     spec = ReleaseSpec(bins5.schema, 1.0, sa=bins5.sa)
     assert bins5.error == pytest.approx(expected_error(spec, direct), rel=1e-12)
     # queries finer than the bins are rounded out and counted as not exact
-    fine = advise(ReleaseSpec(schema, 1.0), marginals(schema, (1,), ["age"]), sa_rule="kept")
+    fine = advise(ReleaseSpec(schema, 1.0), marginals(schema, (1,), ["age"]), sa_rule="given")
     bins2 = next(s for s in fine.lossy if s.kind == "bins" and "of 2 values" in s.description)
     assert bins2.exact_share == pytest.approx(0.0)
     assert bins2.factor > 1

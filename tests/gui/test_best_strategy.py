@@ -136,7 +136,7 @@ def test_a_release_from_the_app_writes_the_chosen_strategies_and_the_choice(samp
     assert meta["extra"]["strategy_choice"]["expected_error"] == pytest.approx(choice.error, rel=1e-9)
     assert meta["extra"]["strategy_choice"]["workload"] == choice.workload
     recorded = release_choices(meta)
-    assert (recorded.sa_rule, recorded.strategies, recorded.mechanism) == ("best-strategy", choice.strategies,
+    assert (recorded.sa_rule, recorded.strategies, recorded.mechanism) == (None, choice.strategies,
                                                                            "strategies")
     assert not doc.release_is_stale()
 

@@ -121,7 +121,7 @@ def test_use_recommended_sa_and_mechanisms(sample_window):
     panel.mech_buttons["privelet+"].setChecked(True)  # S_A is Privelet+'s
     assert doc.sa == recommend_sa(doc.schema()) and doc.sa_rule == "recommended"  # the default
     panel.clear_sa.click()
-    assert doc.sa == () and doc.sa_rule == "chosen"
+    assert doc.sa == () and doc.sa_rule == "given"
     panel.use_recommended.click()
     assert doc.sa == recommend_sa(doc.schema())
     recommended = set(recommend_sa(doc.schema()))

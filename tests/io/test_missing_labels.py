@@ -223,7 +223,7 @@ def test_projects_keep_the_reading_texts_and_draft_labels(tmp_path):
     path = tmp_path / "p.privelet"
     save_project(project, path)
     stored = json.loads(path.read_text())
-    assert stored["version"] == PROJECT_VERSION == 4 and stored["table"]["options"]["missing_values"] == ["N", "NA"]
+    assert stored["version"] == PROJECT_VERSION == 5 and stored["table"]["options"]["missing_values"] == ["N", "NA"]
     assert load_project(path) == project
     # a version 2 project (before texts meaning missing and the sampler) opens with none, and exact noise
     stored["version"] = 2

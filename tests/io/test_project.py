@@ -65,7 +65,7 @@ def test_file_is_versioned_json_with_a_relative_table_path(tmp_path):
     obj = json.loads(path.read_text())
     assert obj["format"] == PROJECT_FORMAT and obj["version"] == PROJECT_VERSION
     assert obj["table"]["path"] == "t.csv"  # the project folder can move as a whole
-    assert obj["privacy"] == {"epsilon": 1.0, "sa": [], "sa_rule": "chosen", "neighbours": "replace",
+    assert obj["privacy"] == {"epsilon": 1.0, "sa": [], "sa_rule": "given", "neighbours": "replace",
                               "mechanism": "privelet+", "strategies": [], "sampler": "exact", "dataset": None}
     assert [a["name"] for a in obj["schema"]["attributes"]] == ["age", "occupation", "income", "grade"]
     moved = tmp_path / "moved"
@@ -150,8 +150,33 @@ def test_projects_saved_before_the_sampler_get_the_exact_one(version):
     if version == 1:
         del old["workload"]
     migrated = migrate_project(old)
-    assert migrated["version"] == PROJECT_VERSION == 4 and migrated["privacy"]["sampler"] == "exact"
+    assert migrated["version"] == PROJECT_VERSION == 5 and migrated["privacy"]["sampler"] == "exact"
     assert project_from_json(old) == Project(epsilon=0.5, sampler="exact")
+
+
+@pytest.mark.parametrize(("saved", "read"), [("chosen", "given"), ("recommended", "recommended"), ("best", "best")])
+def test_version_4_projects_read_their_s_a_rule_by_its_name_today(saved, read):
+    # Version 5 names the custodian's own S_A "given", as the command line and release files do.
+    old = project_to_json(Project(schema=full_schema(), sa=("age",)))
+    old["version"] = 4
+    old["privacy"]["sa_rule"] = saved
+    project = project_from_json(old)
+    assert project.sa_rule == read and project.sa == ("age",)
+    assert project_to_json(project)["privacy"]["sa_rule"] == read  # and written so
+
+
+def test_version_4_projects_without_an_s_a_rule_have_the_custodians():
+    old = project_to_json(Project(schema=full_schema(), sa=("age",)))
+    old["version"] = 4
+    del old["privacy"]["sa_rule"]
+    assert project_from_json(old).sa_rule == "given"
+
+
+def test_a_version_5_project_names_its_s_a_rule_today():
+    obj = project_to_json(Project(schema=full_schema()))
+    obj["privacy"]["sa_rule"] = "chosen"  # the earlier name is read from earlier versions only
+    with pytest.raises(ProjectError, match=r'"privacy\.sa_rule" must be one of recommended, best, given'):
+        project_from_json(obj)
 
 
 def test_saving_is_atomic_and_overwrites_its_own_file(tmp_path):

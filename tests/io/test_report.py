@@ -32,8 +32,11 @@ from privelet_gui.engine.descriptions import (
     describe_axis_strategy,
     describe_mechanism,
 )
-from privelet_gui.io import load_release, save_schema
+from privelet_gui.io import load_release, load_release_metadata, save_schema
+from privelet_gui.io.choices import release_choices
 from privelet_gui.io.report import CONFIDENTIAL_TEXT, evaluation_report, release_report
+
+from .test_release_trust import release_file_metadata, rewrite_release_file
 
 #: The table's true number of rows and its three non-empty cells: numbers no report has a
 #: reason to print, so finding one means a true count leaked.
@@ -178,6 +181,44 @@ def test_a_best_strategy_report_says_why_and_what_each_axis_is(planted, tmp_path
     for strategy, name in zip(spec.plan.strategies, spec.axis_strategies):
         assert describe_axis_strategy(strategy.kind, name) in plain
     assert_no_true_count(text)
+
+
+#: Why a release's S_A is what it is, by how it was chosen (None: the best strategy chose no S_A).
+WHY = {
+    "recommended": "S_A is the recommended one, by the paper's rule",
+    "best": "S_A was chosen as the best one for the workload",
+    "given": "The custodian chose this mechanism and S_A.",
+    None: "Each attribute's strategy was chosen as the one with the least expected error",
+}
+
+
+@pytest.mark.parametrize(
+    ("options", "rule"),
+    [(["--mechanism", "privelet"], "recommended"), (["--sa", "auto"], "recommended"),
+     (["--sa", "best", "--workload", "marginals:1"], "best"), (["--sa", "sex"], "given"), ([], None)],
+)
+def test_a_report_says_how_s_a_was_chosen_in_the_rules_words(planted, tmp_path, options, rule):
+    table, schema_file, _ = planted
+    path = tmp_path / "r.npz"
+    assert main(["release", str(table), "--schema", str(schema_file), "--epsilon", "0.5", "--out", str(path),
+                 "--quiet", "--yes", *options]) == 0
+    assert release_choices(load_release_metadata(path)).sa_rule == rule
+    assert release_file_metadata(path)["extra"]["choices"]["sa_rule"] == rule  # written by today's name
+    assert WHY[rule] in words(release_report(path))
+
+
+@pytest.mark.parametrize(("recorded", "rule"), [("auto", "recommended"), ("best-strategy", None)])
+def test_a_release_file_with_an_earlier_s_a_rule_name_still_loads_and_reports(planted, tmp_path, recorded, rule):
+    table, schema_file, _ = planted
+    path = tmp_path / "old.npz"
+    options = ["--mechanism", "privelet"] if rule == "recommended" else []
+    assert main(["release", str(table), "--schema", str(schema_file), "--epsilon", "0.5", "--out", str(path),
+                 "--quiet", "--yes", *options]) == 0
+    meta = release_file_metadata(path)
+    meta["extra"]["choices"]["sa_rule"] = recorded  # as files written before the one vocabulary say it
+    rewrite_release_file(path, meta=meta, signature=False)
+    assert release_choices(load_release_metadata(path)).sa_rule == rule
+    assert WHY[rule] in words(release_report(path))
 
 
 def test_every_mechanism_and_axis_strategy_has_words():

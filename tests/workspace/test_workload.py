@@ -144,14 +144,14 @@ def _error_after(workspace: Workspace, suggestion) -> float:
     return expected_error(spec, suggestion.workload, objective=workspace.workload.objective)
 
 
-@pytest.mark.parametrize("rule", ["recommended", "best", "chosen"])
+@pytest.mark.parametrize("rule", ["recommended", "best", "given"])
 def test_suggestions_predict_the_error_that_applying_them_gives(workspace, rule):
     workspace.set_privacy(mechanism="privelet+")  # the advisor weighs S_A rules of Privelet+
     workspace.set_workload(WorkloadChoice(paper=None, ways=(1, 2), attributes=("age", "sex", "native-country"),
                                           grains=(("age", 5), ("native-country", 2))))
     if rule == "best":
         workspace.use_best_sa()
-    elif rule == "chosen":
+    elif rule == "given":
         workspace.set_sa(["sex", "race"])
     advice = find_advice(workspace.advice_key())
     kinds = {s.kind for s in advice.suggestions}
@@ -248,6 +248,7 @@ def test_version_1_projects_load_with_the_papers_workload(tmp_path):
     }))
     project = load_project(path)
     assert project.workload == WorkloadChoice() and project.sa == ("age",) and project.epsilon == 0.5
+    assert project.sa_rule == "given"  # "chosen" before version 5
 
 
 @pytest.mark.parametrize(

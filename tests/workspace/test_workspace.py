@@ -209,7 +209,7 @@ def test_sa_follows_the_recommendation_until_chosen(workspace):
     workspace.set_attribute("native-country", include=False)  # the schema changes: S_A follows it
     assert workspace.sa == recommend_sa(workspace.schema())
     workspace.set_sa(["sex"])
-    assert (workspace.sa, workspace.sa_rule) == (("sex",), "chosen")
+    assert (workspace.sa, workspace.sa_rule) == (("sex",), "given")
     assert workspace.sa_rule_text() == "chosen by you"
     workspace.history.undo()
     assert workspace.sa_rule == "recommended"
@@ -290,7 +290,7 @@ def test_choosing_the_recommended_set_keeps_it_chosen(workspace):
     workspace.set_privacy(mechanism="privelet+")  # S_A is Privelet+'s
     recommended = recommend_sa(workspace.schema())
     workspace.set_sa(recommended)
-    assert (workspace.sa, workspace.sa_rule) == (recommended, "chosen")
+    assert (workspace.sa, workspace.sa_rule) == (recommended, "given")
     workspace.set_attribute("age", "Bin age", mode="bins", bins=(0.0, 100.0, 10.0))  # the recommendation changes
     assert workspace.sa == recommended  # a chosen S_A stays as chosen
     assert workspace.release_spec().effective_sa == tuple(n for n in workspace.schema().names if n in recommended)

@@ -11,6 +11,10 @@ so they cost no privacy and can run live while the custodian edits the schema.
   one matrix product. Beyond that, a local search from the best of the paper's rule,
   Basic and Privelet. Basic (every attribute in S_A) and Privelet (none) are always
   candidates, so the choice is never worse than either.
+- :func:`resolve_sa`: the S_A an :data:`SaRule` gives a release: the paper's rule
+  (``"recommended"``), the best S_A for the workload (``"best"``) or the custodian's own list
+  (``"given"``). The command line, the app's workspace and :func:`advise` all ask it, so that
+  each rule is interpreted here only.
 - :func:`advise`: each attribute's multiplier of the error, and concrete changes of the
   domain (bins of a width for a numeric ordinal attribute, a hierarchy level for a nominal
   one, dropping an attribute no query constrains), each with its predicted error.
@@ -20,13 +24,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 
-from ..errors import SchemaError
+from ..errors import PriveletError, SchemaError
 from ..model.schema import Attribute, NominalAttribute, NumericBins, OrdinalAttribute, Schema
 from ..progress import CancelCallback, Progress
 from ..spec import ReleaseSpec
@@ -52,6 +56,8 @@ from .workloads import (
 
 __all__ = [
     "EXHAUSTIVE_UP_TO",
+    "SA_RULES",
+    "SA_RULE_ALIASES",
     "Advice",
     "AttributeMultiplier",
     "SaChoice",
@@ -59,6 +65,8 @@ __all__ = [
     "Suggestion",
     "advise",
     "best_sa",
+    "check_sa_rule",
+    "resolve_sa",
 ]
 
 #: Schemas with at most this many attributes get the exhaustive search (4096 subsets).
@@ -251,12 +259,114 @@ def best_sa(
     return SaChoice(names(mask), chosen, objective, exhaustive, reference_errors)
 
 
+# -- the rule that chooses S_A ----------------------------------------------------------------
+
+#: How S_A is chosen: the paper's rule (:func:`~privelet_gui.engine.recommend_sa`: the attributes
+#: with ``|A| <= P(A)^2 H(A)``, which never raise its bound), the best S_A for a workload
+#: (:func:`best_sa`), or the custodian's own list. The first two follow the schema.
+SaRule = Literal["recommended", "best", "given"]
+SA_RULES: tuple[SaRule, ...] = ("recommended", "best", "given")
+#: Earlier names of the rules, still read: the command line's and release files' ``"auto"`` and
+#: project files' ``"chosen"`` (before version 5).
+SA_RULE_ALIASES: Mapping[str, SaRule] = {"auto": "recommended", "chosen": "given"}
+
+
+def check_sa_rule(rule: object) -> SaRule:
+    """The rule ``rule`` names: one of :data:`SA_RULES`, or an earlier name of one
+    (:data:`SA_RULE_ALIASES`).
+
+    Parameters
+    ----------
+    rule : str
+        A rule's name.
+
+    Returns
+    -------
+    {"recommended", "best", "given"}
+
+    Raises
+    ------
+    PriveletError
+        ``rule`` names no rule.
+    """
+    for name in SA_RULES:
+        if rule == name:
+            return name
+    if isinstance(rule, str) and rule in SA_RULE_ALIASES:
+        return SA_RULE_ALIASES[rule]
+    raise PriveletError(f"the S_A rule is one of {', '.join(SA_RULES)}, got {rule!r}")
+
+
+def resolve_sa(
+    rule: SaRule,
+    spec: ReleaseSpec,
+    workload: Workload | None = None,
+    *,
+    given: Sequence[str] = (),
+    best: Sequence[str] | None = None,
+    objective: Objective = "mean",
+    should_cancel: CancelCallback | None = None,
+) -> tuple[str, ...]:
+    """The S_A that ``rule`` gives a release of ``spec``: the only interpreter of :data:`SaRule`.
+
+    Parameters
+    ----------
+    rule : {"recommended", "best", "given"} or an earlier name (:data:`SA_RULE_ALIASES`)
+        ``"recommended"``: the paper's rule on ``spec.schema``; ``"best"``: the S_A with the
+        least expected error on ``workload`` under ``spec``'s neighbours and public total;
+        ``"given"``: ``given``, as it is.
+    spec : ReleaseSpec
+        The release (its mechanism and S_A are not read).
+    workload : Workload, optional
+        The queries ``"best"`` chooses for (on ``spec.schema``); unused by the other rules.
+    given : sequence of str, default (), keyword-only
+        The custodian's own S_A (``"given"``).
+    best : sequence of str, optional, keyword-only
+        Under ``"best"``, the best S_A when it was searched already (the app searches on a
+        worker and keeps the results); None: :func:`best_sa` searches it here.
+    objective : {"mean", "worst"}, default "mean", keyword-only
+        What ``"best"`` minimises: the average square error, or the worst query's.
+    should_cancel : callable ``() -> bool``, optional, keyword-only
+        Polled by the search.
+
+    Returns
+    -------
+    tuple of str
+        S_A's names (in axis order but under ``"given"``, which keeps ``given``'s order).
+
+    Raises
+    ------
+    PriveletError
+        ``rule`` names no rule, or ``"best"`` has neither ``workload`` nor ``best``.
+    SchemaError, Cancelled
+        As :func:`best_sa` raises them.
+
+    Examples
+    --------
+    >>> from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, Schema, marginals
+    >>> schema = Schema([OrdinalAttribute.integer_range("age", 0, 1023),
+    ...                  NominalAttribute("sex", Hierarchy.flat(["F", "M"]))])
+    >>> spec = ReleaseSpec(schema, 1.0)
+    >>> resolve_sa("recommended", spec), resolve_sa("given", spec, given=["age"])
+    (('sex',), ('age',))
+    >>> resolve_sa("best", spec, marginals(schema, ways=(1,)))  # one-way marginals: Basic wins
+    ('age', 'sex')
+    """
+    rule = check_sa_rule(rule)
+    if rule == "given":
+        return tuple(given)
+    if rule == "recommended":
+        return recommend_sa(spec.schema)
+    if best is not None:
+        return tuple(best)
+    if workload is None:
+        raise PriveletError("the best S_A is chosen for a workload: give one (or the S_A already found)")
+    return best_sa(spec, workload, objective=objective, should_cancel=should_cancel).sa
+
+
 # -- the granularity advisor ------------------------------------------------------------------
 
 SuggestionKind = Literal["drop", "bins", "level"]
-#: How S_A follows a change of the schema: the best S_A for the workload on the changed schema,
-#: its recommended S_A (the paper's rule), or the current S_A less a dropped attribute.
-SaRule = Literal["best", "recommended", "kept"]
 
 
 @dataclass(frozen=True)
@@ -581,9 +691,10 @@ def advise(
     """Per-attribute multipliers and domain suggestions for ``workload`` under ``spec``
     (``should_cancel`` as for :func:`best_sa`).
 
-    ``sa_rule`` says the S_A of each changed schema (:data:`SaRule`); under ``"best"`` the
-    current schema gets its best S_A too (``before`` is then the best current error), under
-    ``"recommended"`` its recommended one. Queries a changed domain cannot answer exactly are
+    ``sa_rule`` says the S_A of the current and of each changed schema, as :func:`resolve_sa`
+    gives it; under ``"best"`` the current schema gets its best S_A too (``before`` is then the
+    best current error), under ``"recommended"`` its recommended one, under ``"given"`` the
+    spec's S_A (less a dropped attribute). Queries a changed domain cannot answer exactly are
     answered by ``answering`` (:data:`~privelet_gui.engine.accuracy.coarsening.ANSWERING`).
     Lossless suggestions that make the error smaller are :attr:`Advice.suggestions`; no
     change that leaves an attribute one value is suggested.
@@ -591,14 +702,14 @@ def advise(
     Parameters
     ----------
     spec : ReleaseSpec
-        The release; its epsilon, neighbours, public total and (``sa_rule="kept"``) S_A are used.
+        The release; its epsilon, neighbours, public total and (``sa_rule="given"``) S_A are used.
     workload : Workload
         Queries on ``spec.schema``.
     objective : {"mean", "worst"}, default "mean", keyword-only
         The average square error, or the worst query's.
-    sa_rule : {"best", "recommended", "kept"}, default "best", keyword-only
-        The S_A of the current and every changed schema: :func:`best_sa`'s, the recommended
-        one, or the spec's (less a dropped attribute).
+    sa_rule : {"best", "recommended", "given"}, default "best", keyword-only
+        The S_A of the current and every changed schema (:data:`SaRule`): :func:`best_sa`'s,
+        the recommended one, or the spec's (less a dropped attribute).
     answering : {"spread", "round-out"}, default "spread", keyword-only
         How a changed domain answers the queries it cannot answer exactly.
     should_cancel : callable ``() -> bool``, optional, keyword-only
@@ -619,17 +730,14 @@ def advise(
     """
     objective = check_objective(objective)
     answering = check_answering(answering)
+    sa_rule = check_sa_rule(sa_rule)
     check = Progress(None, should_cancel).check
     if spec.mechanism == "strategies":  # named strategies do not follow a change of the schema: Privelet+ does
         spec = spec.replace(mechanism="privelet+", strategies=(), sa=spec.effective_sa)
     schema = spec.schema
 
     def sa_of(of: ReleaseSpec, queries: Workload, kept: tuple[str, ...]) -> tuple[str, ...]:
-        if sa_rule == "best":
-            return best_sa(of, queries, objective=objective, should_cancel=should_cancel).sa
-        if sa_rule == "recommended":
-            return recommend_sa(of.schema)
-        return kept
+        return resolve_sa(sa_rule, of, queries, given=kept, objective=objective, should_cancel=should_cancel)
 
     plus = spec.mechanism == "privelet+"
     base = spec.replace(sa=sa_of(spec, workload, spec.effective_sa)) if plus else spec

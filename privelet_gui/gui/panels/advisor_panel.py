@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...engine import Advice, PriveletError, Suggestion, margin95, mechanism_name
+from ...engine import Advice, PriveletError, SaRule, Suggestion, margin95, mechanism_name
 from ...io.project import BEST_STRATEGY
 from ...qt.widgets import Banner, fmt_count, fmt_number
 from ...workspace.workload import AdviceKey, ResultCache, find_advice, scaled_advice
@@ -42,10 +42,10 @@ __all__ = ["SHOWN_SUGGESTIONS", "AdvisorBox", "KeyedLane", "fit_rows", "rows_tab
 #: Suggestions listed (best first; the command line's ``privelet advise --top`` shows more).
 SHOWN_SUGGESTIONS = 8
 
-_RULE_WORDS = {
+_RULE_WORDS: dict[SaRule, str] = {
     "best": "the best S_A for each changed schema",
     "recommended": "the recommended S_A of each changed schema",
-    "chosen": "your S_A (less a dropped attribute)",
+    "given": "your S_A (less a dropped attribute)",
 }
 
 
