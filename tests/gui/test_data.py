@@ -84,6 +84,22 @@ def test_a_quantity_most_people_have_none_of_starts_ordinal_in_the_data_step(win
     assert window.document.schema()["capital_gains"].bins is not None
 
 
+def test_the_missing_value_hint_names_one_column_in_the_singular(window, qtbot, tmp_path):
+    """"The column income holds numbers and 50000+", not "The columns income hold" (seen in a
+    real window on Census-Income KDD); two columns keep the plural."""
+    path = tmp_path / "people.csv"
+    path.write_text("age,income,hours\n" + "\n".join(f"{20 + i},{'N' if i % 3 else 1000 * i},{i}" for i in range(30)) + "\n")
+    with qtbot.waitSignal(window.tableLoaded, timeout=30_000):
+        assert window.open_table(path, pio.sniff_table(path))
+    hint = window.data_panel.missing_hint
+    assert hint.isVisibleTo(window.data_panel) and "The column income holds numbers and <b>N</b>" in hint.label.text()
+    path.write_text("age,income,hours\n" + "\n".join(f"{20 + i},{'N' if i % 3 else 1000 * i},{'N' if i % 2 else i}"
+                                                     for i in range(30)) + "\n")
+    with qtbot.waitSignal(window.tableLoaded, timeout=30_000):
+        assert window.open_table(path, pio.sniff_table(path))
+    assert "The columns income, hours hold numbers and <b>N</b>" in hint.label.text()
+
+
 def test_reading_options_can_be_changed_keeping_the_settings(sample_window, qtbot, dialogs):
     window = sample_window
     window.document.set_epsilon(0.42)
