@@ -93,6 +93,7 @@ def test_the_missing_value_hint_names_one_column_in_the_singular(window, qtbot, 
         assert window.open_table(path, pio.sniff_table(path))
     hint = window.data_panel.missing_hint
     assert hint.isVisibleTo(window.data_panel) and "The column income holds numbers and <b>N</b>" in hint.label.text()
+    assert "that column then stays numeric" in hint.label.text()
     path.write_text("age,income,hours\n" + "\n".join(f"{20 + i},{'N' if i % 3 else 1000 * i},{'N' if i % 2 else i}"
                                                      for i in range(30)) + "\n")
     with qtbot.waitSignal(window.tableLoaded, timeout=30_000):
