@@ -12,7 +12,7 @@ says what is wrong, where, and how to fix it.
 """
 
 from .atomic import atomic_write, check_writable
-from .errors import OutputExistsError, ReleaseFileError, TableError, UnverifiedReleaseWarning
+from .errors import NotATextTableError, OutputExistsError, ReleaseFileError, TableError, UnverifiedReleaseWarning
 from .hierarchies import (
     ARX_DELIMITERS,
     HierarchyLabelWarning,
@@ -75,6 +75,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "ColumnSummary",
     "HierarchyLabelWarning",
+    "NotATextTableError",
     "OutputExistsError",
     "QueryAnswer",
     "ReleaseFileError",

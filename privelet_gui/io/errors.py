@@ -9,11 +9,16 @@ from __future__ import annotations
 
 from ..engine.errors import PriveletError
 
-__all__ = ["OutputExistsError", "ReleaseFileError", "TableError", "UnverifiedReleaseWarning"]
+__all__ = ["NotATextTableError", "OutputExistsError", "ReleaseFileError", "TableError", "UnverifiedReleaseWarning"]
 
 
 class TableError(PriveletError):
     """A table file cannot be read (missing, undecodable, malformed, wrong columns)."""
+
+
+class NotATextTableError(TableError):
+    """The file is no text table at all (an image, a PDF, a spreadsheet renamed .csv): no
+    reading option (delimiter, encoding, header) makes it one."""
 
 
 class OutputExistsError(PriveletError, FileExistsError):

@@ -61,6 +61,7 @@ class ColumnSummary:
     missing_counts: tuple[tuple[str, int], ...] = ()  # (text, cells) for each of them that occurs
     approximate: bool = False  # see with_missing_values
     counted: int | None = None  # cells holding a value (missing ones aside); None when too many values to tell
+    most_common: int | None = None  # cells holding the most common value (missing ones aside); None: too many values
     _raw: _RawColumn | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -248,6 +249,7 @@ class _RawColumn:
             missing_values=markers,
             missing_counts=occurring,
             counted=sum(counts[v] for v in left),
+            most_common=max((counts[v] for v in left), default=0),
             _raw=self,
         )
 

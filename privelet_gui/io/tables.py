@@ -34,7 +34,7 @@ import pandas as pd
 from ..engine import CountReport, FrequencyCounter, Schema, SchemaError
 from ..engine.model.schema import cell_text, check_missing_values, pandas_reads_text_exactly
 from ..engine.progress import CancelCallback, Progress, ProgressCallback
-from .errors import TableError
+from .errors import NotATextTableError, TableError
 from .row_fingerprint import RowFingerprint
 
 __all__ = [
@@ -220,7 +220,7 @@ def _check_text(path: Path, data: bytes, encoding: str | None = None) -> None:
         if head and not wide and not _looks_wide(head) and controls > len(head) // 10:
             kind = "binary data"
     if kind is not None:
-        raise TableError(
+        raise NotATextTableError(
             f"{path} is not a text table: it looks like {kind}. Open a CSV or TSV file (or gzip-compressed "
             "CSV), or a Parquet file"
         )

@@ -69,7 +69,7 @@ TRUE_DATA_CHOICES = {
 TrueDataQuestion = Callable[[str, bool], str]
 
 MARK_COLOUR = "#B00020"  # the true-data mark in an exported image: dark red, bold
-MARKED_TITLE_HEIGHT = 58  # pixels for the two lines of a marked title (one line has 30)
+MARKED_TITLE_HEIGHT = 58  # least pixels for the two lines of a marked title (one line has 30)
 # Colour-blind-safe (Okabe-Ito): Basic in vermillion, Privelet+ in blue, plain Privelet in bluish green.
 MECHANISM_COLOURS = {
     "basic": "#D55E00", "privelet+": "#0072B2", "privelet": "#009E73", "true": "#7F7F7F", "noisy": "#0072B2",
@@ -305,7 +305,12 @@ class PlotView(QWidget):
         self.plot_item.setTitle(
             f"{title}<br><span style='color:{MARK_COLOUR}; font-weight:bold'>{html.escape(TRUE_DATA_MARK)}</span>"
         )
-        self.plot_item.layout.setRowFixedHeight(0, MARKED_TITLE_HEIGHT)
+        # The title item is as tall as its row (pyqtgraph's setTitle caps it at one line, 30
+        # pixels) and centres its text: two lines in one line's height lose their top.
+        label = self.plot_item.titleLabel
+        height = max(MARKED_TITLE_HEIGHT, math.ceil(label.item.boundingRect().height()) + 6)
+        label.setMaximumHeight(height)
+        self.plot_item.layout.setRowFixedHeight(0, height)
         self.plot_item.layout.activate()
         try:
             yield

@@ -1372,7 +1372,7 @@ class Workspace:
         one = len(derived) == 1
         return (f"the domain{'' if one else 's'} of {shown} {'was' if one else 'were'} taken from the "
                 "data, and a value's mere presence in a domain can reveal a person. Replace "
-                f"{'it' if one else 'them'} with public domains, or confirm in the Attributes step that "
+                f"{'it with a public domain' if one else 'them with public domains'}, or confirm in the Attributes step that "
                 f"{'it is' if one else 'they are'} public knowledge.")
 
     def mark_release_saved(self, path: Path | None = None) -> None:

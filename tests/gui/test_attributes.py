@@ -160,3 +160,24 @@ def test_excluding_everything_is_reported(sample_window):
     assert doc.schema() is None
     assert doc.step_status("attributes").message == "include at least one attribute"
     assert doc.step_status("privacy").state == "todo"
+
+
+def test_the_missing_choice_shows_its_whole_text(window, qtbot, tmp_path):
+    """Switching a column with missing cells from ordinal to nominal: the Missing drop-down's
+    choice ("A value of their own: 'N', a leaf of its own in the hierarchy") was cut at the
+    width the shorter ordinal text had given it (seen in a real window on ACS data)."""
+    path = tmp_path / "t.csv"
+    path.write_text("MSP,age\n" + "\n".join(f"{'N' if i % 4 == 0 else 1 + i % 6},{20 + i}" for i in range(40)) + "\n")
+    with qtbot.waitSignal(window.tableLoaded, timeout=10_000):
+        window.open_table(path, pio.TableOptions(delimiter=",", missing_values=("N",)))
+    window.go_to("attributes")
+    panel = window.attributes_panel
+    panel.select("MSP")
+    editor = panel.editor
+    assert window.document.config("MSP").kind == "ordinal" and editor.missing.isVisible()
+    qtbot.waitExposed(editor.missing)
+    editor.nominal.click()
+    assert editor.missing.currentText() == "A value of their own: 'N', a leaf of its own in the hierarchy"
+    qtbot.waitUntil(lambda: editor.missing.width() >= editor.missing.sizeHint().width(), timeout=2000)
+    text_width = editor.missing.fontMetrics().horizontalAdvance(editor.missing.currentText())
+    assert editor.missing.width() > text_width

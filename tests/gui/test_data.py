@@ -68,6 +68,39 @@ def test_codes_written_as_numbers_start_nominal_in_the_data_and_attributes_steps
     assert doc.config("INDP").bins == (100, 8700, 100)
 
 
+def test_a_quantity_most_people_have_none_of_starts_ordinal_in_the_data_step(window, qtbot, tmp_path):
+    """Capital gains: 0 in most cells and a few amounts besides, each repeated (as in the
+    Census-Income KDD table): a quantity, guessed ordinal (bins), while industry codes beside it
+    stay nominal (issue 39, item 6, seen in a real window)."""
+    path = tmp_path / "people.csv"
+    codes = ["170", "180", "770", "3390", "7860", "8680"]
+    amounts = ["0"] * 9 + ["114", "2174", "15024", "99999"]
+    rows = [f"{codes[i % 6]},{amounts[i % len(amounts)]}" for i in range(6 * 13 * 2)]
+    path.write_text("INDP,capital_gains\n" + "\n".join(rows) + "\n")
+    with qtbot.waitSignal(window.tableLoaded, timeout=30_000):
+        assert window.open_table(path, pio.sniff_table(path))
+    summary_model = window.data_panel.summary_model
+    assert [summary_model.index(row, 2).data() for row in range(2)] == ["nominal", "ordinal"]
+    assert window.document.schema()["capital_gains"].bins is not None
+
+
+def test_the_missing_value_hint_names_one_column_in_the_singular(window, qtbot, tmp_path):
+    """"The column income holds numbers and 50000+", not "The columns income hold" (seen in a
+    real window on Census-Income KDD); two columns keep the plural."""
+    path = tmp_path / "people.csv"
+    path.write_text("age,income,hours\n" + "\n".join(f"{20 + i},{'N' if i % 3 else 1000 * i},{i}" for i in range(30)) + "\n")
+    with qtbot.waitSignal(window.tableLoaded, timeout=30_000):
+        assert window.open_table(path, pio.sniff_table(path))
+    hint = window.data_panel.missing_hint
+    assert hint.isVisibleTo(window.data_panel) and "The column income holds numbers and <b>N</b>" in hint.label.text()
+    assert "that column then stays numeric" in hint.label.text()
+    path.write_text("age,income,hours\n" + "\n".join(f"{20 + i},{'N' if i % 3 else 1000 * i},{'N' if i % 2 else i}"
+                                                     for i in range(30)) + "\n")
+    with qtbot.waitSignal(window.tableLoaded, timeout=30_000):
+        assert window.open_table(path, pio.sniff_table(path))
+    assert "The columns income, hours hold numbers and <b>N</b>" in hint.label.text()
+
+
 def test_reading_options_can_be_changed_keeping_the_settings(sample_window, qtbot, dialogs):
     window = sample_window
     window.document.set_epsilon(0.42)

@@ -184,3 +184,24 @@ def test_exporting_the_true_marginals_asks_and_marks_the_file(sample_window, qtb
     both = (tmp_path / "both.csv").read_text(encoding="utf-8").splitlines()
     assert both[:2] == [f"# {TRUE_DATA_MARK}", "sex,true_count,noisy_count"]
     assert sum(float(line.split(",")[1]) for line in both[2:]) == window.document.outcome.report.rows_counted
+
+
+def test_a_reworded_label_keeps_the_preview_where_the_custodian_was(sample_window, qtbot):
+    """A label reworded after the release (the release takes it, no new noise): the error
+    preview shows the new label on the Marginals tab the custodian had open, for the attribute
+    chosen there, instead of going back to the first tab and attribute (seen in a real window)."""
+    window = sample_window
+    with qtbot.waitSignal(window.releaseFinished, timeout=120_000):
+        assert window.run_release()
+    panel = window.release_panel.preview
+    panel.tabs.setCurrentIndex(1)  # Marginals
+    panel.marginal_attribute.setCurrentText("sex")
+    qtbot.waitUntil(lambda: panel.marginal.table[0][:1] == ["sex"], timeout=20_000)
+    window.go_to("hierarchies")
+    hierarchies = window.hierarchy_panel
+    assert hierarchies.set_attribute("sex")
+    hierarchies.model.set_display_label(hierarchies.model.find("Male"), "Men")
+    assert not window.document.release_is_stale()
+    window.go_to("release")
+    assert panel.tabs.currentIndex() == 1 and panel.marginal_attribute.currentText() == "sex"
+    qtbot.waitUntil(lambda: "Men" in str(panel.marginal.table), timeout=20_000)

@@ -44,6 +44,7 @@ def test_a_picture_renamed_csv_is_reported_as_no_text_table(window, qtbot, tmp_p
     dialog.show()
     assert dialog.banner.isVisibleTo(dialog) and "chart.csv is not a text table: it looks like a PNG image" in dialog.banner.text()
     assert "delimiter" not in dialog.banner.text()
+    assert "with these options" not in dialog.banner.text()  # no option makes a picture a table
     assert not dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).isEnabled()
     with qtbot.waitSignal(window.tableFailed, timeout=10_000):
         assert window.open_table(picture, pio.TableOptions())

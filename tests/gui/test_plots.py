@@ -138,6 +138,23 @@ def test_exporting_a_true_data_view_asks_first_and_marks_the_file(qtbot, tmp_pat
     assert len(questions) == 6 and (tmp_path / "export-5.csv").read_text(encoding="utf-8").startswith("age,sex,noisy_count")
 
 
+def test_a_marked_image_keeps_its_whole_title(qtbot, tmp_path):
+    """The exported image's two title lines (the view's title, then the red mark) are both
+    whole: the title item used to stay one line tall (pyqtgraph caps it at 30 pixels) and the
+    centred two lines lost their top, cut at the image's edge (seen in a real window)."""
+    marginal = MarginalComparisonPlot()
+    qtbot.addWidget(marginal)
+    marginal.resize(800, 500)
+    marginal.show()
+    qtbot.waitExposed(marginal)
+    marginal.set_marginals("sex", ["F", "M"], np.array([10.0, 12.0]), np.array([9.4, 13.1]))
+    image = QImage(str(marginal.export_png(tmp_path / "marked.png", marked=True)))
+    background = image.pixel(image.width() - 1, 0)
+    assert all(image.pixel(x, y) == background for y in range(3) for x in range(image.width()))  # nothing cut
+    assert near(rgb(image), MARK_COLOUR) > 100
+    assert marginal.plot_item.titleLabel.maximumHeight() == 30  # on screen: one line again
+
+
 def test_factor_bars_and_heatmap(qtbot, tmp_path):
     schema = brazil_schema()
     bars = AttributeFactorPlot()

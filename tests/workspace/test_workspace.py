@@ -160,7 +160,7 @@ def test_the_release_summary_names_the_domains_taken_from_the_data(sample_summar
     for column in ("sex", "age", "race", "education"):
         ws.set_attribute(column, f"{column}: domain confirmed public", domain_from_data=False)
     assert ws.domains_text().startswith("NOT private: the domain of workclass was taken from the data")
-    assert "Replace it with public domains, or confirm in the Attributes step that it is public knowledge" in ws.domains_text()
+    assert "Replace it with a public domain, or confirm in the Attributes step that it is public knowledge" in ws.domains_text()
     ws.set_attribute("workclass", "workclass: a public code list", domain_from_data=False)
     assert ws.domains_from_data() == []
     assert ws.domains_text() == "public: every domain was declared or confirmed public knowledge"

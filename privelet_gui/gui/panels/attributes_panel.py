@@ -224,8 +224,9 @@ class AttributeEditor(QGroupBox):
         self.missing.setAccessibleName("Missing")
         self.missing.setToolTip("What the column's missing cells (empty, or holding a text meaning missing) count as")
         missing_row.addWidget(self.missing_label)
-        missing_row.addWidget(self.missing)
-        missing_row.addStretch(1)
+        # the row's width: a choice's text depends on the type ("a leaf of its own in the
+        # hierarchy"), a width fitted to the first one shown cut the longer ones
+        missing_row.addWidget(self.missing, 1)
         layout.addLayout(missing_row)
         markers_row = QHBoxLayout()
         self.own_markers = QCheckBox("Its own texts meaning missing:")

@@ -155,10 +155,12 @@ class DataPanel(QWidget):
             shown = ", ".join(columns[:5]) + (f" and {len(columns) - 5} more" if len(columns) > 5 else "")
             others = [t for t in found if t != text]
             self.missing_hint.set_text(
-                f"The columns {_html(shown)} hold numbers and <b>{_html(text)}</b>"
+                (f"The columns {_html(shown)} hold" if len(columns) > 1 else f"The column {_html(shown)} holds")
+                + f" numbers and <b>{_html(text)}</b>"
                 + (f" (and other columns {', '.join(map(repr, others))})" if others else "")
-                + ". If it means a missing value, name it in the reading options: those columns then stay "
-                "numeric, and each attribute says what missing cells count as."
+                + ". If it means a missing value, name it in the reading options: "
+                + ("those columns then stay numeric" if len(columns) > 1 else "that column then stays numeric")
+                + ", and each attribute says what missing cells count as."
             )
         self.missing_hint.setVisible(bool(found))
         self._refresh_error()

@@ -185,7 +185,9 @@ class ImportDialog(QDialog):
             frame = pio.preview_table(self.path, self.options(), rows=PREVIEW_ROWS)
         except (PriveletError, OSError, UnicodeError) as exc:
             self._error = str(exc)
-            self.banner.set_text(f"Cannot read the file with these options: {exc}")
+            # no option makes an image or a PDF a table: the banner does not blame them
+            how = "" if isinstance(exc, pio.NotATextTableError) else " with these options"
+            self.banner.set_text(f"Cannot read the file{how}: {exc}")
             self.banner.show()
             self.model.set_frame(None)
             self._suggest(None, ())

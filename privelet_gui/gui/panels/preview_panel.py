@@ -107,15 +107,25 @@ class ErrorPreviewPanel(QWidget):
         ``unmeasured_reason`` says why not, by default that a file has no true data)."""
         for runner in self.runners.values():
             runner.cancel()
+        # The same measurement again (the release took reworded labels): the custodian's tab
+        # and attributes stay; a fresh one starts from the error by query size.
+        fresh = preview is not self.preview
+        boxes = (self.marginal_attribute, self.heat_rows, self.heat_columns)
+        chosen = [box.currentText() for box in boxes]
         self.release, self.preview = release, preview
         names = list(release.schema.names) if release is not None and release.schema is not None else []
-        for box in (self.marginal_attribute, self.heat_rows, self.heat_columns):
+        for box in boxes:
             box.blockSignals(True)
             box.clear()
             box.addItems(names)
             box.blockSignals(False)
         if len(names) > 1:
             self.heat_columns.setCurrentIndex(1)
+        if not fresh and all(name in names for name in chosen):
+            for box, name in zip(boxes, chosen, strict=True):
+                box.blockSignals(True)
+                box.setCurrentText(name)
+                box.blockSignals(False)
         if release is None:
             self.notice.setText("Run a release (or open a release file) to see its error here.")
         else:
@@ -135,7 +145,7 @@ class ErrorPreviewPanel(QWidget):
             self.square.set_rows({})
             self.relative.set_rows({})
         self._set_enabled()
-        if preview is not None:
+        if preview is not None and fresh:
             self.tabs.setCurrentIndex(0)  # a fresh measurement: show it first
         self._show_marginal()
         self._show_heatmap()
