@@ -438,7 +438,7 @@ class ErrorByCoveragePlot(PlotView):
                  names: Mapping[str, str] | None = None) -> None:
         """Draw one line per mechanism (``{"basic": rows, "privelet+": rows}``), named in the
         legend as people write them, or as ``names`` says (a mechanism with no rows yet is
-        still named: "Best strategy: choosing...")."""
+        still named: "Best strategy: choosing..."). The first line is drawn over the others."""
         table = []
         for mechanism in self._curves.keys() - rows.keys():
             self._curves[mechanism].setData([], [])
@@ -450,7 +450,8 @@ class ErrorByCoveragePlot(PlotView):
                 curve.setData(name=name)
                 self.legend.addItem(curve, html.escape(name))
             self._legend_entries = entries
-        for mechanism, quintiles in rows.items():
+        for order, (mechanism, quintiles) in enumerate(rows.items()):
+            self._curve(mechanism).setZValue(len(rows) - order)
             xs = np.array([r.coverage for r in quintiles])
             ys = np.array([getattr(r, self.error) for r in quintiles])
             good = np.isfinite(xs) & np.isfinite(ys) & (ys > 0)

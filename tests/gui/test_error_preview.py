@@ -100,7 +100,7 @@ def test_the_expected_error_chart_is_of_the_custodians_workload_and_the_release_
     qtbot.waitUntil(lambda: _chart_ready(panel, doc.coverage_key()), timeout=30_000)
     plot = panel.expected_plot
     assert list(dict.fromkeys(r[1] for r in plot.table[1])) == ["best", "privelet+", "basic"]
-    assert plot.title.endswith("on your workload: paper's random workload (10,000 queries)")
+    assert plot.title == "Expected square error on your workload: paper's random workload (10,000 queries)"
     expected = _expected(paper_workload(schema), {
         "best": doc.release_spec(), "privelet+": doc.release_spec(mechanism="privelet+"),
         "basic": doc.release_spec(mechanism="basic"),
@@ -111,7 +111,8 @@ def test_the_expected_error_chart_is_of_the_custodians_workload_and_the_release_
         for q in groups:
             assert drawn[(mechanism, q.quintile)] == pytest.approx(q.square_error, rel=1e-9)
     sa = ", ".join(doc.release_spec(mechanism="privelet+").effective_sa)
-    assert _legend(plot) == ["Best strategy", f"Privelet+ (S_A = {{{sa}}})", "Basic"]
+    assert _legend(plot) == ["Best strategy", "Privelet+", "Basic"]
+    assert f"Privelet+ with your S_A = {{{sa}}}." in panel.preview_note.text()
     assert panel.coverage_result.stand_in is None
 
     # Switching the workload: the chart follows it; until the best strategy for it is chosen it says so.
@@ -128,7 +129,9 @@ def test_the_expected_error_chart_is_of_the_custodians_workload_and_the_release_
     qtbot.waitUntil(lambda: _chart_ready(panel, doc.coverage_key()), timeout=30_000)
     workload = build_workload(marginals_only, schema)
     assert workload.name.startswith("1- and 2-way marginals")
-    assert plot.title.endswith(f"on your workload: {workload.name} ({len(workload):,} queries)")
+    # a long name: the title gives the number of queries, the note under it the whole name
+    assert plot.title == f"Expected square error on your workload ({len(workload):,} queries)"
+    assert f"Your workload: {workload.name} ({len(workload):,} queries)." in panel.preview_note.text()
     assert _legend(plot)[0] == "Best strategy: choosing..."
     assert {r[1] for r in plot.table[1]} == {"privelet+", "basic"}  # nothing drawn for it yet
     assert "being chosen" in panel.preview_note.text()
@@ -161,7 +164,7 @@ def test_with_no_workload_the_chart_is_the_papers(sample_window, qtbot):
     qtbot.waitUntil(lambda: isinstance(doc.best_strategy_result(), str), timeout=30_000)
     qtbot.waitUntil(lambda: _chart_ready(panel, doc.coverage_key()), timeout=30_000)
     plot = panel.expected_plot
-    assert plot.title.endswith("on the paper's random workload (10,000 queries) in place of yours")
+    assert plot.title == "Expected square error on the paper's random workload (10,000 queries), in place of yours"
     assert "you chose no queries" in panel.preview_note.text()
     assert _legend(plot)[0] == "Best strategy: none"
     expected = _expected(paper_workload(schema), {

@@ -146,12 +146,16 @@ def quintile_summary(
     return rows
 
 
-def coverage_levels(coverage: np.ndarray, parts: int = QUINTILES) -> np.ndarray:
-    """Group of each query (0..k-1, ``k <= parts``) by coverage, queries of equal coverage
-    always together: one group per coverage when there are at most ``parts`` of them (a
-    marginal's cells often share one), else the quintiles of :func:`coverage_groups` with
-    each run of equal coverages placed whole in the group of its middle rank (so that no
-    two groups have the same coverage); empty groups are dropped.
+#: Workloads with at most this many distinct coverages (marginals) get one group per coverage.
+FEW_COVERAGES = 10
+
+
+def coverage_levels(coverage: np.ndarray, parts: int = QUINTILES, *, few: int = FEW_COVERAGES) -> np.ndarray:
+    """Group of each query by coverage, queries of equal coverage always together: one group
+    per coverage when there are at most ``few`` of them (the cells of a marginal share one),
+    else the ``parts`` quintiles of :func:`coverage_groups` with each run of equal coverages
+    placed whole in the group of its middle rank (so that no two groups have the same
+    coverage), empty groups dropped.
 
     Without ties this is :func:`coverage_groups`.
 
@@ -160,23 +164,25 @@ def coverage_levels(coverage: np.ndarray, parts: int = QUINTILES) -> np.ndarray:
     coverage : numpy.ndarray
         Each query's coverage (equal boxes have exactly equal coverages).
     parts : int, default 5
-        The most groups (positive).
+        The most groups of a workload of many coverages (positive).
+    few : int, default 10, keyword-only
+        The most distinct coverages that get a group each.
 
     Returns
     -------
     numpy.ndarray
-        int64, ``coverage``'s length: each query's group, 0 for the smallest coverages.
+        int64, ``coverage``'s length: each query's group (0, 1, ...), 0 for the smallest coverages.
 
     Examples
     --------
     >>> coverage_levels(np.array([0.5, 0.01, 0.01, 0.01, 0.1])).tolist()
     [2, 0, 0, 0, 1]
-    >>> coverage_levels(np.array([0.1, 0.2, 0.2, 0.2, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7]), parts=2).tolist()
+    >>> coverage_levels(np.array([0.1, 0.2, 0.2, 0.2, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7]), parts=2, few=3).tolist()
     [0, 0, 0, 0, 0, 1, 1, 1, 1, 1]
     """
     coverage = np.asarray(coverage, dtype=np.float64)
     values, inverse, counts = np.unique(coverage, return_inverse=True, return_counts=True)
-    if len(values) <= parts:
+    if len(values) <= few:
         return inverse.astype(np.int64)
     first = np.cumsum(counts) - counts
     middle = first + (counts - 1) // 2
@@ -188,9 +194,9 @@ def coverage_levels(coverage: np.ndarray, parts: int = QUINTILES) -> np.ndarray:
 def coverage_summary(
     coverage: np.ndarray, square_errors: np.ndarray, parts: int = QUINTILES
 ) -> list[QuintileRow]:
-    """Average coverage and square error per group of :func:`coverage_levels` (at most
-    ``parts`` groups, none empty, equal coverages never split): what any workload's errors
-    look like by query size, marginals included.
+    """Average coverage and square error per group of :func:`coverage_levels` (one per
+    coverage for a workload of few coverages, else at most ``parts``; none empty, equal
+    coverages never split): what any workload's errors look like by query size, marginals included.
 
     Parameters
     ----------
@@ -199,7 +205,7 @@ def coverage_summary(
     square_errors : numpy.ndarray
         Each query's square error, same shape.
     parts : int, default 5
-        The most groups.
+        The most groups of a workload of many coverages.
 
     Returns
     -------
@@ -241,7 +247,7 @@ def expected_by_coverage(
     queries : QueryBatch
         Box queries on that schema (a workload listed: :meth:`Workload.queries`).
     parts : int, default 5, keyword-only
-        The most groups.
+        The most groups of a workload of many coverages (:func:`coverage_summary`).
     should_cancel : callable ``() -> bool``, optional, keyword-only
         Asked before each release's variances.
 

@@ -103,6 +103,9 @@ __all__ = [
     "slider_to_epsilon",
 ]
 
+#: The longest workload name the title of the chart of expected error holds (the title's width
+#: is the chart's least width: a longer name is given in the note under it).
+CHART_TITLE_NAME = 48
 #: The slider's ends; the field beside it takes any epsilon the engine accepts (EPSILON_FORMAT_TEXT).
 SLIDER_EPSILON_MIN = 0.01
 SLIDER_EPSILON_MAX = 10.0
@@ -921,19 +924,25 @@ class PrivacyPanel(QWidget):
             return
         self.coverage_result = result
         workload = workload_text(result.workload, result.queries)
-        if result.stand_in is None:
-            plot.set_title(f"Expected square error by query coverage, on your workload: {workload}")
-        else:
-            plot.set_title(f"Expected square error by query coverage, on the {workload} in place of yours")
+        notes = []
+        if result.stand_in is not None:
+            plot.set_title(f"Expected square error on the {workload}, in place of yours")
+            notes.append(f"The paper's random workload stands in for yours: {result.stand_in}.")
+        elif len(workload) <= CHART_TITLE_NAME:
+            plot.set_title(f"Expected square error on your workload: {workload}")
+        else:  # a long name would widen the chart beyond the page: said in full below it
+            plot.set_title(f"Expected square error on your workload ({result.queries:,} queries)")
+            notes.append(f"Your workload: {workload}.")
         rows: dict[str, list[Any]] = {}
         names: dict[str, str] = {}
         drawn = result.at(self._doc.epsilon)
-        notes = [] if result.stand_in is None else [f"The paper's random workload stands in: {result.stand_in}."]
         for name, spec in key.releases:
             rows[name] = drawn.get(name, [])
             names[name] = MECHANISM_CHOICE_NAMES.get(name, name)
             if name == "privelet+" and spec is not None:
-                names[name] += f" (S_A = {{{', '.join(spec.effective_sa)}}})"
+                notes.append(f"Privelet+ with your S_A = {{{', '.join(spec.effective_sa)}}}.")
+            if name == BEST_STRATEGY and spec is not None and spec.label in PAPER_MECHANISMS:
+                names[name] += f" ({spec.name})"  # drawn over that mechanism's line when it is the same
             if spec is None:
                 choice = self._doc.best_strategy_result()
                 if isinstance(choice, str):
