@@ -70,9 +70,11 @@ TrueDataQuestion = Callable[[str, bool], str]
 
 MARK_COLOUR = "#B00020"  # the true-data mark in an exported image: dark red, bold
 MARKED_TITLE_HEIGHT = 58  # least pixels for the two lines of a marked title (one line has 30)
-# Colour-blind-safe (Okabe-Ito): Basic in vermillion, Privelet+ in blue, plain Privelet in bluish green.
+# Colour-blind-safe (Okabe-Ito): Basic in vermillion, Privelet+ in blue, plain Privelet in bluish green,
+# per-axis strategies (the best strategy) in reddish purple.
 MECHANISM_COLOURS = {
-    "basic": "#D55E00", "privelet+": "#0072B2", "privelet": "#009E73", "true": "#7F7F7F", "noisy": "#0072B2",
+    "basic": "#D55E00", "privelet+": "#0072B2", "privelet": "#009E73", "strategies": "#CC79A7", "best": "#CC79A7",
+    "true": "#7F7F7F", "noisy": "#0072B2",
 }
 
 
@@ -219,6 +221,14 @@ class PlotView(QWidget):
         self.noisy_columns: tuple[int, ...] | None = None
         #: Asks before a true-data export (None: a message box of its own).
         self.true_data_question: TrueDataQuestion | None = None
+
+    @property
+    def title(self) -> str:
+        """The title shown above the chart."""
+        return str(self.plot_item.titleLabel.text)
+
+    def set_title(self, title: str) -> None:
+        self.plot_item.setTitle(title)
 
     # -- data behind the plot ---------------------------------------------------------
     def set_table(self, header: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
@@ -398,13 +408,18 @@ class ErrorByCoveragePlot(PlotView):
     Log coverage too: most random queries cover a tiny fraction of the matrix, and on a
     log-log plot Basic's error, linear in coverage, is a line of slope one.
 
-    ``error`` is the :class:`QuintileRow` field drawn: ``"square_error"`` or ``"relative_error"``.
+    ``error`` is the :class:`QuintileRow` field drawn: ``"square_error"`` or ``"relative_error"``;
+    ``group_column`` names the rows' group in the table and its CSV (the paper's quintiles, or
+    the coverage groups of :func:`~privelet_gui.engine.coverage_summary`). The legend lists the
+    lines of the last :meth:`set_rows`, in its order.
     """
 
     def __init__(self, title: str, *, error: str = "square_error", uses_true_data: bool = False,
-                 legend_below: bool = True, parent: QWidget | None = None):
+                 legend_below: bool = True, group_column: str = "quintile", parent: QWidget | None = None):
         super().__init__(title, uses_true_data=uses_true_data, legend_below=legend_below, parent=parent)
         self.error = error
+        self.group_column = group_column
+        self._legend_entries: list[tuple[str, str]] = []
         self.plot_item.setLogMode(x=True, y=True)
         self.plot_item.setLabel("bottom", "average query coverage (fraction of the matrix, log scale)")
         label = "average square error" if error == "square_error" else "average relative error"
@@ -417,18 +432,31 @@ class ErrorByCoveragePlot(PlotView):
     def _curve(self, mechanism: str) -> pg.PlotDataItem:
         if mechanism not in self._curves:
             colour = MECHANISM_COLOURS.get(mechanism, "#444444")
+            # Made without a name (the plot item would list it in the legend for good): set_rows
+            # names it and keeps the legend to the lines of its rows.
             self._curves[mechanism] = self.plot_item.plot(
                 [], [], pen=pg.mkPen(colour, width=2), symbol="o", symbolBrush=colour, symbolPen=None,
-                name=mechanism_name(mechanism),
             )
         return self._curves[mechanism]
 
-    def set_rows(self, rows: Mapping[str, Sequence[QuintileRow]], *, epsilon: float | None = None) -> None:
-        """Draw one line per mechanism (``{"basic": rows, "privelet+": rows}``)."""
+    def set_rows(self, rows: Mapping[str, Sequence[QuintileRow]], *, epsilon: float | None = None,
+                 names: Mapping[str, str] | None = None) -> None:
+        """Draw one line per mechanism (``{"basic": rows, "privelet+": rows}``), named in the
+        legend as people write them, or as ``names`` says (a mechanism with no rows yet is
+        still named: "Best strategy: choosing..."). The first line is drawn over the others."""
         table = []
         for mechanism in self._curves.keys() - rows.keys():
             self._curves[mechanism].setData([], [])
-        for mechanism, quintiles in rows.items():
+        entries = [(mechanism, (names or {}).get(mechanism, mechanism_name(mechanism))) for mechanism in rows]
+        if entries != self._legend_entries:
+            self.legend.clear()
+            for mechanism, name in entries:
+                curve = self._curve(mechanism)
+                curve.setData(name=name)
+                self.legend.addItem(curve, html.escape(name))
+            self._legend_entries = entries
+        for order, (mechanism, quintiles) in enumerate(rows.items()):
+            self._curve(mechanism).setZValue(len(rows) - order)
             xs = np.array([r.coverage for r in quintiles])
             ys = np.array([getattr(r, self.error) for r in quintiles])
             good = np.isfinite(xs) & np.isfinite(ys) & (ys > 0)
@@ -437,7 +465,7 @@ class ErrorByCoveragePlot(PlotView):
                 table.append([
                     "" if epsilon is None else epsilon, mechanism, r.quintile, r.coverage, getattr(r, self.error), r.queries,
                 ])
-        self.set_table(["epsilon", "mechanism", "quintile", "average_coverage", self.error, "queries"], table)
+        self.set_table(["epsilon", "mechanism", self.group_column, "average_coverage", self.error, "queries"], table)
 
 
 class AttributeFactorPlot(PlotView):

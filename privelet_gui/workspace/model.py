@@ -67,6 +67,7 @@ from .tree import HierarchyTree, Problem, TreeNode, tree_from_json, tree_to_json
 from .workload import (
     AdviceKey,
     BestSa,
+    CoverageKey,
     ResultCache,
     SearchKey,
     build_workload,
@@ -802,6 +803,27 @@ class Workspace:
         except PriveletError:
             return None
         return workload if len(workload) <= MEASURED_QUERIES else None
+
+    def coverage_key(self) -> CoverageKey | None:
+        """What the chart of expected error by query size (Privacy step) shows, at epsilon 1:
+        the custodian's workload (the paper's random one stands in as
+        :func:`~privelet_gui.workspace.workload.chart_workload` says, up to
+        :data:`MEASURED_QUERIES` queries as a release's measured error), and the releases
+        compared: the one these settings make (its spec None while the best strategy is
+        being chosen, or when there is none: :meth:`best_strategy_result` says which), then
+        Privelet+ with the current S_A and Basic. None without valid settings."""
+        plus, basic = self.release_spec(mechanism="privelet+"), self.release_spec(mechanism="basic")
+        if plus is None or basic is None:
+            return None
+        releases: list[tuple[str, ReleaseSpec | None]] = []
+        if self.mechanism not in ("privelet+", "basic"):
+            mine = self.release_spec()
+            try:
+                releases.append((self.mechanism, None if mine is None else mine.replace(epsilon=1.0)))
+            except PriveletError:  # measurements that cannot serve epsilon 1 (none the search chooses)
+                releases.append((self.mechanism, None))
+        releases += [("privelet+", plus.replace(epsilon=1.0)), ("basic", basic.replace(epsilon=1.0))]
+        return CoverageKey(self.workload, tuple(releases), MEASURED_QUERIES)
 
     def release_is_stale(self, outcome: ReleaseOutcome | None = None) -> bool:
         """Whether the release (the last one by default) no longer matches the settings."""

@@ -6,8 +6,9 @@ A :class:`~privelet_gui.io.project.WorkloadChoice` (what a project stores) becom
 The searches are plain jobs on frozen keys, so that the app can run them on a worker and
 cache them: :func:`find_best_strategy` (:class:`SearchKey` ->
 :class:`~privelet_gui.engine.StrategyChoice`), :func:`find_best_sa` (:class:`SearchKey` ->
-:class:`BestSa`) and :func:`find_advice` (:class:`AdviceKey` ->
-:class:`~privelet_gui.engine.Advice`). All compute at epsilon 1: a workload's expected error is proportional to ``1 / epsilon^2``
+:class:`BestSa`), :func:`find_advice` (:class:`AdviceKey` ->
+:class:`~privelet_gui.engine.Advice`) and :func:`find_coverage_errors` (:class:`CoverageKey` ->
+:class:`CoverageErrors`: the expected error by query size of the releases compared). All compute at epsilon 1: a workload's expected error is proportional to ``1 / epsilon^2``
 (the noise scale), so which strategy, S_A or suggestion is best does not depend on epsilon and the
 figures for another epsilon are scaled (:meth:`BestSa.error`, :func:`scaled_advice`), and
 moving the epsilon slider searches nothing again.
@@ -28,6 +29,7 @@ from ..engine import (
     Neighbours,
     NominalAttribute,
     PriveletError,
+    QuintileRow,
     ReleaseSpec,
     Schema,
     StrategyChoice,
@@ -36,6 +38,7 @@ from ..engine import (
     advise,
     best_sa,
     best_strategy,
+    expected_by_coverage,
     marginals,
     paper_workload,
 )
@@ -50,13 +53,17 @@ __all__ = [
     "REFERENCE_NAMES",
     "AdviceKey",
     "BestSa",
+    "CoverageErrors",
+    "CoverageKey",
     "ResultCache",
     "SearchKey",
     "WorkloadChoice",
     "build_workload",
+    "chart_workload",
     "find_advice",
     "find_best_sa",
     "find_best_strategy",
+    "find_coverage_errors",
     "scaled_advice",
     "search_seconds",
     "workload_descriptions",
@@ -267,6 +274,73 @@ def scaled_advice(advice: Advice, epsilon: float) -> Advice:
         advice, spec=advice.spec.replace(epsilon=epsilon), error=advice.error * scale,
         suggestions=scaled(advice.suggestions), lossy=scaled(advice.lossy),
     )
+
+
+def chart_workload(choice: WorkloadChoice, schema: Schema, limit: int) -> tuple[Workload, str | None]:
+    """The workload whose queries a chart lists one by one: the custodian's (``choice`` on
+    ``schema``), or, with why (the second item), the paper's random workload
+    (:data:`~privelet_gui.engine.accuracy.workloads.PAPER_QUERIES` queries, seeded) when
+    ``choice`` has no query, cannot be made, or has more than ``limit`` queries."""
+    if choice.empty:
+        return paper_workload(schema), "you chose no queries"
+    try:
+        workload = build_workload(choice, schema)
+    except PriveletError as exc:
+        return paper_workload(schema), f"yours cannot be made ({exc})"
+    if len(workload) > limit:
+        return paper_workload(schema), f"yours has {len(workload):,} queries, more than the {limit:,} listed here"
+    return workload, None
+
+
+@dataclass(frozen=True)
+class CoverageKey:
+    """Everything a chart of expected error by query size depends on: the custodian's
+    workload, the releases compared at epsilon 1 (by name, in order; None: one not known
+    yet, drawn once it is) and the most queries listed (beyond it the paper's workload
+    stands in, :func:`chart_workload`)."""
+
+    choice: WorkloadChoice
+    releases: tuple[tuple[str, ReleaseSpec | None], ...]
+    limit: int
+
+    @property
+    def schema(self) -> Schema:
+        for _name, spec in self.releases:
+            if spec is not None:
+                return spec.schema
+        raise PriveletError("a chart of expected error needs at least one release")
+
+
+@dataclass(frozen=True)
+class CoverageErrors:
+    """The expected square error by query size of the releases of a :class:`CoverageKey`, at
+    epsilon 1 (:meth:`at` scales them: every variance is proportional to ``1 / epsilon^2``).
+
+    ``workload``: the name of the workload the queries come from; ``queries``: how many;
+    ``stand_in``: why the paper's random workload stands in for the custodian's (None: it is
+    theirs); ``rows``: per release, its rows per coverage group
+    (:func:`~privelet_gui.engine.coverage_summary`)."""
+
+    workload: str
+    queries: int
+    stand_in: str | None
+    rows: Mapping[str, list[QuintileRow]]
+
+    def at(self, epsilon: float) -> dict[str, list[QuintileRow]]:
+        """The rows at ``epsilon``."""
+        scale = 1.0 / epsilon**2
+        return {name: [dataclasses.replace(r, square_error=r.square_error * scale) for r in rows]
+                for name, rows in self.rows.items()}
+
+
+def find_coverage_errors(key: CoverageKey, should_cancel: CancelCallback | None = None) -> CoverageErrors:
+    """List the workload of ``key`` (:func:`chart_workload`) and each known release's exact
+    variances on it, by coverage group, at epsilon 1 (a plain job: reading a workload file
+    and a big workload's variances take a while)."""
+    workload, stand_in = chart_workload(key.choice, key.schema, key.limit)
+    specs = {name: spec for name, spec in key.releases if spec is not None}
+    rows = expected_by_coverage(specs, workload.queries(), should_cancel=should_cancel)
+    return CoverageErrors(workload.name, len(workload), stand_in, rows)
 
 
 K = TypeVar("K", bound=Hashable)

@@ -160,3 +160,38 @@ def test_measure_release_compares_with_basic_made_like_the_release(public_total)
     expected = quintile_summary(workload.coverage(SCHEMA.shape), errors)
     for got, want in zip(preview.quintiles["basic"], expected):
         assert got.square_error == pytest.approx(want.square_error, rel=1e-9)
+
+
+def test_coverage_levels_keep_equal_coverages_together_and_match_quintiles_without_ties():
+    from privelet_gui.engine import coverage_levels
+
+    rng = np.random.default_rng(3)
+    distinct = rng.permutation(1000) / 1000.0 + 1e-4
+    np.testing.assert_array_equal(coverage_levels(distinct), coverage_groups(distinct))
+    # many coverages with runs of ties: no run is split, groups follow coverage, none is empty
+    tied = np.repeat(np.arange(40) / 40.0 + 0.01, rng.integers(1, 30, 40))
+    levels = coverage_levels(tied)
+    for value in np.unique(tied):
+        assert len(set(levels[tied == value])) == 1
+    order = np.argsort(tied, kind="stable")
+    assert np.all(np.diff(levels[order]) >= 0) and set(levels) == set(range(levels.max() + 1)) and levels.max() < 5
+
+
+def test_expected_by_coverage_is_each_releases_exact_variance_per_group():
+    from privelet_gui.engine import ReleaseSpec, coverage_summary, expected_by_coverage, marginals
+
+    workload = marginals(SCHEMA, (1, 2)).queries()
+    specs = {"privelet+": ReleaseSpec(SCHEMA, 0.5, sa=("sex",)), "basic": ReleaseSpec(SCHEMA, 0.5, "basic")}
+    rows = expected_by_coverage(specs, workload)
+    coverage = workload.coverage(SCHEMA.shape)
+    assert list(rows) == ["privelet+", "basic"]
+    def numbers(groups):
+        return [(r.quintile, r.coverage, r.square_error, r.queries) for r in groups]
+
+    for name, spec in specs.items():
+        assert numbers(rows[name]) == numbers(coverage_summary(coverage, spec.variances(workload)))
+    # a marginal workload of few coverages: one point per coverage, every query counted once
+    assert [r.coverage for r in rows["basic"]] == pytest.approx(sorted(set(coverage.tolist())))
+    assert sum(r.queries for r in rows["basic"]) == len(workload)
+    with pytest.raises(Cancelled):
+        expected_by_coverage(specs, workload, should_cancel=lambda: True)

@@ -7,52 +7,179 @@ import pytest
 from PySide6.QtGui import QImage
 
 from privelet_gui import io as pio
-from privelet_gui.engine import ReleaseSpec, expected_errors, quintile_summary, random_workload, variance_model
-from privelet_gui.gui.panels.privacy_panel import PREVIEW_QUERIES
+from privelet_gui.engine import ReleaseSpec, coverage_summary, paper_workload, variance_model
+from privelet_gui.io.project import WorkloadChoice
 from privelet_gui.qt.plots import TRUE_DATA_WARNING
+from privelet_gui.workspace.workload import build_workload
 from tests.gui.conftest import open_sample
+
+
+def _drawn(panel):
+    """The chart's rows as {(mechanism, group): square error}."""
+    return {(r[1], r[2]): r[4] for r in panel.expected_plot.table[1]}
+
+
+def _legend(plot):
+    return [label.text for _, label in plot.legend.items]
+
+
+def _expected(workload, specs):
+    """What the chart must show: each release's exact variances on every query of the workload
+    (the engine's), averaged per coverage group."""
+    queries = workload.queries()
+    coverage = queries.coverage(workload.schema.shape)
+    return {name: coverage_summary(coverage, spec.variances(queries)) for name, spec in specs.items()}
+
+
+def _chart_ready(panel, key):
+    return panel.coverage_result is not None and panel._doc.coverage_key() == key
 
 
 def test_privacy_step_previews_the_expected_error_without_data(sample_window, qtbot):
     window = sample_window
     panel = window.privacy_panel
+    doc = window.document
     window.go_to("privacy")
-    schema = window.document.schema()
+    schema = doc.schema()
     qtbot.waitUntil(lambda: variance_model(schema).ready, timeout=10_000)
-    qtbot.waitUntil(lambda: bool(panel.expected_plot.table[1]), timeout=10_000)
-    window.document.set_sa(["age"])
-    window.document.set_epsilon(0.5)
-    _, rows = panel.expected_plot.table
+    doc.set_sa(["age"])
+    doc.set_epsilon(0.5)
+    qtbot.waitUntil(lambda: doc.best_strategy_result() is not None, timeout=60_000)
+    qtbot.waitUntil(lambda: _chart_ready(panel, doc.coverage_key()), timeout=30_000)
     assert not panel.expected_plot.uses_true_data and panel.expected_plot.banner.isHidden()
-    workload = random_workload(schema, PREVIEW_QUERIES, np.random.default_rng(0))
+    # The custodian's workload by default: the paper's random workload (seeded).
+    workload = paper_workload(schema)
     # The release as published: shifted to the public number of rows (replace-one neighbours).
-    coverage = workload.coverage(schema.shape)
-    expected = {
-        mechanism: quintile_summary(coverage, ReleaseSpec(schema, 0.5, mechanism, ("age",)).variances(workload))
-        for mechanism in ("basic", "privelet+")
-    }
-    raw = expected_errors(schema, 0.5, ("age",), workload)
-    drawn = {(r[1], r[2]): r[4] for r in rows}
-    for mechanism, quintiles in expected.items():
-        for q, r in zip(quintiles, raw[mechanism], strict=True):
+    specs = {m: ReleaseSpec(schema, 0.5, m, ("age",)) for m in ("privelet+", "basic")}
+    expected = _expected(workload, specs)
+    raw = {m: coverage_summary(workload.queries().coverage(schema.shape), s.variances(workload.queries(), raw=True))
+           for m, s in specs.items()}
+    drawn = _drawn(panel)
+    for mechanism, groups in expected.items():
+        for q, r in zip(groups, raw[mechanism], strict=True):
             assert drawn[(mechanism, q.quintile)] == pytest.approx(q.square_error)
-            assert q.square_error < r.square_error  # the shift lowers every quintile's error here
+            assert q.square_error < r.square_error  # the shift lowers every group's error here
     assert "total equals the public number of rows" in panel.preview_note.text()
-    window.document.set_privacy(neighbours="add-remove")  # n is private: the raw release
-    raw = expected_errors(schema, 0.5, ("age",), workload, neighbours="add-remove")
-    drawn_raw = {(r[1], r[2]): r[4] for r in panel.expected_plot.table[1]}
-    for mechanism, quintiles in raw.items():
-        for q in quintiles:
+    doc.set_privacy(neighbours="add-remove")  # n is private: the raw release
+    qtbot.waitUntil(lambda: _chart_ready(panel, doc.coverage_key()), timeout=30_000)
+    raw = _expected(workload, {m: ReleaseSpec(schema, 0.5, m, ("age",), "add-remove") for m in ("privelet+", "basic")})
+    drawn_raw = _drawn(panel)
+    for mechanism, groups in raw.items():
+        for q in groups:
             assert drawn_raw[(mechanism, q.quintile)] == pytest.approx(q.square_error)
     assert "number of rows is private" in panel.preview_note.text()
     window.act_undo.trigger()
-    # halving epsilon quadruples every variance: the preview follows live
-    window.document.set_epsilon(0.25)
-    again = {(r[1], r[2]): r[4] for r in panel.expected_plot.table[1]}
-    assert again[("basic", 5)] == pytest.approx(4 * drawn[("basic", 5)])
+    qtbot.waitUntil(lambda: _chart_ready(panel, doc.coverage_key()), timeout=30_000)  # found again: kept by key
+    # halving epsilon quadruples every variance: the preview follows live, without a new computation
+    doc.set_epsilon(0.25)
+    assert panel.coverage_result is not None
+    again = _drawn(panel)
+    last = len(expected["basic"])
+    assert again[("basic", last)] == pytest.approx(4 * drawn[("basic", last)])
     factors = {r[0]: r for r in panel.factor_plot.table[1]}
     assert factors["age"][4] is True and factors["sex"][4] is False
     assert factors["age"][2] == pytest.approx(variance_model(schema).factors[schema.index("age")].transformed)
+
+
+def test_the_expected_error_chart_is_of_the_custodians_workload_and_the_release_made(
+    sample_window, qtbot, monkeypatch
+):
+    """Issue 40, item 4: the Privacy step's chart shows the workload the custodian set, and
+    compares the release the app will make (the best strategy, once chosen) with Privelet+
+    (the current S_A) and Basic, with the engine's exact variances."""
+    import threading
+
+    from privelet_gui.gui.panels import strategy_panel
+
+    window = sample_window
+    panel = window.privacy_panel
+    doc = window.document
+    window.go_to("privacy")
+    schema = doc.schema()
+    assert doc.mechanism == "best"
+    qtbot.waitUntil(lambda: _chart_ready(panel, doc.coverage_key()), timeout=30_000)
+    plot = panel.expected_plot
+    assert list(dict.fromkeys(r[1] for r in plot.table[1])) == ["best", "privelet+", "basic"]
+    assert plot.title == "Expected square error on your workload: paper's random workload (10,000 queries)"
+    expected = _expected(paper_workload(schema), {
+        "best": doc.release_spec(), "privelet+": doc.release_spec(mechanism="privelet+"),
+        "basic": doc.release_spec(mechanism="basic"),
+    })
+    drawn = _drawn(panel)
+    assert set(drawn) == {(m, q.quintile) for m, groups in expected.items() for q in groups}
+    for mechanism, groups in expected.items():
+        for q in groups:
+            assert drawn[(mechanism, q.quintile)] == pytest.approx(q.square_error, rel=1e-9)
+    sa = ", ".join(doc.release_spec(mechanism="privelet+").effective_sa)
+    assert _legend(plot) == ["Best strategy", "Privelet+", "Basic"]
+    assert f"Privelet+ with your S_A = {{{sa}}}." in panel.preview_note.text()
+    assert panel.coverage_result.stand_in is None
+
+    # Switching the workload: the chart follows it; until the best strategy for it is chosen it says so.
+    gate = threading.Event()
+    real_job = strategy_panel._strategy_job
+
+    def held_job(key, progress, should_cancel):
+        gate.wait(60)
+        return real_job(key, progress, should_cancel)
+
+    monkeypatch.setattr(strategy_panel, "_strategy_job", held_job)
+    marginals_only = WorkloadChoice(paper=None, ways=(1, 2), attributes=("age", "sex", "race"), grains=(("age", 10),))
+    doc.set_workload(marginals_only)
+    qtbot.waitUntil(lambda: _chart_ready(panel, doc.coverage_key()), timeout=30_000)
+    workload = build_workload(marginals_only, schema)
+    assert workload.name.startswith("1- and 2-way marginals")
+    # a long name: the title gives the number of queries, the note under it the whole name
+    assert plot.title == f"Expected square error on your workload ({len(workload):,} queries)"
+    assert f"Your workload: {workload.name} ({len(workload):,} queries)." in panel.preview_note.text()
+    assert _legend(plot)[0] == "Best strategy: choosing..."
+    assert {r[1] for r in plot.table[1]} == {"privelet+", "basic"}  # nothing drawn for it yet
+    assert "being chosen" in panel.preview_note.text()
+    gate.set()
+    qtbot.waitUntil(lambda: doc.best_strategy_result() is not None, timeout=60_000)
+    qtbot.waitUntil(lambda: _chart_ready(panel, doc.coverage_key()), timeout=30_000)
+    assert _legend(plot)[0] == "Best strategy"
+    expected = _expected(workload, {
+        "best": doc.release_spec(), "privelet+": doc.release_spec(mechanism="privelet+"),
+        "basic": doc.release_spec(mechanism="basic"),
+    })
+    drawn = _drawn(panel)
+    assert set(drawn) == {(m, q.quintile) for m, groups in expected.items() for q in groups}
+    for mechanism, groups in expected.items():
+        for q in groups:
+            assert drawn[(mechanism, q.quintile)] == pytest.approx(q.square_error, rel=1e-9)
+    # marginals: few coverages, each group one of them (no two points of a line at one coverage)
+    coverages = [r[3] for r in plot.table[1] if r[1] == "basic"]
+    assert len(set(coverages)) == len(coverages) and sum(r[5] for r in plot.table[1] if r[1] == "basic") == len(workload)
+    assert plot.table[0][2] == "coverage_group"
+
+
+def test_with_no_workload_the_chart_is_the_papers(sample_window, qtbot):
+    window = sample_window
+    panel = window.privacy_panel
+    doc = window.document
+    window.go_to("privacy")
+    schema = doc.schema()
+    doc.set_workload(WorkloadChoice(paper=None))  # the custodian ticks nothing
+    qtbot.waitUntil(lambda: isinstance(doc.best_strategy_result(), str), timeout=30_000)
+    qtbot.waitUntil(lambda: _chart_ready(panel, doc.coverage_key()), timeout=30_000)
+    plot = panel.expected_plot
+    assert plot.title == "Expected square error on the paper's random workload (10,000 queries), in place of yours"
+    assert "you chose no queries" in panel.preview_note.text()
+    assert _legend(plot)[0] == "Best strategy: none"
+    expected = _expected(paper_workload(schema), {
+        "privelet+": doc.release_spec(mechanism="privelet+"), "basic": doc.release_spec(mechanism="basic"),
+    })
+    drawn = _drawn(panel)
+    assert set(drawn) == {(m, q.quintile) for m, groups in expected.items() for q in groups}
+    for mechanism, groups in expected.items():
+        for q in groups:
+            assert drawn[(mechanism, q.quintile)] == pytest.approx(q.square_error, rel=1e-9)
+    # Released with Privelet+: two lines, no best strategy
+    doc.set_privacy(mechanism="privelet+")
+    qtbot.waitUntil(lambda: _chart_ready(panel, doc.coverage_key()), timeout=30_000)
+    assert _legend(plot)[1:] == ["Basic"]
+    assert {r[1] for r in plot.table[1]} == {"privelet+", "basic"}
 
 
 def test_measured_error_marginals_and_workbench_after_a_release(sample_window, qtbot, tmp_path):

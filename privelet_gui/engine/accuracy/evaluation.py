@@ -8,8 +8,9 @@ hold error statistics only, never a true count.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,6 +23,9 @@ from .bounds import variance_model
 from .queries import PrefixSums, QueryBatch, random_workload, relative_error, sanity_bound, square_error
 from .workloads import Workload
 
+if TYPE_CHECKING:
+    from ..spec import ReleaseSpec
+
 __all__ = [
     "EVALUATED_MECHANISMS",
     "QUINTILES",
@@ -29,7 +33,10 @@ __all__ = [
     "EvaluationRow",
     "QuintileRow",
     "coverage_groups",
+    "coverage_levels",
+    "coverage_summary",
     "evaluate",
+    "expected_by_coverage",
     "expected_errors",
     "marginal",
     "measure_release",
@@ -137,6 +144,136 @@ def quintile_summary(
             )
         )
     return rows
+
+
+#: Workloads with at most this many distinct coverages (marginals) get one group per coverage.
+FEW_COVERAGES = 10
+
+
+def coverage_levels(coverage: np.ndarray, parts: int = QUINTILES, *, few: int = FEW_COVERAGES) -> np.ndarray:
+    """Group of each query by coverage, queries of equal coverage always together: one group
+    per coverage when there are at most ``few`` of them (the cells of a marginal share one),
+    else the ``parts`` quintiles of :func:`coverage_groups` with each run of equal coverages
+    placed whole in the group of its middle rank (so that no two groups have the same
+    coverage), empty groups dropped.
+
+    Without ties this is :func:`coverage_groups`.
+
+    Parameters
+    ----------
+    coverage : numpy.ndarray
+        Each query's coverage (equal boxes have exactly equal coverages).
+    parts : int, default 5
+        The most groups of a workload of many coverages (positive).
+    few : int, default 10, keyword-only
+        The most distinct coverages that get a group each.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, ``coverage``'s length: each query's group (0, 1, ...), 0 for the smallest coverages.
+
+    Examples
+    --------
+    >>> coverage_levels(np.array([0.5, 0.01, 0.01, 0.01, 0.1])).tolist()
+    [2, 0, 0, 0, 1]
+    >>> coverage_levels(np.array([0.1, 0.2, 0.2, 0.2, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7]), parts=2, few=3).tolist()
+    [0, 0, 0, 0, 0, 1, 1, 1, 1, 1]
+    """
+    coverage = np.asarray(coverage, dtype=np.float64)
+    values, inverse, counts = np.unique(coverage, return_inverse=True, return_counts=True)
+    if len(values) <= few:
+        return inverse.astype(np.int64)
+    first = np.cumsum(counts) - counts
+    middle = first + (counts - 1) // 2
+    group_of_value = middle * parts // len(coverage)
+    _, numbered = np.unique(group_of_value, return_inverse=True)
+    return numbered[inverse].astype(np.int64)
+
+
+def coverage_summary(
+    coverage: np.ndarray, square_errors: np.ndarray, parts: int = QUINTILES
+) -> list[QuintileRow]:
+    """Average coverage and square error per group of :func:`coverage_levels` (one per
+    coverage for a workload of few coverages, else at most ``parts``; none empty, equal
+    coverages never split): what any workload's errors look like by query size, marginals included.
+
+    Parameters
+    ----------
+    coverage : numpy.ndarray
+        Each query's coverage, float, shape ``(n_queries,)``.
+    square_errors : numpy.ndarray
+        Each query's square error, same shape.
+    parts : int, default 5
+        The most groups of a workload of many coverages.
+
+    Returns
+    -------
+    list of QuintileRow
+        One row per group, smallest coverage first, numbered from 1; relative errors are nan.
+
+    Examples
+    --------
+    >>> rows = coverage_summary(np.array([0.5, 0.01, 0.01, 0.1]), np.array([8.0, 1.0, 3.0, 4.0]))
+    >>> [(r.quintile, r.coverage, r.square_error, r.queries) for r in rows]
+    [(1, 0.01, 2.0, 2), (2, 0.1, 4.0, 1), (3, 0.5, 8.0, 1)]
+    """
+    groups = coverage_levels(coverage, parts)
+    count = int(groups.max()) + 1 if len(groups) else 0
+    rows = []
+    for g in range(count):
+        members = groups == g
+        rows.append(QuintileRow(quintile=g + 1, coverage=float(np.mean(coverage[members])),
+                                square_error=float(np.mean(square_errors[members])),
+                                relative_error=float("nan"), queries=int(members.sum())))
+    return rows
+
+
+def expected_by_coverage(
+    specs: Mapping[str, ReleaseSpec],
+    queries: QueryBatch,
+    *,
+    parts: int = QUINTILES,
+    should_cancel: CancelCallback | None = None,
+) -> dict[str, list[QuintileRow]]:
+    """Each release's expected square error (its exact noise variance, after the shift to the
+    public total where the release makes it) per coverage group of ``queries``
+    (:func:`coverage_summary`): data-independent, it costs no privacy.
+
+    Parameters
+    ----------
+    specs : mapping of str to ReleaseSpec
+        The releases compared, by name, all on one schema.
+    queries : QueryBatch
+        Box queries on that schema (a workload listed: :meth:`Workload.queries`).
+    parts : int, default 5, keyword-only
+        The most groups of a workload of many coverages (:func:`coverage_summary`).
+    should_cancel : callable ``() -> bool``, optional, keyword-only
+        Asked before each release's variances.
+
+    Returns
+    -------
+    dict of str to list of QuintileRow
+        Per name of ``specs``, in their order: the groups' rows (the same groups for every release).
+
+    Raises
+    ------
+    PriveletError
+        The releases are on different schemas, or one has none.
+    Cancelled
+        ``should_cancel()`` returned True.
+    """
+    schemas = {spec.schema for spec in specs.values()}
+    if len(schemas) != 1 or None in schemas:
+        raise PriveletError("the releases compared must share one schema")
+    schema = next(iter(schemas))
+    coverage = queries.coverage(schema.shape)
+    steps = Progress(None, should_cancel)
+    out = {}
+    for name, spec in specs.items():
+        steps.check()
+        out[name] = coverage_summary(coverage, spec.variances(queries), parts)
+    return out
 
 
 def expected_errors(

@@ -5,7 +5,11 @@ custodian expects with the best strategy and the best S_A for it, and the domain
 The bounds are the engine's (paper_bound, VarianceModel.worst_case). The exact
 variances need each attribute's factors once per schema (up to ~50 ms for big domains):
 that first computation runs in a worker (stale results dropped by generation);
-every later update is a few multiplications on the GUI thread. The best S_A for the
+every later update is a few multiplications on the GUI thread. The chart of expected
+error by query size lists the custodian's workload (the workspace's
+:meth:`~privelet_gui.workspace.Workspace.coverage_key`) and each compared release's exact
+variances on it on the panel's "expected error" lane, at epsilon 1 and kept by key: moving
+epsilon only rescales it. The best S_A for the
 workload is searched on the GUI thread only when that is estimated to take under
 :data:`INLINE_SEARCH_SECONDS`; longer searches (big schemas, workload files) run on the
 panel's "best S_A" lane, and the best strategy and the advisor always on their own lanes
@@ -17,10 +21,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from PySide6.QtCore import QSignalBlocker, Qt, Signal
 from PySide6.QtGui import QFont, QShowEvent
 from PySide6.QtWidgets import (
@@ -58,14 +62,11 @@ from ...engine import (
     InternalError,
     NominalAttribute,
     PriveletError,
-    QueryBatch,
     ReleaseSpec,
     Sampler,
     Schema,
     epsilon_for_variance,
     margin95,
-    quintile_summary,
-    random_workload,
     variance_for_margin95,
     variance_model,
 )
@@ -76,7 +77,16 @@ from ...qt import icons
 from ...qt.plots import AttributeFactorPlot, ErrorByCoveragePlot
 from ...qt.widgets import Banner, StepHeader, fmt_count, fmt_number, hint_label
 from ...workspace.model import EPSILON_FORMAT_TEXT, MECHANISM_CHOICE_NAMES, SAMPLER_TEXT, epsilon_text, parse_epsilon
-from ...workspace.workload import REFERENCE_NAMES, BestSa, SearchKey, find_best_sa
+from ...workspace.workload import (
+    REFERENCE_NAMES,
+    BestSa,
+    CoverageErrors,
+    CoverageKey,
+    ResultCache,
+    SearchKey,
+    find_best_sa,
+    find_coverage_errors,
+)
 from ..document import Document
 from ..tasks import CancelFunction, TaskService
 from .advisor_panel import AdvisorBox, KeyedLane
@@ -93,8 +103,9 @@ __all__ = [
     "slider_to_epsilon",
 ]
 
-#: Random queries behind the expected-error preview (enough for smooth quintile averages).
-PREVIEW_QUERIES = 2000
+#: The longest workload name the title of the chart of expected error holds (the title's width
+#: is the chart's least width: a longer name is given in the note under it).
+CHART_TITLE_NAME = 48
 #: The slider's ends; the field beside it takes any epsilon the engine accepts (EPSILON_FORMAT_TEXT).
 SLIDER_EPSILON_MIN = 0.01
 SLIDER_EPSILON_MAX = 10.0
@@ -139,6 +150,18 @@ def public_total_text(spec: ReleaseSpec | None) -> str:
         return "Errors of the raw release: under add/remove neighbours the number of rows is private, nothing is shifted."
     return ("Errors of the raw release: rows outside a domain may be dropped, so the number counted is private "
             "and nothing is shifted.")
+
+
+def workload_text(name: str, queries: int) -> str:
+    """A workload's name with its number of queries (unless the name says it already)."""
+    return name if f"{queries:,} queries" in name else f"{name} ({queries:,} queries)"
+
+
+def _coverage_job(key: CoverageKey, should_cancel: CancelFunction) -> CoverageErrors | str:
+    try:
+        return find_coverage_errors(key, should_cancel)
+    except PriveletError as exc:  # say why on the chart
+        return str(exc)
 
 
 def _best_job(key: SearchKey, should_cancel: CancelFunction) -> BestSa | str:
@@ -390,9 +413,7 @@ class WorkloadBox(QGroupBox):
         search = "every subset tried" if result.exhaustive else "local search (more than 12 attributes)"
         now = doc.effective_sa()
         rule = "follows this best S_A" if doc.sa_rule == "best" and plus else f"is {{{', '.join(now)}}}"
-        name = result.workload[:1].upper() + result.workload[1:]
-        if f"{result.queries:,} queries" not in name:
-            name += f" ({result.queries:,} queries)"
+        name = workload_text(result.workload[:1].upper() + result.workload[1:], result.queries)
         self.summary.setText(f"{name}. Errors of {what} at ε = {doc.epsilon:g}; {search}. Your S_A {rule}.")
         self._fill_table(result)
         self.use_best.setEnabled(plus and doc.sa_rule != "best")
@@ -707,14 +728,21 @@ class PrivacyPanel(QWidget):
         self.preview_note.setWordWrap(True)
         preview_layout.addWidget(self.preview_note)
         self.preview_tabs = QTabWidget()
-        self.expected_plot = ErrorByCoveragePlot("Expected square error per coverage quintile (paper's random workload)")
+        self.expected_plot = ErrorByCoveragePlot("Expected square error by query coverage", group_column="coverage_group")
+        self.expected_plot.setToolTip(
+            "Each point: the queries of one coverage group (at most five groups of about as many queries, "
+            "queries of the same coverage always together), their average coverage and average expected square error"
+        )
         self.factor_plot = AttributeFactorPlot()
         self.preview_tabs.addTab(self.expected_plot, "By query coverage")
         self.preview_tabs.addTab(self.factor_plot, "Per attribute")
         self.preview_tabs.setMinimumHeight(self.fontMetrics().height() * 22)
         preview_layout.addWidget(self.preview_tabs)
         layout.addWidget(preview_box)
-        self._workloads: dict[Schema, QueryBatch] = {}
+        # The chart's errors at epsilon 1 by key (a result, or why there is none), computed on a lane.
+        self._coverage: ResultCache[CoverageKey, CoverageErrors | str] = ResultCache()
+        self._coverage_jobs = KeyedLane(tasks.lane("expected error"), self._coverage_computed)
+        self.coverage_result: CoverageErrors | None = None  # as drawn
         self.target_epsilon: float | None = None
         self._target_set_by_user = False
         self._target_schema: Schema | None = None
@@ -869,22 +897,70 @@ class PrivacyPanel(QWidget):
         self.boundsUpdated.emit()
 
     def _update_plots(self, schema: Schema, sa: tuple[str, ...]) -> None:
-        """Basic against Privelet+ (current epsilon and S_A) on the paper's random workload, for
-        the release as published (shifted to the public total when the settings allow it)."""
-        workload = self._workloads.get(schema)
-        if workload is None:
-            # A fixed seed: the preview depends on the domains only, and redraws identically.
-            workload = self._workloads[schema] = random_workload(schema, PREVIEW_QUERIES, np.random.default_rng(0))
-        coverage = workload.coverage(schema.shape)
-        rows = {}
-        for mechanism in ("basic", "privelet+"):
-            spec = self._doc.release_spec(mechanism=mechanism)
-            if spec is None:
-                raise InternalError(f"no {mechanism} spec although the bounds were shown")
-            rows[mechanism] = quintile_summary(coverage, spec.variances(workload))
-        self.expected_plot.set_rows(rows, epsilon=self._doc.epsilon)
+        """The expected error by query size of the release these settings make, Privelet+
+        (current S_A) and Basic on the custodian's workload (the workspace's
+        :meth:`~privelet_gui.workspace.Workspace.coverage_key`), for the release as published;
+        its variances at epsilon 1 come from the "expected error" lane once per key."""
         self.factor_plot.set_factors(variance_model(schema).factors, sa)
-        self.preview_note.setText(public_total_text(self._doc.release_spec(mechanism="privelet+")))  # the same shift for every mechanism
+        key = self._doc.coverage_key()
+        plot = self.expected_plot
+        self.coverage_result = None
+        if key is None:
+            plot.set_title("Expected square error by query coverage")
+            plot.set_rows({})
+            self.preview_note.setText("")
+            return
+        result = self._coverage.get(key)
+        if result is None:
+            self._coverage_jobs.request(key, partial(_coverage_job, key), "expected error by query size")
+            plot.set_title("Expected square error by query coverage: computing...")
+            plot.set_rows({})
+            self.preview_note.setText("Listing the queries of your workload and their exact variances...")
+            return
+        if isinstance(result, str):
+            plot.set_title("Expected square error by query coverage")
+            plot.set_rows({})
+            self.preview_note.setText(f"Cannot compute the expected errors: {result}")
+            return
+        self.coverage_result = result
+        workload = workload_text(result.workload, result.queries)
+        notes = []
+        if result.stand_in is not None:
+            plot.set_title(f"Expected square error on the {workload}, in place of yours")
+            notes.append(f"The paper's random workload stands in for yours: {result.stand_in}.")
+        elif len(workload) <= CHART_TITLE_NAME:
+            plot.set_title(f"Expected square error on your workload: {workload}")
+        else:  # a long name would widen the chart beyond the page: said in full below it
+            plot.set_title(f"Expected square error on your workload ({result.queries:,} queries)")
+            notes.append(f"Your workload: {workload}.")
+        rows: dict[str, list[Any]] = {}
+        names: dict[str, str] = {}
+        drawn = result.at(self._doc.epsilon)
+        for name, spec in key.releases:
+            rows[name] = drawn.get(name, [])
+            names[name] = MECHANISM_CHOICE_NAMES.get(name, name)
+            if name == "privelet+" and spec is not None:
+                notes.append(f"Privelet+ with your S_A = {{{', '.join(spec.effective_sa)}}}.")
+            if name == BEST_STRATEGY and spec is not None and spec.label in PAPER_MECHANISMS:
+                names[name] += f" ({spec.name})"  # drawn over that mechanism's line when it is the same
+            if spec is None:
+                choice = self._doc.best_strategy_result()
+                if isinstance(choice, str):
+                    names[name] += ": none"
+                    notes.append(f"No best strategy: {choice}.")
+                else:
+                    names[name] += ": choosing..."
+                    notes.append("The best strategy is being chosen (above); its line follows.")
+        plot.set_rows(rows, epsilon=self._doc.epsilon, names=names)
+        notes.append(public_total_text(self._doc.release_spec(mechanism="privelet+")))  # the same shift for every mechanism
+        self.preview_note.setText(" ".join(notes))
+
+    def _coverage_computed(self, key: CoverageKey, result: CoverageErrors | str | BaseException) -> None:
+        if isinstance(result, BaseException):
+            result = f"{type(result).__name__}: {result}"
+        self._coverage.put(key, result)
+        if key == self._doc.coverage_key():
+            self.refresh_bounds()
 
     def _fit_table(self) -> None:
         height = self.table.horizontalHeader().sizeHint().height() + 2 * self.table.frameWidth()
