@@ -4,11 +4,11 @@ A block's numerators ``z`` (int64, flat, the block's memory order) are noised ch
 measurement at flat index ``f`` is row ``f // cols``, column ``f % cols`` of the block seen as 2-D,
 with denominator ``den_rows[row] * den_cols[column]`` and global position
 ``positions_rows[row] + positions_cols[column]`` (docs/math.md, "Random bits"). Each draw first
-gets its measurement's block 0 (two 64-bit words); :func:`exact_common` decides nearly every
-exact draw from them without a branch, and flags the few it cannot; the full protocol
-(:func:`exact_draws`, :func:`standard_draws`) takes those with more of their stream's words. A
-draw that needs more words than it was given, or an exact tie that only arbitrary precision
-decides, is left to the caller (its status says which).
+gets its measurement's block 0 (two 64-bit words); :func:`exact_noise` draws from them and
+writes the noisy measurement in the same pass, and lists the very few draws that need more of
+their stream's words, which the full protocol (:func:`exact_draws`, :func:`standard_draws`)
+takes. A draw that needs more words than it was given, or an exact tie that only arbitrary
+precision decides, is left to the caller (its status says which).
 
 The draws follow the bit protocol of docs/math.md ("The exact sampler", "The standard sampler")
 word for word: the same words give the same value here and in the exact Python resolver of
@@ -68,34 +68,71 @@ def round_to_units(z: np.int64, den: np.int64, inverse: float, grid_exponent: np
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def exact_common(
-    words: np.ndarray, low_bits: int, word_guide: np.ndarray, zero_threshold: np.uint64, high: np.ndarray,
-    low: np.ndarray, status: np.ndarray,
+def exact_noise(
+    z: np.ndarray, out: np.ndarray, start: int, cols: int, den_rows: np.ndarray, den_cols: np.ndarray,
+    inverse_rows: np.ndarray, inverse_cols: np.ndarray, grid_exponent: int, words: np.ndarray, low_bits: int,
+    word_guide: np.ndarray, zero_threshold: np.uint64, v_thresholds: np.ndarray, v_remainders: np.ndarray,
+    q_thresholds: np.ndarray, lower_first: np.ndarray, lower_next: np.ndarray, pending: np.ndarray,
 ) -> int:  # pragma: no cover - compiled
-    """The exact sampler's common draws, without a branch: V from the guide table (its entry less
-    V's prefix has V in its high half, and marks a tie or a cell to search), C proved 0 by its
-    prefix, L its fair digits, the sign; ``Z = high 2**M + low`` (``high = +-V``, ``low = +-L``).
-    Every draw this cannot decide (a V tie or search, C not proved 0, or "-0") gets status
-    NEED_MORE; returns how many did."""
+    """The exact sampler's draws from block 0 and their noisy measurements, in one pass over the
+    chunk of flat indices from ``start`` (row ``i`` of ``words`` is block 0 of index ``start + i``).
+
+    The common draw first: V from the guide table (its entry less V's prefix has V in its high
+    half, and marks a tie or a cell to search), C proved 0 by its prefix, L its fair digits, the
+    sign the top bit; ``Z = +-V 2**M +- L``. A draw it cannot decide (a V tie or search, C not
+    proved 0, or "-0") takes the full protocol on the same words. ``out[f]`` gets the measurement
+    ``(units + Z) 2**k``; a draw that needs more words or exact comparisons leaves ``out[f]``
+    alone and its chunk row goes into ``pending``. Returns how many did."""
     low_mask = (_ONE << _U64(low_bits)) - _ONE
-    pending = 0
-    for i in range(words.shape[0]):
-        a = words[i, 0]
-        b = words[i, 1]
-        prefix = np.uint32((a >> _U64(LOWER_PREFIX_BITS)) & _PREFIX_MASK)
-        entry = word_guide[prefix >> np.uint32(32 - GUIDE_BITS)] - prefix
-        quotient = np.int64(entry >> np.uint32(16))
-        # a tie (low half 0xFFFF) or a flagged cell (bit 31) make this at least 0x7FFFFFFF
-        unsure = (entry | np.uint32(0x7FFF0000)) >= np.uint32(0x7FFFFFFF)
-        opened = (b >> _U64(low_bits)) >= zero_threshold  # (for M = 0 the threshold is 2**64 - 1)
-        digits = np.int64(b & low_mask)
-        negative = (a >> _U64(63)) != _ZERO
-        again = unsure | opened | (negative & (quotient == 0) & (digits == 0))
-        high[i] = -quotient if negative else quotient
-        low[i] = -digits if negative else digits
-        status[i] = NEED_MORE if again else DONE
-        pending += again
-    return pending
+    grid = math.ldexp(1.0, grid_exponent)
+    row, column = divmod(start, cols)
+    unsure_count = 0
+    i = 0
+    n = words.shape[0]
+    while i < n:  # one row of the block at a time: its denominator and inverse are read once
+        den_row = den_rows[row]
+        inverse_row = inverse_rows[row] / grid
+        for c in range(column, min(cols, column + n - i)):
+            a = words[i, 0]
+            b = words[i, 1]
+            prefix = np.uint32((a >> _U64(LOWER_PREFIX_BITS)) & _PREFIX_MASK)
+            entry = word_guide[prefix >> np.uint32(32 - GUIDE_BITS)] - prefix
+            quotient = np.int64(entry >> np.uint32(16))
+            # a tie (low half 0xFFFF) or a flagged cell (bit 31) make this at least 0x7FFFFFFF
+            unsure = (entry | np.uint32(0x7FFF0000)) >= np.uint32(0x7FFFFFFF)
+            opened = (b >> _U64(low_bits)) >= zero_threshold  # (for M = 0 the threshold is 2**64 - 1)
+            digits = np.int64(b & low_mask)
+            negative = (a >> _U64(63)) != _ZERO
+            if unsure | opened | (negative & (quotient == 0) & (digits == 0)):
+                pending[unsure_count] = i
+                unsure_count += 1
+            else:
+                if negative:
+                    quotient, digits = -quotient, -digits
+                f = start + i
+                units = round_to_units(z[f], den_row * den_cols[c], inverse_row * inverse_cols[c],
+                                       np.int64(grid_exponent))
+                out[f] = noisy_value(units, quotient, digits, low_bits, grid)
+            i += 1
+        column = 0
+        row += 1
+    # the few the common draw left: the full protocol on the same words (kept out of the loop
+    # above, which runs faster without it)
+    count = 0
+    for j in range(unsure_count):
+        i = pending[j]
+        state, quotient, digits = _exact_draw(words, i, low_bits, v_thresholds, v_remainders, q_thresholds,
+                                              lower_first, lower_next)
+        if state != DONE:
+            pending[count] = i
+            count += 1
+            continue
+        f = start + i
+        row, column = divmod(f, cols)
+        units = round_to_units(z[f], den_rows[row] * den_cols[column], inverse_rows[row] * inverse_cols[column] / grid,
+                               np.int64(grid_exponent))
+        out[f] = noisy_value(units, quotient, digits, low_bits, grid)
+    return count
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -179,7 +179,7 @@ class ExactSampler:
 
     @property
     def common_tables(self) -> tuple[int, np.ndarray, np.uint64]:
-        """What :func:`~privelet_gui.engine.kernels.noise.exact_common` reads: M, the guide table,
+        """What :func:`~privelet_gui.engine.kernels.noise.exact_noise` reads: M, the guide table,
         and the prefix of C's uniform from which C is not proved 0."""
         zero = self.below_thresholds[0] if self.low_bits else np.uint64(np.iinfo(np.uint64).max)
         return self.low_bits, self.word_guide, np.uint64(zero)

@@ -89,16 +89,18 @@ class NoiseSampler:
         if self.exact is not None:
             self.shift = self.exact.low_bits
             low_bits, word_guide, zero_threshold = self.exact.common_tables
-            self._common: Callable[..., int] | None = partial(
-                kernels.exact_common, low_bits=low_bits, word_guide=word_guide, zero_threshold=zero_threshold)
             low_bits, thresholds, remainders, below, lower_first, lower_next = self.exact.protocol_tables
+            self._exact_noise: Callable[..., int] | None = partial(
+                kernels.exact_noise, low_bits=low_bits, word_guide=word_guide, zero_threshold=zero_threshold,
+                v_thresholds=thresholds, v_remainders=remainders, q_thresholds=below, lower_first=lower_first,
+                lower_next=lower_next)
             self._draws: Callable[..., int] = partial(
                 kernels.exact_draws, low_bits=low_bits, v_thresholds=thresholds, v_remainders=remainders,
                 q_thresholds=below, lower_first=lower_first, lower_next=lower_next)
         else:
             standard = StandardParameters(theta, float_scale_bits=sizing.float_scale_bits)
             self.shift = standard.split_bits
-            self._common = None
+            self._exact_noise = None
             self._draws = partial(kernels.standard_draws, scale=standard.scale, offset=standard.offset,
                                   split_bits=standard.split_bits, block_scale=standard.block_scale,
                                   theta=standard.theta)
@@ -114,35 +116,34 @@ class NoiseSampler:
         layout = (cols, den_rows, den_cols, 1.0 / den_rows, 1.0 / den_cols, k, self.shift)
         size = min(CHUNK, z.size)
         inputs = np.empty((size, 2), dtype=np.uint64)
-        high = np.empty(size, dtype=np.int64)
-        low = np.empty(size, dtype=np.int64)
-        status = np.empty(size, dtype=np.int64)
-        draws = self._draws if self._common is None else self._common
+        if self._exact_noise is not None:
+            pending = np.empty(size, dtype=np.int64)
+        else:
+            high = np.empty(size, dtype=np.int64)
+            low = np.empty(size, dtype=np.int64)
+            status = np.empty(size, dtype=np.int64)
         for start in range(0, z.size, CHUNK):
             count = min(CHUNK, z.size - start)
             kernels.fill_inputs(inputs[:count], start, cols, positions_rows, positions_cols)
             words = cipher.blocks(inputs[:count])
-            pending = draws(words, high=high[:count], low=low[:count], status=status[:count])
-            kernels.noisy_values(z, out, *layout, high[:count], low[:count], status[:count], start, _NO_FLAT)
-            if pending:
-                left = np.flatnonzero(status[:count] != kernels.DONE)
-                self._finish(z, out, start + left, inputs[left, 0].copy(), words[left].copy(), layout, cipher)
+            if self._exact_noise is not None:
+                undecided = pending[:self._exact_noise(z, out, start, *layout[:6], words, pending=pending)]
+            else:
+                self._draws(words, high=high[:count], low=low[:count], status=status[:count])
+                kernels.noisy_values(z, out, *layout, high[:count], low[:count], status[:count], start, _NO_FLAT)
+                undecided = np.flatnonzero(status[:count] != kernels.DONE)
+            if len(undecided):
+                self._finish(z, out, start + undecided, inputs[undecided, 0].copy(), words[undecided].copy(), layout,
+                             cipher)
 
     def _finish(self, z: np.ndarray, out: np.ndarray, flat: np.ndarray, positions: np.ndarray, words: np.ndarray,
                 layout: tuple, cipher: BlockCipher) -> None:
-        """The draws the common path did not decide: the full protocol on block 0, then with more
-        blocks of their streams until each is done or needs exact comparisons, which
-        :meth:`ExactSampler.draw` makes."""
+        """The draws block 0 did not decide: the full protocol again with more blocks of their
+        streams until each is done or needs exact comparisons, which :meth:`ExactSampler.draw`
+        makes (a draw that needed them on block 0 needs them at the same word with more)."""
         blocks = 1
         exact_flat: list[np.ndarray] = []
         exact_positions: list[np.ndarray] = []
-        if self._common is not None:  # the full protocol, on block 0 first
-            status = self._retry(z, out, flat, words, layout)
-            exact = status == kernels.EXACT
-            exact_flat.append(flat[exact])
-            exact_positions.append(positions[exact])
-            again = status == kernels.NEED_MORE
-            flat, positions, words = flat[again], positions[again], words[again]
         while len(flat):
             more = np.empty((len(flat), _MORE_BLOCKS, 2), dtype=np.uint64)
             more[:, :, 0] = positions[:, None]
