@@ -127,20 +127,26 @@ def quintile_summary(
     >>> [(r.quintile, r.coverage, r.square_error, r.queries) for r in rows[:2]]
     [(1, 0.05, 0.5, 2), (2, 0.25, 2.5, 2)]
     """
-    groups = coverage_groups(coverage, parts)
+    return _group_rows(coverage_groups(coverage, parts), parts, coverage, square_errors, relative_errors)
+
+
+def _group_rows(groups: np.ndarray, count: int, coverage: np.ndarray, square_errors: np.ndarray,
+                relative_errors: np.ndarray | None) -> list[QuintileRow]:
+    """One row per group ``0 .. count - 1`` of ``groups``: its averages (nan for an empty group,
+    and for relative errors when there are none) and its number of queries."""
     rows = []
-    for g in range(parts):
+    for g in range(count):
         members = groups == g
-        count = int(members.sum())
+        size = int(members.sum())
         rows.append(
             QuintileRow(
                 quintile=g + 1,
-                coverage=float(np.mean(coverage[members])) if count else float("nan"),
-                square_error=float(np.mean(square_errors[members])) if count else float("nan"),
+                coverage=float(np.mean(coverage[members])) if size else float("nan"),
+                square_error=float(np.mean(square_errors[members])) if size else float("nan"),
                 relative_error=(
-                    float(np.mean(relative_errors[members])) if count and relative_errors is not None else float("nan")
+                    float(np.mean(relative_errors[members])) if size and relative_errors is not None else float("nan")
                 ),
-                queries=count,
+                queries=size,
             )
         )
     return rows
@@ -219,14 +225,7 @@ def coverage_summary(
     [(1, 0.01, 2.0, 2), (2, 0.1, 4.0, 1), (3, 0.5, 8.0, 1)]
     """
     groups = coverage_levels(coverage, parts)
-    count = int(groups.max()) + 1 if len(groups) else 0
-    rows = []
-    for g in range(count):
-        members = groups == g
-        rows.append(QuintileRow(quintile=g + 1, coverage=float(np.mean(coverage[members])),
-                                square_error=float(np.mean(square_errors[members])),
-                                relative_error=float("nan"), queries=int(members.sum())))
-    return rows
+    return _group_rows(groups, int(groups.max()) + 1 if len(groups) else 0, coverage, square_errors, None)
 
 
 def expected_by_coverage(
