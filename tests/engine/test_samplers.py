@@ -8,6 +8,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from privelet_gui.engine import (
     Hierarchy,
@@ -20,7 +22,7 @@ from privelet_gui.engine import (
 )
 from privelet_gui.engine.kernels import noise as kernels
 from privelet_gui.engine.noise.bits import BlockCipher, release_key
-from privelet_gui.engine.noise.calibration import discrete_laplace_variance
+from privelet_gui.engine.noise.calibration import UNITS_LIMIT, NoiseCalibration, discrete_laplace_variance
 from privelet_gui.engine.noise.exact import (
     ExactSampler,
     WordStream,
@@ -29,7 +31,7 @@ from privelet_gui.engine.noise.exact import (
     exact_sampler,
     exp_neg_bounds,
 )
-from privelet_gui.engine.noise.samplers import SamplerSizing, exact_float
+from privelet_gui.engine.noise.samplers import NoiseSampler, SamplerSizing, exact_float
 
 from .sampling import KEY, ScriptedStream, draw
 from .stats import bin_counts, chi_square, chi_square_limit, discrete_laplace_bins
@@ -75,6 +77,53 @@ def test_the_compiled_loop_gives_the_exact_resolvers_values(theta):
         exact = sampler.draw(WordStream(cipher, position))
         assert got[position] == exact_float(exact, sampler.low_bits), position
         assert abs(got[position] - exact) <= 2 * math.ulp(float(exact))
+
+
+def assert_exact_measurements(theta: Fraction, grid_exponent: int, den_rows: np.ndarray, den_cols: np.ndarray,
+                              numerators: np.ndarray) -> None:
+    """The compiled loop's noisy measurements ``(units + Z) 2**k`` of ``numerators`` (rows of
+    ``len(den_cols)``) against the exact rounding plus the arbitrary-precision resolver's draw on
+    the same stream."""
+    columns = len(den_cols)
+    calibration = NoiseCalibration(epsilon=float(theta.numerator), neighbours="replace", rho=Fraction(1), influence=1,
+                                   grid_exponent=grid_exponent, units=theta.denominator)
+    out = np.empty(len(numerators))
+    NoiseSampler("exact", calibration).add(
+        numerators, out, columns, den_rows, den_cols, np.arange(len(den_rows), dtype=np.uint64) * np.uint64(columns),
+        np.arange(columns, dtype=np.uint64), BlockCipher(KEY))
+    exact = ExactSampler(calibration.theta)
+    cipher = BlockCipher(KEY)
+    for f in range(len(numerators)):
+        row, column = divmod(f, columns)
+        measurement = Fraction(int(numerators[f]), int(den_rows[row] * den_cols[column])) / Fraction(2) ** grid_exponent
+        total = math.floor(measurement + Fraction(1, 2)) + exact.draw(WordStream(cipher, f))
+        assert out[f] == math.ldexp(exact_float(total, exact.low_bits), grid_exponent), f
+
+
+@pytest.mark.parametrize("theta", [Fraction(1, 3), Fraction(1, 2**61)], ids=["M=0", "M=53"])
+def test_measurements_past_the_branch_free_row_are_exact(theta):
+    # units of 2**61 and more, and low bits past 44, take the exact fallback of the compiled row
+    largest = (UNITS_LIMIT - 1) >> 3
+    numerators = np.array([largest, -largest, largest - 12345, (1 << 58) + 3, -(1 << 58) - 5, 7], dtype=np.int64)
+    assert_exact_measurements(theta, -3, np.ones(2, dtype=np.int64), np.array([1, 1, 3], dtype=np.int64), numerators)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    data=st.data(),
+    theta=st.sampled_from([Fraction(1, 3), Fraction(1, 2**20), Fraction(1, 2**40), Fraction(1, 2**61)]),
+    grid_exponent=st.integers(-30, 4),
+    columns=st.integers(1, 9),
+)
+def test_noisy_measurements_are_the_exact_rounding_plus_the_exact_draw(data, theta, grid_exponent, columns):
+    den_rows = np.array(data.draw(st.lists(st.sampled_from([1, 2, 3, 34, 152]), min_size=1, max_size=4)), dtype=np.int64)
+    den_cols = np.array(data.draw(st.lists(st.sampled_from([1, 6, 10, 42240]), min_size=columns, max_size=columns)),
+                        dtype=np.int64)
+    limit = UNITS_LIMIT >> max(-grid_exponent, 0)  # what check_rows guarantees of the numerators
+    count = len(den_rows) * columns
+    numerators = np.array(data.draw(st.lists(st.one_of(st.integers(-50, 50), st.integers(-limit + 1, limit - 1)),
+                                             min_size=count, max_size=count)), dtype=np.int64)
+    assert_exact_measurements(theta, grid_exponent, den_rows, den_cols, numerators)
 
 
 def test_the_exact_sampler_takes_theta_exactly_and_refuses_nonsense():

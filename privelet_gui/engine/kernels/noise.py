@@ -67,72 +67,119 @@ def round_to_units(z: np.int64, den: np.int64, inverse: float, grid_exponent: np
     return q
 
 
+#: Up to this many low bits M, a common draw's ``high 2**M`` stays below 2**60 and a noisy
+#: measurement with ``|units| < 2**61`` is the float64 of its int64 sum (no limbs needed).
+FAST_SHIFT_BITS = 44
+_FAST_UNITS = np.int64(1) << 61
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def exact_noise(
     z: np.ndarray, out: np.ndarray, start: int, cols: int, den_rows: np.ndarray, den_cols: np.ndarray,
     inverse_rows: np.ndarray, inverse_cols: np.ndarray, grid_exponent: int, words: np.ndarray, low_bits: int,
     word_guide: np.ndarray, zero_threshold: np.uint64, v_thresholds: np.ndarray, v_remainders: np.ndarray,
     q_thresholds: np.ndarray, lower_first: np.ndarray, lower_next: np.ndarray, pending: np.ndarray,
+    high: np.ndarray, low: np.ndarray,
 ) -> int:  # pragma: no cover - compiled
-    """The exact sampler's draws from block 0 and their noisy measurements, in one pass over the
-    chunk of flat indices from ``start`` (row ``i`` of ``words`` is block 0 of index ``start + i``).
+    """The exact sampler's draws from block 0 and their noisy measurements for the chunk of flat
+    indices from ``start`` (row ``i`` of ``words`` is block 0 of index ``start + i``).
 
-    The common draw first: V from the guide table (its entry less V's prefix has V in its high
-    half, and marks a tie or a cell to search), C proved 0 by its prefix, L its fair digits, the
-    sign the top bit; ``Z = +-V 2**M +- L``. A draw it cannot decide (a V tie or search, C not
-    proved 0, or "-0") takes the full protocol on the same words. ``out[f]`` gets the measurement
-    ``(units + Z) 2**k``; a draw that needs more words or exact comparisons leaves ``out[f]``
-    alone and its chunk row goes into ``pending``. Returns how many did."""
+    Three passes over the chunk, so that the first two run without branches: the common draw of
+    each (V from the guide table, whose entry less V's prefix has V in its high half and marks a
+    tie or a cell to search; C proved 0 by its prefix; L its fair digits; the sign the top bit;
+    ``Z = +-V 2**M +- L`` into ``high``, ``low``), listing in ``pending`` those it cannot decide (a
+    V tie or search, C not proved 0, or "-0"); every measurement ``(units + Z) 2**k`` into
+    ``out``; then the full protocol on the same words for the pending ones. A draw that needs
+    more words or exact comparisons keeps its chunk row in ``pending`` (``out[f]`` is then
+    rewritten by the caller). Returns how many did."""
+    n = words.shape[0]
     low_mask = (_ONE << _U64(low_bits)) - _ONE
+    unsure_count = 0
+    for i in range(n):
+        a = words[i, 0]
+        b = words[i, 1]
+        prefix = np.uint32((a >> _U64(LOWER_PREFIX_BITS)) & _PREFIX_MASK)
+        entry = word_guide[prefix >> np.uint32(32 - GUIDE_BITS)] - prefix
+        quotient = np.int64(entry >> np.uint32(16))
+        digits = np.int64(b & low_mask)
+        negative = np.int64(a >> _U64(63))
+        sign = 1 - 2 * negative
+        high[i] = sign * quotient
+        low[i] = sign * digits
+        # a tie (low half 0xFFFF) or a flagged cell (bit 31) make this at least 0x7FFFFFFF
+        unsure = (entry | np.uint32(0x7FFF0000)) >= np.uint32(0x7FFFFFFF)
+        opened = (b >> _U64(low_bits)) >= zero_threshold  # (for M = 0 the threshold is 2**64 - 1)
+        pending[unsure_count] = i
+        unsure_count += unsure | opened | ((negative == 1) & (quotient == 0) & (digits == 0))
     grid = math.ldexp(1.0, grid_exponent)
     row, column = divmod(start, cols)
-    unsure_count = 0
     i = 0
-    n = words.shape[0]
     while i < n:  # one row of the block at a time: its denominator and inverse are read once
+        count = min(cols - column, n - i)
         den_row = den_rows[row]
         inverse_row = inverse_rows[row] / grid
-        for c in range(column, min(cols, column + n - i)):
-            a = words[i, 0]
-            b = words[i, 1]
-            prefix = np.uint32((a >> _U64(LOWER_PREFIX_BITS)) & _PREFIX_MASK)
-            entry = word_guide[prefix >> np.uint32(32 - GUIDE_BITS)] - prefix
-            quotient = np.int64(entry >> np.uint32(16))
-            # a tie (low half 0xFFFF) or a flagged cell (bit 31) make this at least 0x7FFFFFFF
-            unsure = (entry | np.uint32(0x7FFF0000)) >= np.uint32(0x7FFFFFFF)
-            opened = (b >> _U64(low_bits)) >= zero_threshold  # (for M = 0 the threshold is 2**64 - 1)
-            digits = np.int64(b & low_mask)
-            negative = (a >> _U64(63)) != _ZERO
-            if unsure | opened | (negative & (quotient == 0) & (digits == 0)):
-                pending[unsure_count] = i
-                unsure_count += 1
-            else:
-                if negative:
-                    quotient, digits = -quotient, -digits
-                f = start + i
-                units = round_to_units(z[f], den_row * den_cols[c], inverse_row * inverse_cols[c],
+        if low_bits > FAST_SHIFT_BITS or not _noisy_row(z, out, start + i, column, count, den_row, den_cols,
+                                                         inverse_row, inverse_cols, grid_exponent, high, low, i,
+                                                         low_bits, grid):
+            for j in range(count):  # a count too large for the fast row: the exact integer path
+                f = start + i + j
+                units = round_to_units(z[f], den_row * den_cols[column + j], inverse_row * inverse_cols[column + j],
                                        np.int64(grid_exponent))
-                out[f] = noisy_value(units, quotient, digits, low_bits, grid)
-            i += 1
+                out[f] = noisy_value(units, high[i + j], low[i + j], low_bits, grid)
+        i += count
         column = 0
         row += 1
-    # the few the common draw left: the full protocol on the same words (kept out of the loop
-    # above, which runs faster without it)
-    count = 0
+    left = 0
     for j in range(unsure_count):
         i = pending[j]
         state, quotient, digits = _exact_draw(words, i, low_bits, v_thresholds, v_remainders, q_thresholds,
                                               lower_first, lower_next)
         if state != DONE:
-            pending[count] = i
-            count += 1
+            pending[left] = i
+            left += 1
             continue
         f = start + i
         row, column = divmod(f, cols)
         units = round_to_units(z[f], den_rows[row] * den_cols[column], inverse_rows[row] * inverse_cols[column] / grid,
                                np.int64(grid_exponent))
         out[f] = noisy_value(units, quotient, digits, low_bits, grid)
-    return count
+    return left
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _noisy_row(
+    z: np.ndarray, out: np.ndarray, first: int, column: int, count: int, den_row: np.int64, den_cols: np.ndarray,
+    inverse_row: float, inverse_cols: np.ndarray, grid_exponent: int, high: np.ndarray, low: np.ndarray,
+    draw: int, shift: int, grid: float,
+) -> bool:  # pragma: no cover - compiled
+    """``count`` noisy measurements of one row from flat index ``first`` (column ``column``, draw
+    ``draw``) without branches: :func:`round_to_units` with one correction step, and the float64
+    of ``units + Z`` (:func:`noisy_value`'s value where ``|units| < 2**61`` and ``shift`` is at most
+    :data:`FAST_SHIFT_BITS`). Returns False, values unfinished, where some count needs more
+    (one correction step left a residual, or units reached 2**61)."""
+    # integer factors for the shifts, and slices for the offsets: indices that are plain loop
+    # counters let the loop vectorise (an offset index is checked for wrapping around)
+    up = np.int64(1) << max(-grid_exponent, 0)
+    den_scale = den_row << max(grid_exponent, 0)
+    high_scale = np.int64(1) << shift
+    values = z[first:first + count]
+    targets = out[first:first + count]
+    dens = den_cols[column:column + count]
+    inverses = inverse_cols[column:column + count]
+    highs = high[draw:draw + count]
+    lows = low[draw:draw + count]
+    fine = True
+    for j in range(count):
+        value = values[j]
+        den = den_scale * dens[j]
+        units = np.int64(np.rint(value * (inverse_row * inverses[j])))
+        twice = 2 * (value * up - units * den)
+        step = np.int64(twice >= den) - np.int64(twice < -den)
+        units += step
+        twice -= 2 * step * den
+        fine &= (twice < den) & (twice >= -den) & (units < _FAST_UNITS) & (units > -_FAST_UNITS)
+        targets[j] = np.float64(units + lows[j] + highs[j] * high_scale) * grid
+    return fine
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -306,13 +353,19 @@ def fill_inputs(inputs: np.ndarray, start: int, cols: int, positions_rows: np.nd
                 positions_cols: np.ndarray) -> None:  # pragma: no cover - compiled
     """The AES inputs (position, block 0) of the chunk of flat indices from ``start``."""
     row, column = divmod(start, cols)
-    for i in range(inputs.shape[0]):
-        inputs[i, 0] = positions_rows[row] + positions_cols[column]
-        inputs[i, 1] = 0
-        column += 1
-        if column == cols:
-            column = 0
-            row += 1
+    n = inputs.shape[0]
+    i = 0
+    while i < n:  # row by row: the inner loop vectorises
+        count = min(cols - column, n - i)
+        base = positions_rows[row]
+        targets = inputs[i:i + count]
+        positions = positions_cols[column:column + count]
+        for j in range(count):
+            targets[j, 0] = base + positions[j]
+            targets[j, 1] = 0
+        i += count
+        column = 0
+        row += 1
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

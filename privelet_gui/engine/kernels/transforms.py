@@ -21,6 +21,12 @@ def haar_forward(x: np.ndarray, out: np.ndarray, offsets: np.ndarray) -> None:  
     outer, size, inner = x.shape
     levels = offsets.shape[0] - 1
     half = (size + 1) // 2
+    if inner == 1:  # along the last axis: one row per outer position, scalar loops without a 1-long inner loop
+        row_first = np.empty(max(half, 1), np.int64)
+        row_second = np.empty(max(half, 1), np.int64)
+        for o in range(outer):
+            _haar_forward_row(x[o, :, 0], out[o, :, 0], offsets, row_first, row_second)
+        return
     first = np.empty((max(half, 1), inner), np.int64)
     second = np.empty((max((half + 1) // 2, 1), inner), np.int64)
     for o in range(outer):
@@ -72,6 +78,12 @@ def haar_reconstruct(y: np.ndarray, out: np.ndarray, offsets: np.ndarray) -> Non
     levels = offsets.shape[0] - 1
     padded = 1 << levels
     half = (size + 1) // 2
+    if inner == 1:  # along the last axis (as in the forward kernel)
+        row_first = np.empty(max(half, 1))
+        row_second = np.empty(max(half, 1))
+        for o in range(outer):
+            _haar_reconstruct_row(y[o, :, 0], out[o, :, 0], offsets, row_first, row_second)
+        return
     first = np.empty((max(half, 1), inner))
     second = np.empty((max(half, 1), inner))
     for o in range(outer):
@@ -101,6 +113,66 @@ def haar_reconstruct(y: np.ndarray, out: np.ndarray, offsets: np.ndarray) -> Non
                         target[left, t] = current[j, t] + y[o, row + j, t] / width
             current, following = following, current
             count = children
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _haar_forward_row(x: np.ndarray, out: np.ndarray, offsets: np.ndarray, first: np.ndarray,
+                      second: np.ndarray) -> None:  # pragma: no cover - compiled
+    """:func:`haar_forward` of one row ``x`` into ``out`` (``first``, ``second``: work rows)."""
+    levels = offsets.shape[0] - 1
+    if levels == 0:
+        out[0] = x[0]
+        return
+    count = _haar_level_forward(x, x.shape[0], out[offsets[levels]:], first)
+    for level in range(levels - 1, 0, -1):
+        current, following = (first, second) if (levels - level) % 2 else (second, first)
+        count = _haar_level_forward(current, count, out[offsets[level]:], following)
+    out[0] = first[0] if (levels - 1) % 2 == 0 else second[0]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _haar_level_forward(values: np.ndarray, count: int, differences: np.ndarray,
+                        sums: np.ndarray) -> int:  # pragma: no cover - compiled
+    """One level of :func:`_haar_forward_row`: the pairs' differences and sums of the first
+    ``count`` values (an odd last value is its own); returns how many sums. The indices are plain
+    loop counters so that the loop vectorises."""
+    pairs = count // 2
+    for j in range(pairs):
+        left = values[2 * j]
+        right = values[2 * j + 1]
+        differences[j] = left - right
+        sums[j] = left + right
+    if count % 2:
+        differences[pairs] = values[count - 1]
+        sums[pairs] = values[count - 1]
+    return pairs + count % 2
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _haar_reconstruct_row(y: np.ndarray, out: np.ndarray, offsets: np.ndarray, first: np.ndarray,
+                          second: np.ndarray) -> None:  # pragma: no cover - compiled
+    """:func:`haar_reconstruct` of one row ``y`` into ``out`` (``first``, ``second``: work rows)."""
+    size = out.shape[0]
+    levels = offsets.shape[0] - 1
+    if levels == 0:
+        out[0] = y[0]
+        return
+    current, following = first, second
+    current[0] = y[0] / (1 << levels)
+    for level in range(1, levels + 1):
+        shift = levels - level  # children of this level have width 2**shift
+        children = (size + (1 << shift) - 1) >> shift
+        details = y[offsets[level]:]
+        target = out if level == levels else following
+        width = 1 << (shift + 1)
+        pairs = children // 2
+        for j in range(pairs):
+            detail = details[j] / width
+            target[2 * j] = current[j] + detail
+            target[2 * j + 1] = current[j] - detail
+        if children % 2:
+            target[children - 1] = current[pairs] + details[pairs] / width
+        current, following = following, current
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

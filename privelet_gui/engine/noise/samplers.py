@@ -26,7 +26,7 @@ from .exact import RATE_BITS, ExactSampler, WordStream, exact_sampler
 __all__ = ["FLOAT_SCALE_BITS", "NoiseSampler", "SamplerSizing", "StandardParameters", "noise_sampler"]
 
 # Draws per chunk: their AES blocks and statuses stay in the CPU cache.
-CHUNK = 1 << 14
+CHUNK = 1 << 15
 #: What noising holds per thread: a chunk's AES inputs, its blocks (and OpenSSL's buffer), the
 #: draws' two parts and statuses.
 CHUNK_BYTES = CHUNK * (16 + 16 + 16 + 3 * 8)
@@ -116,18 +116,16 @@ class NoiseSampler:
         layout = (cols, den_rows, den_cols, 1.0 / den_rows, 1.0 / den_cols, k, self.shift)
         size = min(CHUNK, z.size)
         inputs = np.empty((size, 2), dtype=np.uint64)
-        if self._exact_noise is not None:
-            pending = np.empty(size, dtype=np.int64)
-        else:
-            high = np.empty(size, dtype=np.int64)
-            low = np.empty(size, dtype=np.int64)
-            status = np.empty(size, dtype=np.int64)
+        high = np.empty(size, dtype=np.int64)
+        low = np.empty(size, dtype=np.int64)
+        status = np.empty(size, dtype=np.int64)  # the exact sampler: its pending draws
         for start in range(0, z.size, CHUNK):
             count = min(CHUNK, z.size - start)
             kernels.fill_inputs(inputs[:count], start, cols, positions_rows, positions_cols)
             words = cipher.blocks(inputs[:count])
             if self._exact_noise is not None:
-                undecided = pending[:self._exact_noise(z, out, start, *layout[:6], words, pending=pending)]
+                undecided = status[:self._exact_noise(z, out, start, *layout[:6], words, pending=status, high=high,
+                                                      low=low)]
             else:
                 self._draws(words, high=high[:count], low=low[:count], status=status[:count])
                 kernels.noisy_values(z, out, *layout, high[:count], low[:count], status[:count], start, _NO_FLAT)
