@@ -21,21 +21,24 @@ def checked_counts(counts: np.ndarray, out: np.ndarray) -> tuple[int, np.int64]:
     """Convert float64 ``counts`` (flat) to int64 ``out``, checking that each is a non-negative
     integer below 2**53; returns (:data:`FINE` or the first problem, the total)."""
     total = np.int64(0)
-    problem = FINE
-    for i in range(counts.shape[0]):
+    fine = True
+    for i in range(counts.shape[0]):  # without a branch, so that it vectorises; problems are rare
         value = counts[i]
-        if not (value >= 0.0 and value < _EXACT):  # NaN fails both
-            if value != value or value == np.inf or value == -np.inf:
-                problem = NOT_FINITE
-            elif value < 0.0:
-                problem = NEGATIVE
-            else:
-                problem = TOO_LARGE
-            break
-        whole = np.int64(value)
-        if whole != value:
-            problem = FRACTIONAL
-            break
+        in_range = (value >= 0.0) & (value < _EXACT)  # NaN fails both
+        whole = np.int64(value) if in_range else np.int64(0)
+        fine &= in_range & (whole == value)
         out[i] = whole
         total += whole
-    return problem, total
+    if fine:
+        return FINE, total
+    for i in range(counts.shape[0]):  # the first problem, named
+        value = counts[i]
+        if value != value or value == np.inf or value == -np.inf:
+            return NOT_FINITE, total
+        if value < 0.0:
+            return NEGATIVE, total
+        if value >= _EXACT:
+            return TOO_LARGE, total
+        if np.int64(value) != value:
+            return FRACTIONAL, total
+    return FINE, total
