@@ -21,12 +21,6 @@ def haar_forward(x: np.ndarray, out: np.ndarray, offsets: np.ndarray) -> None:  
     outer, size, inner = x.shape
     levels = offsets.shape[0] - 1
     half = (size + 1) // 2
-    if inner == 1:  # along the last axis: one row per outer position, scalar loops without a 1-long inner loop
-        row_first = np.empty(max(half, 1), np.int64)
-        row_second = np.empty(max(half, 1), np.int64)
-        for o in range(outer):
-            _haar_forward_row(x[o, :, 0], out[o, :, 0], offsets, row_first, row_second)
-        return
     first = np.empty((max(half, 1), inner), np.int64)
     second = np.empty((max((half + 1) // 2, 1), inner), np.int64)
     for o in range(outer):
@@ -78,12 +72,6 @@ def haar_reconstruct(y: np.ndarray, out: np.ndarray, offsets: np.ndarray) -> Non
     levels = offsets.shape[0] - 1
     padded = 1 << levels
     half = (size + 1) // 2
-    if inner == 1:  # along the last axis (as in the forward kernel)
-        row_first = np.empty(max(half, 1))
-        row_second = np.empty(max(half, 1))
-        for o in range(outer):
-            _haar_reconstruct_row(y[o, :, 0], out[o, :, 0], offsets, row_first, row_second)
-        return
     first = np.empty((max(half, 1), inner))
     second = np.empty((max(half, 1), inner))
     for o in range(outer):
@@ -96,7 +84,7 @@ def haar_reconstruct(y: np.ndarray, out: np.ndarray, offsets: np.ndarray) -> Non
             current[0, t] = y[o, 0, t] / padded
         count = 1
         for level in range(1, levels + 1):
-            width = 1 << (levels - level + 1)
+            inverse_width = 1.0 / (1 << (levels - level + 1))  # a power of two: exact
             shift = levels - level  # children of this level have width 2**shift
             children = (size + (1 << shift) - 1) >> shift
             row = offsets[level]
@@ -105,14 +93,36 @@ def haar_reconstruct(y: np.ndarray, out: np.ndarray, offsets: np.ndarray) -> Non
                 left = 2 * j
                 if left + 1 < children:
                     for t in range(inner):
-                        detail = y[o, row + j, t] / width
+                        detail = y[o, row + j, t] * inverse_width
                         target[left, t] = current[j, t] + detail
                         target[left + 1, t] = current[j, t] - detail
                 else:
                     for t in range(inner):
-                        target[left, t] = current[j, t] + y[o, row + j, t] / width
+                        target[left, t] = current[j, t] + y[o, row + j, t] * inverse_width
             current, following = following, current
             count = children
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def haar_rows_forward(x: np.ndarray, out: np.ndarray, offsets: np.ndarray) -> None:  # pragma: no cover - compiled
+    """:func:`haar_forward` along the last axis: ``x`` (int64 ``(rows, size)``, C order) row by row
+    into ``out`` (``(rows, measurements)``); contiguous rows let the levels vectorise."""
+    half = max((x.shape[1] + 1) // 2, 1)
+    first = np.empty(half, np.int64)
+    second = np.empty(half, np.int64)
+    for o in range(x.shape[0]):
+        _haar_forward_row(x[o], out[o], offsets, first, second)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def haar_rows_reconstruct(y: np.ndarray, out: np.ndarray, offsets: np.ndarray) -> None:  # pragma: no cover - compiled
+    """:func:`haar_reconstruct` along the last axis: ``y`` (float64 ``(rows, measurements)``, C
+    order) row by row into ``out`` (``(rows, size)``)."""
+    half = max((out.shape[1] + 1) // 2, 1)
+    first = np.empty(half)
+    second = np.empty(half)
+    for o in range(y.shape[0]):
+        _haar_reconstruct_row(y[o], out[o], offsets, first, second)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -164,14 +174,14 @@ def _haar_reconstruct_row(y: np.ndarray, out: np.ndarray, offsets: np.ndarray, f
         children = (size + (1 << shift) - 1) >> shift
         details = y[offsets[level]:]
         target = out if level == levels else following
-        width = 1 << (shift + 1)
+        inverse_width = 1.0 / (1 << (shift + 1))  # a power of two: the same as dividing, and faster
         pairs = children // 2
         for j in range(pairs):
-            detail = details[j] / width
+            detail = details[j] * inverse_width
             target[2 * j] = current[j] + detail
             target[2 * j + 1] = current[j] - detail
         if children % 2:
-            target[children - 1] = current[pairs] + details[pairs] / width
+            target[children - 1] = current[pairs] + details[pairs] * inverse_width
         current, following = following, current
 
 

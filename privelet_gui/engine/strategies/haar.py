@@ -86,10 +86,16 @@ class HaarTransform(AxisStrategy):
         return w
 
     def forward(self, x: np.ndarray, out: np.ndarray) -> None:
-        transforms.haar_forward(x, out, self.level_offsets)
+        if x.shape[2] == 1 and x.flags.c_contiguous and out.flags.c_contiguous:  # the last axis: row by row
+            transforms.haar_rows_forward(x[:, :, 0], out[:, :, 0], self.level_offsets)
+        else:
+            transforms.haar_forward(x, out, self.level_offsets)
 
     def reconstruct(self, y: np.ndarray, out: np.ndarray) -> None:
-        transforms.haar_reconstruct(y, out, self.level_offsets)
+        if y.shape[2] == 1 and y.flags.c_contiguous and out.flags.c_contiguous:  # the last axis: row by row
+            transforms.haar_rows_reconstruct(y[:, :, 0], out[:, :, 0], self.level_offsets)
+        else:
+            transforms.haar_reconstruct(y, out, self.level_offsets)
 
     # -- accuracy ---------------------------------------------------------------------------
     def interval_variances(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
