@@ -218,8 +218,8 @@ def best_strategy(
     >>> schema = Schema([OrdinalAttribute.integer_range("age", 0, 255)])
     >>> w = Workload.of_queries(schema, marginals(schema, ways=(1,), grains={"age": 16}).queries())
     >>> choice = best_strategy(ReleaseSpec(schema, 1.0, neighbours="add-remove"), w)
-    >>> [short_strategy_name(name) for name in choice.strategies], round(choice.gain_over("Privelet"), 2)
-    (['stacked identity (+16 rows)'], 12.64)
+    >>> [short_strategy_name(name) for name in choice.strategies], 12 < choice.gain_over("Privelet") < 14
+    (['stacked identity (+16 rows)'], True)
     """
     schema = spec.schema
     if workload.schema != schema:
