@@ -28,6 +28,10 @@ WEIGHT_SCALE = 1 << 12
 #: Steps of the projected gradient descent (the objective is smooth in the weights; a few hundred
 #: steps settle the error to well under 1% on the census workloads).
 DESCENT_STEPS = 400
+#: Up to this many axes M itself (Basic's measurement) is a candidate too, so that the choice is
+#: never worse than Basic; its least squares then has a component for every subset of the axes
+#: (2^d of them), which beyond this many axes costs more than it can gain on a marginal workload.
+FULL_TABLE_AXES = 12
 #: What a subset the workload does not need by itself starts with, beside 1 for those it does:
 #: a weight at 0 has a zero gradient and would never grow.
 EXTRA_START = 0.1
@@ -183,8 +187,9 @@ def _descend(objective: _Objective, start: np.ndarray) -> np.ndarray:
 
 def optimised_marginals(workload: Workload, *, public_total: bool) -> MarginalsStrategy:
     """The marginals strategy of least expected error on ``workload`` (docs/math.md, "Choosing
-    marginals"): every marginal the queries need and every marginal below one, their weights
-    learned and rounded to integers (at most :data:`WEIGHT_SCALE`), those rounded to 0 dropped.
+    marginals"): every marginal the queries need and every marginal below one, and M itself (up to :data:`FULL_TABLE_AXES` axes), their weights learned and rounded to
+    integers (at most :data:`WEIGHT_SCALE`), those rounded to 0 dropped; or, if it is better, the
+    needed marginals weighted alike, or M alone (Basic).
 
     The error of every weighting is ``2 (s / epsilon)^2`` times a function of the weights alone,
     so the choice depends neither on epsilon nor on the neighbouring notion.
@@ -206,24 +211,35 @@ def optimised_marginals(workload: Workload, *, public_total: bool) -> MarginalsS
     d = len(shape)
     weights, mean, contrast = workload_components(workload)
     needed = set(_supports(contrast).tolist())
-    candidates = _below(needed)
+    full = (1 << d) - 1
+    candidates = sorted({*_below(needed), full}) if d <= FULL_TABLE_AXES else _below(needed)
     objective = _Objective(shape, candidates, weights, mean, contrast, public_total)
-    start = np.array([1.0 if s in needed else EXTRA_START for s in candidates])
-    learned = _descend(objective, start)
-    rounded = np.rint(learned / learned.max() * WEIGHT_SCALE).astype(np.int64)
-    for mask in needed:  # a needed marginal rounded away with nothing above it measured: measure it
-        if not any(rounded[j] > 0 and s & mask == mask for j, s in enumerate(candidates)):
-            rounded[candidates.index(mask)] = 1
-    divisor = math.gcd(*rounded.tolist())
-    kept = [(tuple(a for a in range(d) if s >> a & 1), int(w) // divisor)
-            for s, w in zip(candidates, rounded.tolist()) if w > 0]
-    learned_strategy = MarginalsStrategy(shape, tuple(s for s, _ in kept), tuple(w for _, w in kept))
+    # Two starts: the needed marginals ahead (where marginal workloads end), and M ahead (where a
+    # workload of fine marginals on small domains ends); a weight at 0 would never grow.
+    starts = [[1.0 if s in needed else EXTRA_START for s in candidates]]
+    if full in candidates and full not in needed:
+        starts.append([1.0 if s == full else EXTRA_START for s in candidates])
+    found = [_rounded(shape, candidates, needed, _descend(objective, np.array(start))) for start in starts]
     plain = MarginalsStrategy(shape, tuple(tuple(a for a in range(d) if s >> a & 1) for s in sorted(needed)),
                               (1,) * len(needed))
+    basic = MarginalsStrategy(shape, (tuple(range(d)),), (1,))
 
     def error(strategy: MarginalsStrategy) -> float:
         return marginals_expected_error(strategy, workload, epsilon=1.0, neighbours="add-remove",
                                         public_total=public_total)
 
-    # The descent starts from the workload's marginals weighted alike: never return worse.
-    return min((learned_strategy, plain), key=error)
+    # Never worse than the needed marginals weighted alike, nor than Basic.
+    return min((*found, plain, basic), key=error)
+
+
+def _rounded(shape: tuple[int, ...], candidates: list[int], needed: set[int], learned: np.ndarray) -> MarginalsStrategy:
+    """Learned real weights as integers up to :data:`WEIGHT_SCALE` (reduced by their common divisor),
+    every needed marginal still measured (by itself or by one above it)."""
+    rounded = np.rint(learned / learned.max() * WEIGHT_SCALE).astype(np.int64)
+    for mask in needed:
+        if not any(rounded[j] > 0 and s & mask == mask for j, s in enumerate(candidates)):
+            rounded[candidates.index(mask)] = 1
+    divisor = math.gcd(*rounded.tolist())
+    kept = [(tuple(a for a in range(len(shape)) if s >> a & 1), int(w) // divisor)
+            for s, w in zip(candidates, rounded.tolist()) if w > 0]
+    return MarginalsStrategy(shape, tuple(s for s, _ in kept), tuple(w for _, w in kept))
