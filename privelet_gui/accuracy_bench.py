@@ -365,7 +365,8 @@ def _search_seconds() -> None:
 
 
 def _marginals(shared: Path, epsilon: float) -> None:
-    from .engine.accuracy.marginal_weights import marginals_expected_error, optimised_marginals
+    from .engine.accuracy.marginal_weights import optimised_marginals
+    from .engine.accuracy.workloads import marginals_expected_error
 
     print(f"\n== Marginal workloads: the learned marginals strategy (exact expected mean square error, epsilon "
           f"{epsilon:g}, add/remove neighbours)")
@@ -392,7 +393,8 @@ def _marginals(shared: Path, epsilon: float) -> None:
 def _measured_marginals(epsilon: float, releases: int = 20) -> None:
     """Seeded releases of the Adult sample with the marginals learned for its 2-way marginals: the
     measured mean square error of those marginals' cells against the exact figure."""
-    from .engine.accuracy.marginal_weights import marginals_expected_error, optimised_marginals
+    from .engine.accuracy.marginal_weights import optimised_marginals
+    from .engine.accuracy.workloads import marginals_expected_error
     from .engine.noise.bits import release_key
     from .engine.noise.calibration import calibrate
     from .io import count_table, load_schema, sample_schema_path, sample_table_path

@@ -14,11 +14,9 @@ from privelet_gui.engine.accuracy.marginal_weights import (
     _below,
     _Objective,
     _supports,
-    marginals_expected_error,
     optimised_marginals,
-    workload_components,
 )
-from privelet_gui.engine.accuracy.workloads import Workload, marginals
+from privelet_gui.engine.accuracy.workloads import Workload, marginals, marginals_expected_error, workload_components
 from privelet_gui.engine.strategies.marginals import MarginalsStrategy
 
 from .test_marginals import dense_operator, indicator

@@ -156,3 +156,47 @@ def test_seeded_releases_have_the_exact_expected_error(sampler):
     assert abs(np.mean(errors) - exact) < 4 * np.std(errors) / np.sqrt(len(errors)), (np.mean(errors), exact)
     # The sensitivity is the weights' sum: the grid's noise is the Laplace noise of that scale.
     assert calibration.variance == pytest.approx(2 * float(strategy.rho) ** 2, rel=1e-5)
+
+
+def test_a_spec_of_weighted_marginals_is_checked_and_releases_through_run():
+    from privelet_gui.engine import OrdinalAttribute, ReleaseSpec, Schema, expected_error
+    from privelet_gui.engine.accuracy.queries import QueryBatch
+    from privelet_gui.engine.accuracy.workloads import Workload, marginals
+
+    schema = Schema([OrdinalAttribute.integer_range(name, 1, size) for name, size in zip("pqr", SHAPE)])
+    chosen = ((("q", "p"), 2), (("r", "q"), 1), (("p",), 3), ((), 1))  # WEIGHTED, by attribute names
+    spec = ReleaseSpec(schema, 1.0, "marginals", neighbours="add-remove", marginals=chosen)
+    assert spec.marginals_strategy == WEIGHTED and spec.marginals[0] == (("p", "q"), 2)
+    assert spec.rho == 7 and spec.name == "Weighted marginals" and spec.effective_sa == ()
+    counts = np.random.default_rng(6).integers(0, 30, SHAPE)
+    # The spec's release is the strategy's, with the spec's calibration and the seed's key.
+    released = spec.run(counts, seed=4)
+    np.testing.assert_array_equal(
+        released.noisy, WEIGHTED.release(counts, spec.calibration(1), "exact", release_key(seed=4)))
+    assert released.mechanism == "marginals" and released.spec.marginals == spec.marginals
+    # Replace-one neighbours: twice the sensitivity, and the release is shifted to the exact total.
+    shifted = spec.replace(neighbours="replace").run(counts, seed=4)
+    assert shifted.total_shift is not None and shifted.noisy.sum() == pytest.approx(counts.sum())
+    assert spec.replace(neighbours="replace").calibration(1).nominal_scale == 2 * spec.calibration(1).nominal_scale
+    # Exact variances and expected errors are the strategy's.
+    lo, hi = all_boxes(SHAPE)
+    queries = QueryBatch(lo, hi, np.full(lo.shape, -1))
+    np.testing.assert_allclose(spec.variances(queries), spec.unit_variance * WEIGHTED.query_variances(lo, hi))
+    workload = marginals(schema, (1, 2), ["p", "q"])
+    exact = spec.unit_variance * WEIGHTED.query_variances(workload.queries().lo, workload.queries().hi).mean()
+    assert expected_error(spec, workload) == pytest.approx(exact)
+    assert expected_error(spec, Workload.of_queries(schema, queries)) == np.inf  # 3-way boxes are biased
+    # The worst box: infinite when a box is biased; with M measured, the largest over every box.
+    assert spec.worst_factor() == np.inf
+    full = spec.replace(marginals=((("p", "q", "r"), 1), (("p",), 2)))
+    assert full.worst_factor() == pytest.approx(FULL.query_variances(lo, hi).max())
+    with pytest.raises(PriveletError, match="mechanism 'marginals'"):
+        ReleaseSpec(schema, 1.0, marginals=chosen)
+    with pytest.raises(PriveletError, match="no S_A"):
+        ReleaseSpec(schema, 1.0, "marginals", sa=("p",), marginals=chosen)
+    with pytest.raises(SchemaError):
+        ReleaseSpec(schema, 1.0, "marginals", marginals=((("p", "x"), 1),))
+    with pytest.raises(SchemaError, match="positive integers"):
+        ReleaseSpec(schema, 1.0, "marginals", marginals=((("p",), 0),))
+    with pytest.raises(PriveletError, match="no per-axis plan"):
+        _ = spec.plan

@@ -1,12 +1,12 @@
-"""The marginals strategy chosen for a workload, and its exact expected error (docs/math.md,
-"Marginals" and "Choosing marginals").
+"""The marginals strategy chosen for a workload (docs/math.md, "Choosing marginals").
 
 A query's variance under a :class:`~privelet_gui.engine.strategies.marginals.MarginalsStrategy` is a
 sum over eigen-components T of ``c_T(q) / lambda_T``, ``c_T(q)`` a product of per-axis mean and
 contrast parts. Summed over a workload the error is ``(sum_S w_S)^2 sum_T c_T / lambda_T(w)``:
 :func:`optimised_marginals` minimises it over the weights of the marginals the workload needs
-(its queries' supports and every subset of them) by projected gradient descent, then rounds the
-weights to integers.
+(its queries' supports, every subset of them, and M itself) by projected gradient descent, then
+rounds the weights to integers. The expected error itself is
+:func:`~privelet_gui.engine.accuracy.workloads.marginals_expected_error`.
 """
 
 from __future__ import annotations
@@ -15,12 +15,10 @@ import math
 
 import numpy as np
 
-from ..errors import SchemaError
-from ..noise.calibration import Neighbours
-from ..strategies.marginals import MarginalsStrategy, box_components
-from .workloads import Objective, ProductPart, Workload, check_objective, unit_variance
+from ..strategies.marginals import MarginalsStrategy
+from .workloads import Workload, marginals_expected_error, workload_components
 
-__all__ = ["WEIGHT_SCALE", "marginals_expected_error", "optimised_marginals", "workload_components"]
+__all__ = ["WEIGHT_SCALE", "optimised_marginals"]
 
 #: The largest rounded weight: weights are learned as reals and rounded to integers over this,
 #: so a rounded weight is within 1/2 of 2^-12 of the largest from its learned share.
@@ -35,82 +33,6 @@ FULL_TABLE_AXES = 12
 #: What a subset the workload does not need by itself starts with, beside 1 for those it does:
 #: a weight at 0 has a zero gradient and would never grow.
 EXTRA_START = 0.1
-
-
-def workload_components(workload: Workload, *, average: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per row (a product part's mean, or a listed query), its weight and its per-axis mean and
-    contrast parts (:func:`~privelet_gui.engine.strategies.marginals.box_components`).
-
-    Parameters
-    ----------
-    workload : Workload
-        Box queries.
-    average : bool, default True, keyword-only
-        A product part as one row (its per-axis averages); False lists every query.
-
-    Returns
-    -------
-    tuple of numpy.ndarray
-        ``(weights (rows,), mean (rows, d), contrast (rows, d))``: each row stands for
-        ``weights[r]`` queries.
-    """
-    shape = workload.schema.shape
-    parts = workload.parts if average else (workload.queries(),)
-    weights, means, contrasts = [], [], []
-    for part in parts:
-        if isinstance(part, ProductPart):
-            # A product's mean of per-axis products is the product of per-axis means.
-            per_axis = [box_components(p.lo[:, None], p.hi[:, None], (shape[a],)) for a, p in enumerate(part.axes)]
-            weights.append(np.array([float(len(part))]))
-            means.append(np.array([[m.mean() for m, _ in per_axis]]))
-            contrasts.append(np.array([[c.mean() for _, c in per_axis]]))
-        else:
-            mean, contrast = box_components(part.lo, part.hi, shape)
-            weights.append(np.ones(len(part)))
-            means.append(mean)
-            contrasts.append(contrast)
-    return np.concatenate(weights), np.concatenate(means), np.concatenate(contrasts)
-
-
-def marginals_expected_error(
-    strategy: MarginalsStrategy, workload: Workload, *, epsilon: float, neighbours: Neighbours,
-    public_total: bool, objective: Objective = "mean",
-) -> float:
-    """The workload's exact expected square error under ``strategy`` (``inf`` when a query has a
-    part no measured marginal holds: its answer is biased).
-
-    Parameters
-    ----------
-    strategy : MarginalsStrategy
-        On the workload's shape.
-    workload : Workload
-        Box queries.
-    epsilon : float, keyword-only
-        The privacy budget.
-    neighbours : {"replace", "add-remove"}, keyword-only
-        The neighbouring notion.
-    public_total : bool, keyword-only
-        Whether the release is shifted to the public total.
-    objective : {"mean", "worst"}, default "mean", keyword-only
-        The average square error of the queries, or the largest.
-
-    Returns
-    -------
-    float
-        Squared counts: ``2 (s rho / epsilon)^2`` times the mean (or largest) ``q' (A'A)^+ q``.
-
-    Raises
-    ------
-    SchemaError
-        The workload's shape is not the strategy's.
-    """
-    if workload.schema.shape != strategy.shape:
-        raise SchemaError(f"the workload {workload.name!r} is on another shape than the marginals strategy")
-    average = check_objective(objective) == "mean"
-    weights, mean, contrast = workload_components(workload, average=average)
-    values = strategy.component_variances(mean, contrast, public_total=public_total)
-    scale = unit_variance(epsilon, neighbours) * float(strategy.rho) ** 2
-    return scale * (float(np.dot(weights, values) / weights.sum()) if average else float(values.max()))
 
 
 def _supports(contrast: np.ndarray) -> np.ndarray:

@@ -278,6 +278,34 @@ class MarginalsStrategy:
         """
         return self.component_variances(*box_components(lo, hi, self.shape), public_total=public_total)
 
+    def worst_box_variance(self) -> float:
+        """The largest ``q' (A'A)^+ q`` over every box of M (``inf`` when some box has a part no
+        measured subset holds). A box's figure depends on its length along each axis only, so the
+        figures of every combination of lengths are summed component by component (M's size).
+
+        Returns
+        -------
+        float
+            Per unit of noise variance on a weighted measurement.
+        """
+        d = len(self.shape)
+        varying = _mask_of([a for a in range(d) if self.shape[a] > 1])
+        if not self.estimable_supports(np.array([varying]))[0]:
+            return math.inf
+        lengths = [np.arange(1, n + 1, dtype=np.float64) for n in self.shape]
+        means = [k**2 / n for k, n in zip(lengths, self.shape)]
+        contrasts = [np.where(k == n, 0.0, k - m) for k, n, m in zip(lengths, self.shape, means)]
+        figures = np.zeros(self.shape)
+        for t, eigenvalue in self.eigenvalues.items():
+            if eigenvalue == 0.0:
+                continue
+            term = np.ones((1,) * d)
+            for a in range(d):
+                factor = contrasts[a] if t >> a & 1 else means[a]
+                term = term * factor.reshape(tuple(-1 if b == a else 1 for b in range(d)))
+            figures += term / eigenvalue
+        return float(figures.max())
+
     # -- the release ------------------------------------------------------------------------------
     def release(self, counts: np.ndarray, calibration: NoiseCalibration, sampler: Sampler, key: bytes) -> np.ndarray:
         """The least-squares matrix of the noisy weighted marginals of ``counts`` (before any shift
