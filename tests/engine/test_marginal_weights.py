@@ -129,3 +129,23 @@ def test_on_a_census_domain_the_learned_marginals_beat_basic_by_far():
     error = marginals_expected_error(strategy, workload, epsilon=1.0, neighbours="add-remove", public_total=False)
     basic = expected_error(ReleaseSpec(schema, 1.0, "basic", neighbours="add-remove"), workload)
     assert basic / error > 100
+
+
+def test_best_strategy_chooses_weighted_marginals_when_asked_and_they_win():
+    from privelet_gui.engine import best_strategy
+
+    spec = ReleaseSpec(LARGER, 1.0, neighbours="add-remove")
+    workload = marginals(LARGER, (1, 2))
+    per_axis = best_strategy(spec, workload)
+    choice = best_strategy(spec, workload, marginals=True)
+    assert per_axis.spec.label != "marginals" and choice.spec.label == "marginals"
+    learned = optimised_marginals(workload, public_total=False)
+    assert choice.spec.marginals_strategy == learned
+    assert choice.error == pytest.approx(expected_error(choice.spec, workload)) and choice.error < 0.5 * per_axis.error
+    assert choice.gain_over("Basic") > 2
+    counts = np.random.default_rng(7).integers(0, 5, LARGER.shape)
+    release = choice.spec.run(counts, seed=1)
+    assert release.mechanism == "marginals" and release.noisy.shape == LARGER.shape
+    # On 3 x 4 x 2 the marginals lose (they are Basic at best there): the per-axis choice stays.
+    small = best_strategy(ReleaseSpec(SCHEMA, 1.0), marginals(SCHEMA, (1, 2)), marginals=True)
+    assert small.spec.label != "marginals"
