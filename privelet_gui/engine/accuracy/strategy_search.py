@@ -320,14 +320,14 @@ def best_strategy(
     chosen_spec = spec_of(chosen)
     if marginals and all(isinstance(part, ProductPart) for part in workload.parts):
         steps.report(done / (count + 1), "learning weighted marginals")
-        learned = optimised_marginals(workload, public_total=public)
-        learned_error = marginals_expected_error(learned, workload, epsilon=spec.epsilon, neighbours=spec.neighbours,
-                                                 public_total=public, objective=objective)
-        if learned_error < error:
+        weighted = optimised_marginals(workload, public_total=public)
+        weighted_error = marginals_expected_error(weighted, workload, epsilon=spec.epsilon, neighbours=spec.neighbours,
+                                                  public_total=public, objective=objective)
+        if weighted_error < error:
             named = tuple((tuple(schema[a].name for a in subset), weight)
-                          for subset, weight in zip(learned.subsets, learned.weights))
+                          for subset, weight in zip(weighted.subsets, weighted.weights))
             chosen_spec = spec.replace(mechanism=MARGINALS, sa=(), strategies=(), marginals=named)
-            error = learned_error
+            error = weighted_error
     steps.report(1.0, "strategy chosen")
     alternatives = {key: (spec_of(choice), reference_errors[key]) for key, choice in references.items()}
     return StrategyChoice(chosen_spec, error, objective, workload.name, exhaustive, alternatives)
