@@ -200,3 +200,19 @@ def test_a_spec_of_weighted_marginals_is_checked_and_releases_through_run():
         ReleaseSpec(schema, 1.0, "marginals", marginals=((("p",), 0),))
     with pytest.raises(PriveletError, match="no per-axis plan"):
         _ = spec.plan
+
+
+def test_a_release_file_keeps_its_marginals(tmp_path):
+    from privelet_gui.engine import OrdinalAttribute, ReleaseSpec, Schema
+    from privelet_gui.io import load_release, save_release
+
+    schema = Schema([OrdinalAttribute.integer_range(name, 1, size) for name, size in zip("pqr", SHAPE)])
+    spec = ReleaseSpec(schema, 0.5, "marginals", marginals=((("p", "q"), 2), (("r",), 1)))
+    release = spec.run(np.ones(SHAPE), seed=2)
+    meta = save_release(release, tmp_path / "r.npz", seed=2)
+    # Boxes across p and r are answered with a bias: the file says the worst case is none.
+    assert meta["marginals"] == [[["p", "q"], 2], [["r"], 1]] and meta["exact_worst_case_variance"] is None
+    back = load_release(tmp_path / "r.npz")
+    assert back.mechanism == "marginals" and back.marginals == release.marginals
+    np.testing.assert_array_equal(back.noisy, release.noisy)
+    assert back.spec.marginals_strategy == spec.marginals_strategy and back.calibration == release.calibration
