@@ -945,6 +945,7 @@ def export_metadata(release: Release, *, counts: str = "noisy", standard_error: 
         "neighbours": release.neighbours,
         "sa": list(release.sa),
         "strategies": list(release.strategies),
+        "marginals": [[list(names), weight] for names, weight in release.marginals],
         "noise_scale": float(release.scale),
         "nominal_scale": float(release.nominal_scale),
         "rho": release.rho,

@@ -280,8 +280,9 @@ class MarginalsStrategy:
 
     def worst_box_variance(self) -> float:
         """The largest ``q' (A'A)^+ q`` over every box of M (``inf`` when some box has a part no
-        measured subset holds). A box's figure depends on its length along each axis only, so the
-        figures of every combination of lengths are summed component by component (M's size).
+        measured subset holds). A box's figure depends on its length along each axis only: the
+        figures of every combination of lengths are summed component by component, one length
+        along the first axis at a time (arrays of M's size over the first axis's).
 
         Returns
         -------
@@ -295,16 +296,20 @@ class MarginalsStrategy:
         lengths = [np.arange(1, n + 1, dtype=np.float64) for n in self.shape]
         means = [k**2 / n for k, n in zip(lengths, self.shape)]
         contrasts = [np.where(k == n, 0.0, k - m) for k, n, m in zip(lengths, self.shape, means)]
-        figures = np.zeros(self.shape)
-        for t, eigenvalue in self.eigenvalues.items():
-            if eigenvalue == 0.0:
-                continue
-            term = np.ones((1,) * d)
-            for a in range(d):
-                factor = contrasts[a] if t >> a & 1 else means[a]
-                term = term * factor.reshape(tuple(-1 if b == a else 1 for b in range(d)))
-            figures += term / eigenvalue
-        return float(figures.max())
+        rest = self.shape[1:]
+        worst = 0.0
+        for first in range(self.shape[0]):
+            figures = np.zeros(rest)
+            for t, eigenvalue in self.eigenvalues.items():
+                if eigenvalue == 0.0:
+                    continue
+                term = np.full((1,) * (d - 1), (contrasts[0] if t & 1 else means[0])[first] / eigenvalue)
+                for a in range(1, d):
+                    factor = contrasts[a] if t >> a & 1 else means[a]
+                    term = term * factor.reshape(tuple(-1 if b == a else 1 for b in range(1, d)))
+                figures += term
+            worst = max(worst, float(figures.max()))
+        return worst
 
     # -- the release ------------------------------------------------------------------------------
     def release(self, counts: np.ndarray, calibration: NoiseCalibration, sampler: Sampler, key: bytes) -> np.ndarray:
