@@ -12,7 +12,7 @@ from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, R
 from privelet_gui.engine.accuracy.marginal_weights import (
     WEIGHT_SCALE,
     _below,
-    _Objective,
+    _WeightedError,
     _supports,
     optimised_marginals,
 )
@@ -69,7 +69,7 @@ def test_the_gradient_is_the_objective_s():
     workload = marginals(SCHEMA, (1, 2))
     weights, mean, contrast = workload_components(workload)
     candidates = _below(set(_supports(contrast).tolist()))
-    objective = _Objective(SCHEMA.shape, candidates, weights, mean, contrast, public_total=False)
+    objective = _WeightedError(SCHEMA.shape, candidates, weights, mean, contrast, public_total=False)
     w = np.random.default_rng(1).uniform(0.5, 2.0, len(candidates))
     _, gradient = objective(w)
     for j in range(len(w)):

@@ -20,10 +20,10 @@ from .workloads import Workload, marginals_expected_error, workload_components
 
 __all__ = ["WEIGHT_SCALE", "optimised_marginals"]
 
-#: The largest rounded weight: weights are learned as reals and rounded to integers over this,
-#: so a rounded weight is within 1/2 of 2^-12 of the largest from its learned share.
+#: The largest rounded weight: weights are learned as reals, scaled so that the largest is this and
+#: rounded to integers (each then moves by at most 2^-13 of the largest).
 WEIGHT_SCALE = 1 << 12
-#: Steps of the projected gradient descent (the objective is smooth in the weights; a few hundred
+#: Steps of the projected gradient descent (the error is smooth in the weights; a few hundred
 #: steps settle the error to well under 1% on the census workloads).
 DESCENT_STEPS = 400
 #: Up to this many axes M itself (Basic's measurement) is a candidate too, so that the choice is
@@ -53,7 +53,7 @@ def _below(masks: set[int]) -> list[int]:
     return sorted(out)
 
 
-class _Objective:
+class _WeightedError:
     """``E(w) = (sum w)^2 sum_T c_T / lambda_T(w)``, ``lambda_T = sum_{S >= T} w_S^2 N_S`` (N_S the
     product of the sizes outside S), and its gradient, over a family of candidate subsets."""
 
@@ -62,7 +62,7 @@ class _Objective:
         d = len(shape)
         components = [t for t in candidates if not (t == 0 and public_total)]
         inside = np.array([[bool(t >> a & 1) for a in range(d)] for t in components])
-        # c_T: the workload's weight on each eigen-component.
+        # c_T: the workload's load on each eigen-component (those it does not load drop out).
         self.load = np.array([np.dot(weights, np.where(row, contrast, mean).prod(axis=1)) for row in inside])
         kept = self.load > 0
         self.load = self.load[kept]
@@ -81,18 +81,18 @@ class _Objective:
         return total**2 * spread, 2.0 * total * spread + total**2 * inner
 
 
-def _descend(objective: _Objective, start: np.ndarray) -> np.ndarray:
+def _descend(error: _WeightedError, start: np.ndarray) -> np.ndarray:
     """Projected gradient descent on ``w >= 0`` with Barzilai-Borwein steps and backtracking; the
-    objective is scale-free, so each iterate is scaled to sum 1."""
+    error is scale-free, so each iterate is scaled to sum 1."""
     w = start / start.sum()
-    value, gradient = objective(w)
+    value, gradient = error(w)
     step = 0.01 / max(float(np.abs(gradient).max()), 1e-300)
     for _ in range(DESCENT_STEPS):
         for _ in range(50):
             trial = np.maximum(w - step * gradient, 0.0)
             if trial.sum() > 0:
                 trial /= trial.sum()
-                trial_value, trial_gradient = objective(trial)
+                trial_value, trial_gradient = error(trial)
                 if trial_value <= value - 1e-4 * float(gradient @ (w - trial)):
                     break
             step /= 2
@@ -109,9 +109,10 @@ def _descend(objective: _Objective, start: np.ndarray) -> np.ndarray:
 
 def optimised_marginals(workload: Workload, *, public_total: bool) -> MarginalsStrategy:
     """The marginals strategy of least expected error on ``workload`` (docs/math.md, "Choosing
-    marginals"): every marginal the queries need and every marginal below one, and M itself (up to :data:`FULL_TABLE_AXES` axes), their weights learned and rounded to
-    integers (at most :data:`WEIGHT_SCALE`), those rounded to 0 dropped; or, if it is better, the
-    needed marginals weighted alike, or M alone (Basic).
+    marginals"): every marginal the queries need, every marginal below one and M itself (up to
+    :data:`FULL_TABLE_AXES` axes), their weights learned and rounded to integers (at most
+    :data:`WEIGHT_SCALE`), those rounded to 0 dropped; or, if it is better, the needed marginals
+    weighted alike, or M alone (Basic).
 
     The error of every weighting is ``2 (s / epsilon)^2`` times a function of the weights alone,
     so the choice depends neither on epsilon nor on the neighbouring notion.
@@ -135,13 +136,13 @@ def optimised_marginals(workload: Workload, *, public_total: bool) -> MarginalsS
     needed = set(_supports(contrast).tolist())
     full = (1 << d) - 1
     candidates = sorted({*_below(needed), full}) if d <= FULL_TABLE_AXES else _below(needed)
-    objective = _Objective(shape, candidates, weights, mean, contrast, public_total)
+    weighted_error = _WeightedError(shape, candidates, weights, mean, contrast, public_total)
     # Two starts: the needed marginals ahead (where marginal workloads end), and M ahead (where a
     # workload of fine marginals on small domains ends); a weight at 0 would never grow.
     starts = [[1.0 if s in needed else EXTRA_START for s in candidates]]
     if full in candidates and full not in needed:
         starts.append([1.0 if s == full else EXTRA_START for s in candidates])
-    found = [_rounded(shape, candidates, needed, _descend(objective, np.array(start))) for start in starts]
+    found = [_rounded(shape, candidates, needed, _descend(weighted_error, np.array(start))) for start in starts]
     plain = MarginalsStrategy(shape, tuple(tuple(a for a in range(d) if s >> a & 1) for s in sorted(needed)),
                               (1,) * len(needed))
     basic = MarginalsStrategy(shape, (tuple(range(d)),), (1,))
