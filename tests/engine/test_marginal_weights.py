@@ -12,8 +12,8 @@ from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, R
 from privelet_gui.engine.accuracy.marginal_weights import (
     WEIGHT_SCALE,
     _below,
-    _WeightedError,
     _supports,
+    _WeightedError,
     optimised_marginals,
 )
 from privelet_gui.engine.accuracy.workloads import Workload, marginals, marginals_expected_error, workload_components
