@@ -15,6 +15,10 @@ synthetic Brazil-shaped schema it prints, at epsilon 1 with replace-one neighbou
   would, on the Adult sample and the shared census tables: the release the app then proposes
   against recommended Privelet+ at full granularity, *measured on the true table* (seeded
   releases, bias included) on the workload's queries (benchmark only, never publish);
+- with ``--marginals``: the marginals strategy learned for marginal workloads (docs/math.md,
+  "Choosing marginals") against Basic and the best per-axis strategies, exact expected errors on
+  the sample's and the new tables' schemas, and on the Adult sample *measured on the true table*
+  over seeded releases (benchmark only, never publish);
 - with ``--default-sa``: whether a new table should start with the best S_A for the
   paper's workload instead of the recommended one. For the schemas a new table gets in
   the app (the sample and the shared tables, inferred; the sample's schema; the
@@ -46,6 +50,7 @@ from .engine import (
     Workload,
     advise,
     best_sa,
+    best_strategy,
     expected_error,
     marginals,
     paper_workload,
@@ -359,12 +364,75 @@ def _search_seconds() -> None:
           f" ({'exhaustive' if choice.exhaustive else 'greedy'}, 4,096 subsets)")
 
 
+def _marginals(shared: Path, epsilon: float) -> None:
+    from .engine.accuracy.marginal_weights import optimised_marginals
+    from .engine.accuracy.workloads import marginals_expected_error
+
+    print(f"\n== Marginal workloads: the learned marginals strategy (exact expected mean square error, epsilon "
+          f"{epsilon:g}, add/remove neighbours)")
+    print(f"{'schema':<42} {'workload':<24} {'Basic':>11} {'per-axis':>11} {'marginals':>11} {'vs Basic':>9} "
+          f"{'vs per-axis':>11} {'learn s':>7}")
+    for title, schema in _new_table_schemas(shared):
+        spec = ReleaseSpec(schema, epsilon, neighbours="add-remove")
+        for ways in ((1,), (2,), (1, 2), (3,)):
+            if ways[-1] > len(schema):
+                continue
+            workload = marginals(schema, ways)
+            started = time.perf_counter()
+            strategy = optimised_marginals(workload, public_total=False)
+            seconds = time.perf_counter() - started
+            error = marginals_expected_error(strategy, workload, epsilon=epsilon, neighbours="add-remove",
+                                             public_total=False)
+            per_axis = best_strategy(spec, workload)
+            basic = per_axis.alternatives["Basic"][1]
+            print(f"{title[:42]:<42} {workload.name[:24]:<24} {basic:11.4g} {per_axis.error:11.4g} {error:11.4g} "
+                  f"{basic / error:8.1f}x {per_axis.error / error:10.1f}x {seconds:7.2f}")
+    _measured_marginals(epsilon)
+
+
+def _measured_marginals(epsilon: float, releases: int = 20) -> None:
+    """Seeded releases of the Adult sample with the marginals learned for its 2-way marginals: the
+    measured mean square error of those marginals' cells against the exact figure."""
+    from .engine.accuracy.marginal_weights import optimised_marginals
+    from .engine.accuracy.workloads import marginals_expected_error
+    from .engine.noise.bits import release_key
+    from .engine.noise.calibration import calibrate
+    from .io import count_table, load_schema, sample_schema_path, sample_table_path
+
+    schema = load_schema(sample_schema_path())
+    matrix, _ = count_table(sample_table_path(), schema)
+    counts = matrix.astype(np.int64)
+    workload = marginals(schema, (2,))
+    strategy = optimised_marginals(workload, public_total=False)
+    exact = marginals_expected_error(strategy, workload, epsilon=epsilon, neighbours="add-remove", public_total=False)
+    calibration = calibrate(epsilon, strategy.rho, strategy.influence, neighbours="add-remove",
+                            rows=int(counts.sum()), measurement_bound=strategy.growth)
+    pairs = [(a, b) for a in range(len(schema)) for b in range(a + 1, len(schema))]
+
+    def marginal(m: np.ndarray, pair: tuple[int, int]) -> np.ndarray:
+        return m.sum(axis=tuple(i for i in range(len(schema)) if i not in pair))
+
+    truth = [marginal(counts, p) for p in pairs]
+    cells = sum(t.size for t in truth)
+    errors = []
+    for seed in range(releases):
+        released = strategy.release(counts, calibration, "exact", release_key(seed=seed))
+        errors.append(sum(float(((marginal(released, p) - t) ** 2).sum()) for p, t in zip(pairs, truth)) / cells)
+    spread = float(np.std(errors)) / np.sqrt(releases)
+    print(f"\nAdult sample, 2-way marginals, measured on the TRUE table ({releases} seeded releases; benchmark only, "
+          f"never publish): mean square error {np.mean(errors):.4g} +/- {spread:.2g} (one standard error), exact "
+          f"{exact:.4g} (the grid's noise is {calibration.variance / (2 * float(strategy.rho) ** 2 / epsilon**2):.7f} "
+          "of the nominal Laplace variance)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--no-measured", action="store_true", help="skip the part that counts and releases Adult")
     parser.add_argument("--accept", action="store_true",
                         help="only measure accepting every advisor suggestion (Adult sample and shared census tables)")
+    parser.add_argument("--marginals", action="store_true",
+                        help="only compare the learned marginals strategy with Basic and per-axis strategies")
     parser.add_argument("--default-sa", action="store_true",
                         help="only measure whether new tables should start with the best S_A for the paper's workload")
     parser.add_argument("--shared", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data",
@@ -375,6 +443,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.accept:
         _accept(args.shared, args.epsilon)
+        return 0
+    if args.marginals:
+        _marginals(args.shared, args.epsilon)
         return 0
     from .io import load_schema, sample_schema_path
 

@@ -47,6 +47,13 @@ MECHANISM_DESCRIPTIONS: dict[str, str] = {
         "levels are made consistent by least squares, which gives each query the smallest variance "
         "these measurements allow (Hay et al. 2010; Qardaji, Yang and Li 2013)."
     ),
+    "marginals": (
+        "Weighted marginals: the counts of chosen combinations of attributes (the marginals the expected "
+        "queries ask for, and some below them), each with a weight, get Laplace noise, and the frequency "
+        "matrix is rebuilt from them by least squares (McKenna et al. 2018). A query on a combination the "
+        "marginals hold gets the smallest variance they allow; one on a combination they do not hold is "
+        "answered from an even spread and carries a bias that depends on the data."
+    ),
 }
 
 #: Each axis strategy (the ``kind`` of :class:`~privelet_gui.engine.strategies.base.AxisStrategy`):

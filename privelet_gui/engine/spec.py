@@ -36,6 +36,7 @@ import math
 import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import cached_property
 from typing import Literal
 
@@ -68,9 +69,10 @@ from .noise.calibration import (
     multiplicity,
 )
 from .noise.samplers import CHUNK_BYTES
-from .pipeline import DEFAULT_SIZING, ReleasePipeline, Sizing, thread_count
+from .pipeline import DEFAULT_SIZING, ReleasePipeline, Sizing, checked_counts, thread_count
 from .postprocess import shift_to_total
 from .progress import CancelCallback, Progress, ProgressCallback
+from .strategies.marginals import MarginalsStrategy
 from .strategies.plan import StrategyPlan
 
 __all__ = [
@@ -87,7 +89,7 @@ __all__ = [
     "mechanism_name",
 ]
 
-Mechanism = Literal["privelet+", "privelet", "basic", "strategies"]
+Mechanism = Literal["privelet+", "privelet", "basic", "strategies", "marginals"]
 #: The default noise sampler: exact discrete Laplace in integer arithmetic
 #: (:mod:`privelet_gui.engine.noise.exact`); ``"standard"`` is the other.
 SAMPLER: Sampler = SAMPLERS[0]
@@ -103,9 +105,14 @@ MECHANISMS: tuple[Mechanism, ...] = ("privelet+", "privelet", "basic")
 #: transforms, the identity, or hierarchies measured with least squares (what
 #: :func:`~privelet_gui.engine.best_strategy` chooses).
 STRATEGIES: Mechanism = "strategies"
+#: Weighted marginals of M, reconstructed by least squares (docs/math.md, "Marginals"):
+#: ``ReleaseSpec(..., "marginals", marginals=((("age", "sex"), 3), (("race",), 1)))``, each marginal
+#: its attributes and its integer weight.
+MARGINALS: Mechanism = "marginals"
 #: How each mechanism is written for people.
 MECHANISM_NAMES: dict[str, str] = {
     "privelet+": "Privelet+", "privelet": "Privelet", "basic": "Basic", STRATEGIES: "Per-axis strategies",
+    MARGINALS: "Weighted marginals",
 }
 
 def mechanism_name(mechanism: str) -> str:
@@ -125,9 +132,11 @@ def mechanism_name(mechanism: str) -> str:
 
 
 def check_mechanism(mechanism: object) -> Mechanism:
-    """``mechanism`` if it is one of :data:`MECHANISMS` or :data:`STRATEGIES`; a PriveletError naming them otherwise."""
-    if mechanism not in (*MECHANISMS, STRATEGIES):
-        raise PriveletError(f"mechanism must be one of {', '.join(map(repr, (*MECHANISMS, STRATEGIES)))}, got {mechanism!r}")
+    """``mechanism`` if it is one of :data:`MECHANISMS`, :data:`STRATEGIES` or :data:`MARGINALS`; a
+    PriveletError naming them otherwise."""
+    if mechanism not in (*MECHANISMS, STRATEGIES, MARGINALS):
+        raise PriveletError(
+            f"mechanism must be one of {', '.join(map(repr, (*MECHANISMS, STRATEGIES, MARGINALS)))}, got {mechanism!r}")
     return mechanism
 
 
@@ -175,6 +184,10 @@ class ReleaseSpec:
     data: the total of M is then private even under replace-one-tuple neighbours, and the
     release is not shifted to it.
 
+    ``marginals`` (with the mechanism ``"marginals"``) measures weighted marginals instead of
+    per-axis strategies and answers by least squares: a query on a combination of attributes that
+    no measured marginal holds is answered with a bias, and its exact variance is infinite.
+
     ``sampler`` draws the noise: ``"exact"`` (the default; integer arithmetic only) or
     ``"standard"`` (floating-point inversion); both have the same distribution up to the
     standard one's rounding (about 1e-16).
@@ -199,6 +212,9 @@ class ReleaseSpec:
         See above.
     strategies : tuple of str, default (), keyword-only
         See above; one name per attribute.
+    marginals : tuple of (tuple of str, int), default (), keyword-only
+        For the mechanism ``"marginals"`` only: each measured marginal as its attribute names (kept
+        in axis order; none: the total) and its positive integer weight (docs/math.md, "Marginals").
 
     Raises
     ------
@@ -222,6 +238,7 @@ class ReleaseSpec:
     invalid: InvalidPolicy = field(default="error", kw_only=True)
     sampler: Sampler = field(default=SAMPLER, kw_only=True)
     strategies: tuple[str, ...] = field(default=(), kw_only=True)
+    marginals: tuple[tuple[tuple[str, ...], int], ...] = field(default=(), kw_only=True)
 
     def __post_init__(self) -> None:
         if not isinstance(self.schema, Schema):
@@ -240,7 +257,17 @@ class ReleaseSpec:
             )
         if self.mechanism == STRATEGIES and self.sa:
             raise PriveletError("with named strategies S_A is the attributes named 'identity'; leave sa empty")
-        _ = self.plan  # an unknown or unfitting strategy name is refused now
+        if (self.mechanism == MARGINALS) != bool(self.marginals):
+            raise PriveletError(
+                "give the weighted marginals (marginals=...) with the mechanism 'marginals', and only with it"
+            )
+        if self.mechanism == MARGINALS and self.sa:
+            raise PriveletError("a release of weighted marginals has no S_A; leave sa empty")
+        object.__setattr__(self, "marginals", tuple(
+            (tuple(self.schema[a].name for a in self.schema.axes(list(names))), weight)
+            for names, weight in self.marginals))
+        # An unknown or unfitting strategy name, or a bad marginal or weight, is refused now.
+        _ = self.marginals_strategy if self.mechanism == MARGINALS else self.plan
         if self.public_total not in (None, True, False):
             raise PriveletError(f"public_total is True, False or None (the default), got {self.public_total!r}")
         if self.invalid not in ("error", "drop"):
@@ -284,7 +311,9 @@ class ReleaseSpec:
     @cached_property
     def effective_sa(self) -> tuple[str, ...]:
         """S_A as the release uses it, in axis order: none for Privelet, all for Basic, the
-        attributes measured by ``identity`` for named strategies."""
+        attributes measured by ``identity`` for named strategies; none for weighted marginals."""
+        if self.mechanism == MARGINALS:
+            return ()
         if self.mechanism == STRATEGIES:
             return tuple(a.name for a, name in zip(self.schema, self.strategies) if name == "identity")
         if self.mechanism == "privelet":
@@ -298,6 +327,8 @@ class ReleaseSpec:
         """The mechanism the release really is: Privelet+ with S_A empty is Privelet, and
         with every attribute in S_A it is Basic; named strategies that are all the identity or the
         wavelets are one of those three."""
+        if self.mechanism == MARGINALS:
+            return MARGINALS
         if self.mechanism == STRATEGIES and not set(self.strategies) <= {"identity", "wavelet"}:
             return STRATEGIES
         if not self.effective_sa:
@@ -314,15 +345,34 @@ class ReleaseSpec:
     @cached_property
     def plan(self) -> StrategyPlan:
         """The per-axis strategies (the named ones, or the identity along S_A and the paper's
-        transform elsewhere)."""
+        transform elsewhere); a PriveletError for weighted marginals, which are not measured axis by
+        axis (:attr:`marginals_strategy`)."""
+        if self.mechanism == MARGINALS:
+            raise PriveletError("a release of weighted marginals is not measured axis by axis: it has no per-axis plan")
         if self.mechanism == STRATEGIES:
             return StrategyPlan.of_names(self.schema, self.strategies)
         return StrategyPlan.paper(self.schema, self.effective_sa)
 
+    @cached_property
+    def marginals_strategy(self) -> MarginalsStrategy:
+        """The weighted marginals of a ``"marginals"`` release, by axis (a PriveletError otherwise)."""
+        if self.mechanism != MARGINALS:
+            raise PriveletError(f"a {self.name} release measures no weighted marginals")
+        return MarginalsStrategy(self.schema.shape, tuple(self.schema.axes(list(names)) for names, _ in self.marginals),
+                                 tuple(weight for _, weight in self.marginals))
+
+    @property
+    def _sensitivity(self) -> tuple[Fraction, int, int]:
+        """rho, K and the growth of the strategy, whatever measures M."""
+        measured = self.marginals_strategy if self.mechanism == MARGINALS else self.plan
+        return measured.rho, measured.influence, measured.growth
+
     @property
     def axis_strategies(self) -> tuple[str, ...]:
         """Each attribute's strategy by name, whatever the mechanism (``identity`` or ``wavelet``
-        for the paper's)."""
+        for the paper's; none for weighted marginals)."""
+        if self.mechanism == MARGINALS:
+            return ()
         if self.mechanism == STRATEGIES:
             return self.strategies
         sa = set(self.effective_sa)
@@ -331,7 +381,7 @@ class ReleaseSpec:
     @property
     def rho(self) -> int | float:
         """The generalized sensitivity of the strategy (1 for Basic)."""
-        rho = self.plan.rho
+        rho = self._sensitivity[0]
         return int(rho) if rho.denominator == 1 else float(rho)
 
     @property
@@ -377,8 +427,8 @@ class ReleaseSpec:
             A table of ``rows`` rows too large for exact rounding (or over
             :data:`ADD_REMOVE_MAX_ROWS` under add/remove), or an epsilon too small for the grid.
         """
-        plan = self.plan
-        return calibrate(self.epsilon, plan.rho, plan.influence, neighbours=self.neighbours, rows=rows)
+        rho, influence, _ = self._sensitivity
+        return calibrate(self.epsilon, rho, influence, neighbours=self.neighbours, rows=rows)
 
     # -- errors, before any release (data-independent: they cost no privacy) -------------------
     @property
@@ -402,7 +452,7 @@ class ReleaseSpec:
         float
             A variance, in squared counts.
         """
-        if self.label == STRATEGIES:
+        if self.label in (STRATEGIES, MARGINALS):
             return self.worst_case_variance()
         return paper_bound(self.schema, self.epsilon, self.effective_sa, neighbours=self.neighbours)
 
@@ -466,6 +516,8 @@ class ReleaseSpec:
             float64, shape ``(len(queries),)``: variances divided by :attr:`unit_variance`.
         """
         public_total = self.uses_public_total and not raw
+        if self.mechanism == MARGINALS:  # infinite for a query the marginals answer with a bias
+            return self.marginals_strategy.query_variances(queries.lo, queries.hi, public_total=public_total)
         return strategy_factors(self.plan.strategies, queries, public_total=public_total)
 
     def worst_factor(self) -> float:
@@ -474,8 +526,12 @@ class ReleaseSpec:
         Returns
         -------
         float
-            ``prod_i max V_i`` over the spec's per-axis strategies (dimensionless).
+            ``prod_i max V_i`` over the spec's per-axis strategies (dimensionless); for weighted
+            marginals the largest ``q' (A'A)^+ q`` over every box, infinite when the marginals leave
+            a box's answer biased (they do not hold every attribute of more than one value).
         """
+        if self.mechanism == MARGINALS:
+            return self.marginals_strategy.worst_box_variance()
         return math.prod(worst_predicate_variance(a, s) for a, s in zip(self.schema, self.plan.strategies))
 
     def variance(self, query: RangeQuery, *, raw: bool = False) -> float:
@@ -534,6 +590,10 @@ class ReleaseSpec:
         PriveletError
             ``workers`` is not a positive integer.
         """
+        if self.mechanism == MARGINALS:
+            # The counts as integers and the output, the measurements and their noisy values, and
+            # the reconstruction's per-subset arrays (the components are each below one of those).
+            return 8 * (2 * self.schema.size + 3 * self.marginals_strategy.n_measurements) + CHUNK_BYTES
         pipeline = ReleasePipeline(self.plan, self.calibration(1), self.sampler, sizing)
         blocks = pipeline.blocks()
         threads = thread_count(self.schema.size, workers, sizing)
@@ -635,9 +695,12 @@ class ReleaseSpec:
         calibration = self.calibration(1)
         self.check_memory(workers)
         steps = Progress(progress, should_cancel)
-        pipeline = ReleasePipeline(self.plan, calibration, self.sampler, sizing)
         threads = thread_count(matrix.size, workers, sizing)
-        noisy, rows = pipeline.release(matrix, key, steps, threads, overwrite_input=overwrite_input)
+        if self.mechanism == MARGINALS:
+            noisy, rows = self._release_marginals(matrix, key, calibration, steps, overwrite_input)
+        else:
+            pipeline = ReleasePipeline(self.plan, calibration, self.sampler, sizing)
+            noisy, rows = pipeline.release(matrix, key, steps, threads, overwrite_input=overwrite_input)
         self.check_rows(rows)
         if self.calibration(rows) != calibration:
             raise InternalError("the noise calibration depends on the number of rows")
@@ -645,6 +708,21 @@ class ReleaseSpec:
         steps.report(1.0, "release done")
         return self.release_of(noisy, calibration, seeded=rng is not None or seed is not None, total_shift=shift,
                                seconds=time.perf_counter() - started)
+
+    def _release_marginals(self, matrix: np.ndarray, key: bytes, calibration: NoiseCalibration, steps: Progress,
+                           overwrite_input: bool) -> tuple[np.ndarray, int]:
+        """The least-squares release of weighted marginals (docs/math.md, "Marginals"), and the
+        number of rows counted."""
+        counts = np.empty(matrix.size, dtype=np.int64)
+        rows = checked_counts(matrix, counts)
+        self.check_rows(rows)  # before measuring: a weighted marginal cell reaches the growth times n
+        steps.report(0.0, "weighted marginals: measure, noise and least squares")
+        steps.check()
+        noisy = self.marginals_strategy.release(counts.reshape(matrix.shape), calibration, self.sampler, key)
+        if overwrite_input and matrix.flags.c_contiguous and matrix.flags.writeable:
+            matrix[...] = noisy
+            noisy = matrix
+        return noisy, rows
 
     def check_rows(self, rows: int) -> None:
         """Refuse a table whose counts the exact integer arithmetic cannot hold (said without the
@@ -661,7 +739,7 @@ class ReleaseSpec:
             Too many rows for exact rounding with these strategies.
         """
         calibration = self.calibration(1)
-        if rows * self.plan.growth << max(-calibration.grid_exponent, 0) >= UNITS_LIMIT:
+        if rows * self._sensitivity[2] << max(-calibration.grid_exponent, 0) >= UNITS_LIMIT:
             raise PriveletError(
                 "the table has too many rows for exact rounding with these hierarchies; "
                 "split the table or use hierarchies with smaller fan-outs"
@@ -710,6 +788,7 @@ class ReleaseSpec:
             total_shift=total_shift,
             sampler=self.sampler,
             strategies=self.strategies if self.label == STRATEGIES else (),
+            marginals=self.marginals,
             seconds=seconds,
         )
 
@@ -756,6 +835,8 @@ class Release:
         See above.
     strategies : tuple of str, default ()
         Each axis's strategy name for the mechanism ``"strategies"``; empty for the paper's.
+    marginals : tuple of (tuple of str, int), default ()
+        The weighted marginals of the mechanism ``"marginals"``; empty for the others.
     seconds : float, default 0.0
         Wall-clock time the release took (not compared by ``==``).
     """
@@ -773,6 +854,7 @@ class Release:
     sampler: str = SAMPLER
     total_shift: float | None = None
     strategies: tuple[str, ...] = ()
+    marginals: tuple[tuple[tuple[str, ...], int], ...] = ()
     seconds: float = field(default=0.0, compare=False)
 
     @cached_property
@@ -780,12 +862,13 @@ class Release:
         """The specification this release follows (a schema of plain axes when it has none)."""
         schema = self.schema if self.schema is not None else axes_schema(self.noisy.shape)
         sa = self.sa if self.schema is not None else schema.names
-        if self.mechanism == STRATEGIES:
-            sa = ()  # named by the strategies
+        if self.mechanism in (STRATEGIES, MARGINALS):
+            sa = ()  # named by the strategies, or none
         sampler = "standard" if self.sampler == _LEGACY_SAMPLER else self.sampler
         return ReleaseSpec(
             schema, self.epsilon, self.mechanism, sa, self.neighbours,
             public_total=self.public_total, sampler=sampler, strategies=self.strategies,  # type: ignore[arg-type]
+            marginals=self.marginals,
         )
 
     @property

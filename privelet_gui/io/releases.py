@@ -78,7 +78,7 @@ from ..engine import (
 )
 from ..engine.postprocess import post_processed_counts
 from ..engine.progress import CancelCallback, Progress, ProgressCallback
-from ..engine.spec import MECHANISMS, STRATEGIES, ReleaseSpec, axes_schema, mechanism_name
+from ..engine.spec import MARGINALS, MECHANISMS, STRATEGIES, ReleaseSpec, axes_schema, mechanism_name
 from ._json import is_finite_number, loads, shown
 from .atomic import atomic_files, atomic_write, check_writable
 from .errors import ReleaseFileError, UnverifiedReleaseWarning
@@ -147,6 +147,7 @@ def release_metadata(
         "epsilon": float(release.epsilon),
         "sa": list(release.sa),
         "strategies": list(release.strategies),
+        "marginals": [[list(names), weight] for names, weight in release.marginals],
         "neighbours": release.neighbours,
         "rho": release.rho,
         "scale": float(release.scale),
@@ -163,8 +164,9 @@ def release_metadata(
             "units": int(cal.units),
         },
         "coefficient_variance": float(release.coefficient_variance),
-        "paper_bound": float(bound),
-        "exact_worst_case_variance": float(release.worst_case_variance),
+        # Weighted marginals answer some boxes with a bias: their worst case is then none (null).
+        "paper_bound": _finite_or_none(bound),
+        "exact_worst_case_variance": _finite_or_none(release.worst_case_variance),
         "shape": list(release.noisy.shape),
         "schema": None if schema is None else schema_to_json(schema),
         "seeded": bool(release.seeded),
@@ -173,6 +175,10 @@ def release_metadata(
         "post_processing": _post_processing(release),
         "extra": dict(metadata or {}),
     }
+
+
+def _finite_or_none(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
 
 
 def _post_processing(release: Release) -> dict[str, Any]:
@@ -449,6 +455,17 @@ def _text_list(meta: Mapping[str, Any], key: str, p: Path) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _marginals_list(meta: Mapping[str, Any], p: Path) -> tuple[tuple[tuple[str, ...], int], ...]:
+    value = meta.get("marginals")
+    if not isinstance(value, list) or not all(
+        isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], list)
+        and all(isinstance(name, str) for name in entry[0])
+        and isinstance(entry[1], int) and not isinstance(entry[1], bool) for entry in value
+    ):
+        raise _invalid(p, f'"marginals" must be a list of [attribute names, integer weight], got {shown(value)}')
+    return tuple((tuple(names), weight) for names, weight in value)
+
+
 def _release_fields(meta: Mapping[str, Any], p: Path, warn: ReleaseWarning) -> dict[str, Any]:
     """The fields of a :class:`Release` from checked metadata (and ``shape``: the matrix's).
 
@@ -460,8 +477,9 @@ def _release_fields(meta: Mapping[str, Any], p: Path, warn: ReleaseWarning) -> d
     (and said to ``warn``): a release whose seeded flag and bit source disagree (:func:`_seeded`).
     """
     mechanism = meta.get("mechanism")
-    if mechanism not in (*MECHANISMS, STRATEGIES):
-        raise _invalid(p, f'"mechanism" must be one of {", ".join((*MECHANISMS, STRATEGIES))}, got {shown(mechanism)}')
+    if mechanism not in (*MECHANISMS, STRATEGIES, MARGINALS):
+        raise _invalid(p, f'"mechanism" must be one of {", ".join((*MECHANISMS, STRATEGIES, MARGINALS))}, '
+                          f"got {shown(mechanism)}")
     neighbours = meta.get("neighbours")
     if neighbours not in NEIGHBOURS:
         raise _invalid(p, f'"neighbours" must be one of {", ".join(NEIGHBOURS)}, got {shown(neighbours)}')
@@ -473,6 +491,7 @@ def _release_fields(meta: Mapping[str, Any], p: Path, warn: ReleaseWarning) -> d
     scale = _number(meta, "scale", p)
     sa = _text_list(meta, "sa", p)
     strategies = _text_list(meta, "strategies", p) if "strategies" in meta else ()
+    marginals = _marginals_list(meta, p) if "marginals" in meta else ()
     for key in ("seeded",):
         if not isinstance(meta.get(key), bool):
             raise _invalid(p, f'"{key}" must be true or false, got {shown(meta.get(key))}')
@@ -480,7 +499,7 @@ def _release_fields(meta: Mapping[str, Any], p: Path, warn: ReleaseWarning) -> d
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0 or not meta["seeded"]):
         raise _invalid(p, f'"seed" must be empty, or for a seeded release a non-negative integer, got {shown(seed)}')
     for key in ("coefficient_variance", "paper_bound", "exact_worst_case_variance", "nominal_scale"):
-        if key in meta:
+        if key in meta and not (key in ("paper_bound", "exact_worst_case_variance") and meta[key] is None):
             _number(meta, key, p, positive=False)
     shape_value = meta.get("shape")
     if not (isinstance(shape_value, list) and shape_value and all(
@@ -515,7 +534,8 @@ def _release_fields(meta: Mapping[str, Any], p: Path, warn: ReleaseWarning) -> d
     try:
         # The spec checks S_A against the schema (a release without one is Basic over plain axes).
         spec = ReleaseSpec(schema if schema is not None else axes_schema(shape), epsilon, mechanism,
-                           () if mechanism == STRATEGIES else sa, neighbours, strategies=strategies)
+                           () if mechanism in (STRATEGIES, MARGINALS) else sa, neighbours, strategies=strategies,
+                           marginals=marginals)
     except PriveletError as exc:
         raise _invalid(p, str(exc)) from None
     if spec.label != mechanism or spec.effective_sa != sa or (mechanism != STRATEGIES and spec.sa != sa):
@@ -526,6 +546,7 @@ def _release_fields(meta: Mapping[str, Any], p: Path, warn: ReleaseWarning) -> d
         "epsilon": epsilon,
         "sa": sa,
         "strategies": strategies,
+        "marginals": spec.marginals,
         "rho": cal["rho"],
         "scale": scale,
         "mechanism": mechanism,
@@ -924,6 +945,7 @@ def export_metadata(release: Release, *, counts: str = "noisy", standard_error: 
         "neighbours": release.neighbours,
         "sa": list(release.sa),
         "strategies": list(release.strategies),
+        "marginals": [[list(names), weight] for names, weight in release.marginals],
         "noise_scale": float(release.scale),
         "nominal_scale": float(release.nominal_scale),
         "rho": release.rho,

@@ -186,9 +186,10 @@ def _candidates(spec: ReleaseSpec, workload: Workload, steps: Progress) -> list[
     """The released mechanism first, then Basic, Privelet and Privelet+ (the recommended S_A) on the same workload."""
     specs = [(f"{spec.name} (released)", spec, True)]
     recommended = resolve_sa("recommended", spec)
-    for label, other in (("Basic", spec.replace(mechanism="basic", sa=(), strategies=())),
-                         ("Privelet", spec.replace(mechanism="privelet", sa=(), strategies=())),
-                         ("Privelet+ (recommended S_A)", spec.replace(mechanism="privelet+", sa=recommended, strategies=()))):
+    paper = {"strategies": (), "marginals": ()}
+    for label, other in (("Basic", spec.replace(mechanism="basic", sa=(), **paper)),
+                         ("Privelet", spec.replace(mechanism="privelet", sa=(), **paper)),
+                         ("Privelet+ (recommended S_A)", spec.replace(mechanism="privelet+", sa=recommended, **paper))):
         if all((other.label, other.effective_sa) != (s.label, s.effective_sa) for _, s, _ in specs):
             specs.append((label, other, False))
     listed = workload.queries() if len(workload) <= LISTED_QUERIES else None
@@ -373,10 +374,16 @@ def _why_text(spec: ReleaseSpec, choices: ReleaseChoices | None, workload: Workl
 
 def _mechanism_section(spec: ReleaseSpec, choices: ReleaseChoices | None, workload: Workload,
                        candidates: Sequence[_Candidate]) -> str:
-    axes = "".join(
-        f"<tr><td>{_e(a.name)}</td><td>{_e(describe_axis_strategy(s.kind, name))}</td></tr>"
-        for a, s, name in zip(spec.schema, spec.plan.strategies, spec.axis_strategies)
-    )
+    if spec.label == "marginals":  # not measured axis by axis: the marginals and their weights
+        head = '<th>Marginal (attributes counted together)</th><th class="num">Weight</th>'
+        measured = "".join(f'<tr><td>{_e(", ".join(names) or "the total")}</td><td class="num">{weight}</td></tr>'
+                           for names, weight in spec.marginals)
+    else:
+        head = "<th>Attribute</th><th>How its axis is measured</th>"
+        measured = "".join(
+            f"<tr><td>{_e(a.name)}</td><td>{_e(describe_axis_strategy(s.kind, name))}</td></tr>"
+            for a, s, name in zip(spec.schema, spec.plan.strategies, spec.axis_strategies)
+        )
     rows = "".join(
         f"<tr{_RELEASED if c.released else ''}><td>{_e(c.label)}</td><td>{_e(_sa_text(c.spec))}</td>"
         f'<td class="num">±{_n(c.typical)}</td><td class="num">±{_n(c.worst)}</td>'
@@ -385,7 +392,7 @@ def _mechanism_section(spec: ReleaseSpec, choices: ReleaseChoices | None, worklo
     )
     return f"""<section><h2>3. The mechanism and why</h2>
 <p><strong>{_e(spec.name)}.</strong> {_e(describe_mechanism(spec.label))}</p>
-<table><thead><tr><th>Attribute</th><th>How its axis is measured</th></tr></thead><tbody>{axes}</tbody></table>
+<table><thead><tr>{head}</tr></thead><tbody>{measured}</tbody></table>
 <p><strong>Why:</strong> {_e(_why_text(spec, choices, workload))}</p>
 <p>The alternatives on the same workload ({_e(workload.name)}), at the same epsilon and neighbours. Each figure is
 the +/- within which a query's noise stays in 95% of releases, worked out exactly from the domains alone

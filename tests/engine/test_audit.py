@@ -34,6 +34,7 @@ from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, R
 
 from .stats import clopper_pearson
 from .strategies import measurement_matrix
+from .test_marginals import dense_operator
 
 COPIES = int(os.environ.get("PRIVELET_AUDIT_COPIES", "50000"))
 EPSILON = 1.0
@@ -97,10 +98,15 @@ def audit(
     sampler: str = "exact",
     seed: int = 2026,
     strategies: tuple[str, ...] = (),
+    marginals: tuple[tuple[tuple[str, ...], int], ...] = (),
 ) -> AuditResult:
-    single = ReleaseSpec(schema, EPSILON, mechanism, sa, neighbours, sampler=sampler, strategies=strategies)  # type: ignore[arg-type]
+    single = ReleaseSpec(schema, EPSILON, mechanism, sa, neighbours, sampler=sampler,  # type: ignore[arg-type]
+                         strategies=strategies, marginals=marginals)
     stacked = Schema([OrdinalAttribute.integer_range("copy", 0, 2 * copies - 1), *schema])
-    if mechanism == "strategies":
+    if mechanism == "marginals":  # every marginal per copy: independent releases of the copies
+        spec = ReleaseSpec(stacked, EPSILON, "marginals", (), neighbours, sampler=sampler,  # type: ignore[arg-type]
+                           marginals=tuple((("copy", *names), weight) for names, weight in marginals))
+    elif mechanism == "strategies":
         spec = ReleaseSpec(stacked, EPSILON, "strategies", (), neighbours, sampler=sampler,  # type: ignore[arg-type]
                            strategies=("identity", *strategies))
     elif mechanism == "basic":
@@ -116,7 +122,7 @@ def audit(
     # the likelihood-ratio statistic of the recovered weighted measurements (the strategy's map
     # applied to the noisy matrix)
     lam = single.nominal_scale
-    measure = measurement_matrix(single.plan)
+    measure = dense_operator(single.marginals_strategy) if mechanism == "marginals" else measurement_matrix(single.plan)
     y_first, y_second = measure @ first.reshape(-1), measure @ second.reshape(-1)
     y = cells @ measure.T
     ratio = (np.abs(y - y_second) - np.abs(y - y_first)).sum(axis=1) / lam
@@ -229,3 +235,18 @@ def test_the_strategies_beyond_the_paper_pass_the_audit_and_fail_it_with_halved_
     assert broken.largest > right.largest + 0.2, (right.bounds, broken.bounds)
     if name == "stacked identity":
         assert broken.largest > EPSILON, broken.bounds
+
+
+@pytest.mark.parametrize("neighbours", ["replace", "add-remove"])
+def test_weighted_marginals_pass_the_audit_and_fail_it_with_halved_noise(neighbours, monkeypatch):
+    """Weighted marginals with least squares (docs/math.md, "Marginals"): as for the strategies
+    above, the release keeps less than the noisy marginals (the total is in both), so the audit must
+    never flag it and must see clearly more loss with half the noise. Their sensitivity is checked
+    exactly against the dense operator (tests/engine/test_marginals.py)."""
+    chosen = ((("age",), 2), (("job",), 1), (("age", "job"), 1))
+    other = neighbour(GRID, neighbours, (0, 0), (3, 2))
+    right = audit(AGES_BY_JOB, "marginals", (), GRID, other, neighbours, marginals=chosen)
+    assert right.largest <= EPSILON, right.bounds
+    halve_the_noise(monkeypatch)
+    broken = audit(AGES_BY_JOB, "marginals", (), GRID, other, neighbours, marginals=chosen)
+    assert broken.largest > right.largest + 0.2, (right.bounds, broken.bounds)

@@ -222,7 +222,7 @@ def test_a_release_file_with_an_earlier_s_a_rule_name_still_loads_and_reports(pl
 
 
 def test_every_mechanism_and_axis_strategy_has_words():
-    assert set(MECHANISM_DESCRIPTIONS) == {"privelet+", "privelet", "basic", "strategies"}
+    assert set(MECHANISM_DESCRIPTIONS) == {"privelet+", "privelet", "basic", "strategies", "marginals"}
     assert set(AXIS_STRATEGY_DESCRIPTIONS) >= {"identity", "haar", "nominal", "tree"}
     assert describe_axis_strategy("tree", "tree-8/0,1,1").endswith("(groups of 8 at each level, levels weighted 0, 1, 1 from the top)")
     # one not described yet is still named, so a new strategy never breaks a report
@@ -237,3 +237,18 @@ def test_the_evaluation_report_is_marked_confidential():
     assert html.escape(CONFIDENTIAL_TEXT, quote=True) in text
     assert 'class="banner confidential"' in text and "position: fixed" in text  # on every printed page
     assert "<title>CONFIDENTIAL" in text and "<svg" in text
+
+
+def test_a_report_of_weighted_marginals_lists_them_and_no_true_count(planted, tmp_path):
+    from privelet_gui.engine import ReleaseSpec
+    from privelet_gui.io import count_table, save_release
+
+    table, _, schema = planted
+    matrix, _ = count_table(table, schema)
+    spec = ReleaseSpec(schema, 0.5, "marginals", marginals=((("age", "sex"), 3), (("place",), 1)))
+    save_release(spec.run(matrix, seed=1), tmp_path / "m.npz", seed=1)
+    text = release_report(tmp_path / "m.npz", name="Clinic visits 2024")
+    plain = words(text)
+    assert "Weighted marginals" in plain and "age, sex 3" in plain and "place 1" in plain
+    assert describe_mechanism("marginals") in plain
+    assert_no_true_count(text)

@@ -8,6 +8,9 @@ axes, so the expected error of any combination comes from per-axis tables
 the search tries every combination when there are few, and otherwise improves one axis at a
 time from the best of the paper's mechanisms and best S_A until no axis change helps. The
 paper's mechanisms are in the search space, so the choice is never worse than any of them.
+Asked to, it also learns weighted marginals for a workload of marginals (not a Kronecker product
+of axis strategies: :mod:`~privelet_gui.engine.accuracy.marginal_weights`) and takes them when
+their exact error is lower.
 """
 
 from __future__ import annotations
@@ -22,19 +25,22 @@ import numpy as np
 from ..errors import SchemaError
 from ..model.schema import Attribute, NominalAttribute
 from ..progress import CancelCallback, Progress, ProgressCallback
-from ..spec import STRATEGIES, ReleaseSpec
+from ..spec import MARGINALS, STRATEGIES, ReleaseSpec
 from ..strategies.plan import axis_strategy
 from ..strategies.stacked import StackedIdentity
 from .advisor import best_sa
 from .bounds import recommend_sa
+from .marginal_weights import optimised_marginals
 from .workloads import (
     AxisTable,
     Objective,
+    ProductPart,
     Workload,
     axis_gram,
     axis_table,
     check_objective,
     combine_tables,
+    marginals_expected_error,
     row_weights,
     unit_variance,
 )
@@ -111,7 +117,8 @@ class StrategyChoice:
     Attributes
     ----------
     spec : ReleaseSpec
-        The chosen strategies, as a spec of the mechanism ``"strategies"``.
+        The chosen strategies, as a spec of the mechanism ``"strategies"`` (or ``"marginals"``: see
+        :func:`best_strategy`).
     error : float
         See above (squared counts).
     objective : {"mean", "worst"}
@@ -181,6 +188,7 @@ def best_strategy(
     objective: Objective = "mean",
     should_cancel: CancelCallback | None = None,
     progress: ProgressCallback | None = None,
+    marginals: bool = False,
 ) -> StrategyChoice:
     """The per-axis strategies minimising ``workload``'s exact expected error under ``spec``'s
     epsilon, neighbours, public total and sampler (its mechanism, S_A and strategies are
@@ -198,6 +206,10 @@ def best_strategy(
         Polled between steps.
     progress : callable ``(fraction, stage)``, optional, keyword-only
         Progress while the per-axis tables are computed.
+    marginals : bool, default False, keyword-only
+        Also learn weighted marginals for a workload of product parts (marginals;
+        docs/math.md, "Choosing marginals") and choose them when their error is lower: the
+        spec's mechanism is then ``"marginals"``.
 
     Returns
     -------
@@ -257,7 +269,7 @@ def best_strategy(
 
     def spec_of(choice: list[int]) -> ReleaseSpec:
         names = tuple(candidates[a][c] for a, c in enumerate(choice))
-        return spec.replace(mechanism=STRATEGIES, sa=(), strategies=names)
+        return spec.replace(mechanism=STRATEGIES, sa=(), strategies=names, marginals=())
 
     def paper(sa: tuple[str, ...]) -> list[int]:
         """The candidates of Privelet+ with ``sa`` (an axis of one value has the identity only)."""
@@ -305,6 +317,17 @@ def best_strategy(
     for key, choice in references.items():
         if reference_errors[key] < error:
             chosen, error = list(choice), reference_errors[key]
+    chosen_spec = spec_of(chosen)
+    if marginals and all(isinstance(part, ProductPart) for part in workload.parts):
+        steps.report(done / (count + 1), "learning weighted marginals")
+        weighted = optimised_marginals(workload, public_total=public)
+        weighted_error = marginals_expected_error(weighted, workload, epsilon=spec.epsilon, neighbours=spec.neighbours,
+                                                  public_total=public, objective=objective)
+        if weighted_error < error:
+            named = tuple((tuple(schema[a].name for a in subset), weight)
+                          for subset, weight in zip(weighted.subsets, weighted.weights))
+            chosen_spec = spec.replace(mechanism=MARGINALS, sa=(), strategies=(), marginals=named)
+            error = weighted_error
     steps.report(1.0, "strategy chosen")
     alternatives = {key: (spec_of(choice), reference_errors[key]) for key, choice in references.items()}
-    return StrategyChoice(spec_of(chosen), error, objective, workload.name, exhaustive, alternatives)
+    return StrategyChoice(chosen_spec, error, objective, workload.name, exhaustive, alternatives)

@@ -37,6 +37,7 @@ from ..errors import PriveletError, SchemaError
 from ..model.schema import Attribute, NominalAttribute, Schema
 from ..noise.calibration import Neighbours, check_epsilon, multiplicity
 from ..strategies.base import AxisStrategy
+from ..strategies.marginals import MarginalsStrategy, box_components
 from ..strategies.stacked import IntervalGram
 from .bounds import VarianceModel, variance_model
 from .queries import QueryBatch, random_workload
@@ -57,9 +58,11 @@ __all__ = [
     "expected_error",
     "level_nodes",
     "marginals",
+    "marginals_expected_error",
     "paper_workload",
     "row_weights",
     "sa_mask",
+    "workload_components",
     "workload_factors",
     "workload_variances",
 ]
@@ -632,6 +635,82 @@ def combine_tables(tables: Sequence[AxisTable], public_total: bool) -> np.ndarra
     return combine_products(own, covariance, total, True)
 
 
+def workload_components(workload: Workload, *, average: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row (a product part's mean, or a listed query), its weight and its per-axis mean and
+    contrast parts (:func:`~privelet_gui.engine.strategies.marginals.box_components`).
+
+    Parameters
+    ----------
+    workload : Workload
+        Box queries.
+    average : bool, default True, keyword-only
+        A product part as one row (its per-axis averages); False lists every query.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(weights (rows,), mean (rows, d), contrast (rows, d))``: each row stands for
+        ``weights[r]`` queries.
+    """
+    shape = workload.schema.shape
+    parts = workload.parts if average else (workload.queries(),)
+    weights, means, contrasts = [], [], []
+    for part in parts:
+        if isinstance(part, ProductPart):
+            # A product's mean of per-axis products is the product of per-axis means.
+            per_axis = [box_components(p.lo[:, None], p.hi[:, None], (shape[a],)) for a, p in enumerate(part.axes)]
+            weights.append(np.array([float(len(part))]))
+            means.append(np.array([[m.mean() for m, _ in per_axis]]))
+            contrasts.append(np.array([[c.mean() for _, c in per_axis]]))
+        else:
+            mean, contrast = box_components(part.lo, part.hi, shape)
+            weights.append(np.ones(len(part)))
+            means.append(mean)
+            contrasts.append(contrast)
+    return np.concatenate(weights), np.concatenate(means), np.concatenate(contrasts)
+
+
+def marginals_expected_error(
+    strategy: MarginalsStrategy, workload: Workload, *, epsilon: float, neighbours: Neighbours,
+    public_total: bool, objective: Objective = "mean",
+) -> float:
+    """The workload's exact expected square error under ``strategy`` (``inf`` when a query has a
+    part no measured marginal holds: its answer is biased).
+
+    Parameters
+    ----------
+    strategy : MarginalsStrategy
+        On the workload's shape.
+    workload : Workload
+        Box queries.
+    epsilon : float, keyword-only
+        The privacy budget.
+    neighbours : {"replace", "add-remove"}, keyword-only
+        The neighbouring notion.
+    public_total : bool, keyword-only
+        Whether the release is shifted to the public total.
+    objective : {"mean", "worst"}, default "mean", keyword-only
+        The average square error of the queries, or the largest.
+
+    Returns
+    -------
+    float
+        Squared counts: ``2 (s rho / epsilon)^2`` times the mean (or largest) ``q' (A'A)^+ q``.
+
+    Raises
+    ------
+    SchemaError
+        The workload's shape is not the strategy's.
+    """
+    if workload.schema.shape != strategy.shape:
+        raise SchemaError(f"the workload {workload.name!r} is on another shape than the marginals strategy")
+    average = check_objective(objective) == "mean"
+    weights, mean, contrast = workload_components(workload, average=average)
+    values = strategy.component_variances(mean, contrast, public_total=public_total)
+    scale = unit_variance(epsilon, neighbours) * float(strategy.rho) ** 2
+    return scale * (float(np.dot(weights, values) / weights.sum()) if average else float(values.max()))
+
+
 def expected_error(spec: ReleaseSpec, workload: Workload, *, objective: Objective = "mean") -> float:
     """The workload's expected square error under ``spec``: the average over its queries
     (``"mean"``) or its worst query (``"worst"``), exact and data-independent.
@@ -670,6 +749,10 @@ def expected_error(spec: ReleaseSpec, workload: Workload, *, objective: Objectiv
     if workload.schema != spec.schema:
         raise SchemaError(f"the workload {workload.name!r} is on another schema than the release")
     objective = check_objective(objective)
+    if spec.label == "marginals":
+        return marginals_expected_error(spec.marginals_strategy, workload, epsilon=spec.epsilon,
+                                        neighbours=spec.neighbours, public_total=spec.uses_public_total,
+                                        objective=objective)
     average = objective == "mean"
     tables = [axis_table(workload, axis, strategy, average=average) for axis, strategy in enumerate(spec.plan.strategies)]
     values = combine_tables(tables, spec.uses_public_total)
