@@ -41,6 +41,7 @@ from ..engine import (
     Progress,
     Release,
     ReleaseSpec,
+    SaRule,
     StrategyChoice,
     Workload,
     available_memory,
@@ -87,9 +88,12 @@ CancelFunction = Callable[[], bool]
 class ReleaseJob:
     """Everything a release needs; frozen so the worker sees a consistent snapshot.
 
-    The release itself is :attr:`spec`, already validated by the caller. When its strategies
-    were chosen as the best for a workload, :attr:`strategy_choice` is that choice and
-    :attr:`workload` the workload as ``--workload`` descriptions: the release file records both.
+    The release itself is :attr:`spec`, already validated by the caller. :attr:`sa_rule` is how
+    S_A was chosen, as its file records it (:func:`~privelet_gui.io.choices.recorded_sa_rule`:
+    None when the best strategy chose every strategy, and :attr:`strategy_choice` is that
+    choice). When S_A or the strategies were chosen for a workload, :attr:`workload` is that
+    workload as ``--workload`` descriptions and :attr:`objective` what the choice minimised:
+    the release file records them too.
     """
 
     table_path: Path
@@ -98,17 +102,16 @@ class ReleaseJob:
     measure_error: bool = True  # measure the release's error on the true data (custodian only)
     strategy_choice: StrategyChoice | None = None
     error_workload: Workload | None = None  # the custodian's queries the error is measured on (None: the paper's)
+    sa_rule: SaRule | None = "given"
     workload: tuple[str, ...] = ()
+    objective: str = "mean"
     dataset: str | None = None  # the dataset the ledger counts this table's releases under
 
     def choices(self) -> ReleaseChoices:
         """What a script needs to make this release again (recorded in its file)."""
-        chosen = self.strategy_choice
         return ReleaseChoices.of(
             self.spec, table=self.table_path, schema=None, options=self.options, dataset=self.dataset,
-            sa_rule="given" if chosen is None else None,  # None: the best strategy chose every strategy, no S_A
-            workload=self.workload if chosen is not None else (),
-            objective=chosen.objective if chosen is not None else "mean",
+            sa_rule=self.sa_rule, workload=self.workload, objective=self.objective,
         )
 
     @property

@@ -56,6 +56,7 @@ from ..engine.counting import InvalidPolicy
 from ..engine.model.schema import OutOfRange, check_missing_values
 from ..formatting import counted
 from ..io import ColumnSummary, TableSummary, infer_attribute
+from ..io.choices import recorded_sa_rule
 from ..io.inference import MISSING_LABEL, free_root_label, infer_numbers, missing_code
 from ..io.ledger import BudgetCheck, check_dataset_name, spending_summary
 from ..io.project import BEST_STRATEGY, MechanismChoice, Project, WorkloadChoice
@@ -783,16 +784,18 @@ class Workspace:
         spec = self.release_spec()
         if spec is None:
             raise InternalError("no release spec although nothing blocks the release")
-        measured = self.measured_workload(spec.schema)
-        if self.mechanism != BEST_STRATEGY:
-            return ReleaseJob(self.table_path, self.table_options, spec, measure_error=self.measure_error,
-                              error_workload=measured, dataset=self.dataset)
-        choice = self.best_strategy_result()
-        if not isinstance(choice, StrategyChoice):
-            raise InternalError("a release job was asked for before the best strategy was chosen")
+        choice: StrategyChoice | None = None
+        if self.mechanism == BEST_STRATEGY:
+            result = self.best_strategy_result()
+            if not isinstance(result, StrategyChoice):
+                raise InternalError("a release job was asked for before the best strategy was chosen")
+            choice = result
+        sa_rule = recorded_sa_rule(self.mechanism, self.sa_rule)
+        # a release file records the workload S_A or the strategies were chosen for
+        workload = workload_descriptions(self.workload, spec.schema) if sa_rule in (None, "best") else ()
         return ReleaseJob(self.table_path, self.table_options, spec, measure_error=self.measure_error,
-                          strategy_choice=choice, workload=workload_descriptions(self.workload, spec.schema),
-                          error_workload=measured, dataset=self.dataset)
+                          strategy_choice=choice, error_workload=self.measured_workload(spec.schema),
+                          sa_rule=sa_rule, workload=workload, objective=self.workload.objective, dataset=self.dataset)
 
     def measured_workload(self, schema: Schema) -> Workload | None:
         """The custodian's workload on ``schema``, for measuring a release's error on it and for
