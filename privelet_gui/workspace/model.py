@@ -63,7 +63,7 @@ from ..io.project import BEST_STRATEGY, MechanismChoice, Project, WorkloadChoice
 from .events import Event
 from .history import FieldChange, History, UndoHistory
 from .jobs import ReleaseJob, ReleaseOutcome
-from .steps import MAX_CELLS
+from .steps import MAX_CELLS, STEPS, attribute_issues, release_blockers, step_status
 from .tree import HierarchyTree, Problem, TreeNode, tree_from_json, tree_to_json
 from .workload import (
     AdviceKey,
@@ -774,8 +774,6 @@ class Workspace:
 
     def release_job(self) -> ReleaseJob:
         """A snapshot of the settings for the worker; raises PriveletError if something is missing."""
-        from .steps import release_blockers
-
         if self.table_path is None:
             raise PriveletError("open a table first (File > Open table)")
         blockers = release_blockers(self)
@@ -849,21 +847,15 @@ class Workspace:
 
     # -- steps (rules in workspace/steps.py) ------------------------------------------------------
     def step_statuses(self) -> dict[str, Any]:
-        from .steps import STEPS
-
         return {step: self.step_status(step) for step in STEPS}
 
     def step_status(self, step: str) -> Any:
         """The status of ``step`` (computed once per state of the workspace)."""
-        from .steps import step_status
-
         if step not in self._status_cache:
             self._status_cache[step] = step_status(self, step)
         return self._status_cache[step]
 
     def attribute_issues(self, config: AttributeConfig) -> list[tuple[str, str]]:
-        from .steps import attribute_issues
-
         return [(issue.severity, issue.message) for issue in attribute_issues(self, config)]
 
     def hierarchy_problems(self, config: AttributeConfig) -> list[Problem]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..bounds import recommend_sa
 from ..errors import SchemaError
 from ..model.schema import Attribute, NominalAttribute
 from ..progress import CancelCallback, Progress, ProgressCallback
@@ -26,7 +27,6 @@ from ..spec import STRATEGIES, ReleaseSpec
 from ..strategies.plan import axis_strategy
 from ..strategies.stacked import StackedIdentity
 from .advisor import best_sa
-from .bounds import recommend_sa
 from .workloads import (
     AxisTable,
     Objective,
