@@ -195,15 +195,12 @@ def _spec_of(args: argparse.Namespace, schema: Any, epsilon: float) -> tuple[Any
 
 
 def _sa_rule(args: argparse.Namespace, schema: Any) -> SaRule | None:
-    """How S_A was chosen, as a release file records it (:class:`~privelet_gui.io.choices.ReleaseChoices`):
-    None when the best strategy chose every attribute's strategy, ``"given"`` with the mechanism
-    or the strategies named, else ``--sa``'s rule."""
+    """How S_A was chosen, as a release file records it (:func:`~privelet_gui.io.choices.recorded_sa_rule`;
+    the command line's ``privelet`` is Privelet+, with ``--sa``'s rule)."""
+    from ..io.choices import recorded_sa_rule
+
     mechanism = mechanism_of(args)
-    if mechanism == "best":
-        return None
-    if mechanism != "privelet":
-        return "given"
-    return parse_sa(args.sa, schema)[0]
+    return recorded_sa_rule("privelet+" if mechanism == "privelet" else mechanism, parse_sa(args.sa, schema)[0])
 
 
 def _invalid(args: argparse.Namespace) -> Any:

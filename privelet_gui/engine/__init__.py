@@ -3,8 +3,9 @@
 numpy with compiled loops (numba), pandas at the edges; it never imports Qt. Its parts, by
 folder: ``model`` (attributes, schemas, hierarchies), ``strategies`` (how each axis is measured:
 identity, Haar, the nominal wavelet, trees with least squares), ``kernels`` (the compiled loops), ``noise`` (the grid, the
-samplers, the random bits), ``accuracy`` (queries, workloads, exact variances, the strategy search, the advisor), and
-``pipeline`` and ``spec`` (a release). Everything public is re-exported here:
+samplers, the random bits), ``queries`` and ``bounds`` (box queries, the paper's bounds and exact variances),
+``accuracy`` (workloads, exact errors, the strategy search, the advisor), and ``pipeline`` and
+``spec`` (a release). Everything public is re-exported here:
 
 >>> import numpy as np
 >>> from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, Schema, privelet_plus
@@ -29,20 +30,6 @@ from .accuracy.advisor import (
     check_sa_rule,
     resolve_sa,
 )
-from .accuracy.bounds import (
-    Z95,
-    AttributeFactors,
-    VarianceModel,
-    epsilon_for_variance,
-    margin95,
-    paper_bound,
-    paper_factors,
-    query_variance,
-    recommend_sa,
-    variance_for_margin95,
-    variance_model,
-    worst_case_variance,
-)
 from .accuracy.evaluation import (
     ErrorPreview,
     EvaluationRow,
@@ -57,15 +44,6 @@ from .accuracy.evaluation import (
     measure_release,
     quintile_summary,
 )
-from .accuracy.queries import (
-    PrefixSums,
-    QueryBatch,
-    RangeQuery,
-    random_workload,
-    relative_error,
-    sanity_bound,
-    square_error,
-)
 from .accuracy.strategy_search import StrategyChoice, axis_candidates, best_strategy
 from .accuracy.workloads import (
     OBJECTIVES,
@@ -76,6 +54,20 @@ from .accuracy.workloads import (
     marginals,
     paper_workload,
     workload_variances,
+)
+from .bounds import (
+    Z95,
+    AttributeFactors,
+    VarianceModel,
+    epsilon_for_variance,
+    margin95,
+    paper_bound,
+    paper_factors,
+    query_variance,
+    recommend_sa,
+    variance_for_margin95,
+    variance_model,
+    worst_case_variance,
 )
 from .counting import CountReport, DroppedRowsWarning, FrequencyCounter, frequency_matrix
 from .errors import Cancelled, DomainError, HierarchyError, InternalError, PriveletError, SchemaError
@@ -99,6 +91,15 @@ from .noise.calibration import (
 )
 from .pipeline import BigBlock, ReleasePipeline, Scratch, Sizing, thread_count, usable_cores
 from .progress import Progress
+from .queries import (
+    PrefixSums,
+    QueryBatch,
+    RangeQuery,
+    random_workload,
+    relative_error,
+    sanity_bound,
+    square_error,
+)
 from .spec import (
     MECHANISM_NAMES,
     MECHANISMS,

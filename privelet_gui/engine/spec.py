@@ -42,7 +42,7 @@ from typing import Literal
 
 import numpy as np
 
-from .accuracy.bounds import (
+from .bounds import (
     VarianceModel,
     margin95,
     paper_bound,
@@ -50,7 +50,6 @@ from .accuracy.bounds import (
     variance_model,
     worst_predicate_variance,
 )
-from .accuracy.queries import QueryBatch, RangeQuery
 from .counting import InvalidPolicy
 from .errors import InternalError, PriveletError, SchemaError
 from .memory import check_memory
@@ -72,6 +71,7 @@ from .noise.samplers import CHUNK_BYTES
 from .pipeline import DEFAULT_SIZING, ReleasePipeline, Sizing, checked_counts, thread_count
 from .postprocess import shift_to_total
 from .progress import CancelCallback, Progress, ProgressCallback
+from .queries import QueryBatch, RangeQuery
 from .strategies.marginals import MarginalsStrategy
 from .strategies.plan import StrategyPlan
 
@@ -461,7 +461,7 @@ class ReleaseSpec:
         the first time for a schema with big domains: :meth:`VarianceModel.prepare`).
 
         Shifting to the public total changes each query's variance by ``s^2 T - 2 s C``
-        (:mod:`~privelet_gui.engine.accuracy.bounds`), which is not a product over the axes: use
+        (:mod:`~privelet_gui.engine.bounds`), which is not a product over the axes: use
         :meth:`variances` for exact figures of the post-processed release.
 
         Returns

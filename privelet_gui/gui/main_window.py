@@ -49,6 +49,7 @@ from ..io.choices import write_redo_script
 from ..io.ledger import BudgetCheck
 from ..io.project import BEST_STRATEGY, PROJECT_SUFFIX, Project, load_project, save_project
 from ..io.recovery import Orphan, RecoveryStore
+from ..io.releases import SLAB_CELLS
 from ..io.report import write_release_report
 from ..io.zarr_releases import is_zarr_release
 from ..qt import icons
@@ -134,6 +135,9 @@ class MainWindow(QMainWindow):
         for changed in (self.document.undo_stack.indexChanged, self.document.tableChanged):
             changed.connect(self._count_edit)
         self._questions = WorkerQuestion(self)  # the release's question, asked from its worker
+        # CSV and Parquet exports write this many cells at a time, reporting progress and
+        # checking for a cancel after each slab
+        self.export_slab_cells = SLAB_CELLS
         # the engine's compiled loops compiled (first run) or loaded from numba's cache now, in
         # the background, not when the first release starts
         self.tasks.lane("prepare").run(lambda _progress, _cancel: prepare_kernels(),
@@ -988,7 +992,8 @@ class MainWindow(QMainWindow):
             counts = "noisy" if fmt == "release" else self.release_panel.counts_kind()
         standard_error = fmt != "release" and self.release_panel.standard_error()
         self._start_export(partial(export_release_file, outcome, target, fmt, force=force, counts=counts,
-                                   standard_error=standard_error), target, fmt, saved)
+                                   standard_error=standard_error, slab_cells=self.export_slab_cells),
+                           target, fmt, saved)
         return True
 
     def _start_export(
@@ -1090,7 +1095,8 @@ class MainWindow(QMainWindow):
         fmt: Literal["csv", "parquet"] = "parquet" if kind == "parquet" else "csv"
         self._start_export(partial(export_opened_release, release, target, fmt, force=force,
                                    counts=counts or self.release_panel.counts_kind(), allow_seeded=release.seeded,
-                                   standard_error=self.release_panel.standard_error()),
+                                   standard_error=self.release_panel.standard_error(),
+                                   slab_cells=self.export_slab_cells),
                            target, fmt)
         return True
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from .. import __version__
 from ..engine import NEIGHBOUR_NAMES, STRATEGIES, PriveletError, ReleaseSpec, SaRule, check_sa_rule
 from .atomic import atomic_write
+from .project import BEST_STRATEGY
 from .releases import load_release_metadata
 from .schema import load_schema, schema_to_json
 
@@ -39,6 +40,7 @@ __all__ = [
     "STRATEGY_CHOICE_KEY",
     "ReleaseChoices",
     "choices_metadata",
+    "recorded_sa_rule",
     "redo_arguments",
     "redo_script",
     "release_choices",
@@ -144,6 +146,22 @@ class ReleaseChoices:
                    for name in (*choices.sa, *choices.missing_values, *choices.workload, *choices.strategies)):
             raise PriveletError("a release's recorded choices hold a name that is not text")
         return choices
+
+
+def recorded_sa_rule(mechanism: str, sa_rule: SaRule) -> SaRule | None:
+    """How S_A was chosen, as a release file records it (:attr:`ReleaseChoices.sa_rule`), for a
+    release of the ``mechanism`` the custodian chose (the app's and ``privelet release``'s:
+    ``"best"``, ``"privelet+"``, ``"privelet"``, ``"basic"`` or named ``"strategies"``) with
+    S_A by ``sa_rule``: None for the best strategy, which chose every attribute's strategy and
+    no S_A; ``sa_rule`` for Privelet+, whose S_A it chose; ``"given"`` for a mechanism the
+    custodian named with no S_A to choose.
+
+    >>> recorded_sa_rule("privelet+", "best"), recorded_sa_rule("basic", "best"), recorded_sa_rule("best", "best")
+    ('best', 'given', None)
+    """
+    if mechanism == BEST_STRATEGY:
+        return None
+    return sa_rule if mechanism == "privelet+" else "given"
 
 
 def _absolute(path: str | os.PathLike[str] | None) -> str | None:

@@ -36,14 +36,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, TypeVar
 
+from .. import __version__
 from ..engine import NEIGHBOURS, SA_RULES, SAMPLER, SAMPLERS, Neighbours, Sampler, SaRule, check_epsilon
 from ..engine.accuracy.workloads import OBJECTIVES, PAPER_QUERIES
 from ..engine.counting import INVALID_POLICIES, InvalidPolicy
 from ..engine.errors import PriveletError
+from ..engine.model.hierarchy import MAX_DISPLAY_LABEL, MAX_HEIGHT
 from ..engine.model.schema import Schema
 from ._json import is_finite_number, loads, shown
 from .atomic import atomic_write
 from .ledger import check_dataset_name
+from .schema import schema_from_json, schema_to_json
+from .tables import TableOptions
 
 __all__ = [
     "BEST_STRATEGY",
@@ -228,8 +232,6 @@ def _options_to_json(options: Any) -> dict[str, Any] | None:
 def _options_from_json(obj: Any) -> Any:
     if obj is None:
         return None
-    from .tables import TableOptions
-
     if not isinstance(obj, Mapping):
         raise ProjectError(f'"table.options" must be an object, got {shown(obj)}')
     names = {f.name for f in dataclasses.fields(TableOptions)}
@@ -272,9 +274,6 @@ def _path_from_json(text: Any, base_dir: Path | None) -> Path | None:
 
 def project_to_json(project: Project, base_dir: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """The JSON object of a project; table paths relative to ``base_dir`` when inside it."""
-    from .. import __version__
-    from .schema import schema_to_json
-
     base = Path(base_dir) if base_dir is not None else None
     return {
         "format": PROJECT_FORMAT,
@@ -392,8 +391,6 @@ def project_from_json(obj: Any, base_dir: str | os.PathLike[str] | None = None) 
     that is not ``{"label": text, "children": [...]}`` (or nests deeper than a hierarchy
     may) is refused with a :class:`ProjectError` naming it.
     """
-    from .schema import schema_from_json
-
     obj = migrate_project(obj)
     base = Path(base_dir) if base_dir is not None else None
     table = _section(obj, "table")
@@ -511,8 +508,6 @@ def _check_tree(tree: Any, where: str) -> None:
     """A draft's tree: groups ``{"label": text, "children": [...]}`` and leaves ``{"label": text}``,
     the root a group, at most :data:`~privelet_gui.engine.model.hierarchy.MAX_HEIGHT` levels
     (walked without recursion: a file nested thousands deep is refused, not overflowed)."""
-    from ..engine.model.hierarchy import MAX_DISPLAY_LABEL, MAX_HEIGHT
-
     if not isinstance(tree, Mapping) or "children" not in tree:
         raise ProjectError(f'{where}.tree must be a group {{"label": ..., "children": [...]}}, got {shown(tree)}')
     stack: list[tuple[Any, str, int]] = [(tree, f"{where}.tree", 1)]

@@ -40,6 +40,8 @@ from .row_fingerprint import RowFingerprint
 __all__ = [
     "DEFAULT_CHUNK_BYTES",
     "DELIMITERS",
+    "PARALLEL_MIN_BYTES",
+    "PARALLEL_RANGES",
     "TableOptions",
     "count_table",
     "iter_table_chunks",
@@ -60,11 +62,12 @@ DEFAULT_CHUNK_BYTES = 32 << 20
 _MIN_CHUNK_ROWS = 10_000
 _MAX_CHUNK_ROWS = 1 << 19
 
-# Counting reads a big plain CSV file as this many byte ranges, each with its own parser
-# in its own thread (the parsers release the GIL while they tokenise). Each range's chunks
-# hold half the usual rows, so that the parsers together need little more memory than one.
-_PARALLEL_RANGES = 2
-_PARALLEL_MIN_BYTES = 16 << 20
+#: Counting reads a plain CSV file of at least PARALLEL_MIN_BYTES as this many byte ranges,
+#: each with its own parser in its own thread (the parsers release the GIL while they tokenise).
+#: Each range's chunks hold half the usual rows, so that the parsers together need little more
+#: memory than one.
+PARALLEL_RANGES = 2
+PARALLEL_MIN_BYTES = 16 << 20
 _PARALLEL_CHUNK_DIVISOR = 2
 # Encodings in which the byte b"\n" is always a line break (codecs.lookup(...).name).
 _NEWLINE_SAFE_ENCODINGS = frozenset({"utf-8", "utf-8-sig", "ascii", "iso8859-1", "iso8859-15", "cp1252"})
@@ -823,26 +826,29 @@ class _ByteRange(io.RawIOBase):
         return read
 
 
-def _byte_ranges(source: _Source) -> list[tuple[int, int]]:
-    """Byte ranges of a CSV file that parse independently into its rows.
+def _byte_ranges(
+    source: _Source, *, parallel_ranges: int = PARALLEL_RANGES, parallel_min_bytes: int = PARALLEL_MIN_BYTES
+) -> list[tuple[int, int]]:
+    """Up to ``parallel_ranges`` byte ranges of a CSV file that parse independently into its rows.
 
     A cut goes right after a newline, which ends a row unless a quoted value holds it.
     So the file is cut only if it is not compressed, its encoding keeps the byte b"\n" a
     line break, and its first 64 KiB hold no quote; a range that then meets a quote stops
     with :class:`_QuoteInRange` and the caller reads the file again in one pass.
-    Otherwise, or for files too small to be worth it, the whole file is one range.
+    Otherwise, or for files of fewer than ``parallel_min_bytes`` (too small to be worth it), the
+    whole file is one range.
     """
     size = source.path.stat().st_size
     whole = [(0, size)]
     encoding = codecs.lookup(source.options.encoding).name
-    if source.gzip or size < _PARALLEL_MIN_BYTES or encoding not in _NEWLINE_SAFE_ENCODINGS:
+    if source.gzip or size < parallel_min_bytes or encoding not in _NEWLINE_SAFE_ENCODINGS:
         return whole
     with open(source.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
         if data.find(b'"', 0, _SAMPLE_BYTES) >= 0:
             return whole
         cuts = [0]
-        for part in range(1, _PARALLEL_RANGES):
-            newline = data.find(b"\n", max(size * part // _PARALLEL_RANGES, cuts[-1]))
+        for part in range(1, parallel_ranges):
+            newline = data.find(b"\n", max(size * part // parallel_ranges, cuts[-1]))
             if newline < 0 or newline + 1 >= size:
                 break
             cuts.append(newline + 1)
@@ -1026,7 +1032,8 @@ def _schema_columns(schema: Schema) -> list[str]:
 class _CountingReaders:
     """The producers of a file's raw chunks for counting (categoricals from CSV, native
     types from Parquet): one per byte range of a big plain CSV file (see
-    :func:`_byte_ranges`), else one; and the fraction of the file they have read."""
+    :func:`_byte_ranges`, sized by ``parallel_ranges`` and ``parallel_min_bytes``), else one;
+    and the fraction of the file they have read."""
 
     def __init__(
         self,
@@ -1037,6 +1044,8 @@ class _CountingReaders:
         one_pass: bool = False,
         text_columns: frozenset[str] = frozenset(),
         every_column: bool = False,
+        parallel_ranges: int = PARALLEL_RANGES,
+        parallel_min_bytes: int = PARALLEL_MIN_BYTES,
     ):
         rows = _chunk_rows(source, chunksize)
         # Categories, except for the columns whose values must be read as text one by one.
@@ -1049,7 +1058,9 @@ class _CountingReaders:
             self._done = [0.0]
             self.producers = [lambda: _iter_parquet(source, usecols, rows, None, self._parquet_at, categorical=True)]
             return
-        ranges = [(0, self._size)] if one_pass else _byte_ranges(source)
+        ranges = [(0, self._size)] if one_pass else _byte_ranges(
+            source, parallel_ranges=parallel_ranges, parallel_min_bytes=parallel_min_bytes
+        )
         self._done = [0.0] * len(ranges)
         if len(ranges) == 1:
             self.producers = [
@@ -1149,6 +1160,8 @@ def count_table(
     should_cancel: CancelCallback | None = None,
     chunksize: int | None = None,
     rows: RowFingerprint | None = None,
+    parallel_ranges: int = PARALLEL_RANGES,
+    parallel_min_bytes: int = PARALLEL_MIN_BYTES,
 ) -> tuple[np.ndarray, CountReport]:
     """Count a table file into its frequency matrix, one chunk at a time.
 
@@ -1158,8 +1171,9 @@ def count_table(
     instead of raising :class:`~privelet_gui.engine.DomainError`. ``progress`` gets the
     fraction of the file's bytes read; ``should_cancel`` is checked between chunks
     (raising :class:`~privelet_gui.engine.Cancelled`). Chunks are parsed in background
-    threads (two, each reading half of a big plain CSV file) while earlier ones are
-    counted. Memory: the matrix plus a few chunks (about two per reader).
+    threads (``parallel_ranges`` of them, each reading its part of a plain CSV file of at least
+    ``parallel_min_bytes``) while earlier ones are counted. Memory: the matrix plus a few
+    chunks (about two per reader).
 
     Examples
     --------
@@ -1186,7 +1200,8 @@ def count_table(
     one_pass, every_column, text_columns = False, False, frozenset[str]()
     while True:
         readers = _CountingReaders(
-            source, usecols, chunksize, one_pass=one_pass, text_columns=text_columns, every_column=every_column
+            source, usecols, chunksize, one_pass=one_pass, text_columns=text_columns, every_column=every_column,
+            parallel_ranges=parallel_ranges, parallel_min_bytes=parallel_min_bytes,
         )
         producers = readers.producers
         if rows is not None:

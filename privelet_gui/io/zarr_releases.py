@@ -6,7 +6,7 @@ a Zarr (version 3) group folder, ``NAME.zarr``:
 - the array ``noisy``: float64, the schema's shape, chunked as it was computed and not
   compressed (noisy values do not compress);
 - the group attribute ``privelet``: exactly the metadata of a release file
-  (:func:`~privelet_gui.io.releases.release_metadata`). Never a true count, nor n;
+  (:func:`~privelet_gui.io.metadata.release_metadata`). Never a true count, nor n;
 - the group attribute ``privelet_checksums``: the SHA-256 of every chunk's file, recorded as
   each chunk was written (``{"algorithm": "sha256", "chunk_shape": [...], "chunks": [...]}``,
   the chunks in C order of the chunk grid); every chunk is stored, even one of zeros;
@@ -52,18 +52,14 @@ from ..engine.progress import Progress, ProgressCallback
 from ._json import loads, shown
 from .atomic import check_folder
 from .errors import OutputExistsError, ReleaseFileError
-from .releases import (
+from .long_format import SLAB_CELLS, ExportFormat, chunk_grid, regular_chunks, write_export_file, write_long_format
+from .metadata import (
     RELEASE_FORMAT,
     RELEASE_FORMAT_VERSION,
-    ExportFormat,
     ReleaseWarning,
-    chunk_grid,
-    regular_chunks,
     release_from_metadata,
     release_metadata,
     release_warning,
-    write_export_file,
-    write_long_format,
 )
 from .signing import canonical_json, sign, signature_problem
 
@@ -507,9 +503,10 @@ def export_release_chunked(
     counts: str = "noisy",
     steps: Progress | None = None,
     standard_error: bool = False,
+    slab_cells: int = SLAB_CELLS,
 ) -> int:
     """:func:`~privelet_gui.io.export_release` of a lazily opened Zarr release, read one slab
-    of cells at a time (:func:`~privelet_gui.io.releases.write_long_format`), never whole.
+    of ``slab_cells`` cells at a time (:func:`~privelet_gui.io.long_format.write_long_format`), never whole.
 
     The same rows in the same order (the matrix in C order), the same description (a CSV
     file's beside it) and standard errors. Writes atomically; returns the rows. A seeded
@@ -519,7 +516,7 @@ def export_release_chunked(
     """
     _check_chunked_counts(counts)
     return write_export_file(release, release.noisy, path, format=format, force=force, steps=steps,
-                             standard_error=standard_error)
+                             standard_error=standard_error, slab_cells=slab_cells)
 
 
 def write_export_chunked(
@@ -530,11 +527,12 @@ def write_export_chunked(
     counts: str = "noisy",
     progress: ProgressCallback | None = None,
     standard_error: bool = False,
+    slab_cells: int = SLAB_CELLS,
 ) -> int:
     """:func:`export_release_chunked` into an open binary ``stream`` (see :func:`~privelet_gui.io.write_export`)."""
     _check_chunked_counts(counts)
     return write_long_format(release, release.noisy, stream, format, steps=Progress(progress),
-                             standard_error=standard_error)
+                             standard_error=standard_error, slab_cells=slab_cells)
 
 
 def _check_chunked_counts(counts: str) -> None:

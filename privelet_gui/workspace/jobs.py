@@ -41,6 +41,7 @@ from ..engine import (
     Progress,
     Release,
     ReleaseSpec,
+    SaRule,
     StrategyChoice,
     Workload,
     available_memory,
@@ -50,7 +51,7 @@ from ..engine import (
 )
 from ..io.choices import STRATEGY_CHOICE_KEY, ReleaseChoices, choices_metadata, strategy_choice_record
 from ..io.ledger import BudgetCheck, Ledger, PlannedRelease, Spending, check_budget, spend_budget
-from ..io.releases import ReleaseWarning
+from ..io.releases import SLAB_CELLS, ReleaseWarning
 from ..io.zarr_releases import is_zarr_release
 
 __all__ = [
@@ -87,9 +88,12 @@ CancelFunction = Callable[[], bool]
 class ReleaseJob:
     """Everything a release needs; frozen so the worker sees a consistent snapshot.
 
-    The release itself is :attr:`spec`, already validated by the caller. When its strategies
-    were chosen as the best for a workload, :attr:`strategy_choice` is that choice and
-    :attr:`workload` the workload as ``--workload`` descriptions: the release file records both.
+    The release itself is :attr:`spec`, already validated by the caller. :attr:`sa_rule` is how
+    S_A was chosen, as its file records it (:func:`~privelet_gui.io.choices.recorded_sa_rule`:
+    None when the best strategy chose every strategy, and :attr:`strategy_choice` is that
+    choice). When S_A or the strategies were chosen for a workload, :attr:`workload` is that
+    workload as ``--workload`` descriptions and :attr:`objective` what the choice minimised:
+    the release file records them too.
     """
 
     table_path: Path
@@ -98,17 +102,16 @@ class ReleaseJob:
     measure_error: bool = True  # measure the release's error on the true data (custodian only)
     strategy_choice: StrategyChoice | None = None
     error_workload: Workload | None = None  # the custodian's queries the error is measured on (None: the paper's)
+    sa_rule: SaRule | None = "given"
     workload: tuple[str, ...] = ()
+    objective: str = "mean"
     dataset: str | None = None  # the dataset the ledger counts this table's releases under
 
     def choices(self) -> ReleaseChoices:
         """What a script needs to make this release again (recorded in its file)."""
-        chosen = self.strategy_choice
         return ReleaseChoices.of(
             self.spec, table=self.table_path, schema=None, options=self.options, dataset=self.dataset,
-            sa_rule="given" if chosen is None else None,  # None: the best strategy chose every strategy, no S_A
-            workload=self.workload if chosen is not None else (),
-            objective=chosen.objective if chosen is not None else "mean",
+            sa_rule=self.sa_rule, workload=self.workload, objective=self.objective,
         )
 
     @property
@@ -364,6 +367,7 @@ def export_release_file(
     force: bool = False,
     counts: str = "noisy",
     standard_error: bool = False,
+    slab_cells: int = SLAB_CELLS,
 ) -> Path:
     """Write a release: the release file (.npz, with metadata) or a long-format CSV / Parquet.
 
@@ -371,7 +375,8 @@ def export_release_file(
     that describes it beside it, :func:`export_written_text`). Only noisy counts are written:
     a release file always the release's own, a CSV or Parquet export the kind ``counts`` asks
     for (:data:`~privelet_gui.engine.postprocess.COUNT_KINDS`), with each cell's noise
-    standard deviation if ``standard_error``. Once written, the file is noted as the
+    standard deviation if ``standard_error``, ``slab_cells`` cells at a time (progress and a
+    cancel after each slab). Once written, the file is noted as the
     release's output in the privacy ledger (the last file written).
     """
     steps = Progress(progress, should_cancel)
@@ -385,7 +390,7 @@ def export_release_file(
         pio.save_release(outcome.release, path, force=force, metadata=extra_metadata(outcome))
     else:
         pio.export_release(outcome.release, path, format=fmt, force=force, counts=counts, progress=progress,
-                           should_cancel=should_cancel, standard_error=standard_error)
+                           should_cancel=should_cancel, standard_error=standard_error, slab_cells=slab_cells)
     if outcome.budget is not None and outcome.ledger_entry is not None:
         try:
             outcome.budget.ledger.set_output(outcome.ledger_entry, Path(path).resolve())
@@ -406,14 +411,16 @@ def export_opened_release(
     counts: str = "noisy",
     allow_seeded: bool = False,
     standard_error: bool = False,
+    slab_cells: int = SLAB_CELLS,
 ) -> Path:
     """Export a release read from a file as long-format CSV or Parquet
-    (:func:`~privelet_gui.io.export_release`). A seeded release needs ``allow_seeded``
+    (:func:`~privelet_gui.io.export_release`, ``slab_cells`` cells at a time). A seeded release needs ``allow_seeded``
     (the custodian was asked), and its export then says in the file that it is not private."""
     steps = Progress(progress, should_cancel)
     steps.report(0.0, f"writing {Path(path).name}")
     pio.export_release(release, path, format=fmt, force=force, counts=counts, allow_seeded=allow_seeded,
-                       progress=progress, should_cancel=should_cancel, standard_error=standard_error)
+                       progress=progress, should_cancel=should_cancel, standard_error=standard_error,
+                       slab_cells=slab_cells)
     steps.report(1.0, f"wrote {Path(path).name}")
     return Path(path)
 

@@ -56,13 +56,14 @@ from ..engine.counting import InvalidPolicy
 from ..engine.model.schema import OutOfRange, check_missing_values
 from ..formatting import counted
 from ..io import ColumnSummary, TableSummary, infer_attribute
+from ..io.choices import recorded_sa_rule
 from ..io.inference import MISSING_LABEL, free_root_label, infer_numbers, missing_code
 from ..io.ledger import BudgetCheck, check_dataset_name, spending_summary
 from ..io.project import BEST_STRATEGY, MechanismChoice, Project, WorkloadChoice
 from .events import Event
 from .history import FieldChange, History, UndoHistory
 from .jobs import ReleaseJob, ReleaseOutcome
-from .steps import MAX_CELLS
+from .steps import MAX_CELLS, STEPS, attribute_issues, release_blockers, step_status
 from .tree import HierarchyTree, Problem, TreeNode, tree_from_json, tree_to_json
 from .workload import (
     AdviceKey,
@@ -773,8 +774,6 @@ class Workspace:
 
     def release_job(self) -> ReleaseJob:
         """A snapshot of the settings for the worker; raises PriveletError if something is missing."""
-        from .steps import release_blockers
-
         if self.table_path is None:
             raise PriveletError("open a table first (File > Open table)")
         blockers = release_blockers(self)
@@ -783,16 +782,18 @@ class Workspace:
         spec = self.release_spec()
         if spec is None:
             raise InternalError("no release spec although nothing blocks the release")
-        measured = self.measured_workload(spec.schema)
-        if self.mechanism != BEST_STRATEGY:
-            return ReleaseJob(self.table_path, self.table_options, spec, measure_error=self.measure_error,
-                              error_workload=measured, dataset=self.dataset)
-        choice = self.best_strategy_result()
-        if not isinstance(choice, StrategyChoice):
-            raise InternalError("a release job was asked for before the best strategy was chosen")
+        choice: StrategyChoice | None = None
+        if self.mechanism == BEST_STRATEGY:
+            result = self.best_strategy_result()
+            if not isinstance(result, StrategyChoice):
+                raise InternalError("a release job was asked for before the best strategy was chosen")
+            choice = result
+        sa_rule = recorded_sa_rule(self.mechanism, self.sa_rule)
+        # a release file records the workload S_A or the strategies were chosen for
+        workload = workload_descriptions(self.workload, spec.schema) if sa_rule in (None, "best") else ()
         return ReleaseJob(self.table_path, self.table_options, spec, measure_error=self.measure_error,
-                          strategy_choice=choice, workload=workload_descriptions(self.workload, spec.schema),
-                          error_workload=measured, dataset=self.dataset)
+                          strategy_choice=choice, error_workload=self.measured_workload(spec.schema),
+                          sa_rule=sa_rule, workload=workload, objective=self.workload.objective, dataset=self.dataset)
 
     def measured_workload(self, schema: Schema) -> Workload | None:
         """The custodian's workload on ``schema``, for measuring a release's error on it and for
@@ -846,21 +847,15 @@ class Workspace:
 
     # -- steps (rules in workspace/steps.py) ------------------------------------------------------
     def step_statuses(self) -> dict[str, Any]:
-        from .steps import STEPS
-
         return {step: self.step_status(step) for step in STEPS}
 
     def step_status(self, step: str) -> Any:
         """The status of ``step`` (computed once per state of the workspace)."""
-        from .steps import step_status
-
         if step not in self._status_cache:
             self._status_cache[step] = step_status(self, step)
         return self._status_cache[step]
 
     def attribute_issues(self, config: AttributeConfig) -> list[tuple[str, str]]:
-        from .steps import attribute_issues
-
         return [(issue.severity, issue.message) for issue in attribute_issues(self, config)]
 
     def hierarchy_problems(self, config: AttributeConfig) -> list[Problem]:

@@ -17,8 +17,8 @@ from privelet_gui.engine import (
     Workload,
     calibrate,
 )
-from privelet_gui.engine.accuracy.bounds import strategy_factors
 from privelet_gui.engine.accuracy.workloads import axis_table, combine_tables
+from privelet_gui.engine.bounds import strategy_factors
 from privelet_gui.engine.noise.bits import release_key
 from privelet_gui.engine.pipeline import DEFAULT_SIZING
 from privelet_gui.engine.strategies.plan import identity_strategy

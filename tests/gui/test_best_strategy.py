@@ -152,7 +152,7 @@ def test_privelet_plus_still_releases_privelet_plus(sample_window, qtbot):
     schema = doc.schema()
     assert outcome.spec == ReleaseSpec(schema, 1.0, "privelet+", recommend_sa(schema))
     assert outcome.release.mechanism == "privelet+" and outcome.release.strategies == ()
-    assert outcome.strategy_choice is None and outcome.choices.sa_rule == "given"
+    assert outcome.strategy_choice is None and outcome.choices.sa_rule == "recommended"
 
 
 def test_a_project_with_the_best_strategy_reopens_with_it_selected(sample_window, qtbot, tmp_path):

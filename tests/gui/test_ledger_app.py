@@ -348,18 +348,18 @@ def test_a_release_after_the_table_was_opened_again_asks_for_the_same_data(windo
 
 
 def test_an_export_shows_the_rows_written_and_a_cancel_writes_nothing(window, qtbot, seeded_file, tmp_path, monkeypatch):
-    from privelet_gui.io import releases as releases_module
+    from privelet_gui.io import long_format
 
     _, plain = seeded_file
     open_release_file(window, qtbot, plain)
-    monkeypatch.setattr(releases_module, "_SLAB_CELLS", 1)  # a slab per cell
-    started = releases_module._cells_frame
+    window.export_slab_cells = 1  # a slab per cell
+    started = long_format._cells_frame
 
     def slow(*args):  # each slab takes a while: the cancel arrives while the file is half written
         time.sleep(0.02)
         return started(*args)
 
-    monkeypatch.setattr(releases_module, "_cells_frame", slow)
+    monkeypatch.setattr(long_format, "_cells_frame", slow)
     target = tmp_path / "cells.csv"
     assert window.export_opened_release("csv", target)
     qtbot.waitUntil(lambda: window.task_label.text().startswith("Writing rows: "), timeout=10_000)

@@ -161,7 +161,7 @@ def test_target_accuracy_gives_the_smallest_epsilon(sample_window, qtbot):
 def test_first_factors_of_a_new_schema_are_computed_off_the_gui_thread(sample_window, qtbot, monkeypatch):
     import threading
 
-    from privelet_gui.engine.accuracy.bounds import VarianceModel
+    from privelet_gui.engine.bounds import VarianceModel
 
     panel = sample_window.privacy_panel
     doc = sample_window.document
@@ -190,7 +190,7 @@ def test_the_release_step_shows_the_worst_case_once_its_factors_are_computed(sam
     window, where a custodian goes from Attributes straight to Release)."""
     import threading
 
-    from privelet_gui.engine.accuracy.bounds import VarianceModel
+    from privelet_gui.engine.bounds import VarianceModel
 
     window = sample_window
     doc = window.document

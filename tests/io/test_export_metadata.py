@@ -31,7 +31,6 @@ from privelet_gui.io import (
     parse_where,
     write_export,
 )
-from privelet_gui.io import releases as releases_module
 from privelet_gui.io.atomic import atomic_files
 from privelet_gui.io.releases import STANDARD_ERROR_COLUMN, cell_standard_errors, spreadsheet_safe
 
@@ -101,16 +100,15 @@ def test_add_remove_exports_carry_no_shift_and_parquet_carries_the_description_i
     assert stored["neighbours"] == "add-remove" and stored["post_processing"]["total_shift"] is None
 
 
-def test_the_description_is_written_with_the_export_or_not_at_all(release, tmp_path, monkeypatch):
+def test_the_description_is_written_with_the_export_or_not_at_all(release, tmp_path):
     taken = tmp_path / "a.csv.metadata.json"
     taken.write_text("someone else's")
     with pytest.raises(OutputExistsError):
         export_release(release, tmp_path / "a.csv")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv.metadata.json"] and taken.read_text() == "someone else's"
-    monkeypatch.setattr(releases_module, "_SLAB_CELLS", 8)
     asked = iter([False, False, True])
     with pytest.raises(Cancelled):
-        export_release(release, tmp_path / "b.csv", should_cancel=lambda: next(asked, True))
+        export_release(release, tmp_path / "b.csv", should_cancel=lambda: next(asked, True), slab_cells=8)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv.metadata.json"]  # neither b nor its description
     export_release(release, tmp_path / "a.csv", force=True)  # forced: both replaced
     assert json.loads(taken.read_text())["file"] == "a.csv"
@@ -249,17 +247,16 @@ def test_queries_take_numbers_into_clamped_and_open_bins():
         parse_where(unclamped, ["income=250000"])
 
 
-def test_a_zarr_release_exports_in_slabs_with_the_same_description_and_errors(release, tmp_path, monkeypatch):
+def test_a_zarr_release_exports_in_slabs_with_the_same_description_and_errors(release, tmp_path):
     pytest.importorskip("zarr")
     from privelet_gui.io import load_release
     from privelet_gui.io.zarr_releases import save_zarr_release
 
-    monkeypatch.setattr(releases_module, "_SLAB_CELLS", 16)
     save_zarr_release(release, tmp_path / "r.zarr", chunks=(1, 3, 4, 4))
     (tmp_path / "whole").mkdir()
     (tmp_path / "slabs").mkdir()
     export_release(release, tmp_path / "whole" / "c.csv", standard_error=True)
-    export_release(load_release(tmp_path / "r.zarr"), tmp_path / "slabs" / "c.csv", standard_error=True)
+    export_release(load_release(tmp_path / "r.zarr"), tmp_path / "slabs" / "c.csv", standard_error=True, slab_cells=16)
     assert (tmp_path / "whole" / "c.csv").read_bytes() == (tmp_path / "slabs" / "c.csv").read_bytes()
     whole, slabs = (json.loads((tmp_path / part / "c.csv.metadata.json").read_text()) for part in ("whole", "slabs"))
     assert {k: v for k, v in whole.items() if k != "exported"} == {k: v for k, v in slabs.items() if k != "exported"}

@@ -161,11 +161,12 @@ def test_export_long_format(tmp_path, release, suffix):
 
 @pytest.mark.parametrize("suffix", ["csv", "csv.gz", "parquet"])
 @pytest.mark.parametrize("counts", ["noisy", "nonnegative-integer"])
-def test_an_export_written_slab_by_slab_holds_the_rows_of_the_whole_frame(tmp_path, release, monkeypatch, suffix, counts):
-    monkeypatch.setattr(releases_module, "_SLAB_CELLS", 7)  # slabs of one wage row (4 cells): 60 of them
+def test_an_export_written_slab_by_slab_holds_the_rows_of_the_whole_frame(tmp_path, release, suffix, counts):
     path = tmp_path / f"r.{suffix}"
     reports: list[tuple[float, str]] = []
-    assert export_release(release, path, counts=counts, progress=lambda f, stage: reports.append((f, stage))) == SCHEMA.size
+    written = export_release(release, path, counts=counts, progress=lambda f, stage: reports.append((f, stage)),
+                             slab_cells=7)  # slabs of one wage row (4 cells): 60 of them
+    assert written == SCHEMA.size
     frame = release_frame(release, counts=counts)
     if suffix == "parquet":
         read = pd.read_parquet(path)
@@ -189,11 +190,10 @@ def pq_row_groups(path):
 
 
 @pytest.mark.parametrize("suffix", ["csv", "parquet"])
-def test_a_cancelled_export_leaves_no_file(tmp_path, release, monkeypatch, suffix):
-    monkeypatch.setattr(releases_module, "_SLAB_CELLS", 7)
+def test_a_cancelled_export_leaves_no_file(tmp_path, release, suffix):
     asked = iter([False, False, True])  # after the first, second and third slab
     with pytest.raises(Cancelled):
-        export_release(release, tmp_path / f"r.{suffix}", should_cancel=lambda: next(asked))
+        export_release(release, tmp_path / f"r.{suffix}", should_cancel=lambda: next(asked), slab_cells=7)
     assert list(tmp_path.iterdir()) == []  # neither the file nor its temporary
 
 

@@ -110,10 +110,6 @@ def test_other_rows_are_another_table(table, tmp_path):
 def test_the_fingerprint_starts_again_when_counting_does(tmp_path, monkeypatch):
     """count_table reads a file cut in byte ranges again, in one pass, when a range meets a
     quote: the rows read before must not count twice (nor those of the parallel ranges)."""
-    from privelet_gui.io import tables
-
-    monkeypatch.setattr(tables, "_PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(tables, "_PARALLEL_RANGES", 3)
     frame = people(8000).assign(job="Sales")
     frame.loc[6000, "job"] = 'said "hi"'  # a quote past the first 64 KiB
     path = tmp_path / "late-quote.csv"
@@ -124,7 +120,9 @@ def test_the_fingerprint_starts_again_when_counting_does(tmp_path, monkeypatch):
     monkeypatch.setattr(RowFingerprint, "reset", lambda self: resets.append(1) or reset(self))
     direct = RowFingerprint(KEY)
     direct.add(pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])[["age", "sex", "income"]])
-    assert fingerprint(path) == direct.hexdigest()
+    rows = RowFingerprint(KEY)
+    count_table(path, SCHEMA, rows=rows, chunksize=700, parallel_ranges=3, parallel_min_bytes=0)
+    assert rows.hexdigest() == direct.hexdigest()
     assert len(resets) == 2  # counted in ranges, then again in one pass
 
 

@@ -125,11 +125,10 @@ def test_a_nul_byte_is_read_as_text_or_refused_naming_its_line(tmp_path, monkeyp
         with pytest.raises(TableError, match=r"line 4 holds a NUL byte .*remove the NUL bytes, or upgrade pandas to 3\.1"):
             read()
     # a NUL in the second half of a file read by two threads: the line counts from the file's start
-    monkeypatch.setattr(tables_module, "_PARALLEL_MIN_BYTES", 1 << 16)
     long = write(tmp_path / "long.csv", [*ROWS, *([ROWS[1]] * 40_000), ("30", "F", "Sales\0", "0")])
-    assert len(tables_module._byte_ranges(tables_module._resolve(long, None))) == 2
+    assert len(tables_module._byte_ranges(tables_module._resolve(long, None), parallel_min_bytes=1 << 16)) == 2
     with pytest.raises(TableError, match=f"line {len(ROWS) + 40_001:,} holds a NUL byte"):
-        count_table(long, SCHEMA)
+        count_table(long, SCHEMA, parallel_min_bytes=1 << 16)
 
 
 def test_other_encodings(tmp_path):
@@ -425,22 +424,16 @@ def _random_rows(count: int, seed: int = 7) -> list[tuple[str, ...]]:
     ]
 
 
-@pytest.fixture
-def parallel(monkeypatch):
-    """Every file big enough to be cut, in three ranges."""
-    from privelet_gui.io import tables
-
-    monkeypatch.setattr(tables, "_PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(tables, "_PARALLEL_RANGES", 3)
-    return tables
+#: Every file big enough to be cut, in three ranges.
+THREE_RANGES = {"parallel_ranges": 3, "parallel_min_bytes": 0}
 
 
-def test_byte_ranges_cut_only_after_newlines_and_only_when_safe(tmp_path, parallel):
+def test_byte_ranges_cut_only_after_newlines_and_only_when_safe(tmp_path):
     from privelet_gui.io.tables import _byte_ranges, _resolve
 
     path = write(tmp_path / "t.csv", [ROWS[0], *_random_rows(300)])
     data = path.read_bytes()
-    ranges = _byte_ranges(_resolve(path, None))
+    ranges = _byte_ranges(_resolve(path, None), **THREE_RANGES)
     assert len(ranges) == 3 and ranges[0][0] == 0 and ranges[-1][1] == len(data)
     assert all(stop == start for (_, stop), (start, _) in itertools.pairwise(ranges))  # no gap, no overlap
     assert all(data[start - 1 : start] == b"\n" for start, _ in ranges[1:])
@@ -450,7 +443,7 @@ def test_byte_ranges_cut_only_after_newlines_and_only_when_safe(tmp_path, parall
     one_line = write(tmp_path / "h.csv", [ROWS[0]])
     for path, options in ((quoted, None), (utf16, TableOptions(encoding="utf-16")), (compressed, None), (one_line, None)):
         source = _resolve(path, options)
-        assert _byte_ranges(source) == [(0, path.stat().st_size)], path.name
+        assert _byte_ranges(source, **THREE_RANGES) == [(0, path.stat().st_size)], path.name
 
 
 @pytest.mark.parametrize(
@@ -458,55 +451,55 @@ def test_byte_ranges_cut_only_after_newlines_and_only_when_safe(tmp_path, parall
     [{}, {"newline": "\r\n", "bom": True}, {"sep": ";", "encoding": "latin-1"}, {"header": False}],
     ids=["lf", "crlf-bom", "latin-1", "no-header"],
 )
-def test_counting_in_parallel_ranges_equals_counting_in_one_pass(tmp_path, parallel, monkeypatch, layout):
+def test_counting_in_parallel_ranges_equals_counting_in_one_pass(tmp_path, layout):
     header = layout.pop("header", True)
     rows = _random_rows(3000)
     rows[1500:1500] = [("",) * 0]  # a blank line in the middle
     path = write(tmp_path / "t.csv", ([ROWS[0]] if header else []) + rows, **layout)
     options = TableOptions(header=header, encoding=layout.get("encoding", "utf-8"))
     schema = SCHEMA if header else Schema([replace(a, column=f"column_{i + 1}") for i, a in enumerate(SCHEMA)])
-    assert len(parallel._byte_ranges(parallel._resolve(path, options))) == 3
+    assert len(tables_module._byte_ranges(tables_module._resolve(path, options), **THREE_RANGES)) == 3
     seen: list[float] = []
-    matrix, report = count_table(path, schema, options, chunksize=250, progress=lambda f, _: seen.append(f))
-    monkeypatch.setattr(parallel, "_PARALLEL_RANGES", 1)
-    one_pass, one_report = count_table(path, schema, options, chunksize=250)
+    matrix, report = count_table(path, schema, options, chunksize=250, progress=lambda f, _: seen.append(f),
+                                 **THREE_RANGES)
+    one_pass, one_report = count_table(path, schema, options, chunksize=250, **{**THREE_RANGES, "parallel_ranges": 1})
     np.testing.assert_array_equal(matrix, one_pass)
     assert report == one_report and report.rows_counted == 3000
     assert seen == sorted(seen) and seen[-1] == 1.0
 
 
-def test_an_error_in_a_later_range_stops_every_reader(tmp_path, parallel):
+def test_an_error_in_a_later_range_stops_every_reader(tmp_path):
     rows = _random_rows(3000)
     rows[-1] = ("30", "X", "Sales", "5")  # not a leaf of sex, in the last range
     path = write(tmp_path / "t.csv", [ROWS[0], *rows])
     with pytest.raises(DomainError, match="'X'"):
-        count_table(path, SCHEMA, chunksize=250)
+        count_table(path, SCHEMA, chunksize=250, **THREE_RANGES)
     assert not _reader_threads()
     broken = tmp_path / "b.csv"
     broken.write_bytes(write(tmp_path / "ok.csv", [ROWS[0], *_random_rows(3000)]).read_bytes() + b"30,F,Sales\xe9,5\n")
     with pytest.raises(TableError, match="not valid utf-8"):
-        count_table(broken, SCHEMA, chunksize=250)
+        count_table(broken, SCHEMA, chunksize=250, **THREE_RANGES)
     assert not _reader_threads()
 
 
-def test_a_quote_past_the_sample_sends_the_count_back_to_one_pass(tmp_path, parallel, monkeypatch):
+def test_a_quote_past_the_sample_sends_the_count_back_to_one_pass(tmp_path, monkeypatch):
     # Quoted notes with line breaks only after the first 64 KiB: the file is cut, a range
     # meets a quote (maybe right where a cut split a note) and the count starts again.
     rows = [(*row, "plain") for row in _random_rows(8000)]
     rows[4000:] = [(*row[:4], f'"note {i}\nsecond line"') for i, row in enumerate(rows[4000:])]
     path = write(tmp_path / "t.csv", [(*ROWS[0], "note"), *rows])
     assert path.read_bytes().find(b'"') > 1 << 16
-    assert len(parallel._byte_ranges(parallel._resolve(path, None))) == 3
+    assert len(tables_module._byte_ranges(tables_module._resolve(path, None), **THREE_RANGES)) == 3
     passes: list[bool] = []
-    readers = parallel._CountingReaders
+    readers = tables_module._CountingReaders
 
     def spy(*args, one_pass=False, **kwargs):
         passes.append(one_pass)
         return readers(*args, one_pass=one_pass, **kwargs)
 
-    monkeypatch.setattr(parallel, "_CountingReaders", spy)
+    monkeypatch.setattr(tables_module, "_CountingReaders", spy)
     seen: list[float] = []
-    matrix, report = count_table(path, SCHEMA, chunksize=500, progress=lambda f, _: seen.append(f))
+    matrix, report = count_table(path, SCHEMA, chunksize=500, progress=lambda f, _: seen.append(f), **THREE_RANGES)
     assert passes == [False, True]  # cut in ranges, then once more in one pass
     frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     assert report.rows_counted == len(frame) == 8000
@@ -548,14 +541,14 @@ def test_extra_fields_are_found_in_files_with_quotes_and_when_the_extra_field_is
         count_table(path, SEX_AGE)
 
 
-def test_extra_fields_in_a_later_byte_range_name_the_line_of_the_file(tmp_path, parallel):
+def test_extra_fields_in_a_later_byte_range_name_the_line_of_the_file(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text(_padded("30,F,Sales,4", rows=30_000))
     with pytest.raises(TableError, match="line 30,002 has 4 fields"):
-        count_table(path, SEX_AGE)
+        count_table(path, SEX_AGE, **THREE_RANGES)
     good = tmp_path / "good.csv"
     good.write_text(_padded("30,F,Sales", rows=30_000))
-    matrix, report = count_table(good, SEX_AGE)
+    matrix, report = count_table(good, SEX_AGE, **THREE_RANGES)
     assert report.rows_counted == 60_001 and matrix[30, 0] == 60_000 // 90 + 1
 
 

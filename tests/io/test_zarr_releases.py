@@ -37,7 +37,6 @@ from privelet_gui.io import (
     sample_table_path,
     save_release,
 )
-from privelet_gui.io import releases as releases_module
 from privelet_gui.io.zarr_releases import (
     ZarrReleaseWriter,
     export_release_chunked,
@@ -73,10 +72,8 @@ def small() -> Release:
     return ReleaseSpec(schema, 1.0, sa=("sex",)).run(matrix, rng=np.random.default_rng(4))
 
 
-@pytest.fixture
-def small_slabs(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Slabs of 1,000 cells: the small release is exported in ten of them."""
-    monkeypatch.setattr(releases_module, "_SLAB_CELLS", 1000)
+#: Slabs of 1,000 cells: the small release is exported in ten of them.
+SMALL_SLABS = 1000
 
 
 def test_round_trip_is_lazy_and_keeps_the_metadata(release: Release, tmp_path: Path) -> None:
@@ -116,7 +113,6 @@ def test_a_query_reads_only_the_chunks_it_needs(release: Release, schema: Schema
 
 
 @pytest.mark.parametrize("name", ["cells.csv", "cells.csv.gz", "cells.parquet"])
-@pytest.mark.usefixtures("small_slabs")
 def test_export_in_slabs_equals_the_whole_export(small: Release, tmp_path: Path, name: str) -> None:
     release = small
     save_zarr_release(release, tmp_path / "r.zarr", chunks=(300, 2, 5))
@@ -125,7 +121,8 @@ def test_export_in_slabs_equals_the_whole_export(small: Release, tmp_path: Path,
     slabs.parent.mkdir()
     # a seeded (test) release: exported with allow_seeded, both marked the same way
     assert export_release(release, whole, allow_seeded=True) == release.noisy.size
-    assert export_release(load_release(tmp_path / "r.zarr"), slabs, allow_seeded=True) == release.noisy.size  # in slabs
+    in_slabs = export_release(load_release(tmp_path / "r.zarr"), slabs, allow_seeded=True, slab_cells=SMALL_SLABS)
+    assert in_slabs == release.noisy.size
     if name == "cells.csv":
         assert whole.read_bytes() == slabs.read_bytes()
     if name.endswith("parquet"):
@@ -151,11 +148,10 @@ def _same_frame(a: pd.DataFrame, b: pd.DataFrame) -> bool:
     return True
 
 
-@pytest.mark.usefixtures("small_slabs")
 def test_export_in_slabs_of_a_release_in_memory(small: Release, tmp_path: Path) -> None:
     release = small
     export_release(release, tmp_path / "a.csv", allow_seeded=True)
-    assert export_release_chunked(release, tmp_path / "b.csv") == release.noisy.size  # the caller allowed it
+    assert export_release_chunked(release, tmp_path / "b.csv", slab_cells=SMALL_SLABS) == release.noisy.size  # allowed
     assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
     with pytest.raises(OutputExistsError):
         export_release_chunked(release, tmp_path / "b.csv")

@@ -120,11 +120,36 @@ def test_privelet_plus_releases_exactly_as_before(workspace, tmp_path):
     job = workspace.release_job()
     schema = workspace.schema()
     assert job.spec == ReleaseSpec(schema, 1.0, "privelet+", recommend_sa(schema))
-    assert job.strategy_choice is None and job.choices().sa_rule == "given"
+    assert job.strategy_choice is None and job.choices().sa_rule == "recommended"
     outcome = run_release(job, ask=never)
     assert outcome.release.mechanism == "privelet+" and outcome.release.strategies == ()
     meta = pio.load_release_metadata(export_release_file(outcome, tmp_path / "plus.npz"))
     assert "strategy_choice" not in meta["extra"] and release_choices(meta).strategies == ()
+
+
+@pytest.mark.parametrize(("mechanism", "choose_sa", "recorded"), [
+    ("privelet+", Workspace.use_recommended_sa, "recommended"),
+    ("privelet+", Workspace.use_best_sa, "best"),
+    ("privelet+", lambda workspace: workspace.set_sa(["sex", "race"]), "given"),
+    ("basic", Workspace.use_best_sa, "given"),  # Basic is named: no S_A left to choose
+    ("best", Workspace.use_best_sa, None),  # the best strategy chose every strategy, no S_A
+])
+def test_a_release_file_records_the_rule_that_chose_its_sa_as_the_command_line_does(
+    workspace, tmp_path, mechanism, choose_sa, recorded
+):
+    workspace.set_privacy(mechanism=mechanism)
+    choose_sa(workspace)
+    job = workspace.release_job()
+    outcome = run_release(job, ask=never)
+    path = export_release_file(outcome, tmp_path / "release.npz")
+    meta = pio.load_release_metadata(path)
+    choices = release_choices(meta)
+    assert choices.sa_rule == recorded
+    chosen_for_workload = recorded in ("best", None)
+    assert choices.workload == (("paper:10000",) if chosen_for_workload else ())
+    script = redo_script(meta, path, choices=outcome.choices)
+    assert ("S_A was chosen as the least expected error (mean) on the workload paper:10000" in script) == (
+        recorded == "best")
 
 
 def test_a_held_release_goes_stale_when_the_workload_changes_the_strategies(workspace):

@@ -30,11 +30,11 @@ from typing import Literal
 
 import numpy as np
 
+from ..bounds import margin95, recommend_sa
 from ..errors import PriveletError, SchemaError
 from ..model.schema import Attribute, NominalAttribute, NumericBins, OrdinalAttribute, Schema
 from ..progress import CancelCallback, Progress
 from ..spec import ReleaseSpec
-from .bounds import margin95, recommend_sa
 from .coarsening import (
     Answering,
     AxisCoarsening,

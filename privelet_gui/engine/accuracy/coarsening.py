@@ -33,8 +33,8 @@ import numpy as np
 
 from ..errors import InternalError, PriveletError
 from ..model.schema import NominalAttribute, Schema
+from ..queries import QueryBatch
 from ..strategies.base import AxisStrategy
-from .queries import QueryBatch
 from .workloads import (
     AxisPredicates,
     AxisTable,

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..bounds import variance_model
 from ..errors import PriveletError
 from ..mechanisms import Release, basic, privelet_plus
 from ..model.schema import Schema
 from ..noise.calibration import Neighbours, check_epsilon
 from ..progress import CancelCallback, Progress, ProgressCallback
-from .bounds import variance_model
-from .queries import PrefixSums, QueryBatch, random_workload, relative_error, sanity_bound, square_error
+from ..queries import PrefixSums, QueryBatch, random_workload, relative_error, sanity_bound, square_error
 from .workloads import Workload
 
 if TYPE_CHECKING:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..bounds import recommend_sa
 from ..errors import SchemaError
 from ..model.schema import Attribute, NominalAttribute
 from ..progress import CancelCallback, Progress, ProgressCallback
@@ -29,7 +30,6 @@ from ..spec import MARGINALS, STRATEGIES, ReleaseSpec
 from ..strategies.plan import axis_strategy
 from ..strategies.stacked import StackedIdentity
 from .advisor import best_sa
-from .bounds import recommend_sa
 from .marginal_weights import optimised_marginals
 from .workloads import (
     AxisTable,

@@ -33,14 +33,14 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from ..bounds import VarianceModel, variance_model
 from ..errors import PriveletError, SchemaError
 from ..model.schema import Attribute, NominalAttribute, Schema
 from ..noise.calibration import Neighbours, check_epsilon, multiplicity
+from ..queries import QueryBatch, random_workload
 from ..strategies.base import AxisStrategy
 from ..strategies.marginals import MarginalsStrategy, box_components
 from ..strategies.stacked import IntervalGram
-from .bounds import VarianceModel, variance_model
-from .queries import QueryBatch, random_workload
 
 if TYPE_CHECKING:
     from ..spec import ReleaseSpec
@@ -465,7 +465,7 @@ class WorkloadFactors:
     totals: np.ndarray  # (d, 2)
 
     def select(self, in_sa: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per row, the three products of :mod:`~privelet_gui.engine.accuracy.bounds`' public-total
+        """Per row, the three products of :mod:`~privelet_gui.engine.bounds`' public-total
         formula for one S_A (a boolean mask over the axes), ``rho^2`` included."""
         own = np.where(in_sa, self.untransformed, self.transformed).prod(axis=1)
         covariance = np.where(in_sa, self.untransformed_covariance, self.transformed_covariance).prod(axis=1)

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import SchemaError
-from ..model.schema import NominalAttribute, Schema
+from .errors import SchemaError
+from .model.schema import NominalAttribute, Schema
 
 __all__ = [
     "PrefixSums",

@@ -27,11 +27,11 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from ..model.schema import Attribute, NominalAttribute, Schema
-from ..noise.calibration import Neighbours, check_epsilon, multiplicity
-from ..strategies.base import AxisStrategy
-from ..strategies.plan import identity_strategy, paper_strategy
+from .model.schema import Attribute, NominalAttribute, Schema
+from .noise.calibration import Neighbours, check_epsilon, multiplicity
 from .queries import QueryBatch, RangeQuery
+from .strategies.base import AxisStrategy
+from .strategies.plan import identity_strategy, paper_strategy
 
 __all__ = [
     "Z95",
