@@ -160,8 +160,8 @@ def test_seeded_releases_have_the_exact_expected_error(sampler):
 
 def test_a_spec_of_weighted_marginals_is_checked_and_releases_through_run():
     from privelet_gui.engine import OrdinalAttribute, ReleaseSpec, Schema, expected_error
-    from privelet_gui.engine.queries import QueryBatch
     from privelet_gui.engine.accuracy.workloads import Workload, marginals
+    from privelet_gui.engine.queries import QueryBatch
 
     schema = Schema([OrdinalAttribute.integer_range(name, 1, size) for name, size in zip("pqr", SHAPE)])
     chosen = ((("q", "p"), 2), (("r", "q"), 1), (("p",), 3), ((), 1))  # WEIGHTED, by attribute names
