@@ -15,20 +15,7 @@ samplers, the random bits), ``accuracy`` (queries, workloads, exact variances, t
 (100, 2)
 """
 
-from .accuracy.advisor import (
-    EXHAUSTIVE_UP_TO,
-    SA_RULE_ALIASES,
-    SA_RULES,
-    Advice,
-    AttributeMultiplier,
-    SaChoice,
-    SaRule,
-    Suggestion,
-    advise,
-    best_sa,
-    check_sa_rule,
-    resolve_sa,
-)
+from .accuracy.advisor import Advice, AttributeMultiplier, Suggestion, advise
 from .accuracy.bounds import (
     Z95,
     AttributeFactors,
@@ -65,6 +52,16 @@ from .accuracy.queries import (
     relative_error,
     sanity_bound,
     square_error,
+)
+from .accuracy.sa_choice import (
+    EXHAUSTIVE_UP_TO,
+    SA_RULE_ALIASES,
+    SA_RULES,
+    SaChoice,
+    SaRule,
+    best_sa,
+    check_sa_rule,
+    resolve_sa,
 )
 from .accuracy.strategy_search import StrategyChoice, axis_candidates, best_strategy
 from .accuracy.workloads import (

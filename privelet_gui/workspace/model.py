@@ -567,13 +567,13 @@ class Workspace:
 
     def advice_key(self) -> AdviceKey | None:
         """What the advisor's answer for the current settings depends on (None without a schema).
-        Under the best strategy the advisor weighs each change with Privelet+ and the best S_A
-        (it does not search strategies)."""
+        Under the best strategy the advisor weighs each change with the best strategy for the
+        changed schema, as the release would choose it."""
         search = self.best_sa_key()
         if search is None:
             return None
         if self.mechanism == BEST_STRATEGY:
-            return AdviceKey(search, "best", "privelet+")
+            return AdviceKey(search, "best", STRATEGIES)
         given = tuple(n for n in search.schema.names if n in set(self._sa)) if self.sa_rule == "given" else ()
         return AdviceKey(search, self.sa_rule, self.mechanism, given)
 

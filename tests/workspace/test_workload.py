@@ -23,6 +23,7 @@ from privelet_gui.engine import (
     recommend_sa,
 )
 from privelet_gui.io.project import (
+    BEST_STRATEGY,
     PROJECT_FORMAT,
     PROJECT_VERSION,
     ProjectError,
@@ -170,6 +171,23 @@ def test_suggestions_predict_the_error_that_applying_them_gives(workspace, rule)
     scaled = scaled_advice(advice, 0.5)
     assert scaled.error == pytest.approx(4 * advice.error)
     assert [s.factor for s in scaled.suggestions] == pytest.approx([s.factor for s in advice.suggestions])
+
+
+def test_under_the_best_strategy_the_release_gets_the_error_the_advisor_predicts(workspace):
+    assert workspace.mechanism == BEST_STRATEGY  # the default
+    workspace.set_workload(WorkloadChoice(paper=None, ways=(1, 2), attributes=("age", "sex", "native-country"),
+                                          grains=(("age", 5), ("native-country", 2))))
+    advice = find_advice(workspace.advice_key())
+    assert advice.spec.axis_strategies == workspace.release_spec().axis_strategies
+    assert advice.error == pytest.approx(workspace.best_strategy_result().error, rel=1e-9)
+    assert {s.kind for s in advice.suggestions} == {"drop", "bins", "level"}
+    for suggestion in advice.suggestions:
+        workspace.apply_suggestion(suggestion)
+        released = workspace.release_spec()  # the best strategy the release chooses for the changed schema
+        assert released.axis_strategies == suggestion.strategies
+        assert _error_after(workspace, suggestion) == pytest.approx(suggestion.error, rel=1e-9)
+        assert suggestion.error < advice.error
+        workspace.history.undo()
 
 
 def test_a_suggestion_for_other_settings_is_refused(workspace):

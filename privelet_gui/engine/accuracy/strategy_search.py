@@ -25,8 +25,8 @@ from ..progress import CancelCallback, Progress, ProgressCallback
 from ..spec import STRATEGIES, ReleaseSpec
 from ..strategies.plan import axis_strategy
 from ..strategies.stacked import StackedIdentity
-from .advisor import best_sa
 from .bounds import recommend_sa
+from .sa_choice import best_sa
 from .workloads import (
     AxisTable,
     Objective,

@@ -88,7 +88,7 @@ from ...workspace.workload import (
     find_coverage_errors,
 )
 from ..document import Document
-from ..tasks import CancelFunction, TaskService
+from ..tasks import CancelFunction, ProgressFunction, TaskService
 from .advisor_panel import AdvisorBox, KeyedLane
 from .strategy_panel import StrategyBox
 
@@ -157,14 +157,14 @@ def workload_text(name: str, queries: int) -> str:
     return name if f"{queries:,} queries" in name else f"{name} ({queries:,} queries)"
 
 
-def _coverage_job(key: CoverageKey, should_cancel: CancelFunction) -> CoverageErrors | str:
+def _coverage_job(key: CoverageKey, _progress: ProgressFunction, should_cancel: CancelFunction) -> CoverageErrors | str:
     try:
         return find_coverage_errors(key, should_cancel)
     except PriveletError as exc:  # say why on the chart
         return str(exc)
 
 
-def _best_job(key: SearchKey, should_cancel: CancelFunction) -> BestSa | str:
+def _best_job(key: SearchKey, _progress: ProgressFunction, should_cancel: CancelFunction) -> BestSa | str:
     try:
         return find_best_sa(key, should_cancel)
     except PriveletError as exc:  # the workload cannot be made on this schema: say why
@@ -394,7 +394,7 @@ class WorkloadBox(QGroupBox):
             return  # nothing needs the search while the step is hidden (showEvent refreshes)
         result = doc.best_sa_result()
         if result is None:
-            self._jobs.request(key, lambda cancel: _best_job(key, cancel), "best S_A")
+            self._jobs.request(key, partial(_best_job, key), "best S_A")
             self.summary.setText("Searching the best S_A for this workload...")
             self.table.setEnabled(False)
             self.use_best.setEnabled(False)
