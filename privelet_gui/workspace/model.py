@@ -70,7 +70,7 @@ from .workload import (
     CoverageKey,
     ResultCache,
     SearchKey,
-    build_workload,
+    chart_workload,
     find_best_sa,
     find_best_strategy,
     search_seconds,
@@ -783,7 +783,8 @@ class Workspace:
         spec = self.release_spec()
         if spec is None:
             raise InternalError("no release spec although nothing blocks the release")
-        measured = self.measured_workload(spec.schema)
+        # measured on the workload the Privacy step's chart of expected error lists, so that the two line up
+        measured, _stand_in = chart_workload(self.workload, spec.schema, MEASURED_QUERIES)
         if self.mechanism != BEST_STRATEGY:
             return ReleaseJob(self.table_path, self.table_options, spec, measure_error=self.measure_error,
                               error_workload=measured, dataset=self.dataset)
@@ -795,14 +796,11 @@ class Workspace:
                           error_workload=measured, dataset=self.dataset)
 
     def measured_workload(self, schema: Schema) -> Workload | None:
-        """The custodian's workload on ``schema``, for measuring a release's error on it and for
-        the workbench's examples (None: it cannot be made, or has more than
-        :data:`MEASURED_QUERIES` queries; the paper's random workload stands in)."""
-        try:
-            workload = build_workload(self.workload, schema)
-        except PriveletError:
-            return None
-        return workload if len(workload) <= MEASURED_QUERIES else None
+        """The custodian's workload on ``schema``, for the workbench's examples (None: it cannot
+        be made, or has more than :data:`MEASURED_QUERIES` queries: the charts of error by query
+        size then list the paper's random workload, :func:`~privelet_gui.workspace.workload.chart_workload`)."""
+        workload, stand_in = chart_workload(self.workload, schema, MEASURED_QUERIES)
+        return None if stand_in is not None else workload
 
     def coverage_key(self) -> CoverageKey | None:
         """What the chart of expected error by query size (Privacy step) shows, at epsilon 1:

@@ -7,6 +7,7 @@ import dataclasses
 import itertools
 import json
 
+import numpy as np
 import pytest
 
 from privelet_gui.engine import (
@@ -32,9 +33,11 @@ from privelet_gui.io.project import (
     save_project,
 )
 from privelet_gui.workspace import Workspace, release_blockers
+from privelet_gui.workspace.model import MEASURED_QUERIES
 from privelet_gui.workspace.workload import (
     SearchKey,
     build_workload,
+    chart_workload,
     find_advice,
     find_best_sa,
     scaled_advice,
@@ -99,6 +102,24 @@ def test_a_workload_that_cannot_be_made_blocks_a_best_release_only(workspace):
         workspace.release_job()
     workspace.set_privacy(mechanism="basic")  # S_A does not apply: nothing to wait for
     assert not release_blockers(workspace)
+
+
+@pytest.mark.parametrize(
+    "choice",
+    [WorkloadChoice(), WorkloadChoice(paper=None, ways=(1,), attributes=("age", "sex")),
+     WorkloadChoice(paper=None, ways=(1,), attributes=("ghost",))],
+    ids=["paper", "marginals", "cannot-be-made"],
+)
+def test_a_release_is_measured_on_the_workload_its_expected_error_chart_lists(workspace, choice):
+    workspace.set_privacy(mechanism="basic")  # nothing to choose first
+    workspace.set_workload(choice)
+    listed, stand_in = chart_workload(choice, workspace.schema(), MEASURED_QUERIES)
+    assert workspace.coverage_key().choice == choice and workspace.coverage_key().limit == MEASURED_QUERIES
+    measured = workspace.release_job().error_workload
+    assert measured is not None and measured.name == listed.name
+    for field in ("lo", "hi", "nodes"):  # the very same queries, a stand-in (seeded) included
+        assert np.array_equal(getattr(measured.queries(), field), getattr(listed.queries(), field))
+    assert (stand_in is None) == (choice != WorkloadChoice(paper=None, ways=(1,), attributes=("ghost",)))
 
 
 @pytest.mark.parametrize(

@@ -74,7 +74,7 @@ from ...engine.accuracy.workloads import PAPER_QUERIES, level_nodes
 from ...formatting import table_is_scientific
 from ...io.project import BEST_STRATEGY, MechanismChoice, WorkloadChoice
 from ...qt import icons
-from ...qt.plots import AttributeFactorPlot, ErrorByCoveragePlot
+from ...qt.plots import COVERAGE_GROUPS_TIP, AttributeFactorPlot, ErrorByCoveragePlot
 from ...qt.widgets import Banner, StepHeader, fmt_count, fmt_number, hint_label
 from ...workspace.model import EPSILON_FORMAT_TEXT, MECHANISM_CHOICE_NAMES, SAMPLER_TEXT, epsilon_text, parse_epsilon
 from ...workspace.workload import (
@@ -729,10 +729,7 @@ class PrivacyPanel(QWidget):
         preview_layout.addWidget(self.preview_note)
         self.preview_tabs = QTabWidget()
         self.expected_plot = ErrorByCoveragePlot("Expected square error by query coverage", group_column="coverage_group")
-        self.expected_plot.setToolTip(
-            "Each point: the queries of one coverage group (at most five groups of about as many queries, "
-            "queries of the same coverage always together), their average coverage and average expected square error"
-        )
+        self.expected_plot.setToolTip(COVERAGE_GROUPS_TIP)
         self.factor_plot = AttributeFactorPlot()
         self.preview_tabs.addTab(self.expected_plot, "By query coverage")
         self.preview_tabs.addTab(self.factor_plot, "Per attribute")
