@@ -40,7 +40,8 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
     p.add_argument("--raw", action="store_true", help="errors of the raw release (not shifted to the public total)")
     workload_options(p)
     p.add_argument("--rows", type=int, metavar="N", help="the table's number of rows, to say how big a typical count is")
-    p.add_argument("--top", type=int, default=10, metavar="K", help="suggestions to show (default 10)")
+    p.add_argument("--top", type=int, default=10, metavar="K", help="suggestions to show (default 10; under the best strategy, the changes that get a strategy "
+                        "search of their own: the best K lossless and the first K lossy after a quick screen)")
     p.add_argument("--lossy", action="store_true",
                    help="also list the changes that leave some query inexact (after the lossless ones, numbered on)")
     p.add_argument("--across", choices=("spread", "round-out"), default="spread",

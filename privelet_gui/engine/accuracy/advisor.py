@@ -487,10 +487,10 @@ def advise(
     progress: ProgressCallback | None = None,
 ) -> Advice:
     """Per-attribute multipliers and domain suggestions for ``workload`` under ``spec``
-    (``should_cancel`` as for :func:`best_sa`).
+    (``should_cancel`` as for :func:`~privelet_gui.engine.best_sa`).
 
     Under ``strategies="spec"``, ``sa_rule`` says the S_A of the current and of each changed
-    schema, as :func:`resolve_sa` gives it; under ``"best"`` the current schema gets its best S_A
+    schema, as :func:`~privelet_gui.engine.resolve_sa` gives it; under ``"best"`` the current schema gets its best S_A
     too (``before`` is then the best current error), under ``"recommended"`` its recommended one,
     under ``"given"`` the spec's S_A (less a dropped attribute). Under ``strategies="best"`` the
     current and each changed schema are released with the per-axis strategies
@@ -512,7 +512,7 @@ def advise(
     objective : {"mean", "worst"}, default "mean", keyword-only
         The average square error, or the worst query's.
     sa_rule : {"best", "recommended", "given"}, default "best", keyword-only
-        The S_A of the current and every changed schema (:data:`SaRule`): :func:`best_sa`'s,
+        The S_A of the current and every changed schema (:data:`SaRule`): :func:`~privelet_gui.engine.best_sa`'s,
         the recommended one, or the spec's (less a dropped attribute). Not read under
         ``strategies="best"``.
     answering : {"spread", "round-out"}, default "spread", keyword-only

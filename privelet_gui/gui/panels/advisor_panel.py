@@ -3,10 +3,11 @@ workload's error, and concrete coarser domains with their predicted error, one c
 
 The advice is the engine's (:func:`~privelet_gui.engine.advise`, through
 :func:`~privelet_gui.workspace.workload.find_advice`): data-independent, so looking costs no
-privacy. It takes from a tenth of a second to seconds, so it runs on the panel's own lane of
-the task service, one search at a time (:class:`KeyedLane`: a newer one cancels it), and only while the Privacy step
-is shown. Results are kept by key and computed at epsilon 1: moving the epsilon slider only
-rescales them.
+privacy. It takes from a tenth of a second to seconds (under the best strategy, a strategy search
+per change: up to half a minute for an axis of 4,096 values), so it runs on the panel's own lane
+of the task service, with its progress in the status line, one search at a time
+(:class:`KeyedLane`: a newer one cancels it), and only while the Privacy step is shown. Results
+are kept by key and computed at epsilon 1: moving the epsilon slider only rescales them.
 """
 
 from __future__ import annotations
@@ -183,10 +184,6 @@ class AdvisorBox(QGroupBox):
         left = QVBoxLayout()
         left.addWidget(QLabel("How much each attribute multiplies the error:"))
         self.multipliers = rows_table(["Attribute", "Released", "Multiplies by", "Queried"])
-        self.multipliers.setToolTip(
-            "The workload's expected error divided by its error on the table without the attribute "
-            "(queries keep their other conditions)"
-        )
         left.addWidget(self.multipliers)
         left.addStretch(1)
         columns.addLayout(left, 1)
@@ -285,6 +282,9 @@ class AdvisorBox(QGroupBox):
             f"<b>{_capital(advice.sentence(rows))}</b> ({what} of {advice.workload.name}, {len(advice.workload):,} "
             f"queries; {released})."
         )
+        self.multipliers.setToolTip(
+            "The workload's expected error divided by its error on the table without the attribute (queries keep "
+            "their other conditions" + ("; the other attributes keep their strategies)" if best else ")"))
         self.multipliers.setRowCount(len(advice.multipliers))
         for row, m in enumerate(advice.multipliers):
             cells = [
