@@ -17,6 +17,8 @@ synthetic Brazil-shaped schema it prints, at epsilon 1 with replace-one neighbou
   at full granularity (not following the advice) and against recommended Privelet+ there,
   *measured on the true table* (seeded releases, bias included) on the workload's queries,
   with the time the advice took (benchmark only, never publish);
+- with ``--advice-seconds``: how long the advice takes under the best strategy and under
+  Privelet+, on the same workloads and on DPBench's 1-D shape;
 - with ``--default-sa``: whether a new table should start with the best S_A for the
   paper's workload instead of the recommended one. For the schemas a new table gets in
   the app (the sample and the shared tables, inferred; the sample's schema; the
@@ -32,6 +34,7 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +51,7 @@ from .engine import (
     Workload,
     advise,
     best_sa,
+    best_strategy,
     expected_error,
     marginals,
     paper_workload,
@@ -368,6 +372,30 @@ def _accept(shared: Path, epsilon: float) -> None:
                   + ("" if accepted.same_truth else "   [true answers differ: the workload changed meaning]"))
 
 
+def _advice_seconds(shared: Path) -> None:
+    """How long the advice takes under the best strategy and under Privelet+ with the best S_A,
+    on the accept cases' workloads and on DPBench's 1-D shape (one axis of 4,096 values)."""
+    from .strategy_bench import ordinal_schema, random_ranges
+    from .workspace.workload import build_workload
+
+    cases = [(c.title, ReleaseSpec(c.schema, 1.0), build_workload(c.choice, c.schema)) for c in accept_cases(shared)]
+    line = ordinal_schema((4096,))
+    cases.append(("1-D, 4,096 values, 2,000 random ranges (DPBench's shape)", ReleaseSpec(line, 1.0, neighbours="add-remove"),
+                  Workload.of_queries(line, random_ranges((4096,), 2000))))
+    best_strategy(cases[0][1], cases[0][2])  # compile the kernels first
+    print("\n== Seconds the advice takes: the best strategy of the current schema alone, the advice under Privelet+ "
+          "(best S_A), and under the best strategy (screening every change, then a search per listed one)")
+    for title, spec, workload in cases:
+        timings = []
+        for run in (partial(best_strategy, spec, workload), partial(advise, spec, workload, sa_rule="best"),
+                    partial(advise, spec, workload, strategies="best")):
+            started = time.perf_counter()
+            run()
+            timings.append(time.perf_counter() - started)
+        print(f"{title[:72]:<72} d={len(spec.schema)}  best strategy {timings[0]:6.2f}  advice Privelet+ {timings[1]:6.2f}"
+              f"  advice best strategy {timings[2]:6.2f}")
+
+
 def _search_seconds() -> None:
     """How long the exhaustive best-S_A search takes over twelve attributes (4,096 subsets)."""
     schema = Schema([OrdinalAttribute.integer_range(f"a{i}", 0, 2 + i % 5) for i in range(12)])
@@ -385,6 +413,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-measured", action="store_true", help="skip the part that counts and releases Adult")
     parser.add_argument("--accept", action="store_true",
                         help="only measure accepting every advisor suggestion (Adult sample and shared census tables)")
+    parser.add_argument("--advice-seconds", action="store_true",
+                        help="only time the advice under the best strategy and under Privelet+")
     parser.add_argument("--default-sa", action="store_true",
                         help="only measure whether new tables should start with the best S_A for the paper's workload")
     parser.add_argument("--shared", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data",
@@ -395,6 +425,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.accept:
         _accept(args.shared, args.epsilon)
+        return 0
+    if args.advice_seconds:
+        _advice_seconds(args.shared)
         return 0
     from .io import load_schema, sample_schema_path
 
