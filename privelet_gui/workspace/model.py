@@ -568,12 +568,15 @@ class Workspace:
     def advice_key(self) -> AdviceKey | None:
         """What the advisor's answer for the current settings depends on (None without a schema).
         Under the best strategy the advisor weighs each change with the best strategy for the
-        changed schema, as the release would choose it."""
+        changed schema, as the release would choose it, and starts from the current schema's
+        (:meth:`best_strategy_result`) when it is chosen: the app's advisor waits for it."""
         search = self.best_sa_key()
         if search is None:
             return None
         if self.mechanism == BEST_STRATEGY:
-            return AdviceKey(search, "best", STRATEGIES)
+            current = self.best_strategy_result()
+            chosen = current.strategies if isinstance(current, StrategyChoice) else ()
+            return AdviceKey(search, "best", STRATEGIES, strategies=chosen)
         given = tuple(n for n in search.schema.names if n in set(self._sa)) if self.sa_rule == "given" else ()
         return AdviceKey(search, self.sa_rule, self.mechanism, given)
 

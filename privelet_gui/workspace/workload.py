@@ -246,12 +246,14 @@ class AdviceKey:
     """Everything the advisor's answer depends on: the search, the mechanism each schema is
     released with (:data:`~privelet_gui.engine.spec.STRATEGIES`: the best strategy for its
     workload), and how S_A follows a change of the schema under Privelet+ (``rule``; ``sa``:
-    the given S_A under ``"given"``, else empty)."""
+    the given S_A under ``"given"``, else empty). ``strategies``: under the best strategy, the
+    current schema's when they were chosen already (empty: the advisor chooses them)."""
 
     search: SearchKey
     rule: SaRule
     mechanism: Mechanism
     sa: tuple[str, ...] = ()
+    strategies: tuple[str, ...] = ()
 
 
 def find_advice(
@@ -266,7 +268,7 @@ def find_advice(
     workload = build_workload(search.choice, search.schema)
     objective = check_objective(search.choice.objective)
     if key.mechanism == STRATEGIES:
-        return advise(search.spec(), workload, objective=objective, strategies="best",
+        return advise(search.spec(), workload, objective=objective, strategies="best", chosen=key.strategies,
                       should_cancel=should_cancel, progress=progress)
     plus = key.mechanism == "privelet+"
     sa = tuple(n for n in key.sa if n in search.schema.names) if key.rule == "given" and plus else ()

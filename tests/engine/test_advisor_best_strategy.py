@@ -61,6 +61,18 @@ def test_no_suggestion_makes_the_best_strategy_worse(advice):
     assert [s.error for s in advice.suggestions] == sorted(s.error for s in advice.suggestions)
 
 
+def test_the_current_strategy_chosen_already_is_taken_as_it_is(advice):
+    # the app chooses it on a worker of its own: the advisor starts from it, with the same figures
+    again = advise(SPEC, WORKLOAD, strategies="best", chosen=best_strategy(SPEC, WORKLOAD).strategies)
+    assert again.spec.axis_strategies == advice.spec.axis_strategies
+    assert again.error == pytest.approx(advice.error, rel=1e-9)
+    assert [(s.description, s.strategies) for s in again.suggestions] == [
+        (s.description, s.strategies) for s in advice.suggestions]
+    assert [s.error for s in again.suggestions] == pytest.approx([s.error for s in advice.suggestions], rel=1e-9)
+    identity = advise(SPEC, WORKLOAD, strategies="best", chosen=("identity",) * len(SCHEMA))  # taken as given
+    assert identity.spec.label == "basic" and identity.error > advice.error
+
+
 def test_only_the_searched_changes_are_listed():
     few = advise(SPEC, WORKLOAD, strategies="best", searched=2)
     assert len(few.suggestions) <= 2 and len(few.lossy) <= 2

@@ -189,12 +189,28 @@ def test_applying_a_suggestion_and_undoing_it(sample_window, qtbot):
     assert "rows" not in advisor.status.text() and "a count of this workload will be off" in advisor.status.text().lower()
 
 
-def test_under_the_best_strategy_the_advice_is_weighed_with_it(sample_window, qtbot):
+def test_under_the_best_strategy_the_advice_is_weighed_with_it(sample_window, qtbot, monkeypatch):
+    from privelet_gui.gui.panels import strategy_panel
+
     doc = sample_window.document
     advisor = _privacy(sample_window, qtbot).advisor
+    gate = threading.Event()
+    real_job = strategy_panel._strategy_job
+
+    def held_job(key, progress, should_cancel):
+        gate.wait(60)
+        return real_job(key, progress, should_cancel)
+
+    monkeypatch.setattr(strategy_panel, "_strategy_job", held_job)
     doc.set_privacy(mechanism=BEST_STRATEGY)
     doc.set_workload(WorkloadChoice(paper=None, ways=(1, 2), attributes=("age", "sex", "education"),
                                     grains=(("age", 5),)))
+    # the advice starts from the current schema's best strategy: it waits for that search, searching nothing twice
+    assert doc.best_strategy_result() is None
+    waiting = advisor.status.text().startswith("Waiting for the best strategy")
+    started = advisor._jobs.running == doc.advice_key()
+    gate.set()
+    assert waiting and not started
     qtbot.waitUntil(lambda: advisor.advice is not None and advisor.advice.spec.mechanism == STRATEGIES
                     and advisor.advice.workload.name.startswith("1- and 2-way"), timeout=60_000)
     workload = build_workload(doc.workload, doc.schema())

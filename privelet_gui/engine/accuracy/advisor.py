@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -432,14 +432,17 @@ def _screened(coarsened: Coarsened, kept: list[AxisTable], spec: ReleaseSpec, an
 
 
 def _advise_best(spec: ReleaseSpec, workload: Workload, objective: Objective, answering: Answering,
-                 searched: int, steps: Progress) -> Advice:
-    """:func:`advise` under the best strategy (``strategies="best"``)."""
+                 searched: int, chosen: tuple[str, ...], steps: Progress) -> Advice:
+    """:func:`advise` under the best strategy (``strategies="best"``; ``chosen``: the current
+    schema's, when it was chosen already)."""
     average = objective == "mean"
     spec = spec.replace(mechanism="privelet+", sa=(), strategies=())  # what best_strategy reads of it
-    choice = best_strategy(spec, workload, objective=objective, should_cancel=steps.should_cancel,
-                           progress=steps.slice(0.0, 0.3).report)
-    base, before = choice.spec, choice.error
+    if not chosen:
+        chosen = best_strategy(spec, workload, objective=objective, should_cancel=steps.should_cancel,
+                               progress=steps.slice(0.0, 0.3).report).strategies
+    base = spec.replace(mechanism=STRATEGIES, strategies=chosen)
     tables = [axis_table(workload, a, s, average=average) for a, s in enumerate(base.plan.strategies)]
+    before = tables_error(tables, base, workload, average=average)
     constrained = workload.constrained_axes()
     multipliers = []
     if len(base.schema) > 1:
@@ -483,6 +486,7 @@ def advise(
     answering: Answering = "spread",
     strategies: AdvisorStrategies = "spec",
     searched: int = SEARCHED_SUGGESTIONS,
+    chosen: Sequence[str] = (),
     should_cancel: CancelCallback | None = None,
     progress: ProgressCallback | None = None,
 ) -> Advice:
@@ -522,6 +526,11 @@ def advise(
         or the best strategy for its workload.
     searched : int, default :data:`SEARCHED_SUGGESTIONS`, keyword-only
         Under ``strategies="best"``: how many lossless and how many lossy changes get a search.
+    chosen : sequence of str, default (), keyword-only
+        Under ``strategies="best"``: the strategies :func:`~privelet_gui.engine.best_strategy`
+        chose for ``spec`` and ``workload`` when they were chosen already (the app chooses them
+        on a worker of its own; names of :data:`~privelet_gui.engine.AXIS_STRATEGY_FORMS`, one
+        per attribute); empty: chosen here.
     should_cancel : callable ``() -> bool``, optional, keyword-only
         Polled between candidates and searches.
     progress : callable ``(fraction, stage)``, optional, keyword-only
@@ -547,7 +556,7 @@ def advise(
     if workload.schema != spec.schema:
         raise SchemaError(f"the workload {workload.name!r} is on another schema than the release")
     if strategies == "best":
-        return _advise_best(spec, workload, objective, answering, searched, steps)
+        return _advise_best(spec, workload, objective, answering, searched, tuple(chosen), steps)
     if strategies != "spec":
         raise PriveletError(f"the advisor weighs each schema with 'spec' or 'best', got {strategies!r}")
     check = steps.check

@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 
 from ...engine import Advice, PriveletError, SaRule, Suggestion, margin95, mechanism_name, short_strategy_name
 from ...engine.spec import STRATEGIES
+from ...io.project import BEST_STRATEGY
 from ...qt.widgets import Banner, fmt_count, fmt_number
 from ...workspace.workload import AdviceKey, ResultCache, find_advice, scaled_advice
 from ..document import Document
@@ -220,6 +221,10 @@ class AdvisorBox(QGroupBox):
             self._clear("Define the attributes first (Attributes step): the advisor reads the domains.")
             return
         found = self._results.get(key)
+        if found is None and self._doc.mechanism == BEST_STRATEGY and self._doc.best_strategy_result() is None:
+            # The advice starts from the current schema's best strategy: wait for its search (above).
+            self._clear("Waiting for the best strategy for this workload (above)...", keep=True)
+            return
         if found is None:
             if self._jobs.running != key:  # a search under way keeps showing its progress
                 self._clear("Computing suggestions for this workload...", keep=True)
