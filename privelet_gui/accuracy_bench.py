@@ -12,9 +12,13 @@ synthetic Brazil-shaped schema it prints, at epsilon 1 with replace-one neighbou
   of whole counts. This part reads the true data: its output is a benchmark on a public
   sample, never something to publish beside a release;
 - with ``--accept``: accepting every advisor suggestion in turn, as a user clicking "Apply"
-  would, on the Adult sample and the shared census tables: the release the app then proposes
-  against recommended Privelet+ at full granularity, *measured on the true table* (seeded
-  releases, bias included) on the workload's queries (benchmark only, never publish);
+  would, on the Adult sample and the shared census tables, under the app's default (the best
+  strategy) and under Privelet+: the release the app then proposes against the same mechanism
+  at full granularity (not following the advice) and against recommended Privelet+ there,
+  *measured on the true table* (seeded releases, bias included) on the workload's queries,
+  with the time the advice took (benchmark only, never publish);
+- with ``--advice-seconds``: how long the advice takes under the best strategy and under
+  Privelet+, on the same workloads and on DPBench's 1-D shape;
 - with ``--marginals``: the marginals strategy learned for marginal workloads (docs/math.md,
   "Choosing marginals") against Basic and the best per-axis strategies, exact expected errors on
   the sample's and the new tables' schemas, and on the Adult sample *measured on the true table*
@@ -34,6 +38,7 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -61,7 +66,7 @@ from .engine import (
 )
 from .engine.postprocess import post_processed_counts
 from .io.hierarchies import hierarchy_from_arx_rows, hierarchy_to_arx_rows
-from .io.project import WorkloadChoice
+from .io.project import BEST_STRATEGY, MechanismChoice, WorkloadChoice
 
 __all__ = ["AcceptCase", "Accepted", "accept_cases", "accept_every_suggestion", "main"]
 
@@ -219,13 +224,21 @@ class AcceptCase:
 class Accepted:
     """What accepting every suggestion did: the suggestions taken, and the measured mean square
     error (over the workload's queries and the seeds, bias included) of recommended Privelet+
-    at full granularity (``baseline``) and of the release the app then proposes (``advised``)."""
+    at full granularity (``baseline``), of the release the app proposes at full granularity with
+    the mechanism chosen (``unadvised``: not following the advice) and of the one it proposes
+    after the suggestions (``advised``); ``expected_unadvised`` and ``expected_advised`` are their
+    exact expected errors (the noise's: every accepted suggestion is lossless), ``seconds`` how
+    long the advice took in all."""
 
     steps: tuple[str, ...]
     queries: int
     baseline: float
+    unadvised: float
     advised: float
+    expected_unadvised: float
+    expected_advised: float
     same_truth: bool  # the workload's true answers on the coarser table are the fine ones
+    seconds: float
 
     @property
     def gain(self) -> float:
@@ -245,9 +258,11 @@ def _measured(path: Path, options: object, spec: ReleaseSpec, workload: Workload
     return truth, float(np.mean(errors))
 
 
-def accept_every_suggestion(case: AcceptCase, *, epsilon: float = 1.0, seeds: range = range(3)) -> Accepted:
-    """Take the advisor's first suggestion until it has none (a workspace, as the app does),
-    then measure the proposed release and recommended Privelet+ on the original schema."""
+def accept_every_suggestion(case: AcceptCase, *, mechanism: MechanismChoice = BEST_STRATEGY, epsilon: float = 1.0,
+                            seeds: range = range(3)) -> Accepted:
+    """Take the advisor's first suggestion until it has none (a workspace with ``mechanism``
+    chosen, as the app does), then measure the proposed release, the one it proposed before
+    the suggestions and recommended Privelet+ on the original schema."""
     from .io import sniff_table, summarize_table
     from .workspace import Workspace
     from .workspace.workload import build_workload, find_advice
@@ -256,11 +271,12 @@ def accept_every_suggestion(case: AcceptCase, *, epsilon: float = 1.0, seeds: ra
     workspace.set_table(summarize_table(case.table, sniff_table(case.table)), schema=case.schema)
     workspace.set_workload(case.choice)
     workspace.set_epsilon(epsilon)
-    workspace.set_privacy(mechanism="privelet+")  # the advisor weighs Privelet+; the best strategy is chosen apart
+    workspace.set_privacy(mechanism=mechanism)
     fine = workspace.release_spec()
     if fine is None:
         raise InternalError("the workspace has no release spec for the accept-every-suggestion bench")
     steps = []
+    started = time.perf_counter()
     while True:
         key = workspace.advice_key()
         if key is None:
@@ -270,17 +286,20 @@ def accept_every_suggestion(case: AcceptCase, *, epsilon: float = 1.0, seeds: ra
             break
         workspace.apply_suggestion(advice.suggestions[0])
         steps.append(advice.suggestions[0].description)
+    seconds = time.perf_counter() - started
     proposed = workspace.release_spec()
     if proposed is None:
         raise InternalError("the workspace has no release spec after the suggestions")
-    baseline = fine.replace(mechanism="privelet+", sa=recommend_sa(fine.schema))
+    baseline = fine.replace(mechanism="privelet+", sa=recommend_sa(fine.schema), strategies=())
     options = workspace.table_options
     fine_workload = build_workload(case.choice, fine.schema)
+    coarse_workload = build_workload(workspace.workload, proposed.schema)
     truth, baseline_error = _measured(case.table, options, baseline, fine_workload, seeds)
-    coarse_truth, advised_error = _measured(case.table, options, proposed,
-                                            build_workload(workspace.workload, proposed.schema), seeds)
+    _, unadvised_error = _measured(case.table, options, fine, fine_workload, seeds)
+    coarse_truth, advised_error = _measured(case.table, options, proposed, coarse_workload, seeds)
     same = coarse_truth.shape == truth.shape and bool(np.array_equal(coarse_truth, truth))
-    return Accepted(tuple(steps), len(fine_workload), baseline_error, advised_error, same)
+    return Accepted(tuple(steps), len(fine_workload), baseline_error, unadvised_error, advised_error,
+                    expected_error(fine, fine_workload), expected_error(proposed, coarse_workload), same, seconds)
 
 
 def _arx(path: Path, missing: str | None = None) -> Hierarchy:
@@ -343,14 +362,42 @@ def accept_cases(shared: Path) -> list[AcceptCase]:
 
 def _accept(shared: Path, epsilon: float) -> None:
     print(f"\n== Accepting every advisor suggestion in turn (epsilon {epsilon:g}, replace-one neighbours): mean square "
-          "error measured on the TRUE table over 3 seeded releases, bias included; benchmark only, never publish")
-    print(f"{'case':<96} {'queries':>8} {'Privelet+':>11} {'advised':>11} {'gain':>8}")
+          "error measured on the TRUE table over 3 seeded releases, bias included; benchmark only, never publish.\n"
+          "   Privelet+: recommended Privelet+ at full granularity; unadvised: the chosen mechanism there (not "
+          "following the advice); advised: after every suggestion; gain: Privelet+ / advised")
+    print(f"{'case':<88} {'mechanism':<14} {'queries':>8} {'Privelet+':>11} {'unadvised':>11} {'advised':>11} "
+          f"{'gain':>8} {'advice':>7}")
     for case in accept_cases(shared):
-        accepted = accept_every_suggestion(case, epsilon=epsilon)
-        print(f"{case.title:<96} {accepted.queries:>8,} {accepted.baseline:11.4g} {accepted.advised:11.4g} "
-              f"{accepted.gain:7.1f}x")
-        print(f"    accepted: {'; '.join(accepted.steps) or 'nothing (no lossless suggestion)'}"
-              + ("" if accepted.same_truth else "   [true answers differ: the workload changed meaning]"))
+        for mechanism in (BEST_STRATEGY, "privelet+"):
+            accepted = accept_every_suggestion(case, mechanism=mechanism, epsilon=epsilon)
+            print(f"{case.title[:88]:<88} {mechanism:<14} {accepted.queries:>8,} {accepted.baseline:11.4g} "
+                  f"{accepted.unadvised:11.4g} {accepted.advised:11.4g} {accepted.gain:7.1f}x {accepted.seconds:6.1f}s")
+            print(f"    accepted: {'; '.join(accepted.steps) or 'nothing (no lossless suggestion)'}"
+                  + ("" if accepted.same_truth else "   [true answers differ: the workload changed meaning]"))
+
+
+def _advice_seconds(shared: Path) -> None:
+    """How long the advice takes under the best strategy and under Privelet+ with the best S_A,
+    on the accept cases' workloads and on DPBench's 1-D shape (one axis of 4,096 values)."""
+    from .strategy_bench import ordinal_schema, random_ranges
+    from .workspace.workload import build_workload
+
+    cases = [(c.title, ReleaseSpec(c.schema, 1.0), build_workload(c.choice, c.schema)) for c in accept_cases(shared)]
+    line = ordinal_schema((4096,))
+    cases.append(("1-D, 4,096 values, 2,000 random ranges (DPBench's shape)", ReleaseSpec(line, 1.0, neighbours="add-remove"),
+                  Workload.of_queries(line, random_ranges((4096,), 2000))))
+    best_strategy(cases[0][1], cases[0][2])  # compile the kernels first
+    print("\n== Seconds the advice takes: the best strategy of the current schema alone, the advice under Privelet+ "
+          "(best S_A), and under the best strategy (screening every change, then a search per listed one)")
+    for title, spec, workload in cases:
+        timings = []
+        for run in (partial(best_strategy, spec, workload), partial(advise, spec, workload, sa_rule="best"),
+                    partial(advise, spec, workload, strategies="best")):
+            started = time.perf_counter()
+            run()
+            timings.append(time.perf_counter() - started)
+        print(f"{title[:72]:<72} d={len(spec.schema)}  best strategy {timings[0]:6.2f}  advice Privelet+ {timings[1]:6.2f}"
+              f"  advice best strategy {timings[2]:6.2f}")
 
 
 def _search_seconds() -> None:
@@ -433,6 +480,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="only measure accepting every advisor suggestion (Adult sample and shared census tables)")
     parser.add_argument("--marginals", action="store_true",
                         help="only compare the learned marginals strategy with Basic and per-axis strategies")
+    parser.add_argument("--advice-seconds", action="store_true",
+                        help="only time the advice under the best strategy and under Privelet+")
     parser.add_argument("--default-sa", action="store_true",
                         help="only measure whether new tables should start with the best S_A for the paper's workload")
     parser.add_argument("--shared", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data",
@@ -446,6 +495,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.marginals:
         _marginals(args.shared, args.epsilon)
+        return 0
+    if args.advice_seconds:
+        _advice_seconds(args.shared)
         return 0
     from .io import load_schema, sample_schema_path
 

@@ -80,7 +80,12 @@ def test_advise_prints_multipliers_and_writes_the_chosen_schema(capsys, tmp_path
     code, out, _ = call(capsys, *args)
     assert code == 0
     assert "a count of about" in out and "off by +/-" in out
-    assert "drop occupation" in out and "x9.00" in out
+    # the best strategy by default, as `privelet release` makes it; Privelet+ when asked for
+    assert "best strategy (age tree-16" in out and "drop occupation" in out and "x6.37" in out
+    code, out, _ = call(capsys, *args, "--mechanism", "privelet")
+    assert code == 0 and "drop occupation" in out and "x9.00" in out
+    code, _, err = call(capsys, *args, "--mechanism", "best", "--sa", "sex")
+    assert code == 2 and "--mechanism privelet" in err
     code, out, _ = call(capsys, *args, "--json")
     result = json.loads(out)
     number = next(i for i, s in enumerate(result["suggestions"], 1) if s["description"].startswith("age in bins of 5"))

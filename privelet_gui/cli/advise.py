@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from ._common import UsageError, epsilon_type, fmt, parse_sa
+from ._common import UsageError, epsilon_type, fmt, parse_sa, progress_bar
 from .release import public_total_of, workload_of, workload_options
 
 __all__ = ["register"]
@@ -27,15 +27,21 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
     )
     p.add_argument("--schema", required=True, metavar="S.json", help="schema file")
     p.add_argument("--epsilon", type=epsilon_type, default=1.0, metavar="E", help="privacy budget (default 1)")
-    p.add_argument("--sa", metavar="A,B|recommended|best|none", default="best",
-                   help="S_A of the current schema and of every suggestion: 'best' (the default: each one's best "
-                        "for the workload), 'recommended' (each one's by the paper's rule; 'auto', its earlier name, "
-                        "works too), or a list or 'none' kept for all (less a dropped attribute)")
+    p.add_argument("--mechanism", choices=("best", "privelet"), default=None,
+                   help="what the current schema and every suggestion are released with: best (the default unless "
+                        "--sa is given: the per-axis strategies chosen for each one's workload, as 'privelet release' "
+                        "does) or privelet (Privelet+ with --sa's S_A)")
+    p.add_argument("--sa", metavar="A,B|recommended|best|none", default=None,
+                   help="with --mechanism privelet, S_A of the current schema and of every suggestion: 'best' (the "
+                        "default: each one's best for the workload), 'recommended' (each one's by the paper's rule; "
+                        "'auto', its earlier name, works too), or a list or 'none' kept for all (less a dropped "
+                        "attribute)")
     p.add_argument("--neighbours", choices=("replace", "add-remove"), default="replace", help="neighbouring notion")
     p.add_argument("--raw", action="store_true", help="errors of the raw release (not shifted to the public total)")
     workload_options(p)
     p.add_argument("--rows", type=int, metavar="N", help="the table's number of rows, to say how big a typical count is")
-    p.add_argument("--top", type=int, default=10, metavar="K", help="suggestions to show (default 10)")
+    p.add_argument("--top", type=int, default=10, metavar="K", help="suggestions to show (default 10; under the best strategy, the changes that get a strategy "
+                        "search of their own: the best K lossless and the first K lossy after a quick screen)")
     p.add_argument("--lossy", action="store_true",
                    help="also list the changes that leave some query inexact (after the lossless ones, numbered on)")
     p.add_argument("--across", choices=("spread", "round-out"), default="spread",
@@ -49,18 +55,27 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
 
 
 def _cmd_advise(args: argparse.Namespace) -> int:
-    from ..engine import InternalError, ReleaseSpec, advise
+    from ..engine import InternalError, ReleaseSpec, advise, short_strategy_name
     from ..io import check_writable, load_schema, save_schema
 
     if (args.apply is None) != (args.out is None):
         raise UsageError("--apply I and --out S.json go together")
     out = check_writable(args.out, force=args.force) if args.out is not None else None
+    best = (args.mechanism or ("privelet" if args.sa is not None else "best")) == "best"
+    if best and args.sa is not None:
+        raise UsageError("--sa is Privelet+'s S_A: give it with --mechanism privelet (the best strategy chooses "
+                         "every attribute's strategy)")
     schema = load_schema(args.schema)
-    rule, given = parse_sa(args.sa, schema)
+    rule, given = parse_sa("best" if args.sa is None else args.sa, schema)
     spec = ReleaseSpec(schema, args.epsilon, "privelet+", given, args.neighbours, public_total=public_total_of(args))
     workload = workload_of(args, schema)
-    advice = advise(spec, workload, objective=args.objective, sa_rule=rule, answering=args.across)
     top = max(args.top, 0)
+    bar = progress_bar(args)
+    try:
+        advice = advise(spec, workload, objective=args.objective, sa_rule=rule, answering=args.across,
+                        strategies="best" if best else "spec", searched=top, progress=bar)
+    finally:
+        bar.close()
     shown = advice.suggestions[:top]
     lossy = advice.lossy[:top] if args.lossy else ()
     listed = (*shown, *lossy)
@@ -76,11 +91,14 @@ def _cmd_advise(args: argparse.Namespace) -> int:
         def entry(s: Any) -> dict[str, Any]:
             return {"kind": s.kind, "attribute": s.attribute, "description": s.description, "sa": list(s.sa),
                     "error": s.error, "factor": s.factor, "exact_share": s.exact_share, "lossless": s.lossless,
-                    "answering": s.answering, "estimated_share": s.estimated_share, "added_share": s.added_share}
+                    "answering": s.answering, "estimated_share": s.estimated_share, "added_share": s.added_share,
+                    "strategies": list(s.strategies)}
 
         result: dict[str, Any] = {
             "workload": {"name": workload.name, "queries": len(workload), "objective": args.objective},
+            "mechanism": "best" if best else "privelet",
             "sa": list(advice.spec.effective_sa),
+            "strategies": list(advice.spec.axis_strategies) if best else [],
             "error": advice.error,
             "margin95": advice.margin95,
             "multipliers": [{"attribute": m.name, "in_sa": m.in_sa, "multiplier": m.multiplier,
@@ -92,11 +110,17 @@ def _cmd_advise(args: argparse.Namespace) -> int:
         print(json.dumps(result, indent=2))
         return 0
     print(f"workload {workload.name} ({len(workload):,} queries), epsilon {args.epsilon:g}, neighbours {args.neighbours}")
-    print(f"S_A {{{', '.join(advice.spec.effective_sa)}}}: expected error {fmt(advice.error)}; "
-          f"{advice.sentence(args.rows)}")
-    print("each attribute multiplies the error by (error / error without it):")
-    for m in advice.multipliers:
-        where = "in S_A" if m.in_sa else "transformed"
+    if best:
+        print(f"best strategy ({_measured(advice.spec.schema, advice.spec.axis_strategies)}): expected error "
+              f"{fmt(advice.error)}; {advice.sentence(args.rows)}")
+    else:
+        print(f"S_A {{{', '.join(advice.spec.effective_sa)}}}: expected error {fmt(advice.error)}; "
+              f"{advice.sentence(args.rows)}")
+    print("each attribute multiplies the error by (error / error without it"
+          + (", the others keeping their strategies):" if best else "):"))
+    for axis, m in enumerate(advice.multipliers):
+        where = (short_strategy_name(advice.spec.axis_strategies[axis]) if best
+                 else "in S_A" if m.in_sa else "transformed")
         queried = "" if m.constrained else ", no query constrains it"
         print(f"  {m.name:<20} x{m.multiplier:,.2f} ({where}{queried})")
     if shown:
@@ -104,7 +128,8 @@ def _cmd_advise(args: argparse.Namespace) -> int:
     else:
         print("no lossless change makes this workload's error smaller")
     for number, s in enumerate(shown, start=1):
-        print(f"  {number}. {s.description}: error {fmt(s.error)}, {s.factor:,.2f}x smaller")
+        print(f"  {number}. {s.description}: error {fmt(s.error)}, {s.factor:,.2f}x smaller"
+              + (f" (then {_measured(s.schema, s.strategies)})" if s.strategies else ""))
     if lossy:
         print("lossy changes (predicted noise only; the inexact queries are biased by an amount that depends on the "
               "data):")
@@ -116,3 +141,10 @@ def _cmd_advise(args: argparse.Namespace) -> int:
     if args.apply is not None:
         print(f"wrote {out} (suggestion {args.apply}); count the table again with it")
     return 0
+
+
+def _measured(schema: Any, strategies: tuple[str, ...]) -> str:
+    """Each attribute's strategy, for people: ``age tree-16, sex identity``."""
+    from ..engine import short_strategy_name
+
+    return ", ".join(f"{a.name} {short_strategy_name(name)}" for a, name in zip(schema, strategies, strict=True))

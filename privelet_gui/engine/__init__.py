@@ -16,20 +16,7 @@ samplers, the random bits), ``queries`` and ``bounds`` (box queries, the paper's
 (100, 2)
 """
 
-from .accuracy.advisor import (
-    EXHAUSTIVE_UP_TO,
-    SA_RULE_ALIASES,
-    SA_RULES,
-    Advice,
-    AttributeMultiplier,
-    SaChoice,
-    SaRule,
-    Suggestion,
-    advise,
-    best_sa,
-    check_sa_rule,
-    resolve_sa,
-)
+from .accuracy.advisor import Advice, AttributeMultiplier, Suggestion, advise
 from .accuracy.evaluation import (
     ErrorPreview,
     EvaluationRow,
@@ -43,6 +30,16 @@ from .accuracy.evaluation import (
     marginal,
     measure_release,
     quintile_summary,
+)
+from .accuracy.sa_choice import (
+    EXHAUSTIVE_UP_TO,
+    SA_RULE_ALIASES,
+    SA_RULES,
+    SaChoice,
+    SaRule,
+    best_sa,
+    check_sa_rule,
+    resolve_sa,
 )
 from .accuracy.strategy_search import StrategyChoice, axis_candidates, best_strategy
 from .accuracy.workloads import (

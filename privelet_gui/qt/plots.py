@@ -37,6 +37,7 @@ from ..io.releases import LABEL_SUFFIX
 from .widgets import Banner
 
 __all__ = [
+    "COVERAGE_GROUPS_TIP",
     "TRUE_DATA_CHOICES",
     "TRUE_DATA_MARK",
     "TRUE_DATA_WARNING",
@@ -400,6 +401,11 @@ def _png_bytes(image: QImage) -> bytes:
     image.save(buffer, "PNG")  # type: ignore[call-overload]  # the stubs want bytes, PySide6 wants str
     buffer.close()
     return bytes(data.data())
+
+
+#: What a point of a chart of error by coverage group stands for (expected or measured).
+COVERAGE_GROUPS_TIP = ("Each point: the queries of one coverage group (at most five groups of about as many queries, "
+                       "queries of the same coverage always together), their average coverage and average error")
 
 
 class ErrorByCoveragePlot(PlotView):

@@ -71,7 +71,7 @@ from .workload import (
     CoverageKey,
     ResultCache,
     SearchKey,
-    build_workload,
+    chart_workload,
     find_best_sa,
     find_best_strategy,
     search_seconds,
@@ -568,13 +568,16 @@ class Workspace:
 
     def advice_key(self) -> AdviceKey | None:
         """What the advisor's answer for the current settings depends on (None without a schema).
-        Under the best strategy the advisor weighs each change with Privelet+ and the best S_A
-        (it does not search strategies)."""
+        Under the best strategy the advisor weighs each change with the best strategy for the
+        changed schema, as the release would choose it, and starts from the current schema's
+        (:meth:`best_strategy_result`) when it is chosen: the app's advisor waits for it."""
         search = self.best_sa_key()
         if search is None:
             return None
         if self.mechanism == BEST_STRATEGY:
-            return AdviceKey(search, "best", "privelet+")
+            current = self.best_strategy_result()
+            chosen = current.strategies if isinstance(current, StrategyChoice) else ()
+            return AdviceKey(search, "best", STRATEGIES, strategies=chosen)
         given = tuple(n for n in search.schema.names if n in set(self._sa)) if self.sa_rule == "given" else ()
         return AdviceKey(search, self.sa_rule, self.mechanism, given)
 
@@ -791,19 +794,18 @@ class Workspace:
         sa_rule = recorded_sa_rule(self.mechanism, self.sa_rule)
         # a release file records the workload S_A or the strategies were chosen for
         workload = workload_descriptions(self.workload, spec.schema) if sa_rule in (None, "best") else ()
+        # measured on the workload the Privacy step's chart of expected error lists, so that the two line up
+        measured, _stand_in = chart_workload(self.workload, spec.schema, MEASURED_QUERIES)
         return ReleaseJob(self.table_path, self.table_options, spec, measure_error=self.measure_error,
-                          strategy_choice=choice, error_workload=self.measured_workload(spec.schema),
+                          strategy_choice=choice, error_workload=measured,
                           sa_rule=sa_rule, workload=workload, objective=self.workload.objective, dataset=self.dataset)
 
     def measured_workload(self, schema: Schema) -> Workload | None:
-        """The custodian's workload on ``schema``, for measuring a release's error on it and for
-        the workbench's examples (None: it cannot be made, or has more than
-        :data:`MEASURED_QUERIES` queries; the paper's random workload stands in)."""
-        try:
-            workload = build_workload(self.workload, schema)
-        except PriveletError:
-            return None
-        return workload if len(workload) <= MEASURED_QUERIES else None
+        """The custodian's workload on ``schema``, for the workbench's examples (None: it cannot
+        be made, or has more than :data:`MEASURED_QUERIES` queries: the charts of error by query
+        size then list the paper's random workload, :func:`~privelet_gui.workspace.workload.chart_workload`)."""
+        workload, stand_in = chart_workload(self.workload, schema, MEASURED_QUERIES)
+        return None if stand_in is not None else workload
 
     def coverage_key(self) -> CoverageKey | None:
         """What the chart of expected error by query size (Privacy step) shows, at epsilon 1:

@@ -42,10 +42,10 @@ from ..engine import (
     marginals,
     paper_workload,
 )
-from ..engine.accuracy.advisor import EXHAUSTIVE_UP_TO, SaRule
+from ..engine.accuracy.sa_choice import EXHAUSTIVE_UP_TO, SaRule
 from ..engine.accuracy.workloads import check_objective
 from ..engine.progress import CancelCallback, ProgressCallback
-from ..engine.spec import Mechanism
+from ..engine.spec import STRATEGIES, Mechanism
 from ..io import read_workload
 from ..io.project import WorkloadChoice
 
@@ -243,25 +243,37 @@ def find_best_strategy(
 
 @dataclass(frozen=True)
 class AdviceKey:
-    """Everything the advisor's answer depends on: the search, and how S_A follows a change of
-    the schema (``rule``; ``sa``: the given S_A under ``"given"``, else empty)."""
+    """Everything the advisor's answer depends on: the search, the mechanism each schema is
+    released with (:data:`~privelet_gui.engine.spec.STRATEGIES`: the best strategy for its
+    workload), and how S_A follows a change of the schema under Privelet+ (``rule``; ``sa``:
+    the given S_A under ``"given"``, else empty). ``strategies``: under the best strategy, the
+    current schema's when they were chosen already (empty: the advisor chooses them)."""
 
     search: SearchKey
     rule: SaRule
     mechanism: Mechanism
     sa: tuple[str, ...] = ()
+    strategies: tuple[str, ...] = ()
 
 
-def find_advice(key: AdviceKey, should_cancel: CancelCallback | None = None) -> Advice:
+def find_advice(
+    key: AdviceKey, should_cancel: CancelCallback | None = None, progress: ProgressCallback | None = None
+) -> Advice:
     """The advisor's multipliers and suggestions at epsilon 1, each suggestion's error with the
-    S_A that the rule gives the changed schema: its best S_A (``"best"``), its recommended S_A
-    (``"recommended"``) or the given S_A less a dropped attribute (``"given"``)."""
+    best strategy for the changed schema's workload (the mechanism
+    :data:`~privelet_gui.engine.spec.STRATEGIES`), or else with the S_A that the rule gives the
+    changed schema: its best S_A (``"best"``), its recommended S_A (``"recommended"``) or the
+    given S_A less a dropped attribute (``"given"``)."""
     search = key.search
     workload = build_workload(search.choice, search.schema)
+    objective = check_objective(search.choice.objective)
+    if key.mechanism == STRATEGIES:
+        return advise(search.spec(), workload, objective=objective, strategies="best", chosen=key.strategies,
+                      should_cancel=should_cancel, progress=progress)
     plus = key.mechanism == "privelet+"
     sa = tuple(n for n in key.sa if n in search.schema.names) if key.rule == "given" and plus else ()
-    return advise(search.spec(key.mechanism, sa), workload, objective=check_objective(search.choice.objective),
-                  sa_rule=key.rule, should_cancel=should_cancel)
+    return advise(search.spec(key.mechanism, sa), workload, objective=objective, sa_rule=key.rule,
+                  should_cancel=should_cancel, progress=progress)
 
 
 def scaled_advice(advice: Advice, epsilon: float) -> Advice:

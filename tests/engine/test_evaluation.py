@@ -10,6 +10,7 @@ from privelet_gui.engine import (
     OrdinalAttribute,
     Schema,
     basic,
+    coverage_summary,
     privelet_plus,
     random_workload,
     variance_model,
@@ -126,20 +127,22 @@ def test_measure_release_compares_with_basic_on_the_same_workload():
     matrix = rng.integers(0, 6, SCHEMA.shape).astype(float)
     release = privelet_plus(matrix, SCHEMA, 1.0, ["age", "sex"], np.random.default_rng(2))
     preview = measure_release(matrix, release, queries=400, rng=np.random.default_rng(9))
-    assert set(preview.quintiles) == {"basic", "privelet+"} and preview.queries == 400
+    assert set(preview.by_coverage) == {"basic", "privelet+"} and preview.queries == 400
     # brute force for the release's own line, on the same workload
     replay = np.random.default_rng(9)
     workload = random_workload(SCHEMA, 400, replay)
     boxes = [tuple(slice(a, b + 1) for a, b in zip(lo, hi)) for lo, hi in zip(workload.lo, workload.hi)]
     errors = np.array([(release.noisy[b].sum() - matrix[b].sum()) ** 2 for b in boxes])
-    expected = quintile_summary(workload.coverage(SCHEMA.shape), errors)
-    for got, want in zip(preview.quintiles["privelet+"], expected):
+    expected = coverage_summary(workload.coverage(SCHEMA.shape), errors)  # grouped as the expected errors are
+    assert len(preview.by_coverage["privelet+"]) == len(expected)
+    for got, want in zip(preview.by_coverage["privelet+"], expected, strict=True):
         assert got.square_error == pytest.approx(want.square_error, rel=1e-9)
+        assert got.queries == want.queries and np.isfinite(got.relative_error)
     assert preview.sanity == pytest.approx(0.001 * matrix.sum())
     np.testing.assert_array_equal(preview.true_marginals["job"], matrix.sum(axis=(0, 1, 3)))
     np.testing.assert_array_equal(marginal(matrix, [2, 0]), matrix.sum(axis=(1, 3)).T)
     only_basic = measure_release(matrix, basic(matrix, 1.0, rng, schema=SCHEMA), queries=100, rng=rng)
-    assert set(only_basic.quintiles) == {"basic"}
+    assert set(only_basic.by_coverage) == {"basic"}
 
 
 @pytest.mark.parametrize("public_total", [True, False])
@@ -157,8 +160,8 @@ def test_measure_release_compares_with_basic_made_like_the_release(public_total)
     assert comparison.public_total is public_total
     boxes = [tuple(slice(a, b + 1) for a, b in zip(lo, hi)) for lo, hi in zip(workload.lo, workload.hi)]
     errors = np.array([(comparison.noisy[b].sum() - matrix[b].sum()) ** 2 for b in boxes])
-    expected = quintile_summary(workload.coverage(SCHEMA.shape), errors)
-    for got, want in zip(preview.quintiles["basic"], expected):
+    expected = coverage_summary(workload.coverage(SCHEMA.shape), errors)
+    for got, want in zip(preview.by_coverage["basic"], expected, strict=True):
         assert got.square_error == pytest.approx(want.square_error, rel=1e-9)
 
 
@@ -175,6 +178,22 @@ def test_coverage_levels_keep_equal_coverages_together_and_match_quintiles_witho
         assert len(set(levels[tied == value])) == 1
     order = np.argsort(tied, kind="stable")
     assert np.all(np.diff(levels[order]) >= 0) and set(levels) == set(range(levels.max() + 1)) and levels.max() < 5
+
+
+def test_a_release_is_measured_in_the_groups_its_expected_error_is_shown_in():
+    from privelet_gui.engine import ReleaseSpec, expected_by_coverage, marginals, measure_release
+
+    matrix = np.random.default_rng(3).integers(0, 6, SCHEMA.shape).astype(float)
+    spec = ReleaseSpec(SCHEMA, 1.0, sa=("sex",))
+    release = spec.run(matrix, rng=np.random.default_rng(4))
+    workload = marginals(SCHEMA, (1, 2))
+    measured = measure_release(matrix, release, workload=workload, rng=np.random.default_rng(5))
+    expected = expected_by_coverage({"privelet+": spec}, workload.queries())["privelet+"]
+    coverages = set(workload.queries().coverage(SCHEMA.shape).tolist())
+    assert len(expected) == len(coverages) != 5  # a marginal workload: a group per coverage, not quintiles
+    for rows in measured.by_coverage.values():
+        assert [(r.quintile, r.queries) for r in rows] == [(r.quintile, r.queries) for r in expected]
+        assert [r.coverage for r in rows] == pytest.approx([r.coverage for r in expected], rel=1e-12)
 
 
 def test_expected_by_coverage_is_each_releases_exact_variance_per_group():

@@ -12,12 +12,23 @@ import pytest
 from PySide6.QtCore import Qt
 
 from privelet_gui import io as pio
-from privelet_gui.engine import ReleaseSpec, best_sa, margin95, marginals, mechanism_name, paper_workload
+from privelet_gui.engine import (
+    ReleaseSpec,
+    best_sa,
+    best_strategy,
+    margin95,
+    marginals,
+    mechanism_name,
+    paper_workload,
+    short_strategy_name,
+)
 from privelet_gui.engine.postprocess import post_processed_counts
+from privelet_gui.engine.spec import STRATEGIES
 from privelet_gui.gui.panels import privacy_panel
-from privelet_gui.io.project import WorkloadChoice
+from privelet_gui.io.project import BEST_STRATEGY, WorkloadChoice
 from privelet_gui.io.releases import count_column
 from privelet_gui.qt.widgets import fmt_count
+from privelet_gui.workspace.workload import build_workload
 from tests.gui.conftest import wait_for_best_strategy
 
 SMALL = ("native-country", "education")  # excluded for quick releases and exports: 10,360 cells
@@ -176,6 +187,42 @@ def test_applying_a_suggestion_and_undoing_it(sample_window, qtbot):
     qtbot.waitUntil(lambda: advisor.advice is not None and advisor.advice.spec.neighbours == "add-remove",
                     timeout=30_000)
     assert "rows" not in advisor.status.text() and "a count of this workload will be off" in advisor.status.text().lower()
+
+
+def test_under_the_best_strategy_the_advice_is_weighed_with_it(sample_window, qtbot, monkeypatch):
+    from privelet_gui.gui.panels import strategy_panel
+
+    doc = sample_window.document
+    advisor = _privacy(sample_window, qtbot).advisor
+    gate = threading.Event()
+    real_job = strategy_panel._strategy_job
+
+    def held_job(key, progress, should_cancel):
+        gate.wait(60)
+        return real_job(key, progress, should_cancel)
+
+    monkeypatch.setattr(strategy_panel, "_strategy_job", held_job)
+    doc.set_privacy(mechanism=BEST_STRATEGY)
+    doc.set_workload(WorkloadChoice(paper=None, ways=(1, 2), attributes=("age", "sex", "education"),
+                                    grains=(("age", 5),)))
+    # the advice starts from the current schema's best strategy: it waits for that search, searching nothing twice
+    assert doc.best_strategy_result() is None
+    waiting = advisor.status.text().startswith("Waiting for the best strategy")
+    started = advisor._jobs.running == doc.advice_key()
+    gate.set()
+    assert waiting and not started
+    qtbot.waitUntil(lambda: advisor.advice is not None and advisor.advice.spec.mechanism == STRATEGIES
+                    and advisor.advice.workload.name.startswith("1- and 2-way"), timeout=60_000)
+    workload = build_workload(doc.workload, doc.schema())
+    chosen = best_strategy(ReleaseSpec(doc.schema(), doc.epsilon), workload)
+    assert advisor.advice.error == pytest.approx(chosen.error, rel=1e-9)
+    first = advisor.suggestions[0]
+    assert first.description.startswith("drop native-country")  # Privelet+ would drop occupation first
+    assert first.strategies == best_strategy(ReleaseSpec(first.schema, doc.epsilon), first.workload).strategies
+    assert "the best strategy for each changed schema" in advisor.caveat.text()
+    assert advisor.table.item(0, 3).toolTip().startswith("Measured after the change: age ")
+    assert advisor.multipliers.item(0, 1).text() == short_strategy_name(chosen.strategies[0])
+    assert "the best strategy)" in advisor.status.text()
 
 
 def test_epsilon_rescales_the_advice_without_a_new_search(sample_window, qtbot):

@@ -189,14 +189,14 @@ def test_measured_error_marginals_and_workbench_after_a_release(sample_window, q
         assert window.run_release()
     outcome = finished.args[0]
     preview = outcome.preview
-    assert preview is not None and set(preview.quintiles) >= {"basic", outcome.release.mechanism}
+    assert preview is not None and set(preview.by_coverage) >= {"basic", outcome.release.mechanism}
     panel = window.release_panel.preview
     # every view that reads the true data says so, visibly
     for view in (panel.square, panel.relative, panel.marginal):
         assert view.uses_true_data and view.banner.text() == TRUE_DATA_WARNING
         assert not view.banner.isHidden()
     assert panel.heatmap.banner.isHidden()  # the noisy release only
-    assert len(panel.square.table[1]) == 5 * len(preview.quintiles)
+    assert len(panel.square.table[1]) == sum(len(rows) for rows in preview.by_coverage.values())
     panel.tabs.setCurrentIndex(1)
     panel.marginal_attribute.setCurrentText("sex")
     # the noisy marginal of a release this size is summed in a task, off the GUI thread
@@ -222,6 +222,44 @@ def test_measured_error_marginals_and_workbench_after_a_release(sample_window, q
     bench = window.release_panel.workbench
     qtbot.waitUntil(lambda: bench.last_answer is not None, timeout=20_000)
     assert bench.release is outcome.release
+
+
+def test_the_measured_error_is_grouped_as_the_expected_one_on_the_same_workload(sample_window, qtbot):
+    """The Release step's measured error and the Privacy step's expected error list the same
+    workload (the custodian's) in the same coverage groups, so that their points line up."""
+    from privelet_gui.engine import PrefixSums
+
+    window = sample_window
+    doc = window.document
+    choice = WorkloadChoice(paper=None, ways=(1, 2), attributes=("age", "sex", "race"), grains=(("age", 10),))
+    doc.set_workload(choice)
+    window.go_to("privacy")
+    qtbot.waitUntil(lambda: doc.best_strategy_result() is not None, timeout=60_000)
+    qtbot.waitUntil(lambda: _chart_ready(window.privacy_panel, doc.coverage_key()), timeout=30_000)
+
+    def groups(plot, mechanism):
+        return [(r[2], pytest.approx(r[3], rel=1e-12), r[5]) for r in plot.table[1] if r[1] == mechanism]
+
+    expected = groups(window.privacy_panel.expected_plot, "basic")
+    with qtbot.waitSignal(window.releaseFinished, timeout=120_000) as finished:
+        assert window.run_release()
+    outcome = finished.args[0]
+    preview = outcome.preview
+    workload = build_workload(choice, outcome.release.schema)
+    assert preview is not None and preview.workload == workload.name and preview.queries == len(workload)
+    panel = window.release_panel.preview
+    assert panel.square.uses_true_data and not panel.square.banner.isHidden()  # the true data, said so
+    assert panel.square.table[0][2] == "coverage_group" == panel.relative.table[0][2]
+    # marginals: a group per coverage (8 here, not the paper's five quintiles), as in the Privacy step
+    coverages = set(workload.queries().coverage(outcome.release.schema.shape).tolist())
+    assert groups(panel.square, "basic") == expected and len(expected) == len(coverages) != 5
+    # the release's own line: its errors on the true table, averaged per coverage group
+    queries = workload.queries()
+    matrix, _ = pio.count_table(pio.sample_table_path(), outcome.release.schema, doc.table_options)
+    errors = (PrefixSums(outcome.release.noisy).answer_batch(queries) - PrefixSums(matrix).answer_batch(queries)) ** 2
+    own = coverage_summary(queries.coverage(outcome.release.schema.shape), errors)
+    drawn = [r[4] for r in panel.square.table[1] if r[1] == outcome.release.mechanism]
+    assert drawn == pytest.approx([r.square_error for r in own], rel=1e-9)
 
 
 def test_a_release_file_opens_in_the_workbench(window, qtbot, tmp_path):

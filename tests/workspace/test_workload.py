@@ -7,6 +7,7 @@ import dataclasses
 import itertools
 import json
 
+import numpy as np
 import pytest
 
 from privelet_gui.engine import (
@@ -23,6 +24,7 @@ from privelet_gui.engine import (
     recommend_sa,
 )
 from privelet_gui.io.project import (
+    BEST_STRATEGY,
     PROJECT_FORMAT,
     PROJECT_VERSION,
     ProjectError,
@@ -31,9 +33,11 @@ from privelet_gui.io.project import (
     save_project,
 )
 from privelet_gui.workspace import Workspace, release_blockers
+from privelet_gui.workspace.model import MEASURED_QUERIES
 from privelet_gui.workspace.workload import (
     SearchKey,
     build_workload,
+    chart_workload,
     find_advice,
     find_best_sa,
     scaled_advice,
@@ -98,6 +102,24 @@ def test_a_workload_that_cannot_be_made_blocks_a_best_release_only(workspace):
         workspace.release_job()
     workspace.set_privacy(mechanism="basic")  # S_A does not apply: nothing to wait for
     assert not release_blockers(workspace)
+
+
+@pytest.mark.parametrize(
+    "choice",
+    [WorkloadChoice(), WorkloadChoice(paper=None, ways=(1,), attributes=("age", "sex")),
+     WorkloadChoice(paper=None, ways=(1,), attributes=("ghost",))],
+    ids=["paper", "marginals", "cannot-be-made"],
+)
+def test_a_release_is_measured_on_the_workload_its_expected_error_chart_lists(workspace, choice):
+    workspace.set_privacy(mechanism="basic")  # nothing to choose first
+    workspace.set_workload(choice)
+    listed, stand_in = chart_workload(choice, workspace.schema(), MEASURED_QUERIES)
+    assert workspace.coverage_key().choice == choice and workspace.coverage_key().limit == MEASURED_QUERIES
+    measured = workspace.release_job().error_workload
+    assert measured is not None and measured.name == listed.name
+    for field in ("lo", "hi", "nodes"):  # the very same queries, a stand-in (seeded) included
+        assert np.array_equal(getattr(measured.queries(), field), getattr(listed.queries(), field))
+    assert (stand_in is None) == (choice != WorkloadChoice(paper=None, ways=(1,), attributes=("ghost",)))
 
 
 @pytest.mark.parametrize(
@@ -170,6 +192,23 @@ def test_suggestions_predict_the_error_that_applying_them_gives(workspace, rule)
     scaled = scaled_advice(advice, 0.5)
     assert scaled.error == pytest.approx(4 * advice.error)
     assert [s.factor for s in scaled.suggestions] == pytest.approx([s.factor for s in advice.suggestions])
+
+
+def test_under_the_best_strategy_the_release_gets_the_error_the_advisor_predicts(workspace):
+    assert workspace.mechanism == BEST_STRATEGY  # the default
+    workspace.set_workload(WorkloadChoice(paper=None, ways=(1, 2), attributes=("age", "sex", "native-country"),
+                                          grains=(("age", 5), ("native-country", 2))))
+    advice = find_advice(workspace.advice_key())
+    assert advice.spec.axis_strategies == workspace.release_spec().axis_strategies
+    assert advice.error == pytest.approx(workspace.best_strategy_result().error, rel=1e-9)
+    assert {s.kind for s in advice.suggestions} == {"drop", "bins", "level"}
+    for suggestion in advice.suggestions:
+        workspace.apply_suggestion(suggestion)
+        released = workspace.release_spec()  # the best strategy the release chooses for the changed schema
+        assert released.axis_strategies == suggestion.strategies
+        assert _error_after(workspace, suggestion) == pytest.approx(suggestion.error, rel=1e-9)
+        assert suggestion.error < advice.error
+        workspace.history.undo()
 
 
 def test_a_suggestion_for_other_settings_is_refused(workspace):

@@ -1,368 +1,72 @@
-"""Choosing for a workload: the best S_A, and how coarse each attribute's domain should be.
+"""The granularity advisor: how coarse each attribute's domain should be for a workload.
 
-Both are data-independent (they read the schema and the workload, never the table),
-so they cost no privacy and can run live while the custodian edits the schema.
-
-- :func:`best_sa`: the S_A that minimises the workload's expected error (average square
-  error, or its worst query). Exhaustive over all ``2^d`` subsets up to
-  :data:`EXHAUSTIVE_UP_TO` attributes: the error of a subset is, per workload row, a
-  product over the axes of one of two numbers (transformed or in S_A), so the products of
-  every subset of each half of the axes are built by doubling and the halves are joined by
-  one matrix product. Beyond that, a local search from the best of the paper's rule,
-  Basic and Privelet. Basic (every attribute in S_A) and Privelet (none) are always
-  candidates, so the choice is never worse than either.
-- :func:`resolve_sa`: the S_A an :data:`SaRule` gives a release: the paper's rule
-  (``"recommended"``), the best S_A for the workload (``"best"``) or the custodian's own list
-  (``"given"``). The command line, the app's workspace and :func:`advise` all ask it, so that
-  each rule is interpreted here only.
-- :func:`advise`: each attribute's multiplier of the error, and concrete changes of the
-  domain (bins of a width for a numeric ordinal attribute, a hierarchy level for a nominal
-  one, dropping an attribute no query constrains), each with its predicted error.
+Data-independent (it reads the schema and the workload, never the table), so it costs no
+privacy and can run live while the custodian edits the schema.
+:func:`advise` gives each attribute's multiplier of the error, and concrete changes of the
+domain (bins of a width for a numeric ordinal attribute, a hierarchy level for a nominal one,
+dropping an attribute no query constrains), each with its predicted error under the release's
+mechanism: the paper's (S_A as an :data:`~privelet_gui.engine.accuracy.sa_choice.SaRule`
+gives it), or the per-axis strategies :func:`~privelet_gui.engine.best_strategy` chooses for
+each schema.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 
-from ..bounds import margin95, recommend_sa
+from ..bounds import margin95
 from ..errors import PriveletError, SchemaError
 from ..model.schema import Attribute, NominalAttribute, NumericBins, OrdinalAttribute, Schema
-from ..progress import CancelCallback, Progress
-from ..spec import ReleaseSpec
+from ..progress import CancelCallback, Progress, ProgressCallback
+from ..spec import STRATEGIES, ReleaseSpec
+from ..strategies.plan import axis_strategy
 from .coarsening import (
     Answering,
     AxisCoarsening,
     BinsCoarsening,
+    Coarsened,
     LevelCoarsening,
     check_answering,
+    coarse_axis_table,
     coarsen,
 )
+from .sa_choice import SaRule, check_sa_rule, resolve_sa
+from .strategy_search import axis_candidates, best_strategy
 from .workloads import (
+    AxisTable,
     Objective,
     ProductPart,
     Workload,
+    axis_table,
     check_objective,
-    combine_products,
     expected_error,
-    unit_variance,
-    workload_factors,
+    tables_error,
 )
 
 __all__ = [
-    "EXHAUSTIVE_UP_TO",
-    "SA_RULES",
-    "SA_RULE_ALIASES",
+    "ADVISOR_STRATEGIES",
+    "SEARCHED_SUGGESTIONS",
     "Advice",
+    "AdvisorStrategies",
     "AttributeMultiplier",
-    "SaChoice",
-    "SaRule",
     "Suggestion",
     "advise",
-    "best_sa",
-    "check_sa_rule",
-    "resolve_sa",
 ]
 
-#: Schemas with at most this many attributes get the exhaustive search (4096 subsets).
-EXHAUSTIVE_UP_TO = 12
-# Cells of one block of subset x query products in the worst-case search (memory bound).
-_BLOCK = 1 << 22
-
-
-@dataclass(frozen=True)
-class SaChoice:
-    """The chosen S_A and the errors it was compared with (all in squared counts).
-
-    ``references`` maps ``"rule"`` (the paper's |A| <= P(A)^2 H(A)), ``"basic"`` and
-    ``"privelet"`` to ``(S_A, error)``.
-
-    Attributes
-    ----------
-    sa : tuple of str
-        The chosen S_A, in axis order.
-    error : float
-        The workload's expected error under it.
-    objective : {"mean", "worst"}
-        What the error is: the average square error, or the worst query's.
-    exhaustive : bool
-        Whether every subset was tried (at most :data:`EXHAUSTIVE_UP_TO` attributes).
-    references : dict of str to (tuple of str, float)
-        See above.
-    """
-
-    sa: tuple[str, ...]
-    error: float
-    objective: Objective
-    exhaustive: bool
-    references: dict[str, tuple[tuple[str, ...], float]]
-
-    @property
-    def gain_over_rule(self) -> float:
-        """How many times smaller the error is than under the paper's rule."""
-        rule = self.references["rule"][1]
-        return rule / self.error if self.error > 0 else math.inf
-
-
-def _half_products(columns: tuple[np.ndarray, np.ndarray], axes: range) -> np.ndarray:
-    """For every subset of ``axes`` (bit k set: the k-th axis in S_A), the per-row product
-    of the transformed (``columns[0]``) or S_A (``columns[1]``) factors: (2^len, rows)."""
-    transformed, untransformed = columns
-    out = np.ones((1, transformed.shape[0]))
-    for axis in axes:
-        out = np.concatenate([out * transformed[:, axis], out * untransformed[:, axis]])
-    return out
-
-
-def _all_subsets(factors_columns: list[tuple[np.ndarray, np.ndarray]], signs: list[float], d: int,
-                 weights: np.ndarray | None, check: Callable[[], None]) -> np.ndarray:
-    """The objective of every subset, indexed by its bit mask: the weighted mean over rows
-    (``weights``) or, with ``weights=None``, the maximum over rows. ``check()`` is called
-    between blocks of work (it raises to cancel)."""
-    low, high = range(d // 2), range(d // 2, d)
-    lows = [_half_products(c, low) for c in factors_columns]
-    highs = [_half_products(c, high) for c in factors_columns]
-    if weights is not None:
-        total = np.zeros((lows[0].shape[0], highs[0].shape[0]))
-        for sign, a, b in zip(signs, lows, highs, strict=False):
-            check()
-            total += sign * (a * weights) @ b.T
-        result = total / weights.sum()
-    else:
-        result = np.empty((lows[0].shape[0], highs[0].shape[0]))
-        rows = highs[0].shape[1]
-        step = max(1, _BLOCK // max(highs[0].shape[0], 1))
-        for i in range(lows[0].shape[0]):
-            best = np.full(highs[0].shape[0], -np.inf)
-            for start in range(0, rows, step):
-                check()
-                part = slice(start, start + step)
-                value = sum(sign * a[i, part] * b[:, part] for sign, a, b in zip(signs, lows, highs, strict=False))
-                best = np.maximum(best, np.asarray(value).max(axis=1))
-            result[i] = best
-    # result[i_low, i_high]: the subset's mask is i_low + (i_high << len(low))
-    return np.maximum(result.T.reshape(-1), 0.0)
-
-
-def best_sa(
-    spec: ReleaseSpec,
-    workload: Workload,
-    *,
-    objective: Objective = "mean",
-    exhaustive_up_to: int = EXHAUSTIVE_UP_TO,
-    should_cancel: CancelCallback | None = None,
-) -> SaChoice:
-    """The S_A minimising ``workload``'s expected error under ``spec``'s epsilon, neighbours
-    and public total (its mechanism and S_A are ignored). ``should_cancel()`` is asked
-    between steps of the search (:class:`~privelet_gui.engine.Cancelled` when it says so).
-
-    Parameters
-    ----------
-    spec : ReleaseSpec
-        The release; its epsilon, neighbours and public total are used.
-    workload : Workload
-        Queries on ``spec.schema``.
-    objective : {"mean", "worst"}, default "mean", keyword-only
-        Minimise the average square error, or the worst query's.
-    exhaustive_up_to : int, default 12, keyword-only
-        Try all ``2^d`` subsets when ``d`` is at most this; a local search beyond.
-    should_cancel : callable ``() -> bool``, optional, keyword-only
-        Polled between steps.
-
-    Returns
-    -------
-    SaChoice
-
-    Raises
-    ------
-    SchemaError
-        The workload is on another schema, or (``"worst"``) lists more than 5,000,000 queries.
-    PriveletError
-        ``objective`` is neither ``"mean"`` nor ``"worst"``.
-    Cancelled
-        ``should_cancel()`` returned True.
-
-    Examples
-    --------
-    >>> from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, Schema, marginals
-    >>> schema = Schema([OrdinalAttribute.integer_range("age", 0, 63),
-    ...                  NominalAttribute("sex", Hierarchy.flat(["F", "M"]))])
-    >>> choice = best_sa(ReleaseSpec(schema, 1.0), marginals(schema, ways=(1,)))
-    >>> choice.sa, choice.exhaustive  # one-way marginals of small domains: Basic wins
-    (('age', 'sex'), True)
-    """
-    schema = spec.schema
-    if workload.schema != schema:
-        raise SchemaError(f"the workload {workload.name!r} is on another schema than the release")
-    objective = check_objective(objective)
-    check = Progress(None, should_cancel).check
-    d = len(schema)
-    factors = workload_factors(workload, spec.model, average=objective == "mean")
-    public = spec.uses_public_total
-    unit = unit_variance(spec.epsilon, spec.neighbours)
-    columns = [(factors.transformed, factors.untransformed)]
-    signs = [1.0]
-    if public:
-        columns.append((factors.transformed_covariance, factors.untransformed_covariance))
-        columns.append((factors.share2 * factors.totals[:, 0], factors.share2 * factors.totals[:, 1]))
-        signs += [-2.0, 1.0]
-    weights = factors.weights if objective == "mean" else None
-
-    def error_of(mask: np.ndarray) -> float:
-        own, covariance, total = factors.select(mask)
-        values = combine_products(own, covariance, total, public)
-        if weights is None:
-            return unit * float(values.max())
-        return unit * float(np.dot(weights, values) / weights.sum())
-
-    def names(mask: np.ndarray) -> tuple[str, ...]:
-        return tuple(schema[a].name for a in range(d) if mask[a])
-
-    rule = np.isin(np.array(schema.names), recommend_sa(schema))
-    references = {
-        "rule": rule,
-        "basic": np.ones(d, dtype=bool),
-        "privelet": np.zeros(d, dtype=bool),
-    }
-    reference_errors = {key: (names(mask), error_of(mask)) for key, mask in references.items()}
-    exhaustive = d <= exhaustive_up_to
-    if exhaustive:
-        errors = _all_subsets(columns, signs, d, weights, check)
-        index = int(np.argmin(errors))
-        mask = np.array([(index >> a) & 1 for a in range(d)], dtype=bool)
-    else:
-        mask = min(references.values(), key=error_of).copy()
-        current = error_of(mask)
-        while True:  # flip the one attribute that helps most, while one does
-            trials = []
-            for axis in range(d):
-                check()
-                trial = mask.copy()
-                trial[axis] = not trial[axis]
-                trials.append((error_of(trial), axis))
-            value, axis = min(trials)
-            if value >= current:
-                break
-            mask[axis] = not mask[axis]
-            current = value
-    chosen = error_of(mask)
-    # The search's floating-point sums may differ in the last bits from a direct evaluation:
-    # never report a reference as worse than the choice when it is not.
-    for sa, value in reference_errors.values():
-        if value < chosen:
-            mask, chosen = np.isin(np.array(schema.names), sa), value
-    return SaChoice(names(mask), chosen, objective, exhaustive, reference_errors)
-
-
-# -- the rule that chooses S_A ----------------------------------------------------------------
-
-#: How S_A is chosen: the paper's rule (:func:`~privelet_gui.engine.recommend_sa`: the attributes
-#: with ``|A| <= P(A)^2 H(A)``, which never raise its bound), the best S_A for a workload
-#: (:func:`best_sa`), or the custodian's own list. The first two follow the schema.
-SaRule = Literal["recommended", "best", "given"]
-SA_RULES: tuple[SaRule, ...] = ("recommended", "best", "given")
-#: Earlier names of the rules, still read: the command line's and release files' ``"auto"`` and
-#: project files' ``"chosen"`` (before version 5).
-SA_RULE_ALIASES: Mapping[str, SaRule] = {"auto": "recommended", "chosen": "given"}
-
-
-def check_sa_rule(rule: object) -> SaRule:
-    """The rule ``rule`` names: one of :data:`SA_RULES`, or an earlier name of one
-    (:data:`SA_RULE_ALIASES`).
-
-    Parameters
-    ----------
-    rule : str
-        A rule's name.
-
-    Returns
-    -------
-    {"recommended", "best", "given"}
-
-    Raises
-    ------
-    PriveletError
-        ``rule`` names no rule.
-    """
-    for name in SA_RULES:
-        if rule == name:
-            return name
-    if isinstance(rule, str) and rule in SA_RULE_ALIASES:
-        return SA_RULE_ALIASES[rule]
-    raise PriveletError(f"the S_A rule is one of {', '.join(SA_RULES)}, got {rule!r}")
-
-
-def resolve_sa(
-    rule: SaRule,
-    spec: ReleaseSpec,
-    workload: Workload | None = None,
-    *,
-    given: Sequence[str] = (),
-    best: Sequence[str] | None = None,
-    objective: Objective = "mean",
-    should_cancel: CancelCallback | None = None,
-) -> tuple[str, ...]:
-    """The S_A that ``rule`` gives a release of ``spec``: the only interpreter of :data:`SaRule`.
-
-    Parameters
-    ----------
-    rule : {"recommended", "best", "given"} or an earlier name (:data:`SA_RULE_ALIASES`)
-        ``"recommended"``: the paper's rule on ``spec.schema``; ``"best"``: the S_A with the
-        least expected error on ``workload`` under ``spec``'s neighbours and public total;
-        ``"given"``: ``given``, as it is.
-    spec : ReleaseSpec
-        The release (its mechanism and S_A are not read).
-    workload : Workload, optional
-        The queries ``"best"`` chooses for (on ``spec.schema``); unused by the other rules.
-    given : sequence of str, default (), keyword-only
-        The custodian's own S_A (``"given"``).
-    best : sequence of str, optional, keyword-only
-        Under ``"best"``, the best S_A when it was searched already (the app searches on a
-        worker and keeps the results); None: :func:`best_sa` searches it here.
-    objective : {"mean", "worst"}, default "mean", keyword-only
-        What ``"best"`` minimises: the average square error, or the worst query's.
-    should_cancel : callable ``() -> bool``, optional, keyword-only
-        Polled by the search.
-
-    Returns
-    -------
-    tuple of str
-        S_A's names (in axis order but under ``"given"``, which keeps ``given``'s order).
-
-    Raises
-    ------
-    PriveletError
-        ``rule`` names no rule, or ``"best"`` has neither ``workload`` nor ``best``.
-    SchemaError, Cancelled
-        As :func:`best_sa` raises them.
-
-    Examples
-    --------
-    >>> from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, Schema, marginals
-    >>> schema = Schema([OrdinalAttribute.integer_range("age", 0, 1023),
-    ...                  NominalAttribute("sex", Hierarchy.flat(["F", "M"]))])
-    >>> spec = ReleaseSpec(schema, 1.0)
-    >>> resolve_sa("recommended", spec), resolve_sa("given", spec, given=["age"])
-    (('sex',), ('age',))
-    >>> resolve_sa("best", spec, marginals(schema, ways=(1,)))  # one-way marginals: Basic wins
-    ('age', 'sex')
-    """
-    rule = check_sa_rule(rule)
-    if rule == "given":
-        return tuple(given)
-    if rule == "recommended":
-        return recommend_sa(spec.schema)
-    if best is not None:
-        return tuple(best)
-    if workload is None:
-        raise PriveletError("the best S_A is chosen for a workload: give one (or the S_A already found)")
-    return best_sa(spec, workload, objective=objective, should_cancel=should_cancel).sa
-
+AdvisorStrategies = Literal["spec", "best"]
+#: What the advisor weighs the current and every changed schema with: the spec's mechanism
+#: (``"spec"``: Privelet+ with S_A by the rule, Privelet or Basic), or the per-axis strategies
+#: :func:`~privelet_gui.engine.best_strategy` chooses for each (``"best"``: the release's default).
+ADVISOR_STRATEGIES: tuple[AdvisorStrategies, ...] = ("spec", "best")
+#: Under the best strategy, how many changes of each list (lossless, lossy) get a strategy search
+#: of their own: the most the app shows, and the command line's default ``--top``.
+SEARCHED_SUGGESTIONS = 10
 
 # -- the granularity advisor ------------------------------------------------------------------
 
@@ -400,7 +104,8 @@ class Suggestion:
     """One change of the domain and what it is predicted to do to the workload's error.
 
     ``error`` is the expected square error of the noise on the workload's queries on the new
-    domain with S_A ``sa``; ``exact_share`` is the share of the queries the new domain answers
+    domain with S_A ``sa`` (or, under the best strategy, the per-axis ``strategies``);
+    ``exact_share`` is the share of the queries the new domain answers
     exactly. A suggestion is :attr:`lossless` when that is all of them: ``error`` is then the
     whole error. The others are answered by ``answering`` (see
     :mod:`~privelet_gui.engine.accuracy.coarsening`) and also get a bias that depends on the
@@ -422,7 +127,7 @@ class Suggestion:
     workload : Workload
         The workload on the changed schema.
     sa : tuple of str
-        S_A on the changed schema.
+        S_A on the changed schema (the attributes measured by the identity, under the best strategy).
     error : float
         The predicted expected error (squared counts; noise only).
     before : float
@@ -439,6 +144,10 @@ class Suggestion:
         For bins: their width in values of the current domain.
     level : int or None
         For a hierarchy level: the level kept.
+    strategies : tuple of str
+        Under the best strategy, each attribute's strategy on the changed schema, as
+        :func:`~privelet_gui.engine.best_strategy` chooses it for the changed workload (names
+        of :data:`~privelet_gui.engine.AXIS_STRATEGY_FORMS`); empty under the paper's mechanisms.
     """
 
     kind: SuggestionKind
@@ -455,6 +164,7 @@ class Suggestion:
     added_share: float = 0.0
     width: int | None = None
     level: int | None = None
+    strategies: tuple[str, ...] = ()
 
     @property
     def factor(self) -> float:
@@ -519,7 +229,8 @@ class Advice:
     Attributes
     ----------
     spec : ReleaseSpec
-        The spec compared against (with the best S_A when the advisor chose it).
+        The spec compared against: with the best S_A when the advisor chose it, or the
+        per-axis strategies :func:`~privelet_gui.engine.best_strategy` chose (``strategies="best"``).
     workload : Workload
         The workload.
     objective : {"mean", "worst"}
@@ -679,6 +390,93 @@ def _candidates(schema: Schema, workload: Workload) -> Iterable[_Candidate]:
                 yield _Candidate("level", axis, text, coarse, LevelCoarsening(attribute, coarse, level), level=level)
 
 
+def _changes(schema: Schema, workload: Workload) -> Iterable[tuple[_Candidate, Schema, Coarsened]]:
+    """Each candidate change, the schema it makes and the workload on it."""
+    for candidate in _candidates(schema, workload):
+        attributes = list(schema)
+        if candidate.attribute is None:
+            del attributes[candidate.axis]
+        else:
+            attributes[candidate.axis] = candidate.attribute
+        new_schema = Schema(attributes)
+        yield candidate, new_schema, coarsen(workload, new_schema, candidate.axis, candidate.coarsening)
+
+
+def _suggestion(candidate: _Candidate, schema: Schema, coarsened: Coarsened, spec: ReleaseSpec, error: float,
+                before: float, answering: Answering) -> Suggestion:
+    """The suggestion of ``candidate`` (``schema`` the current one), released with ``spec``."""
+    strategies = spec.axis_strategies if spec.mechanism == STRATEGIES else ()
+    return Suggestion(
+        candidate.kind, schema[candidate.axis].name, candidate.description, coarsened.schema, coarsened.workload,
+        spec.effective_sa, error, before, coarsened.exact_share, answering, coarsened.estimated_share,
+        coarsened.added_share, candidate.width, candidate.level, strategies,
+    )
+
+
+def _screened(coarsened: Coarsened, kept: list[AxisTable], spec: ReleaseSpec, answering: Answering,
+              average: bool) -> float:
+    """A quick estimate of the best strategy's error after a change: the current strategies of
+    the attributes it leaves alone (their tables ``kept``, in axis order without the changed
+    one: a change maps each query's predicates one to one, so their rows stay), and the best
+    of the changed attribute's candidate strategies (:func:`axis_candidates`)."""
+    if coarsened.coarsening is None:
+        return tables_error(kept, spec, coarsened.workload, average=average)
+    axis = coarsened.axis
+    attribute = coarsened.schema[axis]
+    rows = coarsened.rows(average)
+    errors = []
+    for name in axis_candidates(attribute):
+        table = coarse_axis_table(rows, axis_strategy(attribute, name), attribute.size, answering)
+        errors.append(tables_error([*kept[:axis], table, *kept[axis:]], spec, coarsened.workload, average=average))
+    return min(errors)
+
+
+def _advise_best(spec: ReleaseSpec, workload: Workload, objective: Objective, answering: Answering,
+                 searched: int, chosen: tuple[str, ...], steps: Progress) -> Advice:
+    """:func:`advise` under the best strategy (``strategies="best"``; ``chosen``: the current
+    schema's, when it was chosen already)."""
+    average = objective == "mean"
+    spec = spec.replace(mechanism="privelet+", sa=(), strategies=())  # what best_strategy reads of it
+    if not chosen:
+        chosen = best_strategy(spec, workload, objective=objective, should_cancel=steps.should_cancel,
+                               progress=steps.slice(0.0, 0.3).report).strategies
+    base = spec.replace(mechanism=STRATEGIES, strategies=chosen)
+    tables = [axis_table(workload, a, s, average=average) for a, s in enumerate(base.plan.strategies)]
+    before = tables_error(tables, base, workload, average=average)
+    constrained = workload.constrained_axes()
+    multipliers = []
+    if len(base.schema) > 1:
+        for axis, attribute in enumerate(base.schema):
+            # The others keep their strategies: an estimate (no search) of what the attribute costs.
+            without = tables_error(tables[:axis] + tables[axis + 1:], base, workload, average=average)
+            multipliers.append(AttributeMultiplier(attribute.name, attribute.name in base.effective_sa,
+                                                   before / without if without > 0 else math.inf, axis in constrained))
+    # Every change is screened by a quick estimate; the best ones get a strategy search of their own
+    # (the release makes that search too), and only they are suggested, with its exact figures.
+    lossless: list[tuple[float, _Candidate, Coarsened]] = []
+    lossy: list[tuple[float, _Candidate, Coarsened]] = []
+    for candidate, _new_schema, coarsened in _changes(base.schema, workload):
+        steps.check()
+        kept = tables[:candidate.axis] + tables[candidate.axis + 1:]
+        estimate = _screened(coarsened, kept, base, answering, average)
+        (lossless if coarsened.exact_share >= 1.0 else lossy).append((estimate, candidate, coarsened))
+    lossless.sort(key=lambda entry: entry[0])
+    lossy.sort(key=lambda entry: (-entry[2].exact_share, entry[0]))
+    shortlist = lossless[:searched] + lossy[:searched]
+    found: list[Suggestion] = []
+    for done, (_estimate, candidate, coarsened) in enumerate(shortlist):
+        share = steps.slice(0.3 + 0.7 * done / len(shortlist), 0.3 + 0.7 * (done + 1) / len(shortlist))
+        share.report(0.0, f"weighing: {candidate.description}")
+        changed = best_strategy(spec.replace(schema=coarsened.schema), coarsened.workload, objective=objective,
+                                should_cancel=steps.should_cancel, progress=share.report).spec
+        error = coarsened.expected_error(changed, answering=answering, objective=objective)
+        found.append(_suggestion(candidate, base.schema, coarsened, changed, error, before, answering))
+    steps.report(1.0, "advice ready")
+    suggestions = sorted((s for s in found if s.lossless and s.error < before), key=lambda s: s.error)
+    inexact = sorted((s for s in found if not s.lossless), key=lambda s: (-s.exact_share, s.error))
+    return Advice(base, workload, objective, before, tuple(multipliers), tuple(suggestions), tuple(inexact), answering)
+
+
 def advise(
     spec: ReleaseSpec,
     workload: Workload,
@@ -686,18 +484,28 @@ def advise(
     objective: Objective = "mean",
     sa_rule: SaRule = "best",
     answering: Answering = "spread",
+    strategies: AdvisorStrategies = "spec",
+    searched: int = SEARCHED_SUGGESTIONS,
+    chosen: Sequence[str] = (),
     should_cancel: CancelCallback | None = None,
+    progress: ProgressCallback | None = None,
 ) -> Advice:
     """Per-attribute multipliers and domain suggestions for ``workload`` under ``spec``
-    (``should_cancel`` as for :func:`best_sa`).
+    (``should_cancel`` as for :func:`~privelet_gui.engine.best_sa`).
 
-    ``sa_rule`` says the S_A of the current and of each changed schema, as :func:`resolve_sa`
-    gives it; under ``"best"`` the current schema gets its best S_A too (``before`` is then the
-    best current error), under ``"recommended"`` its recommended one, under ``"given"`` the
-    spec's S_A (less a dropped attribute). Queries a changed domain cannot answer exactly are
-    answered by ``answering`` (:data:`~privelet_gui.engine.accuracy.coarsening.ANSWERING`).
-    Lossless suggestions that make the error smaller are :attr:`Advice.suggestions`; no
-    change that leaves an attribute one value is suggested.
+    Under ``strategies="spec"``, ``sa_rule`` says the S_A of the current and of each changed
+    schema, as :func:`~privelet_gui.engine.resolve_sa` gives it; under ``"best"`` the current schema gets its best S_A
+    too (``before`` is then the best current error), under ``"recommended"`` its recommended one,
+    under ``"given"`` the spec's S_A (less a dropped attribute). Under ``strategies="best"`` the
+    current and each changed schema are released with the per-axis strategies
+    :func:`~privelet_gui.engine.best_strategy` chooses for its workload, as the release does:
+    every change is first screened (the current strategies of the attributes it leaves alone,
+    the best candidate strategy of the one it changes), and only the ``searched`` best lossless
+    and the ``searched`` first lossy ones get a search of their own, whose exact error is theirs
+    (the others are not listed). Queries a changed domain cannot answer exactly are answered
+    by ``answering`` (:data:`~privelet_gui.engine.accuracy.coarsening.ANSWERING`). Lossless
+    suggestions that make the error smaller are :attr:`Advice.suggestions`; no change that
+    leaves an attribute one value is suggested.
 
     Parameters
     ----------
@@ -708,12 +516,25 @@ def advise(
     objective : {"mean", "worst"}, default "mean", keyword-only
         The average square error, or the worst query's.
     sa_rule : {"best", "recommended", "given"}, default "best", keyword-only
-        The S_A of the current and every changed schema (:data:`SaRule`): :func:`best_sa`'s,
-        the recommended one, or the spec's (less a dropped attribute).
+        The S_A of the current and every changed schema (:data:`SaRule`): :func:`~privelet_gui.engine.best_sa`'s,
+        the recommended one, or the spec's (less a dropped attribute). Not read under
+        ``strategies="best"``.
     answering : {"spread", "round-out"}, default "spread", keyword-only
         How a changed domain answers the queries it cannot answer exactly.
+    strategies : {"spec", "best"}, default "spec", keyword-only
+        What each schema is released with (:data:`ADVISOR_STRATEGIES`): the spec's mechanism,
+        or the best strategy for its workload.
+    searched : int, default :data:`SEARCHED_SUGGESTIONS`, keyword-only
+        Under ``strategies="best"``: how many lossless and how many lossy changes get a search.
+    chosen : sequence of str, default (), keyword-only
+        Under ``strategies="best"``: the strategies :func:`~privelet_gui.engine.best_strategy`
+        chose for ``spec`` and ``workload`` when they were chosen already (the app chooses them
+        on a worker of its own; names of :data:`~privelet_gui.engine.AXIS_STRATEGY_FORMS`, one
+        per attribute); empty: chosen here.
     should_cancel : callable ``() -> bool``, optional, keyword-only
-        Polled between candidates.
+        Polled between candidates and searches.
+    progress : callable ``(fraction, stage)``, optional, keyword-only
+        Progress through the searches of ``strategies="best"``.
 
     Returns
     -------
@@ -724,15 +545,22 @@ def advise(
     SchemaError
         The workload is on another schema, or (``"worst"``) lists more than 5,000,000 queries.
     PriveletError
-        ``objective``, ``sa_rule`` or ``answering`` is not one of its values.
+        ``objective``, ``sa_rule``, ``answering`` or ``strategies`` is not one of its values.
     Cancelled
         ``should_cancel()`` returned True.
     """
     objective = check_objective(objective)
     answering = check_answering(answering)
     sa_rule = check_sa_rule(sa_rule)
-    check = Progress(None, should_cancel).check
-    if spec.mechanism == "strategies":  # named strategies do not follow a change of the schema: Privelet+ does
+    steps = Progress(progress, should_cancel)
+    if workload.schema != spec.schema:
+        raise SchemaError(f"the workload {workload.name!r} is on another schema than the release")
+    if strategies == "best":
+        return _advise_best(spec, workload, objective, answering, searched, tuple(chosen), steps)
+    if strategies != "spec":
+        raise PriveletError(f"the advisor weighs each schema with 'spec' or 'best', got {strategies!r}")
+    check = steps.check
+    if spec.mechanism == STRATEGIES:  # named strategies do not follow a change of the schema: Privelet+ does
         spec = spec.replace(mechanism="privelet+", strategies=(), sa=spec.effective_sa)
     schema = spec.schema
 
@@ -745,26 +573,14 @@ def advise(
     multipliers = []
     constrained = workload.constrained_axes()
     lossless, lossy = [], []
-    for candidate in _candidates(schema, workload):
+    for candidate, new_schema, coarsened in _changes(schema, workload):
         check()
-        axis = candidate.axis
-        attributes = list(schema)
-        if candidate.attribute is None:
-            del attributes[axis]
-        else:
-            attributes[axis] = candidate.attribute
-        new_schema = Schema(attributes)
-        coarsened = coarsen(workload, new_schema, axis, candidate.coarsening)
         kept_sa = tuple(n for n in base.effective_sa if n in new_schema.names)
         new_spec = spec.replace(schema=new_schema, sa=kept_sa if plus else ())
         if plus:
             new_spec = new_spec.replace(sa=sa_of(new_spec, coarsened.workload, kept_sa))
         error = coarsened.expected_error(new_spec, answering=answering, objective=objective)
-        suggestion = Suggestion(
-            candidate.kind, schema[axis].name, candidate.description, new_schema, coarsened.workload,
-            new_spec.effective_sa, error, before, coarsened.exact_share, answering, coarsened.estimated_share,
-            coarsened.added_share, candidate.width, candidate.level,
-        )
+        suggestion = _suggestion(candidate, schema, coarsened, new_spec, error, before, answering)
         if suggestion.lossless:
             if error < before:  # a lossless change that gains nothing is no advice
                 lossless.append(suggestion)

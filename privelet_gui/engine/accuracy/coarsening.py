@@ -44,9 +44,7 @@ from .workloads import (
     Workload,
     axis_table,
     check_objective,
-    combine_tables,
-    row_weights,
-    unit_variance,
+    tables_error,
 )
 
 if TYPE_CHECKING:
@@ -270,12 +268,7 @@ class Coarsened:
         if self.predicates is not None:
             tables.insert(self.axis, coarse_axis_table(self.rows(average), strategies[self.axis],
                                                        self.schema[self.axis].size, answering))
-        values = combine_tables(tables, spec.uses_public_total)
-        unit = unit_variance(spec.epsilon, spec.neighbours)
-        if not average:
-            return unit * float(values.max())
-        weights = row_weights(self.workload, average=True)
-        return unit * float(np.dot(weights, values) / weights.sum())
+        return tables_error(tables, spec, self.workload, average=average)
 
 
 def coarsen(fine: Workload, schema: Schema, axis: int, coarsening: AxisCoarsening | None) -> Coarsened:

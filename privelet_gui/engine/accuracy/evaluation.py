@@ -198,11 +198,12 @@ def coverage_levels(coverage: np.ndarray, parts: int = QUINTILES, *, few: int = 
 
 
 def coverage_summary(
-    coverage: np.ndarray, square_errors: np.ndarray, parts: int = QUINTILES
+    coverage: np.ndarray, square_errors: np.ndarray, parts: int = QUINTILES, *,
+    relative_errors: np.ndarray | None = None,
 ) -> list[QuintileRow]:
-    """Average coverage and square error per group of :func:`coverage_levels` (one per
-    coverage for a workload of few coverages, else at most ``parts``; none empty, equal
-    coverages never split): what any workload's errors look like by query size, marginals included.
+    """Average coverage and errors per group of :func:`coverage_levels` (one per coverage for
+    a workload of few coverages, else at most ``parts``; none empty, equal coverages never
+    split): what any workload's errors look like by query size, marginals included.
 
     Parameters
     ----------
@@ -212,11 +213,13 @@ def coverage_summary(
         Each query's square error, same shape.
     parts : int, default 5
         The most groups of a workload of many coverages.
+    relative_errors : numpy.ndarray, optional, keyword-only
+        Each query's relative error (measured errors); None: the rows' relative errors are nan.
 
     Returns
     -------
     list of QuintileRow
-        One row per group, smallest coverage first, numbered from 1; relative errors are nan.
+        One row per group, smallest coverage first, numbered from 1.
 
     Examples
     --------
@@ -225,7 +228,7 @@ def coverage_summary(
     [(1, 0.01, 2.0, 2), (2, 0.1, 4.0, 1), (3, 0.5, 8.0, 1)]
     """
     groups = coverage_levels(coverage, parts)
-    return _group_rows(groups, int(groups.max()) + 1 if len(groups) else 0, coverage, square_errors, None)
+    return _group_rows(groups, int(groups.max()) + 1 if len(groups) else 0, coverage, square_errors, relative_errors)
 
 
 def expected_by_coverage(
@@ -343,7 +346,8 @@ class EvaluationRow:
 
 class _TrueAnswers:
     """A workload (``queries`` random ones when ``workload`` is None) with its true answers:
-    errors of any noisy matrix per quintile."""
+    errors of any noisy matrix per quintile (the paper's figures) or per coverage group (as
+    :func:`expected_by_coverage` groups the expected ones)."""
 
     def __init__(self, matrix: np.ndarray, schema: Schema, queries: int, rng: np.random.Generator,
                  workload: Workload | None = None):
@@ -354,11 +358,16 @@ class _TrueAnswers:
         self.actual = PrefixSums(matrix).answer_batch(self.workload)
         self.sanity = sanity_bound(float(np.sum(matrix)))
 
-    def quintiles(self, noisy_matrix: np.ndarray) -> list[QuintileRow]:
+    def _errors(self, noisy_matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         noisy = PrefixSums(noisy_matrix).answer_batch(self.workload)
-        return quintile_summary(
-            self.coverage, square_error(noisy, self.actual), relative_error(noisy, self.actual, self.sanity)
-        )
+        return square_error(noisy, self.actual), relative_error(noisy, self.actual, self.sanity)
+
+    def quintiles(self, noisy_matrix: np.ndarray) -> list[QuintileRow]:
+        return quintile_summary(self.coverage, *self._errors(noisy_matrix))
+
+    def by_coverage(self, noisy_matrix: np.ndarray) -> list[QuintileRow]:
+        square, relative = self._errors(noisy_matrix)
+        return coverage_summary(self.coverage, square, relative_errors=relative)
 
 
 def evaluate(
@@ -448,9 +457,10 @@ def evaluate(
 class ErrorPreview:
     """How a release's noise compares with the true data: for the custodian's eyes only.
 
-    ``quintiles`` maps a mechanism to its error per coverage quintile: the release's own
-    mechanism, and Basic at the same epsilon for comparison (one entry if the release
-    is Basic). ``true_marginals`` are one-attribute marginals of the *true* table.
+    ``by_coverage`` maps a mechanism to its error per coverage group of the workload (as
+    :func:`coverage_summary` groups it, like the expected errors of
+    :func:`expected_by_coverage`): the release's own mechanism, and Basic at the same epsilon
+    for comparison (one entry if the release is Basic). ``true_marginals`` are one-attribute marginals of the *true* table.
     Nothing here may be published or exported with the release.
 
     Attributes
@@ -458,10 +468,10 @@ class ErrorPreview:
     epsilon : float
         The release's privacy budget.
     queries : int
-        Number of random queries measured.
+        Number of queries measured.
     sanity : float
         The sanity bound s used for relative errors (0.1% of n).
-    quintiles : dict of str to list of QuintileRow
+    by_coverage : dict of str to list of QuintileRow
         See above.
     true_marginals : dict of str to numpy.ndarray
         See above: attribute name to its true one-attribute marginal.
@@ -472,7 +482,7 @@ class ErrorPreview:
     epsilon: float
     queries: int
     sanity: float
-    quintiles: dict[str, list[QuintileRow]]
+    by_coverage: dict[str, list[QuintileRow]]
     true_marginals: dict[str, np.ndarray]
     workload: str = "the paper's random workload"
 
@@ -487,7 +497,8 @@ def measure_release(
     progress: ProgressCallback | None = None,
     should_cancel: CancelCallback | None = None,
 ) -> ErrorPreview:
-    """The errors of ``release`` on the true ``matrix``, Figure 8 style: on the custodian's
+    """The errors of ``release`` on the true ``matrix`` by coverage group (Figure 8 style, grouped
+    as :func:`coverage_summary` does: marginals get a group per coverage): on the custodian's
     ``workload`` (every query of it), or on ``queries`` of the paper's random workload.
 
     Also releases M with Basic at the same epsilon, neighbours and public-total choice, for
@@ -529,7 +540,7 @@ def measure_release(
     steps = Progress(progress, should_cancel)
     steps.report(0.0, "measuring the error on the true data")
     truth = _TrueAnswers(matrix, schema, queries, generator, workload)
-    quintiles: dict[str, list[QuintileRow]] = {release.mechanism: truth.quintiles(release.noisy)}
+    by_coverage: dict[str, list[QuintileRow]] = {release.mechanism: truth.by_coverage(release.noisy)}
     if release.mechanism != "basic":
         steps.report(0.4, "measuring the error: Basic for comparison")
         comparison = basic(
@@ -537,13 +548,13 @@ def measure_release(
             public_total=release.public_total,  # compared like for like: shifted only when the release is
             progress=steps.slice(0.4, 0.8).report if progress is not None else None, should_cancel=should_cancel,
         )
-        quintiles = {"basic": truth.quintiles(comparison.noisy), **quintiles}
+        by_coverage = {"basic": truth.by_coverage(comparison.noisy), **by_coverage}
         del comparison
     steps.report(0.9, "measuring the error: marginals")
     true_marginals = {a.name: marginal(matrix, [axis]) for axis, a in enumerate(schema)}
     steps.report(1.0, "measuring the error: done")
     name = "the paper's random workload" if workload is None else workload.name
-    return ErrorPreview(release.epsilon, len(truth.workload), truth.sanity, quintiles, true_marginals, name)
+    return ErrorPreview(release.epsilon, len(truth.workload), truth.sanity, by_coverage, true_marginals, name)
 
 
 def marginal(matrix: np.ndarray, axes: Sequence[int]) -> np.ndarray:

@@ -29,8 +29,8 @@ from ..progress import CancelCallback, Progress, ProgressCallback
 from ..spec import MARGINALS, STRATEGIES, ReleaseSpec
 from ..strategies.plan import axis_strategy
 from ..strategies.stacked import StackedIdentity
-from .advisor import best_sa
 from .marginal_weights import optimised_marginals
+from .sa_choice import best_sa
 from .workloads import (
     AxisTable,
     Objective,

@@ -62,6 +62,7 @@ __all__ = [
     "paper_workload",
     "row_weights",
     "sa_mask",
+    "tables_error",
     "workload_components",
     "workload_factors",
     "workload_variances",
@@ -755,11 +756,35 @@ def expected_error(spec: ReleaseSpec, workload: Workload, *, objective: Objectiv
                                         objective=objective)
     average = objective == "mean"
     tables = [axis_table(workload, axis, strategy, average=average) for axis, strategy in enumerate(spec.plan.strategies)]
+    return tables_error(tables, spec, workload, average=average)
+
+
+def tables_error(tables: Sequence[AxisTable], spec: ReleaseSpec, workload: Workload, *, average: bool) -> float:
+    """The expected square error that per-axis tables (one per axis of ``workload``, rows as
+    :func:`axis_table` makes them) give under ``spec``'s epsilon, neighbours and public total:
+    the mean over the workload's queries (``average``) or its worst query's.
+
+    Parameters
+    ----------
+    tables : sequence of AxisTable
+        One per axis, in axis order.
+    spec : ReleaseSpec
+        The release whose noise scale and public total apply (its strategies are the tables').
+    workload : Workload
+        The queries the tables' rows stand for.
+    average : bool, keyword-only
+        The mean over the queries (rows weighted by how many each stands for), or the maximum.
+
+    Returns
+    -------
+    float
+        Squared counts.
+    """
     values = combine_tables(tables, spec.uses_public_total)
     unit = unit_variance(spec.epsilon, spec.neighbours)
-    if objective == "worst":
+    if not average:
         return unit * float(values.max())
-    weights = row_weights(workload, average=average)
+    weights = row_weights(workload, average=True)
     return unit * float(np.dot(weights, values) / weights.sum())
 
 

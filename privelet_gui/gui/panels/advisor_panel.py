@@ -3,15 +3,17 @@ workload's error, and concrete coarser domains with their predicted error, one c
 
 The advice is the engine's (:func:`~privelet_gui.engine.advise`, through
 :func:`~privelet_gui.workspace.workload.find_advice`): data-independent, so looking costs no
-privacy. It takes from a tenth of a second to seconds, so it runs on the panel's own lane of
-the task service, one search at a time (:class:`KeyedLane`: a newer one cancels it), and only while the Privacy step
-is shown. Results are kept by key and computed at epsilon 1: moving the epsilon slider only
-rescales them.
+privacy. It takes from a tenth of a second to seconds (under the best strategy, a strategy search
+per change: up to half a minute for an axis of 4,096 values), so it runs on the panel's own lane
+of the task service, with its progress in the status line, one search at a time
+(:class:`KeyedLane`: a newer one cancels it), and only while the Privacy step is shown. Results
+are kept by key and computed at epsilon 1: moving the epsilon slider only rescales them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+from functools import partial
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
@@ -30,12 +32,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...engine import Advice, PriveletError, SaRule, Suggestion, margin95, mechanism_name
+from ...engine import Advice, PriveletError, SaRule, Suggestion, margin95, mechanism_name, short_strategy_name
+from ...engine.spec import STRATEGIES
 from ...io.project import BEST_STRATEGY
 from ...qt.widgets import Banner, fmt_count, fmt_number
 from ...workspace.workload import AdviceKey, ResultCache, find_advice, scaled_advice
 from ..document import Document
-from ..tasks import CancelFunction, TaskRunner, TaskService
+from ..tasks import CancelFunction, ProgressFunction, TaskFunction, TaskRunner, TaskService
 
 __all__ = ["SHOWN_SUGGESTIONS", "AdvisorBox", "KeyedLane", "fit_rows", "rows_table"]
 
@@ -53,12 +56,15 @@ class KeyedLane:
     """One search at a time on a lane, by key: asking for another key cancels the running
     search (the engine's searches check for it between steps) and starts the new one.
 
-    ``done(key, result)`` receives the job's result, or the exception it raised.
+    ``done(key, result)`` receives the job's result, or the exception it raised;
+    ``progressed(fraction, stage)``, if given, the running job's progress.
     """
 
-    def __init__(self, lane: TaskRunner, done: Callable[[Any, Any], None]):
+    def __init__(self, lane: TaskRunner, done: Callable[[Any, Any], None],
+                 progressed: Callable[[float, str], None] | None = None):
         self.lane = lane
         self._done = done
+        self._progressed = progressed
         self._running: Hashable | None = None
 
     @property
@@ -66,15 +72,16 @@ class KeyedLane:
         """The key being searched (None: idle)."""
         return self._running
 
-    def request(self, key: Hashable, job: Callable[[CancelFunction], Any], name: str) -> None:
-        """Search ``key`` with ``job(should_cancel)`` now (unless it is the one running)."""
+    def request(self, key: Hashable, job: TaskFunction, name: str) -> None:
+        """Search ``key`` with ``job(progress, should_cancel)`` now (unless it is the one running)."""
         if key == self._running:
             return
         self._running = key
         self.lane.run(
-            lambda _progress, should_cancel: job(should_cancel), name,
+            job, name,
             on_success=lambda result: self._finished(key, result),
             on_failure=lambda error: self._finished(key, error),
+            on_progress=self._progressed,
         )
 
     def _finished(self, key: Hashable, result: Any) -> None:
@@ -82,9 +89,9 @@ class KeyedLane:
         self._done(key, result)
 
 
-def _advice_job(key: AdviceKey, should_cancel: CancelFunction) -> Advice | str:
+def _advice_job(key: AdviceKey, progress: ProgressFunction, should_cancel: CancelFunction) -> Advice | str:
     try:
-        return find_advice(key, should_cancel)
+        return find_advice(key, should_cancel, progress)
     except PriveletError as exc:  # the workload cannot be made: say why, in the box
         return str(exc)
 
@@ -157,7 +164,7 @@ class AdvisorBox(QGroupBox):
     def __init__(self, document: Document, tasks: TaskService, parent: QWidget | None = None):
         super().__init__("Domain advisor: coarser domains for these queries (predicted from the domains only)", parent)
         self._doc = document
-        self._jobs = KeyedLane(tasks.lane("advisor"), self._computed)
+        self._jobs = KeyedLane(tasks.lane("advisor"), self._computed, self._progressed)
         self._results: ResultCache[AdviceKey, Advice | str] = ResultCache()
         self.advice: Advice | None = None  # as shown: at the current epsilon
         self.suggestions: tuple[Suggestion, ...] = ()  # lossless
@@ -178,10 +185,6 @@ class AdvisorBox(QGroupBox):
         left = QVBoxLayout()
         left.addWidget(QLabel("How much each attribute multiplies the error:"))
         self.multipliers = rows_table(["Attribute", "Released", "Multiplies by", "Queried"])
-        self.multipliers.setToolTip(
-            "The workload's expected error divided by its error on the table without the attribute "
-            "(queries keep their other conditions)"
-        )
         left.addWidget(self.multipliers)
         left.addStretch(1)
         columns.addLayout(left, 1)
@@ -218,10 +221,15 @@ class AdvisorBox(QGroupBox):
             self._clear("Define the attributes first (Attributes step): the advisor reads the domains.")
             return
         found = self._results.get(key)
+        if found is None and self._doc.mechanism == BEST_STRATEGY and self._doc.best_strategy_result() is None:
+            # The advice starts from the current schema's best strategy: wait for its search (above).
+            self._clear("Waiting for the best strategy for this workload (above)...", keep=True)
+            return
         if found is None:
-            if self.isVisible():
-                self._jobs.request(key, lambda cancel: _advice_job(key, cancel), "advisor")
-            self._clear("Computing suggestions for this workload...", keep=True)
+            if self._jobs.running != key:  # a search under way keeps showing its progress
+                self._clear("Computing suggestions for this workload...", keep=True)
+                if self.isVisible():
+                    self._jobs.request(key, partial(_advice_job, key), "advisor")
             return
         if isinstance(found, str):
             self._clear("")
@@ -229,7 +237,17 @@ class AdvisorBox(QGroupBox):
             self.problem.show()
             self.adviceShown.emit()
             return
-        self._show(scaled_advice(found, self._doc.epsilon))
+        try:
+            scaled = scaled_advice(found, self._doc.epsilon)
+        except PriveletError as exc:  # an epsilon the best strategy's weights cannot serve: say why
+            self._clear("")
+            self.problem.set_text(f"No advice at this ε: {exc}")
+            self.problem.show()
+            return
+        self._show(scaled)
+
+    def _progressed(self, fraction: float, stage: str) -> None:
+        self.status.setText(f"Computing suggestions for this workload ({fraction:.0%}): {stage}...")
 
     def _computed(self, key: AdviceKey, result: Advice | str | BaseException) -> None:
         if isinstance(result, BaseException):
@@ -262,15 +280,22 @@ class AdvisorBox(QGroupBox):
         # n is public under replace-one-tuple neighbours only: it sizes a typical count there.
         rows = doc.summary.rows if doc.summary is not None and doc.neighbours == "replace" else None
         what = "the worst query" if advice.objective == "worst" else "a typical query (root of the average square error)"
+        best = advice.spec.mechanism == STRATEGIES
+        released = ("the best strategy" if best
+                    else f"{advice.spec.name} with S_A = {{{', '.join(advice.spec.effective_sa)}}}")
         self.status.setText(
             f"<b>{_capital(advice.sentence(rows))}</b> ({what} of {advice.workload.name}, {len(advice.workload):,} "
-            f"queries; {advice.spec.name} with S_A = {{{', '.join(advice.spec.effective_sa)}}})."
+            f"queries; {released})."
         )
+        self.multipliers.setToolTip(
+            "The workload's expected error divided by its error on the table without the attribute (queries keep "
+            "their other conditions" + ("; the other attributes keep their strategies)" if best else ")"))
         self.multipliers.setRowCount(len(advice.multipliers))
         for row, m in enumerate(advice.multipliers):
             cells = [
                 _item(m.name),
-                _item("in S_A" if m.in_sa else "transformed"),
+                _item(short_strategy_name(advice.spec.axis_strategies[row]) if best
+                      else "in S_A" if m.in_sa else "transformed"),
                 _item(f"× {m.multiplier:,.2f}", number=True),
                 _item("yes" if m.constrained else "no",
                       tip="" if m.constrained else "No query of the workload constrains it: dropping it is lossless"),
@@ -287,7 +312,7 @@ class AdvisorBox(QGroupBox):
                 _item(f"{s.factor:,.2f}×", number=True),
                 _item(f"± {fmt_count(margin95(s.error))}", number=True,
                       tip=f"expected square error {fmt_number(s.error)} (now {fmt_number(s.before)})"),
-                _item(s.description, tip=f"S_A after the change: {{{', '.join(s.sa)}}}"),
+                _item(s.description, tip=_after_text(s)),
             ])
         self.lossy_table.setRowCount(len(self.lossy))
         for row, s in enumerate(self.lossy):
@@ -296,7 +321,7 @@ class AdvisorBox(QGroupBox):
                 _item(f"± {fmt_count(margin95(s.error))}", number=True,
                       tip=f"expected square error of the noise {fmt_number(s.error)} (now {fmt_number(s.before)})"),
                 _item(exact_text(s), number=True),
-                _item(f"{s.description}; {s.bias_text()}", tip=f"S_A after the change: {{{', '.join(s.sa)}}}"),
+                _item(f"{s.description}; {s.bias_text()}", tip=_after_text(s)),
             ])
         fit_rows(self.table)
         fit_rows(self.lossy_table)
@@ -304,8 +329,8 @@ class AdvisorBox(QGroupBox):
         self.lossy_label.setText(
             "Changes that leave some queries inexact (not suggested: their bias depends on the data and is not "
             "in these figures, so they can make the release worse):" if self.lossy else "")
-        if doc.mechanism == BEST_STRATEGY:
-            with_sa = "Privelet+ and the best S_A for each changed schema (the advisor does not choose strategies)"
+        if best:
+            with_sa = "the best strategy for each changed schema, as the release chooses it"
         elif doc.mechanism == "privelet+":
             with_sa = _RULE_WORDS[doc.sa_rule]
         else:
@@ -338,6 +363,14 @@ class AdvisorBox(QGroupBox):
         except PriveletError as exc:
             self.problem.set_text(f"Cannot apply the suggestion: {exc}")
             self.problem.show()
+
+
+def _after_text(suggestion: Suggestion) -> str:
+    """How the release measures each attribute after ``suggestion``, for people."""
+    if suggestion.strategies:
+        return "Measured after the change: " + "; ".join(
+            f"{a.name} {short_strategy_name(n)}" for a, n in zip(suggestion.schema, suggestion.strategies, strict=True))
+    return f"S_A after the change: {{{', '.join(suggestion.sa)}}}"
 
 
 def _capital(text: str) -> str:

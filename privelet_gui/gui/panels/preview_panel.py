@@ -15,7 +15,13 @@ import numpy as np
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from ...engine import ErrorPreview, Release, marginal, mechanism_name
-from ...qt.plots import ErrorByCoveragePlot, HeatmapPlot, MarginalComparisonPlot, TrueDataQuestion
+from ...qt.plots import (
+    COVERAGE_GROUPS_TIP,
+    ErrorByCoveragePlot,
+    HeatmapPlot,
+    MarginalComparisonPlot,
+    TrueDataQuestion,
+)
 from ..tasks import TaskService
 
 __all__ = ["ErrorPreviewPanel", "total_text"]
@@ -55,10 +61,15 @@ class ErrorPreviewPanel(QWidget):
         layout.addWidget(self.tabs, 1)
 
         errors = QSplitter()
-        self.square = ErrorByCoveragePlot("Average square error per coverage quintile", uses_true_data=True)
+        # Grouped as the Privacy step's chart of expected error groups the same workload: they line up.
+        self.square = ErrorByCoveragePlot("Measured square error by query coverage", uses_true_data=True,
+                                          group_column="coverage_group")
         self.relative = ErrorByCoveragePlot(
-            "Average relative error (sanity bound 0.1% of n)", error="relative_error", uses_true_data=True
+            "Measured relative error by query coverage (sanity bound 0.1% of n)", error="relative_error",
+            uses_true_data=True, group_column="coverage_group",
         )
+        for plot in (self.square, self.relative):
+            plot.setToolTip(COVERAGE_GROUPS_TIP)
         errors.addWidget(self.square)
         errors.addWidget(self.relative)
         self.tabs.addTab(errors, "Error by query size")
@@ -139,8 +150,8 @@ class ErrorPreviewPanel(QWidget):
                 + total_text(release)
             )
         if preview is not None:
-            self.square.set_rows(preview.quintiles, epsilon=preview.epsilon)
-            self.relative.set_rows(preview.quintiles, epsilon=preview.epsilon)
+            self.square.set_rows(preview.by_coverage, epsilon=preview.epsilon)
+            self.relative.set_rows(preview.by_coverage, epsilon=preview.epsilon)
         else:
             self.square.set_rows({})
             self.relative.set_rows({})

@@ -74,7 +74,7 @@ from ...engine.accuracy.workloads import PAPER_QUERIES, level_nodes
 from ...formatting import table_is_scientific
 from ...io.project import BEST_STRATEGY, MechanismChoice, WorkloadChoice
 from ...qt import icons
-from ...qt.plots import AttributeFactorPlot, ErrorByCoveragePlot
+from ...qt.plots import COVERAGE_GROUPS_TIP, AttributeFactorPlot, ErrorByCoveragePlot
 from ...qt.widgets import Banner, StepHeader, fmt_count, fmt_number, hint_label
 from ...workspace.model import EPSILON_FORMAT_TEXT, MECHANISM_CHOICE_NAMES, SAMPLER_TEXT, epsilon_text, parse_epsilon
 from ...workspace.workload import (
@@ -88,7 +88,7 @@ from ...workspace.workload import (
     find_coverage_errors,
 )
 from ..document import Document
-from ..tasks import CancelFunction, TaskService
+from ..tasks import CancelFunction, ProgressFunction, TaskService
 from .advisor_panel import AdvisorBox, KeyedLane
 from .strategy_panel import StrategyBox
 
@@ -157,14 +157,14 @@ def workload_text(name: str, queries: int) -> str:
     return name if f"{queries:,} queries" in name else f"{name} ({queries:,} queries)"
 
 
-def _coverage_job(key: CoverageKey, should_cancel: CancelFunction) -> CoverageErrors | str:
+def _coverage_job(key: CoverageKey, _progress: ProgressFunction, should_cancel: CancelFunction) -> CoverageErrors | str:
     try:
         return find_coverage_errors(key, should_cancel)
     except PriveletError as exc:  # say why on the chart
         return str(exc)
 
 
-def _best_job(key: SearchKey, should_cancel: CancelFunction) -> BestSa | str:
+def _best_job(key: SearchKey, _progress: ProgressFunction, should_cancel: CancelFunction) -> BestSa | str:
     try:
         return find_best_sa(key, should_cancel)
     except PriveletError as exc:  # the workload cannot be made on this schema: say why
@@ -394,7 +394,7 @@ class WorkloadBox(QGroupBox):
             return  # nothing needs the search while the step is hidden (showEvent refreshes)
         result = doc.best_sa_result()
         if result is None:
-            self._jobs.request(key, lambda cancel: _best_job(key, cancel), "best S_A")
+            self._jobs.request(key, partial(_best_job, key), "best S_A")
             self.summary.setText("Searching the best S_A for this workload...")
             self.table.setEnabled(False)
             self.use_best.setEnabled(False)
@@ -729,10 +729,7 @@ class PrivacyPanel(QWidget):
         preview_layout.addWidget(self.preview_note)
         self.preview_tabs = QTabWidget()
         self.expected_plot = ErrorByCoveragePlot("Expected square error by query coverage", group_column="coverage_group")
-        self.expected_plot.setToolTip(
-            "Each point: the queries of one coverage group (at most five groups of about as many queries, "
-            "queries of the same coverage always together), their average coverage and average expected square error"
-        )
+        self.expected_plot.setToolTip(COVERAGE_GROUPS_TIP)
         self.factor_plot = AttributeFactorPlot()
         self.preview_tabs.addTab(self.expected_plot, "By query coverage")
         self.preview_tabs.addTab(self.factor_plot, "Per attribute")
