@@ -128,7 +128,7 @@ class ReleasePanel(QWidget):
             StepHeader(
                 5,
                 "Release",
-                "Count the table and add calibrated noise with Privelet. Only the noisy table is kept and can be "
+                "Count the table and add calibrated noise with the mechanism chosen in the Privacy step. Only the noisy table is kept and can be "
                 "exported; the true counts are discarded as soon as the noise is added.",
             )
         )
