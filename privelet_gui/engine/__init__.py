@@ -100,6 +100,7 @@ from .noise.calibration import (
 from .pipeline import BigBlock, ReleasePipeline, Scratch, Sizing, thread_count, usable_cores
 from .progress import Progress
 from .spec import (
+    MARGINALS,
     MECHANISM_NAMES,
     MECHANISMS,
     READABLE_SAMPLERS,
@@ -125,6 +126,7 @@ __all__ = [
     "EPSILON_MAX",
     "EPSILON_MIN",
     "EXHAUSTIVE_UP_TO",
+    "MARGINALS",
     "MECHANISMS",
     "MECHANISM_NAMES",
     "NEIGHBOURS",

@@ -732,8 +732,9 @@ def advise(
     answering = check_answering(answering)
     sa_rule = check_sa_rule(sa_rule)
     check = Progress(None, should_cancel).check
-    if spec.mechanism == "strategies":  # named strategies do not follow a change of the schema: Privelet+ does
-        spec = spec.replace(mechanism="privelet+", strategies=(), sa=spec.effective_sa)
+    if spec.mechanism in ("strategies", "marginals"):
+        # Named strategies and weighted marginals do not follow a change of the schema: Privelet+ does.
+        spec = spec.replace(mechanism="privelet+", strategies=(), marginals=(), sa=spec.effective_sa)
     schema = spec.schema
 
     def sa_of(of: ReleaseSpec, queries: Workload, kept: tuple[str, ...]) -> tuple[str, ...]:

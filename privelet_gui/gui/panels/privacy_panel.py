@@ -990,6 +990,11 @@ class PrivacyPanel(QWidget):
             self.target_result.setText("Computing...")
             return
         at_one = spec.replace(epsilon=1.0).worst_case_variance()
+        if not math.isfinite(at_one):  # weighted marginals answer some range counts with a bias
+            self.target_result.setText(
+                f"With {spec.name}, range counts over attributes that no marginal holds together are answered "
+                "with a bias: no epsilon bounds every range count's error. Choose a mechanism above to aim at one.")
+            return
         target_variance = variance_for_margin95(self.target.value())
         epsilon = round_up(epsilon_for_variance(at_one, target_variance))
         self.target_epsilon = epsilon
