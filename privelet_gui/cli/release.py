@@ -446,16 +446,19 @@ def _release_on_dask(
 
 
 def _cmd_bounds(args: argparse.Namespace) -> int:
+    import math
+
     from ..engine import (
         MECHANISM_NAMES,
+        MECHANISMS,
         ReleaseSpec,
         best_sa,
         best_strategy,
         expected_error,
         margin95,
         resolve_sa,
-        short_strategy_name,
     )
+    from ..engine.descriptions import describe_measurements
     from ..io import load_schema
 
     schema = load_schema(args.schema)
@@ -481,11 +484,14 @@ def _cmd_bounds(args: argparse.Namespace) -> int:
         specs["best"] = specs["privelet_plus"].replace(sa=choice.sa)
         result["best"] = {"paper_bound": specs["best"].paper_bound(),
                           "exact_worst_case": specs["best"].worst_case_variance()}
-        specs["strategy"] = best_strategy(specs["privelet_plus"], workload, objective=args.objective).spec
-        paper_bounds = specs["strategy"].label != "strategies"  # the paper bounds only its own mechanisms
-        result["strategy"] = {"paper_bound": specs["strategy"].paper_bound() if paper_bounds else None,
-                              "exact_worst_case": specs["strategy"].worst_case_variance(),
-                              "strategies": list(specs["strategy"].axis_strategies)}
+        strategy = specs["strategy"] = best_strategy(specs["privelet_plus"], workload, objective=args.objective,
+                                                     marginals=True).spec
+        paper_bounds = strategy.label in MECHANISMS  # the paper bounds only its own mechanisms
+        worst = strategy.worst_case_variance()  # infinite for marginals that answer some range counts with a bias
+        result["strategy"] = {"paper_bound": strategy.paper_bound() if paper_bounds else None,
+                              "exact_worst_case": worst if math.isfinite(worst) else None,
+                              "strategies": list(strategy.axis_strategies),
+                              "marginals": [[list(names), weight] for names, weight in strategy.marginals]}
         result["workload"] = {"name": workload.name, "queries": len(workload), "objective": args.objective,
                               "public_total": specs["basic"].uses_public_total, "best_sa": list(choice.sa)}
         for key, spec in specs.items():
@@ -500,10 +506,8 @@ def _cmd_bounds(args: argparse.Namespace) -> int:
     print(f"{'mechanism':<13} {'paper bound':>14} {'exact worst case':>18}")
     named = {"best": "best S_A", "strategy": "best strategy"}
     labels = [named.get(key) or MECHANISM_NAMES[spec.mechanism] for key, spec in specs.items()]
-    bounds = [result[key]["paper_bound"] for key in specs]
-    shown = iter(fmt_column([b for b in bounds if b is not None]))
-    paper = [next(shown) if b is not None else "—" for b in bounds]
-    exact = fmt_column([result[key]["exact_worst_case"] for key in specs])
+    paper = _column_or_dash([result[key]["paper_bound"] for key in specs])
+    exact = _column_or_dash([result[key]["exact_worst_case"] for key in specs])
     for label, paper_text, exact_text in zip(labels, paper, exact, strict=True):
         print(f"{label:<13} {paper_text:>14} {exact_text:>18}")
     print(f"S_A used for Privelet+: {{{', '.join(sa)}}}")
@@ -516,6 +520,11 @@ def _cmd_bounds(args: argparse.Namespace) -> int:
         for label, key, error_text in zip(labels, specs, errors, strict=True):
             print(f"  {label:<13} {error_text:>14}  (+/- {result[key]['workload_margin95']:,.0f} in 95% of releases)")
         print(f"best S_A for this workload: {{{', '.join(result['best']['sa'])}}}")
-        print("best strategy for this workload: "
-              + ", ".join(f"{a.name} {short_strategy_name(name)}" for a, name in zip(schema, result["strategy"]["strategies"])))
+        print(f"best strategy for this workload: {describe_measurements(specs['strategy'])}")
     return 0
+
+
+def _column_or_dash(values: list[float | None]) -> list[str]:
+    """A column of :func:`fmt_column`, with a dash where there is no number."""
+    shown = iter(fmt_column([value for value in values if value is not None]))
+    return [next(shown) if value is not None else "—" for value in values]
