@@ -579,6 +579,14 @@ def test_marginals_named_on_the_command_line(capsys, tmp_path):
     assert "measured: weighted marginals age x sex (weight 3); race (weight 1)" in stdout
     redo = " ".join(redo_arguments(release_choices(load_release_metadata(out))))
     assert "--mechanism marginals --marginals age,sex=3;race=1" in redo
+    code, stdout, err = call(capsys, "query", str(out), "--where", "age=17..29", "--where", "sex=Male")
+    assert code == 0 and "95% interval" in stdout and "bias" not in stdout, err  # a measured marginal
+    code, stdout, err = call(capsys, "query", str(out), "--where", "age=17..29", "--where", "race=White", "--json")
+    assert code == 0, err
+    answer = json.loads(stdout)  # valid JSON: no Infinity
+    assert answer["variance"] is None and answer["ci95"] is None
+    code, stdout, err = call(capsys, "query", str(out), "--where", "age=17..29", "--where", "race=White")
+    assert "answered with a bias" in stdout and "inf" not in stdout
 
 
 @pytest.mark.parametrize(
