@@ -315,7 +315,8 @@ def redo_script(
         lines.append(f'if [ "$TABLE" = {_FILL_IN} ]; then echo "edit TABLE in $0 first: the table to release" >&2; exit 2; fi')
     if choices.sa_rule is None:
         chosen_for = " + ".join(choices.workload) or "the paper's random one"
-        lines.append(f"# The strategies were chosen as the least expected error ({choices.objective}) on the workload "
+        chosen = "weighted marginals" if choices.mechanism == MARGINALS else "strategies"
+        lines.append(f"# The {chosen} were chosen as the least expected error ({choices.objective}) on the workload "
                      f"{chosen_for}; they are given here as chosen.")
     if choices.sa_rule == "best" and choices.workload:
         lines.append(f"# S_A was chosen as the least expected error ({choices.objective}) on the workload "

@@ -98,8 +98,9 @@ def test_a_workload_of_marginals_releases_weighted_marginals_and_its_script_name
     choices = release_choices(pio.load_release_metadata(path))
     assert (choices.mechanism, choices.marginals, choices.sa_rule) == ("marginals", expected.spec.marginals, None)
     written = ";".join(f"{','.join(names)}={weight}" for names, weight in expected.spec.marginals)
-    assert f"--mechanism marginals --marginals '{written}'" in redo_script(pio.load_release_metadata(path), path,
-                                                                           choices=outcome.choices)
+    script = redo_script(pio.load_release_metadata(path), path, choices=outcome.choices)
+    assert f"--mechanism marginals --marginals '{written}'" in script
+    assert "# The weighted marginals were chosen as the least expected error (mean) on the workload" in script
 
 
 def test_a_workload_that_cannot_be_made_blocks_the_best_strategy_and_says_why(workspace):
