@@ -202,6 +202,10 @@ def test_a_workload_of_marginals_is_released_with_the_weighted_marginals_shown(s
     assert [box.axes.horizontalHeaderItem(c).text() for c in range(2)] == ["Marginal", "Weight"]
     assert shown(box) == expected_rows(expected)
     assert box.result.gain_over("Privelet+ (recommended S_A)") > 1
+    panel = window.privacy_panel
+    qtbot.waitUntil(lambda: panel.displayed("best", 2) not in ("computing...", "choosing..."), timeout=30_000)
+    assert (panel.displayed("best", 2), panel.displayed("best", 3)) == ("none (bias)", "—")
+    assert "no worst case" in panel.bounds_note.text() and "no epsilon bounds" in panel.target_result.text()
     window.go_to("release")
     assert "weighted marginals age x sex (weight" in window.release_panel.setup_labels["mechanism"].text()
     with qtbot.waitSignal(window.releaseFinished, timeout=120_000) as finished:
