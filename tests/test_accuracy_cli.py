@@ -33,14 +33,18 @@ def test_bounds_with_a_workload_gives_each_mechanisms_expected_error(capsys):
     assert result["best"]["workload_error"] == pytest.approx(choice.error)
     assert result["best"]["workload_error"] <= min(result[k]["workload_error"] for k in ("basic", "privelet", "privelet_plus"))
     assert result["workload"]["public_total"] is True
-    strategy = best_strategy(ReleaseSpec(schema, 1.0), w)
-    assert result["strategy"]["strategies"] == list(strategy.strategies)
-    # the paper's bound is for its own mechanisms: none for strategies beyond them
-    assert (result["strategy"]["paper_bound"] is None) == (strategy.spec.label == "strategies")
+    strategy = best_strategy(ReleaseSpec(schema, 1.0), w, marginals=True)
+    # a workload of marginals: the release's best strategy measures weighted marginals
+    assert strategy.spec.label == "marginals" and result["strategy"]["strategies"] == []
+    assert result["strategy"]["marginals"] == [[list(names), weight] for names, weight in strategy.spec.marginals]
+    # the paper's bound is for its own mechanisms; pairs no marginal holds have no worst case
+    assert result["strategy"]["paper_bound"] is None and result["strategy"]["exact_worst_case"] is None
     assert result["strategy"]["workload_error"] == pytest.approx(strategy.error)
     assert result["strategy"]["workload_error"] <= result["best"]["workload_error"] * (1 + 1e-12)
     code, out, _ = call(capsys, "bounds", "--schema", SCHEMA, "--epsilon", "1", "--workload", "marginals:2", "--raw")
     assert code == 0 and "release raw" in out and "in 95% of releases" in out
+    assert "best strategy for this workload: weighted marginals " in out
+    assert re.search(r"\nbest strategy +— +— *\n", out)  # neither the paper's bound nor a worst case
     # each column of the table keeps one number style (2-way errors run from 10^5 to 10^7: all scientific)
     errors = [line.split("(+/-")[0].split()[-1] for line in out.splitlines() if "in 95% of releases" in line]
     assert len(errors) == 5 and all(re.fullmatch(r"\d\.\d{4}e\+\d\d", e) for e in errors), errors

@@ -28,6 +28,7 @@ from privelet_gui.engine import (
     worst_case_variance,
 )
 from privelet_gui.io import load_release, load_release_metadata, load_schema, sample_schema_path
+from privelet_gui.io.choices import parse_marginals_argument, redo_arguments, release_choices
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -542,3 +543,70 @@ def test_the_cli_imports_no_qt():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+# -- weighted marginals ---------------------------------------------------------------------------
+
+
+def test_a_workload_of_marginals_gets_weighted_marginals_and_their_redo_makes_the_same_release(capsys, tmp_path):
+    out, again = tmp_path / "m.npz", tmp_path / "again.npz"
+    code, stdout, err = call(capsys, "release", "--demo", "--workload", "marginals:2", "--seed", "5",
+                             "--out", str(out), "--quiet")
+    assert code == 0, err
+    meta = load_release_metadata(out)
+    assert meta["mechanism"] == "marginals"
+    chosen = meta["marginals"]
+    assert len(chosen) >= 2 and all(len(names) <= 2 and weight >= 1 for names, weight in chosen)
+    assert "mechanism Weighted marginals" in stdout and "measured: weighted marginals" in stdout
+    assert "S_A" not in stdout and "answered with a bias" in stdout  # pairs no marginal holds: no worst case
+    choices = release_choices(meta)
+    assert choices is not None and choices.marginals == tuple((tuple(names), weight) for names, weight in chosen)
+    redo = redo_arguments(choices)
+    assert redo[redo.index("--mechanism") + 1] == "marginals"
+    assert parse_marginals_argument(redo[redo.index("--marginals") + 1]) == choices.marginals
+    code, _, err = call(capsys, "release", *redo, "--seed", "5", "--out", str(again), "--quiet")
+    assert code == 0, err
+    assert load_release_metadata(again)["marginals"] == chosen
+    np.testing.assert_array_equal(load_release(again).noisy, load_release(out).noisy)  # same seed, same release
+
+
+def test_marginals_named_on_the_command_line(capsys, tmp_path):
+    out = tmp_path / "m.npz"
+    code, stdout, err = call(capsys, "release", "--demo", "--mechanism", "marginals", "--marginals",
+                             "age,sex=3; race", "--seed", "1", "--out", str(out), "--quiet")
+    assert code == 0, err
+    assert load_release_metadata(out)["marginals"] == [[["age", "sex"], 3], [["race"], 1]]
+    assert "measured: weighted marginals age x sex (weight 3); race (weight 1)" in stdout
+    redo = " ".join(redo_arguments(release_choices(load_release_metadata(out))))
+    assert "--mechanism marginals --marginals age,sex=3;race=1" in redo
+    code, stdout, err = call(capsys, "query", str(out), "--where", "age=17..29", "--where", "sex=Male")
+    assert code == 0 and "95% interval" in stdout and "bias" not in stdout, err  # a measured marginal
+    code, stdout, err = call(capsys, "query", str(out), "--where", "age=17..29", "--where", "race=White", "--json")
+    assert code == 0, err
+    answer = json.loads(stdout)  # valid JSON: no Infinity
+    assert answer["variance"] is None and answer["ci95"] is None
+    code, stdout, err = call(capsys, "query", str(out), "--where", "age=17..29", "--where", "race=White")
+    assert "answered with a bias" in stdout and "inf" not in stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--mechanism", "marginals"], "give both or neither"),
+        (["--marginals", "age"], "give both or neither"),
+        (["--mechanism", "marginals", "--marginals", "age", "--sa", "age"], "give no --sa"),
+        (["--mechanism", "marginals", "--marginals", "age", "--workload", "marginals:1"], "--marginals names them"),
+    ],
+)
+def test_marginals_usage_errors(capsys, tmp_path, args, needle):
+    code, _, err = call(capsys, "release", "--demo", *args, "--out", str(tmp_path / "m.npz"))
+    assert code == 2 and needle in err, err
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("written", ["age,sex=0", "age=two", ";", "age,nope=2"])
+def test_marginals_written_wrong_are_refused_with_how_to_write_them(capsys, tmp_path, written):
+    code, _, err = call(capsys, "release", "--demo", "--mechanism", "marginals", "--marginals", written,
+                        "--out", str(tmp_path / "m.npz"))
+    assert_one_line_error(code, err, "nope" if "nope" in written else "'age,sex=3;race=1'")
+    assert not list(tmp_path.iterdir())

@@ -79,6 +79,10 @@ def _cmd_query(args: argparse.Namespace) -> int:
         return 0
     lo, hi = answer.ci95
     print(f"{answer.query}: {answer.noisy_count:,.2f}")
+    if answer.biased:
+        print("  answered with a bias: no marginal this release measured holds these attributes together, so no "
+              "noise variance or interval applies")
+        return 0
     print(f"  noise variance {fmt(answer.variance)} (standard deviation {math.sqrt(answer.variance):,.2f})")
     print(f"  95% interval [{lo:,.2f}, {hi:,.2f}]")
     return 0

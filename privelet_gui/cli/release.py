@@ -53,15 +53,20 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
                    help="attributes left untransformed (Privelet+): a list, 'recommended' (the paper's rule, the "
                         "default; 'auto', its earlier name, works too), 'best' (the least expected error on "
                         "--workload) or 'none' (plain Privelet)")
-    p.add_argument("--mechanism", choices=("best", "privelet", "basic"), default=None,
+    p.add_argument("--mechanism", choices=("best", "privelet", "basic", "marginals"), default=None,
                    help="best (the default; privelet when --sa is given): the per-axis strategies - the paper's "
-                        "wavelets, the identity, or hierarchies of counts with least squares - with the least "
-                        "expected error on --workload; privelet (the paper's Privelet+, with --sa) or basic (noise "
-                        "on every cell)")
+                        "wavelets, the identity, or hierarchies of counts with least squares - or, for a workload "
+                        "of marginals, weighted marginals, with the least expected error on --workload; privelet "
+                        "(the paper's Privelet+, with --sa), basic (noise on every cell) or marginals (the weighted "
+                        "marginals of --marginals)")
     p.add_argument("--strategies", metavar="S1;S2;...",
                    help="name each attribute's strategy yourself, in the schema's order, separated by ';': identity, "
                         "wavelet, tree-B (ordinal, branching B), hierarchy (nominal), trees with per-level weights "
                         "after a slash (tree-16/0,1,1); what --mechanism best chose is in the release file")
+    p.add_argument("--marginals", metavar="A,B=W;C=W;...",
+                   help="with --mechanism marginals: the marginals to measure, separated by ';', each its attributes "
+                        "separated by ',' and '=' a whole weight (more weight: less noise on that marginal; 1 when "
+                        "left out), e.g. 'age,sex=3;race=1'; what --mechanism best chose is in the release file")
     p.add_argument("--neighbours", choices=("replace", "add-remove"), default="replace",
                    help="neighbouring tables differ by replacing one row (default, the paper's) or adding/removing one")
     workload_options(p)
@@ -155,11 +160,16 @@ def _positive_int(text: str) -> int:
 
 def mechanism_of(args: argparse.Namespace) -> str:
     """``--mechanism``, where unset: ``strategies`` with ``--strategies``, ``privelet`` when ``--sa`` is
-    given, ``best`` otherwise."""
+    given, ``best`` otherwise; ``marginals`` comes with ``--marginals`` and only with it."""
     if getattr(args, "strategies", None) is not None:
         if args.mechanism is not None or args.sa is not None:
             raise UsageError("--strategies names every attribute's strategy: give no --mechanism and no --sa with it")
         return "strategies"
+    if (args.mechanism == "marginals") != (getattr(args, "marginals", None) is not None):
+        raise UsageError("--mechanism marginals measures the marginals of --marginals: give both or neither "
+                         "(e.g. --mechanism marginals --marginals 'age,sex=3;race=1')")
+    if args.mechanism == "marginals" and args.sa is not None:
+        raise UsageError("--mechanism marginals leaves no attribute untransformed: give no --sa with it")
     if args.mechanism is not None:
         return str(args.mechanism)
     return "privelet" if args.sa is not None else "best"
@@ -170,8 +180,15 @@ def _spec_of(args: argparse.Namespace, schema: Any, epsilon: float) -> tuple[Any
     ``--mechanism best``, the strategy :func:`best_strategy` chooses for ``--workload``);
     ``privelet`` is Privelet+ with ``--sa``."""
     from ..engine import ReleaseSpec, best_strategy, resolve_sa
+    from ..io.choices import parse_marginals_argument
 
     chosen = mechanism_of(args)
+    if chosen == "marginals":
+        if args.workload:
+            raise UsageError("--workload chooses the marginals with --mechanism best; --marginals names them")
+        return ReleaseSpec(schema, epsilon, "marginals", (), args.neighbours, public_total=public_total_of(args),
+                           invalid=_invalid(args), sampler=_sampler(args),
+                           marginals=parse_marginals_argument(args.marginals)), None
     if chosen == "strategies":
         if args.workload:
             raise UsageError("--workload chooses the strategies with --mechanism best; --strategies names them")
@@ -181,7 +198,10 @@ def _spec_of(args: argparse.Namespace, schema: Any, epsilon: float) -> tuple[Any
     if chosen == "best":
         spec = ReleaseSpec(schema, epsilon, "privelet+", (), args.neighbours, public_total=public_total_of(args),
                            invalid=_invalid(args), sampler=_sampler(args))
-        choice = best_strategy(spec, workload_of(args, schema), objective=args.objective)
+        # A cluster releases per-axis strategies only (distributed.release_layout): there the search
+        # leaves weighted marginals out rather than choose what it would refuse.
+        choice = best_strategy(spec, workload_of(args, schema), objective=args.objective,
+                               marginals=args.dask is None)
         return choice.spec, choice
     mechanism: Mechanism = "basic" if chosen == "basic" else "privelet+"
     rule, given = parse_sa(args.sa, schema)
@@ -232,7 +252,7 @@ def _ask_to_spend(args: argparse.Namespace, check: Any) -> bool:
 def _cmd_release(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ..engine import short_strategy_name
+    from ..engine.descriptions import describe_measurements
     from ..io import (
         TableOptions,
         check_writable,
@@ -335,16 +355,20 @@ def _cmd_release(args: argparse.Namespace) -> int:
             meta = save(release, out, force=args.force, seed=args.seed, metadata=extra)
     note(args, f"counted: {report.custodian_summary(release.neighbours)}")
     print(f"wrote {out}")
+    sa = "" if release.marginals else f"S_A = {{{', '.join(release.sa)}}}, "  # marginals measure no axis alone
     print(f"  mechanism {spec.name}, epsilon {release.epsilon:g}, neighbours {release.neighbours}, "
-          f"S_A = {{{', '.join(release.sa)}}}, {release.sampler} sampler")
-    if release.strategies:
-        print("  strategies: " + ", ".join(f"{a.name} {short_strategy_name(name)}"
-                                          for a, name in zip(spec.schema, release.strategies)))
+          f"{sa}{release.sampler} sampler")
+    if spec.label in ("strategies", "marginals"):
+        print(f"  measured: {describe_measurements(spec)}")
     print(f"  matrix {' x '.join(map(str, release.noisy.shape))} = {release.noisy.size:,} cells")
-    bound = ("the paper bounds only its own mechanisms" if release.mechanism == "strategies"
-             else f"paper's bound {fmt(meta['paper_bound'])}")
-    print(f"  worst-case noise variance of any range count: {fmt(meta['exact_worst_case_variance'])} "
-          f"(raw release; {bound})")
+    if meta["exact_worst_case_variance"] is None:  # weighted marginals answer some range counts with a bias
+        print("  range counts over attributes that no marginal holds together are answered with a bias: no "
+              "worst-case noise variance bounds them (see the release report)")
+    else:
+        bound = ("the paper bounds only its own mechanisms" if release.mechanism in ("strategies", "marginals")
+                 else f"paper's bound {fmt(meta['paper_bound'])}")
+        print(f"  worst-case noise variance of any range count: {fmt(meta['exact_worst_case_variance'])} "
+              f"(raw release; {bound})")
     if release.public_total:
         print("  shifted to the public number of rows (replace-one neighbours make it public): the total is exact; "
               "the raw release is noisy - post_processing.total_shift")
@@ -395,13 +419,14 @@ def _release_on_dask(
 
     address = None if args.dask == LOCAL_CLUSTER else args.dask
     memory = args.dask_memory if args.dask_memory is not None else "auto"
+    layout = release_layout(spec)  # refuses what a cluster cannot release before one starts
     bar = progress_bar(args)
     try:
         with dask_client(address, workers=args.dask_workers, memory_limit=memory) as client:
             info = client.scheduler_info()
             note(args, f"Dask: {len(info.get('workers', {}))} worker(s), scheduler {info.get('address')}")
             counts = count_dataset(
-                client, table, spec.schema, release_layout(spec).chunks, options=options,
+                client, table, spec.schema, layout.chunks, options=options,
                 invalid=args.invalid, progress=bar,
             )
             bar.close()
@@ -418,16 +443,19 @@ def _release_on_dask(
 
 
 def _cmd_bounds(args: argparse.Namespace) -> int:
+    import math
+
     from ..engine import (
         MECHANISM_NAMES,
+        MECHANISMS,
         ReleaseSpec,
         best_sa,
         best_strategy,
         expected_error,
         margin95,
         resolve_sa,
-        short_strategy_name,
     )
+    from ..engine.descriptions import describe_measurements
     from ..io import load_schema
 
     schema = load_schema(args.schema)
@@ -453,11 +481,14 @@ def _cmd_bounds(args: argparse.Namespace) -> int:
         specs["best"] = specs["privelet_plus"].replace(sa=choice.sa)
         result["best"] = {"paper_bound": specs["best"].paper_bound(),
                           "exact_worst_case": specs["best"].worst_case_variance()}
-        specs["strategy"] = best_strategy(specs["privelet_plus"], workload, objective=args.objective).spec
-        paper_bounds = specs["strategy"].label != "strategies"  # the paper bounds only its own mechanisms
-        result["strategy"] = {"paper_bound": specs["strategy"].paper_bound() if paper_bounds else None,
-                              "exact_worst_case": specs["strategy"].worst_case_variance(),
-                              "strategies": list(specs["strategy"].axis_strategies)}
+        strategy = specs["strategy"] = best_strategy(specs["privelet_plus"], workload, objective=args.objective,
+                                                     marginals=True).spec
+        paper_bounds = strategy.label in MECHANISMS  # the paper bounds only its own mechanisms
+        worst = strategy.worst_case_variance()  # infinite for marginals that answer some range counts with a bias
+        result["strategy"] = {"paper_bound": strategy.paper_bound() if paper_bounds else None,
+                              "exact_worst_case": worst if math.isfinite(worst) else None,
+                              "strategies": list(strategy.axis_strategies),
+                              "marginals": [[list(names), weight] for names, weight in strategy.marginals]}
         result["workload"] = {"name": workload.name, "queries": len(workload), "objective": args.objective,
                               "public_total": specs["basic"].uses_public_total, "best_sa": list(choice.sa)}
         for key, spec in specs.items():
@@ -472,10 +503,8 @@ def _cmd_bounds(args: argparse.Namespace) -> int:
     print(f"{'mechanism':<13} {'paper bound':>14} {'exact worst case':>18}")
     named = {"best": "best S_A", "strategy": "best strategy"}
     labels = [named.get(key) or MECHANISM_NAMES[spec.mechanism] for key, spec in specs.items()]
-    bounds = [result[key]["paper_bound"] for key in specs]
-    shown = iter(fmt_column([b for b in bounds if b is not None]))
-    paper = [next(shown) if b is not None else "—" for b in bounds]
-    exact = fmt_column([result[key]["exact_worst_case"] for key in specs])
+    paper = _column_or_dash([result[key]["paper_bound"] for key in specs])
+    exact = _column_or_dash([result[key]["exact_worst_case"] for key in specs])
     for label, paper_text, exact_text in zip(labels, paper, exact, strict=True):
         print(f"{label:<13} {paper_text:>14} {exact_text:>18}")
     print(f"S_A used for Privelet+: {{{', '.join(sa)}}}")
@@ -488,6 +517,11 @@ def _cmd_bounds(args: argparse.Namespace) -> int:
         for label, key, error_text in zip(labels, specs, errors, strict=True):
             print(f"  {label:<13} {error_text:>14}  (+/- {result[key]['workload_margin95']:,.0f} in 95% of releases)")
         print(f"best S_A for this workload: {{{', '.join(result['best']['sa'])}}}")
-        print("best strategy for this workload: "
-              + ", ".join(f"{a.name} {short_strategy_name(name)}" for a, name in zip(schema, result["strategy"]["strategies"])))
+        print(f"best strategy for this workload: {describe_measurements(specs['strategy'])}")
     return 0
+
+
+def _column_or_dash(values: list[float | None]) -> list[str]:
+    """A column of :func:`fmt_column`, with a dash where there is no number."""
+    shown = iter(fmt_column([value for value in values if value is not None]))
+    return [next(shown) if value is not None else "—" for value in values]

@@ -16,7 +16,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ..engine import BigBlock, InternalError, ReleasePipeline, ReleaseSpec
+from ..engine import MARGINALS, BigBlock, InternalError, PriveletError, ReleasePipeline, ReleaseSpec
 from ..io.zarr_releases import regular_chunks
 
 __all__ = ["TASK_CELLS", "Box", "Grid", "ReleaseLayout", "release_layout", "slab_chunks"]
@@ -162,7 +162,14 @@ class ReleaseLayout:
 
 
 def release_layout(spec: ReleaseSpec, cells: int = TASK_CELLS) -> ReleaseLayout:
-    """The layout of a release of ``spec`` whose tasks work on about ``cells`` cells."""
+    """The layout of a release of ``spec`` whose tasks work on about ``cells`` cells; a
+    PriveletError for weighted marginals, which a cluster does not release."""
+    if spec.mechanism == MARGINALS:
+        # Marginals are measured over the whole matrix at once (no per-axis blocks to spread), and
+        # their release is small and fast: one machine makes it.
+        raise PriveletError(
+            "a release of weighted marginals is not made on a Dask cluster: release the table on one machine "
+            "(without --dask); the marginals are small and fast to release")
     pipeline = ReleasePipeline(spec.plan, spec.calibration(1), spec.sampler)
     blocks = pipeline.blocks()
     # Big blocks are whole along the transformed axes and one value along each S_A axis, so they

@@ -98,6 +98,7 @@ from .queries import (
     square_error,
 )
 from .spec import (
+    MARGINALS,
     MECHANISM_NAMES,
     MECHANISMS,
     READABLE_SAMPLERS,
@@ -123,6 +124,7 @@ __all__ = [
     "EPSILON_MAX",
     "EPSILON_MIN",
     "EXHAUSTIVE_UP_TO",
+    "MARGINALS",
     "MECHANISMS",
     "MECHANISM_NAMES",
     "NEIGHBOURS",

@@ -8,7 +8,13 @@ still described (by its name), so a report never fails for want of words.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .noise.bits import BIT_SOURCE
+from .strategies.plan import short_strategy_name
+
+if TYPE_CHECKING:
+    from .spec import ReleaseSpec
 
 __all__ = [
     "AXIS_STRATEGY_DESCRIPTIONS",
@@ -17,6 +23,7 @@ __all__ = [
     "NEIGHBOUR_MEANINGS",
     "SAMPLER_DESCRIPTIONS",
     "describe_axis_strategy",
+    "describe_measurements",
     "describe_mechanism",
 ]
 
@@ -122,3 +129,21 @@ def describe_axis_strategy(kind: str, name: str = "") -> str:
     shape = "the attribute's hierarchy" if base == "hierarchy" else f"groups of {base[5:]} at each level"
     levels = f", levels weighted {weights.replace(',', ', ')} from the top" if weights else ""
     return f"{text} ({shape}{levels})"
+
+
+def describe_measurements(spec: ReleaseSpec) -> str:
+    """What a release of ``spec`` measures, in one line: its weighted marginals and their
+    weights, or each attribute and its strategy's short name.
+
+    >>> from privelet_gui.engine import Hierarchy, NominalAttribute, OrdinalAttribute, ReleaseSpec, Schema
+    >>> schema = Schema([OrdinalAttribute.integer_range("age", 0, 15),
+    ...                  NominalAttribute("sex", Hierarchy.flat(["F", "M"]))])
+    >>> describe_measurements(ReleaseSpec(schema, 1.0, sa=("sex",)))
+    'age wavelet, sex identity'
+    >>> describe_measurements(ReleaseSpec(schema, 1.0, "marginals", marginals=((("age", "sex"), 3), (("sex",), 1))))
+    'weighted marginals age x sex (weight 3); sex (weight 1)'
+    """
+    if spec.label == "marginals":
+        return "weighted marginals " + "; ".join(f"{' x '.join(names) or 'the total'} (weight {weight})"
+                                                 for names, weight in spec.marginals)
+    return ", ".join(f"{a.name} {short_strategy_name(name)}" for a, name in zip(spec.schema, spec.axis_strategies))

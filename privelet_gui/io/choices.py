@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
-from ..engine import NEIGHBOUR_NAMES, STRATEGIES, PriveletError, ReleaseSpec, SaRule, check_sa_rule
+from ..engine import MARGINALS, NEIGHBOUR_NAMES, STRATEGIES, PriveletError, ReleaseSpec, SaRule, check_sa_rule
 from .atomic import atomic_write
 from .project import BEST_STRATEGY
 from .releases import load_release_metadata
@@ -40,6 +40,8 @@ __all__ = [
     "STRATEGY_CHOICE_KEY",
     "ReleaseChoices",
     "choices_metadata",
+    "marginals_argument",
+    "parse_marginals_argument",
     "recorded_sa_rule",
     "redo_arguments",
     "redo_script",
@@ -65,7 +67,8 @@ class ReleaseChoices:
     ``table`` and ``schema`` are absolute paths (None: the bundled sample with ``demo``; a schema
     known only from the release itself, in the app); ``public_total`` is the spec's (None: the
     default). ``sa_rule`` says how S_A was chosen (:data:`~privelet_gui.engine.SaRule`:
-    ``"given"`` also when the custodian named the mechanism, Basic, or the strategies), or is
+    ``"given"`` also when the custodian named the mechanism, Basic, the strategies or the
+    marginals), or is
     None when no S_A was chosen: the best strategy chose every attribute's strategy for the
     workload (:data:`STRATEGY_CHOICE_KEY`). ``workload`` lists the ``--workload`` descriptions S_A
     (``sa_rule`` ``"best"``) or the strategies (None) were chosen for.
@@ -90,6 +93,7 @@ class ReleaseChoices:
     workload: tuple[str, ...] = ()
     objective: str = "mean"
     strategies: tuple[str, ...] = ()
+    marginals: tuple[tuple[tuple[str, ...], int], ...] = ()
 
     @classmethod
     def of(
@@ -117,12 +121,14 @@ class ReleaseChoices:
             dataset=dataset, demo=demo, sa_rule=None if sa_rule is None else check_sa_rule(sa_rule),
             workload=tuple(workload), objective=objective,
             strategies=tuple(spec.strategies) if spec.label == STRATEGIES else (),
+            marginals=spec.marginals,
         )
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         for key in ("sa", "missing_values", "workload", "strategies"):
             out[key] = list(out[key])
+        out["marginals"] = [[list(names), weight] for names, weight in self.marginals]
         return out
 
     @classmethod
@@ -139,11 +145,13 @@ class ReleaseChoices:
             for key in ("sa", "missing_values", "workload", "strategies"):
                 if key in fields:
                     fields[key] = tuple(fields[key])
+            fields["marginals"] = tuple((tuple(names), weight) for names, weight in fields.get("marginals", ()))
             choices = cls(**fields)
-        except TypeError as exc:
+        except (TypeError, ValueError) as exc:
             raise PriveletError(f"a release's recorded choices cannot be read: {exc}") from None
-        if not all(isinstance(name, str)
-                   for name in (*choices.sa, *choices.missing_values, *choices.workload, *choices.strategies)):
+        marginal_names = [name for names, _ in choices.marginals for name in names]
+        if not all(isinstance(name, str) for name in (*choices.sa, *choices.missing_values, *choices.workload,
+                                                      *choices.strategies, *marginal_names)):
             raise PriveletError("a release's recorded choices hold a name that is not text")
         return choices
 
@@ -205,6 +213,8 @@ def redo_arguments(choices: ReleaseChoices, *, table: str = "$TABLE", schema: st
         args += ["--mechanism", "basic"]
     elif choices.mechanism == STRATEGIES:
         args += ["--strategies", ";".join(choices.strategies)]
+    elif choices.mechanism == MARGINALS:
+        args += ["--mechanism", MARGINALS, "--marginals", marginals_argument(choices.marginals)]
     else:
         args += ["--sa", ",".join(choices.sa) if choices.sa else "none"]
     args += ["--neighbours", choices.neighbours, "--sampler", choices.sampler, "--invalid", choices.invalid]
@@ -222,6 +232,39 @@ def redo_arguments(choices: ReleaseChoices, *, table: str = "$TABLE", schema: st
         if choices.missing_values:
             args += ["--missing", ",".join(choices.missing_values)]
     return args
+
+
+def marginals_argument(marginals: Sequence[tuple[Sequence[str], int]]) -> str:
+    """Weighted marginals as ``privelet release --marginals`` takes them: each marginal its
+    attributes separated by ``,`` and ``=`` its weight, marginals separated by ``;``.
+
+    >>> marginals_argument(((("age", "sex"), 3), (("race",), 1)))
+    'age,sex=3;race=1'
+    """
+    return ";".join(f"{','.join(names)}={weight}" for names, weight in marginals)
+
+
+def parse_marginals_argument(text: str) -> tuple[tuple[tuple[str, ...], int], ...]:
+    """The weighted marginals :func:`marginals_argument` writes (a weight left out is 1); a
+    PriveletError saying how to write them otherwise. The names are checked by the spec.
+
+    >>> parse_marginals_argument("age,sex=3; race")
+    ((('age', 'sex'), 3), (('race',), 1))
+    """
+    marginals = []
+    for written in text.split(";"):
+        names_text, equals, weight_text = written.partition("=")
+        names = tuple(name.strip() for name in names_text.split(",") if name.strip())
+        try:
+            weight = int(weight_text) if equals else 1
+        except ValueError:
+            weight = 0
+        if weight < 1 or (not names and not equals):
+            raise PriveletError(
+                f"--marginals: {written.strip()!r} is not a marginal; write each as its attributes and a whole "
+                "weight of 1 or more, the marginals separated by ';' (e.g. 'age,sex=3;race=1')")
+        marginals.append((names, weight))
+    return tuple(marginals)
 
 
 #: What a script holds where the custodian must write a path.
@@ -290,7 +333,8 @@ def redo_script(
         lines.append(f'if [ "$TABLE" = {_FILL_IN} ]; then echo "edit TABLE in $0 first: the table to release" >&2; exit 2; fi')
     if choices.sa_rule is None:
         chosen_for = " + ".join(choices.workload) or "the paper's random one"
-        lines.append(f"# The strategies were chosen as the least expected error ({choices.objective}) on the workload "
+        chosen = "weighted marginals" if choices.mechanism == MARGINALS else "strategies"
+        lines.append(f"# The {chosen} were chosen as the least expected error ({choices.objective}) on the workload "
                      f"{chosen_for}; they are given here as chosen.")
     if choices.sa_rule == "best" and choices.workload:
         lines.append(f"# S_A was chosen as the least expected error ({choices.objective}) on the workload "

@@ -84,8 +84,8 @@ def release_metadata(
         },
         "coefficient_variance": float(release.coefficient_variance),
         # Weighted marginals answer some boxes with a bias: their worst case is then none (null).
-        "paper_bound": _finite_or_none(bound),
-        "exact_worst_case_variance": _finite_or_none(release.worst_case_variance),
+        "paper_bound": finite_or_none(bound),
+        "exact_worst_case_variance": finite_or_none(release.worst_case_variance),
         "shape": list(release.noisy.shape),
         "schema": None if schema is None else schema_to_json(schema),
         "seeded": bool(release.seeded),
@@ -160,7 +160,7 @@ def _integer(meta: Mapping[str, Any], key: str, p: Path, lo: int, hi: int) -> in
     return value
 
 
-def _finite_or_none(value: float) -> float | None:
+def finite_or_none(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 

@@ -91,6 +91,7 @@ from .metadata import (
     RELEASE_FORMAT,
     RELEASE_FORMAT_VERSION,
     ReleaseWarning,
+    finite_or_none,
     invalid_release,
     release_fields,
     release_holding,
@@ -499,7 +500,9 @@ class QueryAnswer:
     """A query's noisy answer, its exact noise variance and a 95% interval.
 
     The interval is ``noisy_count +/- 1.96 sqrt(variance)`` (normal approximation of
-    the noise, which is a sum of many independent discrete-Laplace terms).
+    the noise, which is a sum of many independent discrete-Laplace terms). A query that
+    weighted marginals answer with a bias (no measured marginal holds its attributes
+    together) has an infinite variance and no interval: :attr:`biased`.
     """
 
     query: str
@@ -507,8 +510,14 @@ class QueryAnswer:
     variance: float
     ci95: tuple[float, float]
 
+    @property
+    def biased(self) -> bool:
+        return not math.isfinite(self.variance)
+
     def to_json(self) -> dict[str, Any]:
-        return {"noisy_count": self.noisy_count, "variance": self.variance, "ci95": list(self.ci95)}
+        """As JSON (null variance and interval for a biased answer)."""
+        return {"noisy_count": self.noisy_count, "variance": finite_or_none(self.variance),
+                "ci95": None if self.biased else list(self.ci95)}
 
 
 def answer_query(release: Release, query: RangeQuery, prefix: PrefixSums | None = None) -> QueryAnswer:

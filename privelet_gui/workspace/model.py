@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..engine import (
     EPSILON_MAX,
     EPSILON_MIN,
+    MARGINALS,
     SAMPLER,
     STRATEGIES,
     Attribute,
@@ -583,8 +584,8 @@ class Workspace:
 
     # -- the best strategy for the workload -----------------------------------------------------
     def best_strategy_result(self) -> StrategyChoice | str | None:
-        """The per-axis strategies with the least expected error on :attr:`workload` at the
-        current settings (as :func:`~privelet_gui.engine.best_strategy` chooses them for
+        """The per-axis strategies (or, for a workload of marginals, the weighted marginals) with
+        the least expected error on :attr:`workload` at the current settings (as :func:`~privelet_gui.engine.best_strategy` chooses them for
         ``release_spec(mechanism="privelet+")`` and the workload, its errors at the current
         epsilon), or why there is none (the workload cannot be made), or None: no schema yet,
         or a choice the app makes on a worker has not finished. The choice does not depend on
@@ -606,6 +607,8 @@ class Workspace:
         scale = 1.0 / self.epsilon**2
 
         def here(spec: ReleaseSpec) -> ReleaseSpec:
+            if spec.mechanism == MARGINALS:
+                return base.replace(mechanism=MARGINALS, sa=(), marginals=spec.marginals)
             return base.replace(mechanism=STRATEGIES, sa=(), strategies=spec.axis_strategies)
 
         try:
@@ -842,6 +845,7 @@ class Workspace:
             or spec.neighbours != released.neighbours
             or spec.effective_sa != tuple(released.sa)
             or spec.axis_strategies != released.spec.axis_strategies
+            or spec.marginals != released.spec.marginals
             or spec.sampler != released.sampler
             or spec.uses_public_total != released.public_total
             or spec.invalid != outcome.spec.invalid  # the table would be counted otherwise

@@ -234,11 +234,12 @@ def find_best_sa(key: SearchKey, should_cancel: CancelCallback | None = None) ->
 def find_best_strategy(
     key: SearchKey, should_cancel: CancelCallback | None = None, progress: ProgressCallback | None = None
 ) -> StrategyChoice:
-    """Build the workload and choose the per-axis strategies minimising its expected error, at
-    epsilon 1 (a plain job; ``should_cancel()`` is asked between steps of the search)."""
+    """Build the workload and choose the per-axis strategies, or for a workload of marginals
+    possibly weighted marginals, minimising its expected error, at epsilon 1 (a plain job;
+    ``should_cancel()`` is asked between steps of the search)."""
     workload = build_workload(key.choice, key.schema)
     return best_strategy(key.spec(), workload, objective=check_objective(key.choice.objective),
-                         should_cancel=should_cancel, progress=progress)
+                         should_cancel=should_cancel, progress=progress, marginals=True)
 
 
 @dataclass(frozen=True)

@@ -70,3 +70,11 @@ def test_the_advisor_asks_the_resolver_for_every_s_a(monkeypatch):
         assert asked and set(asked) == {rule}  # the current schema and each changed one
     with pytest.raises(PriveletError, match="S_A rule"):
         advise(spec, WORKLOAD, sa_rule="kept")  # type: ignore[arg-type]
+
+
+def test_weighted_marginals_are_advised_as_privelet_plus_which_follows_a_change_of_the_schema():
+    weighted = ReleaseSpec(SCHEMA, 1.0, "marginals", marginals=((("age", "sex"), 2), (("hours",), 1)))
+    advice = advise(weighted, WORKLOAD, sa_rule="best")
+    plus = advise(ReleaseSpec(SCHEMA, 1.0), WORKLOAD, sa_rule="best")
+    assert advice.spec == plus.spec and advice.error == plus.error and advice.suggestions
+    assert [(s.error, s.sa) for s in advice.suggestions] == [(s.error, s.sa) for s in plus.suggestions]

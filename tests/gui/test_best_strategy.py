@@ -16,11 +16,14 @@ from privelet_gui.workspace.workload import WorkloadChoice, build_workload
 from tests.gui.conftest import wait_for_best_strategy
 
 MARGINALS = WorkloadChoice(paper=None, ways=(1, 2), attributes=("age", "sex", "education"), grains=(("age", 5),))
+TWO_WAY = WorkloadChoice(paper=None, ways=(2,), attributes=("age", "sex", "race"))
+PAPER_AND_MARGINALS = WorkloadChoice(paper=1000, ways=(2,), attributes=("age", "sex", "race"))
 
 
 def engine_choice(doc):
     spec = doc.release_spec(mechanism="privelet+")
-    return best_strategy(spec, build_workload(doc.workload, spec.schema), objective=doc.workload.objective)
+    return best_strategy(spec, build_workload(doc.workload, spec.schema), objective=doc.workload.objective,
+                         marginals=True)
 
 
 def shown(box):
@@ -32,8 +35,11 @@ def shown(box):
 
 def expected_rows(choice):
     spec = choice.spec
-    axes = [(a.name, describe_axis_strategy(s.kind, name))
-            for a, s, name in zip(spec.schema, spec.plan.strategies, spec.axis_strategies)]
+    if spec.label == "marginals":
+        axes = [(", ".join(names), str(weight)) for names, weight in spec.marginals]
+    else:
+        axes = [(a.name, describe_axis_strategy(s.kind, name))
+                for a, s, name in zip(spec.schema, spec.plan.strategies, spec.axis_strategies)]
     errors = [("Best strategy", f"± {fmt_count(margin95(choice.error))}")]
     errors += [(label, f"± {fmt_count(margin95(error))}") for label, (_s, error) in choice.alternatives.items()]
     return axes, errors
@@ -182,3 +188,38 @@ def test_the_release_step_names_each_attribute_s_strategy_shortly(sample_window,
     for attribute, name in zip(choice.spec.schema, choice.strategies, strict=True):
         assert f"{attribute.name} {short_strategy_name(name)}" in text
     assert "stacked/" not in text
+
+
+def test_a_workload_of_marginals_is_released_with_the_weighted_marginals_shown(sample_window, qtbot, tmp_path):
+    window = sample_window
+    doc = window.document
+    window.go_to("privacy")
+    doc.set_workload(TWO_WAY)
+    box = wait_shown(window, qtbot)
+    expected = engine_choice(doc)
+    assert expected.spec.label == "marginals" and doc.release_spec().marginals == expected.spec.marginals
+    assert box.axes_title.text().startswith("The marginals measured")
+    assert [box.axes.horizontalHeaderItem(c).text() for c in range(2)] == ["Marginal", "Weight"]
+    assert shown(box) == expected_rows(expected)
+    assert box.result.gain_over("Privelet+ (recommended S_A)") > 1
+    panel = window.privacy_panel
+    qtbot.waitUntil(lambda: panel.displayed("best", 2) not in ("computing...", "choosing..."), timeout=30_000)
+    assert (panel.displayed("best", 2), panel.displayed("best", 3)) == ("none (bias)", "—")
+    assert "no worst case" in panel.bounds_note.text() and "no epsilon bounds" in panel.target_result.text()
+    window.go_to("release")
+    assert "weighted marginals age x sex (weight" in window.release_panel.setup_labels["mechanism"].text()
+    with qtbot.waitSignal(window.releaseFinished, timeout=120_000) as finished:
+        assert window.run_release()
+    outcome = finished.args[0]
+    assert outcome.release.mechanism == "marginals" and outcome.release.marginals == expected.spec.marginals
+    assert not doc.release_is_stale()
+    path = tmp_path / "marginals.npz"
+    with qtbot.waitSignal(window.exportFinished, timeout=60_000):
+        assert window.export_release("release", path)
+    recorded = release_choices(pio.load_release_metadata(path))
+    assert (recorded.mechanism, recorded.marginals) == ("marginals", expected.spec.marginals)
+    doc.set_workload(PAPER_AND_MARGINALS)  # no longer only marginals: per-axis strategies again
+    box = wait_shown(window, qtbot)
+    assert box.result.spec.label == "strategies" and box.axes_title.text() == "How each attribute is measured:"
+    assert [box.axes.horizontalHeaderItem(c).text() for c in range(2)] == ["Attribute", "Measured by"]
+    assert doc.release_is_stale()

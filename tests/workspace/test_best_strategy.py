@@ -30,7 +30,8 @@ MARGINALS = WorkloadChoice(paper=None, ways=(1, 2), attributes=("age", "sex", "e
 def engine_choice(workspace: Workspace):
     """What the engine chooses for the workspace's settings and workload, directly."""
     spec = workspace.release_spec(mechanism="privelet+")
-    return best_strategy(spec, build_workload(workspace.workload, spec.schema), objective=workspace.workload.objective)
+    return best_strategy(spec, build_workload(workspace.workload, spec.schema), objective=workspace.workload.objective,
+                         marginals=True)
 
 
 def never(check: object) -> bool:
@@ -62,7 +63,8 @@ def test_epsilon_rescales_the_choice_and_the_workload_chooses_again(workspace, e
     expected = engine_choice(workspace)
     choice = workspace.best_strategy_result()
     assert choice.workload == expected.workload and "marginals" in choice.workload
-    assert workspace.release_spec().axis_strategies == expected.strategies
+    spec = workspace.release_spec()
+    assert (spec.label, spec.marginals, spec.epsilon) == (expected.spec.label, expected.spec.marginals, epsilon)
     assert choice.error == pytest.approx(expected.error, rel=1e-9)
 
 
@@ -83,6 +85,22 @@ def test_the_app_chooses_on_a_worker_and_the_release_waits_for_the_current_choic
     workspace.set_privacy(mechanism="privelet+")  # the paper's mechanisms never wait for it
     workspace.set_workload(MARGINALS)
     assert not release_blockers(workspace)
+
+
+def test_a_workload_of_marginals_releases_weighted_marginals_and_its_script_names_them(workspace, tmp_path):
+    workspace.set_workload(MARGINALS)
+    expected = engine_choice(workspace)
+    assert expected.spec.label == "marginals"
+    outcome = run_release(workspace.release_job(), ask=never)
+    assert outcome.release.mechanism == "marginals" and outcome.release.marginals == expected.spec.marginals
+    assert not workspace.release_is_stale(outcome)
+    path = export_release_file(outcome, tmp_path / "marginals.npz")
+    choices = release_choices(pio.load_release_metadata(path))
+    assert (choices.mechanism, choices.marginals, choices.sa_rule) == ("marginals", expected.spec.marginals, None)
+    written = ";".join(f"{','.join(names)}={weight}" for names, weight in expected.spec.marginals)
+    script = redo_script(pio.load_release_metadata(path), path, choices=outcome.choices)
+    assert f"--mechanism marginals --marginals '{written}'" in script
+    assert "# The weighted marginals were chosen as the least expected error (mean) on the workload" in script
 
 
 def test_a_workload_that_cannot_be_made_blocks_the_best_strategy_and_says_why(workspace):

@@ -560,8 +560,9 @@ def advise(
     if strategies != "spec":
         raise PriveletError(f"the advisor weighs each schema with 'spec' or 'best', got {strategies!r}")
     check = steps.check
-    if spec.mechanism == STRATEGIES:  # named strategies do not follow a change of the schema: Privelet+ does
-        spec = spec.replace(mechanism="privelet+", strategies=(), sa=spec.effective_sa)
+    if spec.mechanism in (STRATEGIES, "marginals"):
+        # Named strategies and weighted marginals do not follow a change of the schema: Privelet+ does.
+        spec = spec.replace(mechanism="privelet+", strategies=(), marginals=(), sa=spec.effective_sa)
     schema = spec.schema
 
     def sa_of(of: ReleaseSpec, queries: Workload, kept: tuple[str, ...]) -> tuple[str, ...]:

@@ -858,11 +858,14 @@ class PrivacyPanel(QWidget):
             if spec is None:
                 cells = [title, "—", no_choice, "..."]
             else:
+                biased = ready and not math.isfinite(entry["exact"])  # weighted marginals: some counts biased
                 cells = [
                     title,
                     fmt_number(entry["paper"], scientific_form=styles["paper"]) if entry["paper"] is not None else "—",
-                    fmt_number(entry["exact"], scientific_form=styles["exact"]) if ready else "computing...",
-                    ("± " + fmt_count(entry["margin"], scientific_form=styles["margin"])) if ready else "...",
+                    ("none (bias)" if biased else fmt_number(entry["exact"], scientific_form=styles["exact"]))
+                    if ready else "computing...",
+                    ("—" if biased else "± " + fmt_count(entry["margin"], scientific_form=styles["margin"]))
+                    if ready else "...",
                 ]
             selected = key == self._doc.mechanism
             for col, text in enumerate(cells):
@@ -878,11 +881,16 @@ class PrivacyPanel(QWidget):
             "noise on one range-count query; the error is ± 1.96 standard deviations. The paper's bound "
             "(Theorem 3) is an upper bound for the paper's mechanisms; the exact worst case follows from the weights "
             "of each release's measurements."
+            + (" Weighted marginals answer a range count over attributes that no marginal holds together with a "
+               "bias: they have no worst case." if any(spec is not None and spec.label == "marginals"
+                                                       for spec in specs.values()) else "")
         )
         if not self._target_set_by_user and ready and self._target_schema != schema:
             # A starting point for a new schema: half the current worst-case error.
             self._target_schema = schema
             margin = self.bounds.get(self._doc.mechanism, self.bounds["privelet+"])["margin"]
+            if not math.isfinite(margin):  # weighted marginals have no worst case: start from Privelet+'s
+                margin = self.bounds["privelet+"]["margin"]
             blocker = QSignalBlocker(self.target)
             self.target.setValue(float(f"{margin / 2:.2g}"))
             del blocker
@@ -987,6 +995,11 @@ class PrivacyPanel(QWidget):
             self.target_result.setText("Computing...")
             return
         at_one = spec.replace(epsilon=1.0).worst_case_variance()
+        if not math.isfinite(at_one):  # weighted marginals answer some range counts with a bias
+            self.target_result.setText(
+                f"With {spec.name}, range counts over attributes that no marginal holds together are answered "
+                "with a bias: no epsilon bounds every range count's error. Choose a mechanism above to aim at one.")
+            return
         target_variance = variance_for_margin95(self.target.value())
         epsilon = round_up(epsilon_for_variance(at_one, target_variance))
         self.target_epsilon = epsilon

@@ -52,8 +52,8 @@ from ...engine import (
     Release,
     ReleaseSpec,
     mechanism_name,
-    short_strategy_name,
 )
+from ...engine.descriptions import describe_measurements
 from ...io.project import BEST_STRATEGY
 from ...io.releases import STANDARD_ERROR_COLUMN, count_column, standard_error_fits
 from ...qt import icons
@@ -370,9 +370,7 @@ class ReleasePanel(QWidget):
                 same = " (S_A empty: this is Privelet)"
             if doc.mechanism == BEST_STRATEGY:
                 spec = doc.release_spec()
-                chosen = ("not chosen yet (Privacy step)" if spec is None else
-                          ", ".join(f"{a.name} {short_strategy_name(name)}"
-                                    for a, name in zip(spec.schema, spec.axis_strategies)))
+                chosen = "not chosen yet (Privacy step)" if spec is None else describe_measurements(spec)
                 what = f"{doc.mechanism_text()} for the workload: {chosen}"
             else:
                 what = f"{doc.mechanism_text()}, S_A = {{{', '.join(sa)}}}{same}"

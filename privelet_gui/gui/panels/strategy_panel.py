@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...engine import Cancelled, PriveletError, StrategyChoice, margin95
+from ...engine import MARGINALS, Cancelled, PriveletError, StrategyChoice, margin95
 from ...engine.descriptions import describe_axis_strategy
 from ...io.project import BEST_STRATEGY
 from ...qt.widgets import Banner, fmt_count
@@ -44,6 +44,10 @@ __all__ = ["SETTLE_SECONDS", "StrategyBox"]
 SETTLE_SECONDS = 0.25
 #: The reference the summary compares with: what the app released by default before.
 _REFERENCE = "Privelet+ (recommended S_A)"
+#: The measurements table's title and columns for per-axis strategies, and for weighted marginals.
+_AXES_TITLE, _AXES_COLUMNS = "How each attribute is measured:", ("Attribute", "Measured by")
+_MARGINALS_TITLE = "The marginals measured (attributes counted together), each with its weight (more: less noise):"
+_MARGINALS_COLUMNS = ("Marginal", "Weight")
 
 
 def _strategy_job(key: SearchKey, progress: ProgressFunction, should_cancel: CancelFunction) -> StrategyChoice | str:
@@ -110,8 +114,9 @@ class StrategyBox(QGroupBox):
         columns = QHBoxLayout()
         columns.setSpacing(16)
         left = QVBoxLayout()
-        left.addWidget(QLabel("How each attribute is measured:"))
-        self.axes = rows_table(["Attribute", "Measured by"])
+        self.axes_title = QLabel(_AXES_TITLE)
+        left.addWidget(self.axes_title)
+        self.axes = rows_table(list(_AXES_COLUMNS))
         left.addWidget(self.axes)
         left.addStretch(1)
         columns.addLayout(left, 3)
@@ -229,10 +234,21 @@ class StrategyBox(QGroupBox):
             f"(ε = {doc.epsilon:g}), {result.gain_over(_REFERENCE):,.2f}× less expected square error than "
             f"{_REFERENCE}. {use}"
         )
-        self.axes.setRowCount(len(spec.schema))
-        for row, (attribute, strategy, name) in enumerate(zip(spec.schema, spec.plan.strategies, spec.axis_strategies)):
-            self.axes.setItem(row, 0, _item(attribute.name))
-            self.axes.setItem(row, 1, _item(describe_axis_strategy(strategy.kind, name), tip=f"strategy {name}"))
+        if spec.label == MARGINALS:  # not measured axis by axis: each marginal and its weight
+            self.axes_title.setText(_MARGINALS_TITLE)
+            self.axes.setHorizontalHeaderLabels(list(_MARGINALS_COLUMNS))
+            self.axes.setRowCount(len(spec.marginals))
+            for row, (names, weight) in enumerate(spec.marginals):
+                self.axes.setItem(row, 0, _item(", ".join(names) or "the total"))
+                self.axes.setItem(row, 1, _item(str(weight), number=True))
+        else:
+            self.axes_title.setText(_AXES_TITLE)
+            self.axes.setHorizontalHeaderLabels(list(_AXES_COLUMNS))
+            self.axes.setRowCount(len(spec.schema))
+            for row, (attribute, strategy, name) in enumerate(zip(spec.schema, spec.plan.strategies,
+                                                                   spec.axis_strategies)):
+                self.axes.setItem(row, 0, _item(attribute.name))
+                self.axes.setItem(row, 1, _item(describe_axis_strategy(strategy.kind, name), tip=f"strategy {name}"))
         fit_rows(self.axes)
         rows = [("Best strategy", result.error), *((label, error) for label, (_spec, error) in result.alternatives.items())]
         self.errors.setRowCount(len(rows))
