@@ -290,7 +290,7 @@ def accept_every_suggestion(case: AcceptCase, *, mechanism: MechanismChoice = BE
     proposed = workspace.release_spec()
     if proposed is None:
         raise InternalError("the workspace has no release spec after the suggestions")
-    baseline = fine.replace(mechanism="privelet+", sa=recommend_sa(fine.schema), strategies=())
+    baseline = fine.replace(mechanism="privelet+", sa=recommend_sa(fine.schema), strategies=(), marginals=())
     options = workspace.table_options
     fine_workload = build_workload(case.choice, fine.schema)
     coarse_workload = build_workload(workspace.workload, proposed.schema)

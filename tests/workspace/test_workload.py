@@ -194,6 +194,8 @@ def test_suggestions_predict_the_error_that_applying_them_gives(workspace, rule)
     assert [s.factor for s in scaled.suggestions] == pytest.approx([s.factor for s in advice.suggestions])
 
 
+@pytest.mark.xfail(strict=True, reason="issue 40: the advisor weighs per-axis strategies, while the best strategy now "
+                   "releases weighted marginals for a workload of marginals")
 def test_under_the_best_strategy_the_release_gets_the_error_the_advisor_predicts(workspace):
     assert workspace.mechanism == BEST_STRATEGY  # the default
     workspace.set_workload(WorkloadChoice(paper=None, ways=(1, 2), attributes=("age", "sex", "native-country"),
