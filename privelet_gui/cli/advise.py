@@ -55,7 +55,8 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
 
 
 def _cmd_advise(args: argparse.Namespace) -> int:
-    from ..engine import InternalError, ReleaseSpec, advise, short_strategy_name
+    from ..engine import InternalError, ReleaseSpec, advise
+    from ..engine.descriptions import describe_measurements
     from ..io import check_writable, load_schema, save_schema
 
     if (args.apply is None) != (args.out is None):
@@ -92,13 +93,14 @@ def _cmd_advise(args: argparse.Namespace) -> int:
             return {"kind": s.kind, "attribute": s.attribute, "description": s.description, "sa": list(s.sa),
                     "error": s.error, "factor": s.factor, "exact_share": s.exact_share, "lossless": s.lossless,
                     "answering": s.answering, "estimated_share": s.estimated_share, "added_share": s.added_share,
-                    "strategies": list(s.strategies)}
+                    "strategies": list(s.strategies), "marginals": _marginals_json(s.marginals)}
 
         result: dict[str, Any] = {
             "workload": {"name": workload.name, "queries": len(workload), "objective": args.objective},
             "mechanism": "best" if best else "privelet",
             "sa": list(advice.spec.effective_sa),
             "strategies": list(advice.spec.axis_strategies) if best else [],
+            "marginals": _marginals_json(advice.spec.marginals),
             "error": advice.error,
             "margin95": advice.margin95,
             "multipliers": [{"attribute": m.name, "in_sa": m.in_sa, "multiplier": m.multiplier,
@@ -111,25 +113,23 @@ def _cmd_advise(args: argparse.Namespace) -> int:
         return 0
     print(f"workload {workload.name} ({len(workload):,} queries), epsilon {args.epsilon:g}, neighbours {args.neighbours}")
     if best:
-        print(f"best strategy ({_measured(advice.spec.schema, advice.spec.axis_strategies)}): expected error "
+        print(f"best strategy ({describe_measurements(advice.spec)}): expected error "
               f"{fmt(advice.error)}; {advice.sentence(args.rows)}")
     else:
         print(f"S_A {{{', '.join(advice.spec.effective_sa)}}}: expected error {fmt(advice.error)}; "
               f"{advice.sentence(args.rows)}")
     print("each attribute multiplies the error by (error / error without it"
           + (", the others keeping their strategies):" if best else "):"))
-    for axis, m in enumerate(advice.multipliers):
-        where = (short_strategy_name(advice.spec.axis_strategies[axis]) if best
-                 else "in S_A" if m.in_sa else "transformed")
+    for m in advice.multipliers:
         queried = "" if m.constrained else ", no query constrains it"
-        print(f"  {m.name:<20} x{m.multiplier:,.2f} ({where}{queried})")
+        print(f"  {m.name:<20} x{m.multiplier:,.2f} ({m.measured}{queried})")
     if shown:
         print("suggestions (every query stays exact; the predicted error is the whole error):")
     else:
         print("no lossless change makes this workload's error smaller")
     for number, s in enumerate(shown, start=1):
         print(f"  {number}. {s.description}: error {fmt(s.error)}, {s.factor:,.2f}x smaller"
-              + (f" (then {_measured(s.schema, s.strategies)})" if s.strategies else ""))
+              + (f" (then {s.measured})" if s.measured else ""))
     if lossy:
         print("lossy changes (predicted noise only; the inexact queries are biased by an amount that depends on the "
               "data):")
@@ -143,8 +143,5 @@ def _cmd_advise(args: argparse.Namespace) -> int:
     return 0
 
 
-def _measured(schema: Any, strategies: tuple[str, ...]) -> str:
-    """Each attribute's strategy, for people: ``age tree-16, sex identity``."""
-    from ..engine import short_strategy_name
-
-    return ", ".join(f"{a.name} {short_strategy_name(name)}" for a, name in zip(schema, strategies, strict=True))
+def _marginals_json(marginals: tuple[tuple[tuple[str, ...], int], ...]) -> list[dict[str, Any]]:
+    return [{"attributes": list(names), "weight": weight} for names, weight in marginals]

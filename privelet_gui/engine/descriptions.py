@@ -14,6 +14,7 @@ from .noise.bits import BIT_SOURCE
 from .strategies.plan import short_strategy_name
 
 if TYPE_CHECKING:
+    from .model.schema import Schema
     from .spec import ReleaseSpec
 
 __all__ = [
@@ -23,8 +24,10 @@ __all__ = [
     "NEIGHBOUR_MEANINGS",
     "SAMPLER_DESCRIPTIONS",
     "describe_axis_strategy",
+    "describe_marginals",
     "describe_measurements",
     "describe_mechanism",
+    "describe_strategies",
 ]
 
 #: Each mechanism (a release's ``mechanism`` label): what it does and when it is the right one.
@@ -131,6 +134,22 @@ def describe_axis_strategy(kind: str, name: str = "") -> str:
     return f"{text} ({shape}{levels})"
 
 
+def describe_marginals(marginals: tuple[tuple[tuple[str, ...], int], ...]) -> str:
+    """Weighted marginals (as :attr:`~privelet_gui.engine.ReleaseSpec.marginals`), in one line.
+
+    >>> describe_marginals(((("age", "sex"), 3), ((), 1)))
+    'weighted marginals age x sex (weight 3); the total (weight 1)'
+    """
+    return "weighted marginals " + "; ".join(f"{' x '.join(names) or 'the total'} (weight {weight})"
+                                             for names, weight in marginals)
+
+
+def describe_strategies(schema: Schema, strategies: tuple[str, ...]) -> str:
+    """Each attribute of ``schema`` and its strategy's short name (``strategies``, one per
+    attribute), in one line: ``age tree-16, sex identity``."""
+    return ", ".join(f"{a.name} {short_strategy_name(name)}" for a, name in zip(schema, strategies, strict=True))
+
+
 def describe_measurements(spec: ReleaseSpec) -> str:
     """What a release of ``spec`` measures, in one line: its weighted marginals and their
     weights, or each attribute and its strategy's short name.
@@ -144,6 +163,5 @@ def describe_measurements(spec: ReleaseSpec) -> str:
     'weighted marginals age x sex (weight 3); sex (weight 1)'
     """
     if spec.label == "marginals":
-        return "weighted marginals " + "; ".join(f"{' x '.join(names) or 'the total'} (weight {weight})"
-                                                 for names, weight in spec.marginals)
-    return ", ".join(f"{a.name} {short_strategy_name(name)}" for a, name in zip(spec.schema, spec.axis_strategies))
+        return describe_marginals(spec.marginals)
+    return describe_strategies(spec.schema, spec.axis_strategies)

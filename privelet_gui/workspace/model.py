@@ -577,8 +577,10 @@ class Workspace:
             return None
         if self.mechanism == BEST_STRATEGY:
             current = self.best_strategy_result()
-            chosen = current.strategies if isinstance(current, StrategyChoice) else ()
-            return AdviceKey(search, "best", STRATEGIES, strategies=chosen)
+            if isinstance(current, StrategyChoice):
+                return AdviceKey(search, "best", STRATEGIES, strategies=current.strategies,
+                                 marginals=current.spec.marginals)
+            return AdviceKey(search, "best", STRATEGIES)
         given = tuple(n for n in search.schema.names if n in set(self._sa)) if self.sa_rule == "given" else ()
         return AdviceKey(search, self.sa_rule, self.mechanism, given)
 

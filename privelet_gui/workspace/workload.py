@@ -45,7 +45,7 @@ from ..engine import (
 from ..engine.accuracy.sa_choice import EXHAUSTIVE_UP_TO, SaRule
 from ..engine.accuracy.workloads import check_objective
 from ..engine.progress import CancelCallback, ProgressCallback
-from ..engine.spec import STRATEGIES, Mechanism
+from ..engine.spec import MARGINALS, STRATEGIES, Mechanism
 from ..io import read_workload
 from ..io.project import WorkloadChoice
 
@@ -247,14 +247,16 @@ class AdviceKey:
     """Everything the advisor's answer depends on: the search, the mechanism each schema is
     released with (:data:`~privelet_gui.engine.spec.STRATEGIES`: the best strategy for its
     workload), and how S_A follows a change of the schema under Privelet+ (``rule``; ``sa``:
-    the given S_A under ``"given"``, else empty). ``strategies``: under the best strategy, the
-    current schema's when they were chosen already (empty: the advisor chooses them)."""
+    the given S_A under ``"given"``, else empty). ``strategies`` and ``marginals``: under the
+    best strategy, the current schema's per-axis strategies or weighted marginals when they were
+    chosen already (both empty: the advisor chooses them)."""
 
     search: SearchKey
     rule: SaRule
     mechanism: Mechanism
     sa: tuple[str, ...] = ()
     strategies: tuple[str, ...] = ()
+    marginals: tuple[tuple[tuple[str, ...], int], ...] = ()
 
 
 def find_advice(
@@ -269,7 +271,12 @@ def find_advice(
     workload = build_workload(search.choice, search.schema)
     objective = check_objective(search.choice.objective)
     if key.mechanism == STRATEGIES:
-        return advise(search.spec(), workload, objective=objective, strategies="best", chosen=key.strategies,
+        chosen = None
+        if key.marginals:
+            chosen = search.spec().replace(mechanism=MARGINALS, sa=(), marginals=key.marginals)
+        elif key.strategies:
+            chosen = search.spec().replace(mechanism=STRATEGIES, sa=(), strategies=key.strategies)
+        return advise(search.spec(), workload, objective=objective, strategies="best", chosen=chosen,
                       should_cancel=should_cancel, progress=progress)
     plus = key.mechanism == "privelet+"
     sa = tuple(n for n in key.sa if n in search.schema.names) if key.rule == "given" and plus else ()

@@ -141,6 +141,69 @@ def test_spreading_has_the_exact_variance_of_its_linear_query(public_total, sa):
         expected_error(spec, coarsen(exact, coarse, 0, BinsCoarsening(5, 40)).workload), rel=1e-12)
 
 
+def _dense_marginals_variance(spec: ReleaseSpec, weights: list[np.ndarray]) -> float:
+    """``q' (A'A)^+ q`` of the linear query ``q`` (the per-axis weight vectors' Kronecker product)
+    from the dense matrix ``A`` of ``spec``'s weighted marginals; inf when ``q`` is not in its row
+    space (a biased answer)."""
+    strategy = spec.marginals_strategy
+    cells = np.indices(strategy.shape).reshape(len(strategy.shape), -1)
+    rows = []
+    for subset, weight in zip(strategy.subsets, strategy.weights, strict=True):
+        shape = tuple(strategy.shape[a] for a in subset)
+        target = np.ravel_multi_index(tuple(cells[a] for a in subset), shape) if subset else np.zeros(cells.shape[1], int)
+        block = np.zeros((int(np.prod(shape)), cells.shape[1]))
+        block[target, np.arange(cells.shape[1])] = weight
+        rows.append(block)
+    a = np.concatenate(rows)
+    gram = a.T @ a
+    inverse = np.linalg.pinv(gram)
+    q = weights[0]
+    for v in weights[1:]:
+        q = np.kron(q, v)
+    if not np.allclose(gram @ (inverse @ q), q):
+        return np.inf
+    if spec.uses_public_total:
+        q = q - q.sum() / len(q)
+    return unit_variance(spec.epsilon, spec.neighbours) * float(strategy.rho) ** 2 * float(q @ inverse @ q)
+
+
+@pytest.mark.parametrize("public_total", [True, False])
+@pytest.mark.parametrize("measured", [((("age", "sex"), 3), (("age",), 2)), ((("age",), 2), (("sex",), 1))])
+def test_spreading_under_weighted_marginals_has_the_exact_variance_of_its_linear_query(public_total, measured):
+    fine = Schema([_schema()["age"], _schema()["sex"]])
+    coarse = Schema([OrdinalAttribute("age", bins=NumericBins(0, 40, 5)), fine["sex"]])
+    spec = ReleaseSpec(coarse, 1.0, "marginals", marginals=measured, public_total=public_total)
+    lo = np.array([[3, 0], [0, 0], [7, 1], [12, 0], [2, 0], [6, 0], [0, 0]])
+    hi = np.array([[17, 1], [39, 1], [33, 1], [13, 0], [4, 1], [9, 1], [39, 0]])
+    nodes = np.stack([np.full(len(lo), -1), np.where(lo[:, 1] == hi[:, 1], lo[:, 1] + 1, 0)], axis=1)
+    figures = []
+    for index in range(len(lo)):
+        one = Workload.of_queries(fine, QueryBatch(lo[index:index + 1], hi[index:index + 1], nodes[index:index + 1]))
+        single = coarsen(one, coarse, 0, BinsCoarsening(5, 40))
+        w_age = np.zeros(8)
+        for value in range(lo[index, 0], hi[index, 0] + 1):
+            w_age[value // 5] += 1 / 5
+        w_sex = np.zeros(2)
+        w_sex[lo[index, 1]:hi[index, 1] + 1] = 1
+        figures.append(single.expected_error(spec))
+        assert figures[-1] == pytest.approx(_dense_marginals_variance(spec, [w_age, w_sex]), rel=1e-9)
+        rounded = np.zeros(8)
+        rounded[lo[index, 0] // 5:hi[index, 0] // 5 + 1] = 1
+        assert single.expected_error(spec, answering="round-out") == pytest.approx(
+            _dense_marginals_variance(spec, [rounded, w_sex]), rel=1e-9)
+    # with 2-way marginals measured every query is unbiased; with 1-way ones only those of one attribute
+    assert np.isfinite(figures).all() == (len(measured[0][0]) == 2)
+    listed = coarsen(Workload.of_queries(fine, QueryBatch(lo, hi, nodes)), coarse, 0, BinsCoarsening(5, 40))
+    assert listed.expected_error(spec) == pytest.approx(np.mean(figures), rel=1e-9)
+    assert listed.expected_error(spec, objective="worst") == pytest.approx(max(figures), rel=1e-9)
+    # a product part averages the same way as its queries listed one by one
+    product = Workload(fine, (ProductPart((AxisPredicates(lo[:, 0], hi[:, 0], np.full(len(lo), -1)),
+                                           AxisPredicates(np.array([0, 0]), np.array([0, 1]), np.array([1, 0])))),))
+    listed = Workload.of_queries(fine, product.queries())
+    assert coarsen(product, coarse, 0, BinsCoarsening(5, 40)).expected_error(spec) == pytest.approx(
+        coarsen(listed, coarse, 0, BinsCoarsening(5, 40)).expected_error(spec), rel=1e-9)
+
+
 def test_a_missing_value_in_a_group_of_its_own_keeps_the_levels():
     h = Hierarchy.from_nested({"*": {"AGR": ["170", "180"], "MFG": ["3390", "3490"], "EDU": ["7860"],
                                      "N (group)": ["N"]}})

@@ -20,10 +20,9 @@ from privelet_gui.engine import (
     marginals,
     mechanism_name,
     paper_workload,
-    short_strategy_name,
 )
 from privelet_gui.engine.postprocess import post_processed_counts
-from privelet_gui.engine.spec import STRATEGIES
+from privelet_gui.engine.spec import MARGINALS
 from privelet_gui.gui.panels import privacy_panel
 from privelet_gui.io.project import BEST_STRATEGY, WorkloadChoice
 from privelet_gui.io.releases import count_column
@@ -211,17 +210,20 @@ def test_under_the_best_strategy_the_advice_is_weighed_with_it(sample_window, qt
     started = advisor._jobs.running == doc.advice_key()
     gate.set()
     assert waiting and not started
-    qtbot.waitUntil(lambda: advisor.advice is not None and advisor.advice.spec.mechanism == STRATEGIES
+    # a workload of marginals: the best strategy, as the release chooses it, is weighted marginals
+    qtbot.waitUntil(lambda: advisor.advice is not None and advisor.advice.spec.mechanism == MARGINALS
                     and advisor.advice.workload.name.startswith("1- and 2-way"), timeout=60_000)
     workload = build_workload(doc.workload, doc.schema())
-    chosen = best_strategy(ReleaseSpec(doc.schema(), doc.epsilon), workload)
+    chosen = best_strategy(ReleaseSpec(doc.schema(), doc.epsilon), workload, marginals=True)
+    assert advisor.advice.spec.marginals == chosen.spec.marginals
     assert advisor.advice.error == pytest.approx(chosen.error, rel=1e-9)
     first = advisor.suggestions[0]
-    assert first.description.startswith("drop native-country")  # Privelet+ would drop occupation first
-    assert first.strategies == best_strategy(ReleaseSpec(first.schema, doc.epsilon), first.workload).strategies
+    assert first.description.startswith("age in bins of 5 values")  # Privelet+ would drop occupation first
+    assert first.marginals == best_strategy(ReleaseSpec(first.schema, doc.epsilon), first.workload,
+                                            marginals=True).spec.marginals
     assert "the best strategy for each changed schema" in advisor.caveat.text()
-    assert advisor.table.item(0, 3).toolTip().startswith("Measured after the change: age ")
-    assert advisor.multipliers.item(0, 1).text() == short_strategy_name(chosen.strategies[0])
+    assert advisor.table.item(0, 3).toolTip().startswith("Measured after the change: weighted marginals age x sex")
+    assert advisor.multipliers.item(0, 1).text() == "weighted marginals"
     assert "the best strategy)" in advisor.status.text()
 
 

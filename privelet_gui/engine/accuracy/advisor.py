@@ -14,18 +14,19 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 
 from ..bounds import margin95
+from ..descriptions import describe_marginals, describe_strategies
 from ..errors import PriveletError, SchemaError
 from ..model.schema import Attribute, NominalAttribute, NumericBins, OrdinalAttribute, Schema
 from ..progress import CancelCallback, Progress, ProgressCallback
-from ..spec import STRATEGIES, ReleaseSpec
-from ..strategies.plan import axis_strategy
+from ..spec import MARGINALS, STRATEGIES, ReleaseSpec
+from ..strategies.plan import axis_strategy, short_strategy_name
 from .coarsening import (
     Answering,
     AxisCoarsening,
@@ -91,12 +92,21 @@ class AttributeMultiplier:
         See above (inf when the error without it is 0).
     constrained : bool
         See above.
+    strategy : str
+        Under the best strategy, how it is measured (its strategy's short name, or "weighted
+        marginals"); empty under the paper's mechanisms.
     """
 
     name: str
     in_sa: bool
     multiplier: float
     constrained: bool
+    strategy: str = ""
+
+    @property
+    def measured(self) -> str:
+        """How the release measures the attribute, for people."""
+        return self.strategy or ("in S_A" if self.in_sa else "transformed")
 
 
 @dataclass(frozen=True)
@@ -147,7 +157,11 @@ class Suggestion:
     strategies : tuple of str
         Under the best strategy, each attribute's strategy on the changed schema, as
         :func:`~privelet_gui.engine.best_strategy` chooses it for the changed workload (names
-        of :data:`~privelet_gui.engine.AXIS_STRATEGY_FORMS`); empty under the paper's mechanisms.
+        of :data:`~privelet_gui.engine.AXIS_STRATEGY_FORMS`); empty under the paper's mechanisms
+        and when it chooses weighted marginals.
+    marginals : tuple of (tuple of str, int)
+        Under the best strategy, the weighted marginals it chooses for the changed workload (as
+        :attr:`~privelet_gui.engine.ReleaseSpec.marginals`); empty when it chooses per-axis strategies.
     """
 
     kind: SuggestionKind
@@ -165,6 +179,15 @@ class Suggestion:
     width: int | None = None
     level: int | None = None
     strategies: tuple[str, ...] = ()
+    marginals: tuple[tuple[tuple[str, ...], int], ...] = ()
+
+    @property
+    def measured(self) -> str:
+        """What the changed schema's release measures under the best strategy, for people (empty
+        under the paper's mechanisms)."""
+        if self.marginals:
+            return describe_marginals(self.marginals)
+        return describe_strategies(self.schema, self.strategies) if self.strategies else ""
 
     @property
     def factor(self) -> float:
@@ -255,6 +278,12 @@ class Advice:
     suggestions: tuple[Suggestion, ...]
     lossy: tuple[Suggestion, ...] = ()
     answering: Answering = "spread"
+
+    @property
+    def under_best_strategy(self) -> bool:
+        """Whether each schema is weighed with the best strategy for its workload (per-axis
+        strategies or weighted marginals), not with one of the paper's mechanisms."""
+        return self.spec.mechanism in (STRATEGIES, MARGINALS)
 
     @property
     def margin95(self) -> float:
@@ -409,8 +438,25 @@ def _suggestion(candidate: _Candidate, schema: Schema, coarsened: Coarsened, spe
     return Suggestion(
         candidate.kind, schema[candidate.axis].name, candidate.description, coarsened.schema, coarsened.workload,
         spec.effective_sa, error, before, coarsened.exact_share, answering, coarsened.estimated_share,
-        coarsened.added_share, candidate.width, candidate.level, strategies,
+        coarsened.added_share, candidate.width, candidate.level, strategies, spec.marginals,
     )
+
+
+def _gains(error: float, before: float) -> bool:
+    """Whether ``error`` is smaller than ``before`` by more than the last bits that two orders of
+    the same sums can differ by (a change the strategy ignores gains nothing)."""
+    return error < before * (1 - 1e-9)
+
+
+def _marginals_after(spec: ReleaseSpec, schema: Schema) -> ReleaseSpec:
+    """``spec``'s weighted marginals on ``schema`` (a coarsened or dropped attribute of its
+    schema): the same marginals by name, a dropped attribute left out of each (marginals that
+    become the same one measured once, their weights summed, as a screening estimate)."""
+    merged: dict[tuple[str, ...], int] = {}
+    for names, weight in spec.marginals:
+        kept = tuple(n for n in names if n in schema.names)
+        merged[kept] = merged.get(kept, 0) + weight
+    return spec.replace(schema=schema, marginals=tuple(merged.items()))
 
 
 def _screened(coarsened: Coarsened, kept: list[AxisTable], spec: ReleaseSpec, answering: Answering,
@@ -419,6 +465,9 @@ def _screened(coarsened: Coarsened, kept: list[AxisTable], spec: ReleaseSpec, an
     the attributes it leaves alone (their tables ``kept``, in axis order without the changed
     one: a change maps each query's predicates one to one, so their rows stay), and the best
     of the changed attribute's candidate strategies (:func:`axis_candidates`)."""
+    if spec.mechanism == MARGINALS:  # the current marginals, by name, on the changed schema
+        return coarsened.expected_error(_marginals_after(spec, coarsened.schema), answering=answering,
+                                        objective="mean" if average else "worst")
     if coarsened.coarsening is None:
         return tables_error(kept, spec, coarsened.workload, average=average)
     axis = coarsened.axis
@@ -432,32 +481,43 @@ def _screened(coarsened: Coarsened, kept: list[AxisTable], spec: ReleaseSpec, an
 
 
 def _advise_best(spec: ReleaseSpec, workload: Workload, objective: Objective, answering: Answering,
-                 searched: int, chosen: tuple[str, ...], steps: Progress) -> Advice:
+                 searched: int, chosen: ReleaseSpec | None, steps: Progress) -> Advice:
     """:func:`advise` under the best strategy (``strategies="best"``; ``chosen``: the current
     schema's, when it was chosen already)."""
     average = objective == "mean"
-    spec = spec.replace(mechanism="privelet+", sa=(), strategies=())  # what best_strategy reads of it
-    if not chosen:
-        chosen = best_strategy(spec, workload, objective=objective, should_cancel=steps.should_cancel,
-                               progress=steps.slice(0.0, 0.3).report).strategies
-    base = spec.replace(mechanism=STRATEGIES, strategies=chosen)
-    tables = [axis_table(workload, a, s, average=average) for a, s in enumerate(base.plan.strategies)]
-    before = tables_error(tables, base, workload, average=average)
+    # What best_strategy reads of it:
+    spec = spec.replace(mechanism="privelet+", sa=(), strategies=(), marginals=())
+    if chosen is None:
+        chosen = best_strategy(spec, workload, objective=objective, marginals=True, should_cancel=steps.should_cancel,
+                               progress=steps.slice(0.0, 0.3).report).spec
+    if chosen.mechanism not in (STRATEGIES, MARGINALS):
+        raise PriveletError(f"the advisor starts from a choice of the best strategy, not from {chosen.name}")
+    base = spec.replace(mechanism=chosen.mechanism, strategies=chosen.strategies, marginals=chosen.marginals)
+    before = expected_error(base, workload, objective=objective)
+    tables = ([] if base.mechanism == MARGINALS
+              else [axis_table(workload, a, s, average=average) for a, s in enumerate(base.plan.strategies)])
     constrained = workload.constrained_axes()
     multipliers = []
     if len(base.schema) > 1:
         for axis, attribute in enumerate(base.schema):
             # The others keep their strategies: an estimate (no search) of what the attribute costs.
-            without = tables_error(tables[:axis] + tables[axis + 1:], base, workload, average=average)
+            if base.mechanism == MARGINALS:
+                rest = coarsen(workload, Schema([a for i, a in enumerate(base.schema) if i != axis]), axis, None)
+                without = expected_error(_marginals_after(base, rest.schema), rest.workload, objective=objective)
+            else:
+                without = tables_error(tables[:axis] + tables[axis + 1:], base, workload, average=average)
+            strategy = ("weighted marginals" if base.mechanism == MARGINALS
+                        else short_strategy_name(base.axis_strategies[axis]))
             multipliers.append(AttributeMultiplier(attribute.name, attribute.name in base.effective_sa,
-                                                   before / without if without > 0 else math.inf, axis in constrained))
+                                                   before / without if without > 0 else math.inf, axis in constrained,
+                                                   strategy))
     # Every change is screened by a quick estimate; the best ones get a strategy search of their own
     # (the release makes that search too), and only they are suggested, with its exact figures.
     lossless: list[tuple[float, _Candidate, Coarsened]] = []
     lossy: list[tuple[float, _Candidate, Coarsened]] = []
     for candidate, _new_schema, coarsened in _changes(base.schema, workload):
         steps.check()
-        kept = tables[:candidate.axis] + tables[candidate.axis + 1:]
+        kept = tables[:candidate.axis] + tables[candidate.axis + 1:] if tables else []
         estimate = _screened(coarsened, kept, base, answering, average)
         (lossless if coarsened.exact_share >= 1.0 else lossy).append((estimate, candidate, coarsened))
     lossless.sort(key=lambda entry: entry[0])
@@ -468,11 +528,11 @@ def _advise_best(spec: ReleaseSpec, workload: Workload, objective: Objective, an
         share = steps.slice(0.3 + 0.7 * done / len(shortlist), 0.3 + 0.7 * (done + 1) / len(shortlist))
         share.report(0.0, f"weighing: {candidate.description}")
         changed = best_strategy(spec.replace(schema=coarsened.schema), coarsened.workload, objective=objective,
-                                should_cancel=steps.should_cancel, progress=share.report).spec
+                                marginals=True, should_cancel=steps.should_cancel, progress=share.report).spec
         error = coarsened.expected_error(changed, answering=answering, objective=objective)
         found.append(_suggestion(candidate, base.schema, coarsened, changed, error, before, answering))
     steps.report(1.0, "advice ready")
-    suggestions = sorted((s for s in found if s.lossless and s.error < before), key=lambda s: s.error)
+    suggestions = sorted((s for s in found if s.lossless and _gains(s.error, before)), key=lambda s: s.error)
     inexact = sorted((s for s in found if not s.lossless), key=lambda s: (-s.exact_share, s.error))
     return Advice(base, workload, objective, before, tuple(multipliers), tuple(suggestions), tuple(inexact), answering)
 
@@ -486,7 +546,7 @@ def advise(
     answering: Answering = "spread",
     strategies: AdvisorStrategies = "spec",
     searched: int = SEARCHED_SUGGESTIONS,
-    chosen: Sequence[str] = (),
+    chosen: ReleaseSpec | None = None,
     should_cancel: CancelCallback | None = None,
     progress: ProgressCallback | None = None,
 ) -> Advice:
@@ -526,11 +586,11 @@ def advise(
         or the best strategy for its workload.
     searched : int, default :data:`SEARCHED_SUGGESTIONS`, keyword-only
         Under ``strategies="best"``: how many lossless and how many lossy changes get a search.
-    chosen : sequence of str, default (), keyword-only
-        Under ``strategies="best"``: the strategies :func:`~privelet_gui.engine.best_strategy`
-        chose for ``spec`` and ``workload`` when they were chosen already (the app chooses them
-        on a worker of its own; names of :data:`~privelet_gui.engine.AXIS_STRATEGY_FORMS`, one
-        per attribute); empty: chosen here.
+    chosen : ReleaseSpec, optional, keyword-only
+        Under ``strategies="best"``: what :func:`~privelet_gui.engine.best_strategy` (with
+        ``marginals=True``, as the release calls it) chose for ``spec`` and ``workload`` when it
+        was chosen already (the app chooses it on a worker of its own): a spec of the mechanism
+        ``"strategies"`` or ``"marginals"``; None: chosen here.
     should_cancel : callable ``() -> bool``, optional, keyword-only
         Polled between candidates and searches.
     progress : callable ``(fraction, stage)``, optional, keyword-only
@@ -556,7 +616,7 @@ def advise(
     if workload.schema != spec.schema:
         raise SchemaError(f"the workload {workload.name!r} is on another schema than the release")
     if strategies == "best":
-        return _advise_best(spec, workload, objective, answering, searched, tuple(chosen), steps)
+        return _advise_best(spec, workload, objective, answering, searched, chosen, steps)
     if strategies != "spec":
         raise PriveletError(f"the advisor weighs each schema with 'spec' or 'best', got {strategies!r}")
     check = steps.check
@@ -583,7 +643,7 @@ def advise(
         error = coarsened.expected_error(new_spec, answering=answering, objective=objective)
         suggestion = _suggestion(candidate, schema, coarsened, new_spec, error, before, answering)
         if suggestion.lossless:
-            if error < before:  # a lossless change that gains nothing is no advice
+            if _gains(error, before):  # a lossless change that gains nothing is no advice
                 lossless.append(suggestion)
         else:
             lossy.append(suggestion)

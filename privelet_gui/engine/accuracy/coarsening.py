@@ -21,6 +21,10 @@ factor written with interval variances ``V`` only (each a union of adjacent inte
 ``w' S w = a^2 V(L) + V(M) + b^2 V(R) + a (V(LM) - V(L) - V(M)) + b (V(MR) - V(M) - V(R))
 + a b (V(LMR) - V(LM) - V(MR) + V(M))``; its covariance with the total is linear in ``w``:
 ``C(LMR) - (1 - a) C(L) - (1 - b) C(R)``.
+
+Under weighted marginals (docs/math.md, "Marginals") a query's variance depends on each axis'
+weight vector through its mean part ``(w'1)^2 / n`` and its contrast part ``w'w - (w'1)^2 / n``
+only, so a spread query's figure is the box formula with ``w``'s parts on the coarsened axis.
 """
 
 from __future__ import annotations
@@ -45,6 +49,8 @@ from .workloads import (
     axis_table,
     check_objective,
     tables_error,
+    unit_variance,
+    workload_components,
 )
 
 if TYPE_CHECKING:
@@ -197,6 +203,20 @@ def _spread_factors(strategy: AxisStrategy, p: CoarsePredicates, size: int) -> t
     return own, total, share
 
 
+def _spread_components(p: CoarsePredicates, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per predicate the mean and contrast parts of its spread weight vector ``w`` on the
+    coarsened axis (module docstring; a box's are
+    :func:`~privelet_gui.engine.strategies.marginals.box_components`)."""
+    one = p.lo == p.hi
+    inner = (p.hi - p.lo - 1).astype(np.float64)
+    total = np.where(one, p.first, p.first + p.last + inner)
+    squares = np.where(one, p.first**2, p.first**2 + p.last**2 + inner)
+    mean = total**2 / size
+    # The whole domain, every value whole, has no contrast part: exactly 0, not a rounding residue.
+    whole = (p.lo == 0) & (p.hi == size - 1) & (p.first == 1) & (one | (p.last == 1))
+    return mean, np.where(whole, 0.0, squares - mean)
+
+
 def coarse_axis_table(
     rows: Sequence[tuple[bool, CoarsePredicates]], strategy: AxisStrategy, size: int, answering: Answering
 ) -> AxisTable:
@@ -262,6 +282,8 @@ class Coarsened:
             raise PriveletError("the release is on another schema than the coarsened workload")
         average = check_objective(objective) == "mean"
         answering = check_answering(answering)
+        if spec.label == "marginals":
+            return self._marginals_error(spec, answering, average)
         strategies = spec.plan.strategies
         tables = [axis_table(self.workload, a, s, average=average) for a, s in enumerate(strategies)
                   if a != self.axis or self.predicates is None]
@@ -269,6 +291,23 @@ class Coarsened:
             tables.insert(self.axis, coarse_axis_table(self.rows(average), strategies[self.axis],
                                                        self.schema[self.axis].size, answering))
         return tables_error(tables, spec, self.workload, average=average)
+
+    def _marginals_error(self, spec: ReleaseSpec, answering: Answering, average: bool) -> float:
+        """:meth:`expected_error` under weighted marginals: the rounded-out queries' components,
+        the coarsened axis' replaced by the spread weight vectors' when spreading."""
+        weights, mean, contrast = workload_components(self.workload, average=average)
+        if self.predicates is not None and answering == "spread":
+            size = self.schema[self.axis].size
+            parts = []
+            for product, p in self.rows(average):
+                m, c = _spread_components(p, size)
+                parts.append((np.array([m.mean()]), np.array([c.mean()])) if product else (m, c))
+            mean[:, self.axis] = np.concatenate([m for m, _ in parts])
+            contrast[:, self.axis] = np.concatenate([c for _, c in parts])
+        strategy = spec.marginals_strategy
+        values = strategy.component_variances(mean, contrast, public_total=spec.uses_public_total)
+        scale = unit_variance(spec.epsilon, spec.neighbours) * float(strategy.rho) ** 2
+        return scale * (float(np.dot(weights, values) / weights.sum()) if average else float(values.max()))
 
 
 def coarsen(fine: Workload, schema: Schema, axis: int, coarsening: AxisCoarsening | None) -> Coarsened:

@@ -32,8 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...engine import Advice, PriveletError, SaRule, Suggestion, margin95, mechanism_name, short_strategy_name
-from ...engine.spec import STRATEGIES
+from ...engine import Advice, PriveletError, SaRule, Suggestion, margin95, mechanism_name
 from ...io.project import BEST_STRATEGY
 from ...qt.widgets import Banner, fmt_count, fmt_number
 from ...workspace.workload import AdviceKey, ResultCache, find_advice, scaled_advice
@@ -280,7 +279,7 @@ class AdvisorBox(QGroupBox):
         # n is public under replace-one-tuple neighbours only: it sizes a typical count there.
         rows = doc.summary.rows if doc.summary is not None and doc.neighbours == "replace" else None
         what = "the worst query" if advice.objective == "worst" else "a typical query (root of the average square error)"
-        best = advice.spec.mechanism == STRATEGIES
+        best = advice.under_best_strategy
         released = ("the best strategy" if best
                     else f"{advice.spec.name} with S_A = {{{', '.join(advice.spec.effective_sa)}}}")
         self.status.setText(
@@ -294,8 +293,7 @@ class AdvisorBox(QGroupBox):
         for row, m in enumerate(advice.multipliers):
             cells = [
                 _item(m.name),
-                _item(short_strategy_name(advice.spec.axis_strategies[row]) if best
-                      else "in S_A" if m.in_sa else "transformed"),
+                _item(m.measured),
                 _item(f"× {m.multiplier:,.2f}", number=True),
                 _item("yes" if m.constrained else "no",
                       tip="" if m.constrained else "No query of the workload constrains it: dropping it is lossless"),
@@ -367,9 +365,8 @@ class AdvisorBox(QGroupBox):
 
 def _after_text(suggestion: Suggestion) -> str:
     """How the release measures each attribute after ``suggestion``, for people."""
-    if suggestion.strategies:
-        return "Measured after the change: " + "; ".join(
-            f"{a.name} {short_strategy_name(n)}" for a, n in zip(suggestion.schema, suggestion.strategies, strict=True))
+    if suggestion.measured:
+        return f"Measured after the change: {suggestion.measured}"
     return f"S_A after the change: {{{', '.join(suggestion.sa)}}}"
 
 
