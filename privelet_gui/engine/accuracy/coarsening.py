@@ -22,7 +22,7 @@ factor written with interval variances ``V`` only (each a union of adjacent inte
 + a b (V(LMR) - V(LM) - V(MR) + V(M))``; its covariance with the total is linear in ``w``:
 ``C(LMR) - (1 - a) C(L) - (1 - b) C(R)``.
 
-Under weighted marginals (docs/math.md, "Marginals") a query's variance depends on each axis'
+Under weighted marginals (docs/math.md, "Marginals", exact variances) a query's variance depends on each axis'
 weight vector through its mean part ``(w'1)^2 / n`` and its contrast part ``w'w - (w'1)^2 / n``
 only, so a spread query's figure is the box formula with ``w``'s parts on the coarsened axis.
 """
