@@ -37,8 +37,8 @@ from .engine import (
     expected_error,
     marginals,
     paper_workload,
-    short_strategy_name,
 )
+from .engine.descriptions import describe_measurements
 from .io import load_schema, sample_schema_path
 
 #: The best data-independent peer's mean square error per query in issue 40 (measured there).
@@ -88,13 +88,13 @@ def _peer_rows() -> list[tuple[str, Workload]]:
 
 def _print_choice(label: str, workload: Workload, spec: ReleaseSpec, peer: tuple[str, float] | None) -> None:
     started = time.perf_counter()
-    choice = best_strategy(spec, workload)
+    choice = best_strategy(spec, workload, marginals=True)  # as the release chooses it
     seconds = time.perf_counter() - started
     paper = {key: error for key, (_s, error) in choice.alternatives.items()}
     peer_text = f"{peer[0]} {peer[1]:>10,.1f}  ratio {choice.error / peer[1]:.2f}" if peer else ""
     print(f"{label:<22} best {choice.error:>12,.1f}  Privelet+ {paper['Privelet+ (recommended S_A)']:>12,.1f}  "
           f"best S_A {paper['Privelet+ (best S_A)']:>12,.1f}  Basic {paper['Basic']:>12,.1f}  {peer_text}")
-    print(f"{'':<22} strategies: {', '.join(map(short_strategy_name, choice.strategies))}; search {seconds:.2f} s")
+    print(f"{'':<22} measured: {describe_measurements(choice.spec)}; search {seconds:.2f} s")
 
 
 def _measured(shared: Path, releases: int) -> None:

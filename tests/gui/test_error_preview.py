@@ -191,6 +191,8 @@ def test_measured_error_marginals_and_workbench_after_a_release(sample_window, q
     preview = outcome.preview
     assert preview is not None and set(preview.by_coverage) >= {"basic", outcome.release.mechanism}
     panel = window.release_panel.preview
+    # the paper's workload, whose name says how many queries: said once
+    assert "measured on the paper's random workload (10,000 queries)." in panel.notice.text()
     # every view that reads the true data says so, visibly
     for view in (panel.square, panel.relative, panel.marginal):
         assert view.uses_true_data and view.banner.text() == TRUE_DATA_WARNING
@@ -248,6 +250,7 @@ def test_the_measured_error_is_grouped_as_the_expected_one_on_the_same_workload(
     workload = build_workload(choice, outcome.release.schema)
     assert preview is not None and preview.workload == workload.name and preview.queries == len(workload)
     panel = window.release_panel.preview
+    assert f"measured on {len(workload):,} queries of {workload.name}." in panel.notice.text()
     assert panel.square.uses_true_data and not panel.square.banner.isHidden()  # the true data, said so
     assert panel.square.table[0][2] == "coverage_group" == panel.relative.table[0][2]
     # marginals: a group per coverage (8 here, not the paper's five quintiles), as in the Privacy step

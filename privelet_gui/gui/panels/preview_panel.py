@@ -141,10 +141,13 @@ class ErrorPreviewPanel(QWidget):
             self.notice.setText("Run a release (or open a release file) to see its error here.")
         else:
             what = f"{source}: " if source else ""
-            measured = (
-                f"errors of the release as published, measured on {preview.queries:,} queries of {preview.workload}"
-                if preview is not None else f"no measured errors: {unmeasured_reason or _FILE_UNMEASURED}"
-            )
+            if preview is None:
+                measured = f"no measured errors: {unmeasured_reason or _FILE_UNMEASURED}"
+            elif preview.workload.endswith(f"({preview.queries:,} queries)"):  # its name says how many
+                measured = f"errors of the release as published, measured on the {preview.workload}"
+            else:
+                measured = (f"errors of the release as published, measured on {preview.queries:,} queries of "
+                            f"{preview.workload}")
             self.notice.setText(
                 f"{what}{mechanism_name(release.mechanism)} at ε = {release.epsilon:g}; {measured}. "
                 + total_text(release)
