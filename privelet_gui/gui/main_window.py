@@ -419,7 +419,10 @@ class MainWindow(QMainWindow):
         doc = self.document
         if doc.mechanism == BEST_STRATEGY:
             spec = doc.release_spec()
-            chosen = spec.name if spec is not None else "choosing..."
+            if spec is not None:
+                chosen = spec.name
+            else:  # a problem (an empty workload) chooses nothing: not "choosing"
+                chosen = "none (Privacy step)" if isinstance(doc.best_strategy_result(), str) else "choosing..."
             self.settings_label.setText(f"ε = {doc.epsilon:g} · {doc.mechanism_text()}: {chosen}")
         else:
             self.settings_label.setText(f"ε = {doc.epsilon:g} · {doc.mechanism_text()} · S_A = {{{', '.join(doc.effective_sa())}}}")

@@ -9,6 +9,7 @@ from privelet_gui.engine import (
     Cancelled,
     PriveletError,
     ReleaseSpec,
+    Schema,
     advise,
     best_strategy,
     expected_error,
@@ -101,3 +102,14 @@ def test_progress_reaches_the_end_and_cancel_stops_it():
 def test_an_unknown_choice_is_refused():
     with pytest.raises(PriveletError, match="'spec' or 'best'"):
         advise(SPEC, WORKLOAD, strategies="named")  # type: ignore[arg-type]
+
+
+def test_an_attribute_s_multiplier_keeps_every_query_with_its_other_conditions():
+    one_way = marginals(SCHEMA, (1,))
+    advice = advise(SPEC, one_way, strategies="best")
+    assert advice.spec.mechanism == "marginals"
+    for axis, m in enumerate(advice.multipliers):
+        rest = coarsen(one_way, Schema([a for i, a in enumerate(SCHEMA) if i != axis]), axis, None).workload
+        assert len(rest) == len(one_way)  # the attribute's queries become whole-table ones, one each
+        # under replace-one neighbours the total is exact: without the attribute its queries cost nothing
+        assert m.multiplier > 1, m

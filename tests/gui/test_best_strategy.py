@@ -92,6 +92,10 @@ def test_epsilon_rescales_and_the_workload_chooses_again_with_nothing_stale_show
     assert shown(box) == expected_rows(expected) and "marginals" in box.summary.text()
     assert box.result.strategies == expected.strategies != before
     assert window.release_panel.run_button.isEnabled()
+    assert window.settings_label.text().endswith(f"Best strategy: {doc.release_spec().name}")
+    doc.set_workload(WorkloadChoice(paper=None))  # no queries: nothing is being chosen, and the status bar says so
+    qtbot.waitUntil(lambda: isinstance(doc.best_strategy_result(), str), timeout=10_000)
+    assert window.settings_label.text().endswith("Best strategy: none (Privacy step)")
 
 
 def test_a_burst_of_edits_searches_once(sample_window, qtbot):

@@ -312,8 +312,8 @@ class Coarsened:
 
 def coarsen(fine: Workload, schema: Schema, axis: int, coarsening: AxisCoarsening | None) -> Coarsened:
     """``fine`` (a workload on the schema before the change) on ``schema``, whose attribute at
-    ``axis`` is coarsened by ``coarsening`` (None: the attribute is dropped; its queries must
-    leave it unconstrained)."""
+    ``axis`` is coarsened by ``coarsening`` (None: the attribute is dropped, and each query keeps
+    its other conditions: a drop the workload loses nothing by leaves it unconstrained)."""
     parts: list[Part] = []
     mapped: list[CoarsePredicates] = []
     exact = estimated = added = 0.0
@@ -330,6 +330,11 @@ def coarsen(fine: Workload, schema: Schema, axis: int, coarsening: AxisCoarsenin
             added += weight * float(np.sum(p.added[inexact] / p.cells[inexact]))
         else:
             exact += float(len(part))
+            if isinstance(part, ProductPart) and len(preds[axis]) > 1 and kept:
+                # every query keeps its other conditions: as many queries as before, not one per
+                # combination of the others (the first kept axis's predicates listed once per dropped one)
+                k = len(preds[axis])
+                kept[0] = AxisPredicates(np.tile(kept[0].lo, k), np.tile(kept[0].hi, k), np.tile(kept[0].nodes, k))
         if isinstance(part, ProductPart):
             parts.append(ProductPart(tuple(kept)))
         else:
