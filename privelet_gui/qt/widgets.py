@@ -8,6 +8,7 @@ from typing import ClassVar
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QFont, QPalette
 from PySide6.QtWidgets import (
+    QBoxLayout,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -20,7 +21,18 @@ from PySide6.QtWidgets import (
 from ..formatting import fmt_bytes, fmt_count, fmt_number
 from . import icons
 
-__all__ = ["Banner", "StepHeader", "fmt_bytes", "fmt_count", "fmt_number", "hint_label", "section_label"]
+__all__ = ["Banner", "StepHeader", "fit_columns", "fmt_bytes", "fmt_count", "fmt_number", "hint_label", "section_label"]
+
+
+def fit_columns(columns: QBoxLayout, width: int) -> None:
+    """Lay ``columns`` side by side where ``width`` pixels hold their minimum widths, else one
+    under the other (a narrow window scrolls down instead of cutting the right column off)."""
+    widths = [item.minimumSize().width() for item in map(columns.itemAt, range(columns.count())) if item is not None]
+    margins = columns.contentsMargins()
+    needed = sum(widths) + columns.spacing() * max(len(widths) - 1, 0) + margins.left() + margins.right()
+    direction = QBoxLayout.Direction.LeftToRight if width >= needed else QBoxLayout.Direction.TopToBottom
+    if columns.direction() != direction:
+        columns.setDirection(direction)
 
 
 def section_label(text: str) -> QLabel:

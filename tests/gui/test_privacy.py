@@ -210,7 +210,7 @@ def test_the_release_step_shows_the_worst_case_once_its_factors_are_computed(sam
 
 
 def test_the_page_fits_a_modest_window_and_each_column_has_one_number_style(sample_window, qtbot):
-    from PySide6.QtWidgets import QScrollArea
+    from PySide6.QtWidgets import QBoxLayout, QScrollArea
 
     window = sample_window
     window.resize(1200, 800)
@@ -221,6 +221,16 @@ def test_the_page_fits_a_modest_window_and_each_column_has_one_number_style(samp
     scroll = panel.findChild(QScrollArea)
     # Horizontal scrolling is off: a page wider than its viewport would be cut off on the right.
     assert scroll.widget().minimumSizeHint().width() <= scroll.viewport().width()
+    # where the two columns do not fit side by side they go one under the other, and still fit
+    for width, direction in ((1000, QBoxLayout.Direction.TopToBottom), (1900, QBoxLayout.Direction.LeftToRight)):
+        window.resize(width, 800)
+        qtbot.waitUntil(lambda direction=direction: panel.columns.direction() == direction, timeout=5_000)
+        qtbot.waitUntil(lambda: scroll.widget().minimumSizeHint().width() <= scroll.viewport().width(), timeout=5_000)
+        # the S_A table stays as tall as its rows when they rewrap at the new width
+        table = panel.workload_box.table
+        qtbot.waitUntil(lambda table=table: table.height() == table.horizontalHeader().sizeHint().height()
+                        + 2 * table.frameWidth() + sum(table.rowHeight(r) for r in range(table.rowCount())),
+                        timeout=5_000)
     for column in (1, 2, 3):
         texts = [panel.table.item(row, column).text() for row in range(panel.table.rowCount())]
         texts = [text for text in texts if text != "—"]  # the paper's bound is of its own mechanisms only

@@ -39,7 +39,7 @@ from ...workspace.workload import AdviceKey, ResultCache, find_advice, scaled_ad
 from ..document import Document
 from ..tasks import CancelFunction, ProgressFunction, TaskFunction, TaskRunner, TaskService
 
-__all__ = ["SHOWN_SUGGESTIONS", "AdvisorBox", "KeyedLane", "fit_rows", "rows_table"]
+__all__ = ["SHOWN_SUGGESTIONS", "AdvisorBox", "KeyedLane", "RowsTable", "fit_rows", "rows_table"]
 
 #: Suggestions listed (best first; the command line's ``privelet advise --top`` shows more).
 SHOWN_SUGGESTIONS = 8
@@ -95,7 +95,7 @@ def _advice_job(key: AdviceKey, progress: ProgressFunction, should_cancel: Cance
         return str(exc)
 
 
-class _RowsTable(QTableWidget):
+class RowsTable(QTableWidget):
     """A table that stays as tall as its rows when a new width rewraps them (it never
     scrolls inside, so the mouse wheel scrolls the page)."""
 
@@ -108,7 +108,7 @@ class _RowsTable(QTableWidget):
 
 def rows_table(columns: list[str]) -> QTableWidget:
     """A read-only table sized to its rows; the last column stretches and wraps."""
-    table = _RowsTable(0, len(columns))
+    table = RowsTable(0, len(columns))
     table.setHorizontalHeaderLabels(columns)
     table.verticalHeader().hide()
     table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
@@ -178,7 +178,7 @@ class AdvisorBox(QGroupBox):
         self.problem = Banner("error")
         self.problem.hide()
         layout.addWidget(self.problem)
-        columns = QHBoxLayout()
+        columns = self.columns = QHBoxLayout()  # one under the other in a narrow window (the Privacy step)
         columns.setSpacing(16)
         layout.addLayout(columns)
         left = QVBoxLayout()
@@ -188,8 +188,10 @@ class AdvisorBox(QGroupBox):
         left.addStretch(1)
         columns.addLayout(left, 1)
         right = QVBoxLayout()
-        right.addWidget(QLabel("Suggestions that keep every query exact, best first (one click applies one; "
-                               "Edit > Undo takes it back):"))
+        suggestions_title = QLabel("Suggestions that keep every query exact, best first (one click applies one; "
+                                   "Edit > Undo takes it back):")
+        suggestions_title.setWordWrap(True)
+        right.addWidget(suggestions_title)
         self.table = rows_table(["", "Smaller by", "Error at 95%", "Change"])
         right.addWidget(self.table)
         self.lossy_label = QLabel()

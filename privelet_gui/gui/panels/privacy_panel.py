@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QSignalBlocker, Qt, Signal
-from PySide6.QtGui import QFont, QShowEvent
+from PySide6.QtGui import QFont, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QButtonGroup,
@@ -75,7 +75,7 @@ from ...formatting import table_is_scientific
 from ...io.project import BEST_STRATEGY, MechanismChoice, WorkloadChoice
 from ...qt import icons
 from ...qt.plots import COVERAGE_GROUPS_TIP, AttributeFactorPlot, ErrorByCoveragePlot
-from ...qt.widgets import Banner, StepHeader, fmt_count, fmt_number, hint_label
+from ...qt.widgets import Banner, StepHeader, fit_columns, fmt_count, fmt_number, hint_label
 from ...workspace.model import EPSILON_FORMAT_TEXT, MECHANISM_CHOICE_NAMES, SAMPLER_TEXT, epsilon_text, parse_epsilon
 from ...workspace.workload import (
     REFERENCE_NAMES,
@@ -89,7 +89,7 @@ from ...workspace.workload import (
 )
 from ..document import Document
 from ..tasks import CancelFunction, ProgressFunction, TaskService
-from .advisor_panel import AdvisorBox, KeyedLane
+from .advisor_panel import AdvisorBox, KeyedLane, RowsTable, fit_rows
 from .strategy_panel import StrategyBox
 
 __all__ = [
@@ -201,7 +201,7 @@ class WorkloadBox(QGroupBox):
         self._grain_labels: list[dict[str, str] | None] = []  # the display labels the level lists show
         self.result: BestSa | None = None  # as shown
 
-        columns = QHBoxLayout(self)
+        columns = self.columns = QHBoxLayout(self)
         columns.setSpacing(16)
         pick = QVBoxLayout()
         columns.addLayout(pick, 1)
@@ -263,7 +263,7 @@ class WorkloadBox(QGroupBox):
         self.problem = Banner("error")
         self.problem.hide()
         show.addWidget(self.problem)
-        self.table = QTableWidget(len(REFERENCE_NAMES), 3)
+        self.table = RowsTable(len(REFERENCE_NAMES), 3)  # as tall as its rows, also when they rewrap
         self.table.setHorizontalHeaderLabels(["S_A", "Error at 95%", "× the best"])
         # the choice and its set share the wide column: a row header would leave the set no room
         self.table.verticalHeader().hide()
@@ -441,9 +441,7 @@ class WorkloadBox(QGroupBox):
                 if mark:
                     item.setToolTip("Your S_A now")
                 self.table.setItem(row, column, item)
-        height = self.table.horizontalHeader().sizeHint().height() + 2 * self.table.frameWidth()
-        height += sum(self.table.rowHeight(r) for r in range(self.table.rowCount()))
-        self.table.setFixedHeight(height)
+        fit_rows(self.table)
 
     def _computed(self, key: SearchKey, result: BestSa | str | BaseException) -> None:
         if isinstance(result, BaseException):
@@ -539,9 +537,10 @@ class PrivacyPanel(QWidget):
                 "the data: looking at it costs no privacy.",
             )
         )
-        columns = QHBoxLayout()
+        columns = self.columns = QHBoxLayout()
         columns.setSpacing(16)
         layout.addLayout(columns, 1)
+        self.page, self._page_layout = scroll, layout
         left = QVBoxLayout()
         right = QVBoxLayout()
         columns.addLayout(left, 1)
@@ -757,6 +756,25 @@ class PrivacyPanel(QWidget):
         self.refresh()
 
     # -- from the document ---------------------------------------------------------------------
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._fit_columns()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        self._fit_columns()
+
+    def _fit_columns(self) -> None:
+        """Each pair of columns side by side where the page's width holds them, else one under the
+        other (decided from the width there is: a page never gets narrower than its widest row)."""
+        margins = self._page_layout.contentsMargins()
+        width = self.page.viewport().width() - margins.left() - margins.right()
+        fit_columns(self.columns, width)
+        for box in (self.strategy_box, self.workload_box, self.advisor):
+            frame, inner = box.contentsMargins(), box.layout()
+            padding = inner.contentsMargins() if inner is not None else frame
+            fit_columns(box.columns, width - frame.left() - frame.right() - padding.left() - padding.right())
+
     def refresh(self) -> None:
         doc = self._doc
         blockers = [QSignalBlocker(w) for w in (self.slider, self.replace, self.add_remove, self.mech_group,

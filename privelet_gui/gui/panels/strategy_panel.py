@@ -111,7 +111,7 @@ class StrategyBox(QGroupBox):
         self.problem = Banner("error")
         self.problem.hide()
         layout.addWidget(self.problem)
-        columns = QHBoxLayout()
+        columns = self.columns = QHBoxLayout()  # one under the other in a narrow window (the Privacy step)
         columns.setSpacing(16)
         left = QVBoxLayout()
         self.axes_title = QLabel(_AXES_TITLE)
