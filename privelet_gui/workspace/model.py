@@ -475,6 +475,7 @@ class Workspace:
         self._strategies: ResultCache[SearchKey, StrategyChoice | str] = ResultCache()
         self.strategy_search_inline = True
         self._last_strategies: tuple[str, ...] = ()  # chosen last (what a saved project records)
+        self._last_marginals: tuple[tuple[tuple[str, ...], int], ...] = ()  # or the weighted marginals
         self.measure_error = True  # a preference of this session, not part of the project
         self.outcome: ReleaseOutcome | None = None
         self.outcome_saved = False  # the last release was written to a file (release, CSV or Parquet)
@@ -603,7 +604,7 @@ class Workspace:
             self._strategies.put(key, result)
         if not isinstance(result, StrategyChoice):
             return result
-        self._last_strategies = result.strategies
+        self._last_strategies, self._last_marginals = result.strategies, result.spec.marginals
         scale = 1.0 / self.epsilon**2
 
         def here(spec: ReleaseSpec) -> ReleaseSpec:
@@ -906,7 +907,7 @@ class Workspace:
         self._budget = None
         self._sa, self.sa_rule, self.workload = (), "recommended", WorkloadChoice()
         self._last_best_sa = None
-        self._last_strategies = ()
+        self._last_strategies, self._last_marginals = (), ()
         self.outcome, self.outcome_saved = None, False
         self.project_path = None
         self._dirty = False
@@ -930,7 +931,7 @@ class Workspace:
         self.outcome, self.outcome_saved = None, False
         self._budget = None
         self._last_best_sa = None  # a stand-in from another table's schema would mislead
-        self._last_strategies = ()
+        self._last_strategies, self._last_marginals = (), ()
         if project is not None:
             self._apply_project(project)
         else:
@@ -980,7 +981,7 @@ class Workspace:
         self.sa_rule = project.sa_rule
         self.neighbours = project.neighbours
         self.mechanism = project.mechanism
-        self._last_strategies = project.strategies
+        self._last_strategies, self._last_marginals = project.strategies, project.marginals
         self.sampler = project.sampler
         self.dataset = project.dataset
         self.invalid = project.invalid
@@ -1041,6 +1042,7 @@ class Workspace:
                     draft["values"] = [str(v) for v in config.values]
                 drafts[config.name] = draft
         schema = Schema(valid) if valid else None
+        chosen = self._chosen_strategies() if self.mechanism == BEST_STRATEGY else ((), ())
         return Project(
             table_path=self.table_path,
             table_options=self.table_options,
@@ -1050,7 +1052,8 @@ class Workspace:
             sa_rule=self.sa_rule,
             neighbours=self.neighbours,
             mechanism=self.mechanism,
-            strategies=self._chosen_strategies() if self.mechanism == BEST_STRATEGY else (),
+            strategies=chosen[0],
+            marginals=chosen[1],
             sampler=self.sampler,
             dataset=self.dataset,
             invalid=self.invalid,
@@ -1059,11 +1062,13 @@ class Workspace:
             workload=self.workload,
         )
 
-    def _chosen_strategies(self) -> tuple[str, ...]:
-        """The best strategies for the current settings, or those chosen last while they are
-        being chosen again (a project records them for reproducibility)."""
+    def _chosen_strategies(self) -> tuple[tuple[str, ...], tuple[tuple[tuple[str, ...], int], ...]]:
+        """The best per-axis strategies or weighted marginals for the current settings, or those
+        chosen last while they are being chosen again (a project records them for reproducibility)."""
         result = self.best_strategy_result()
-        return result.strategies if isinstance(result, StrategyChoice) else self._last_strategies
+        if isinstance(result, StrategyChoice):
+            return result.strategies, result.spec.marginals
+        return self._last_strategies, self._last_marginals
 
     # -- edits (undoable) ---------------------------------------------------------------------------
     def set_attribute(self, column: str, text: str | None = None, *, merge: str | None = None, **changes: Any) -> None:

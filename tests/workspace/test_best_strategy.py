@@ -196,6 +196,77 @@ def test_projects_store_the_best_strategy_and_what_it_chose(workspace, tmp_path)
     assert reopened.release_spec().axis_strategies == chosen
 
 
+TWO_WAY = WorkloadChoice(paper=None, ways=(2,))
+
+
+def test_projects_record_the_weighted_marginals_the_best_strategy_chose(workspace, tmp_path):
+    workspace.set_workload(TWO_WAY)
+    chosen = workspace.release_spec().marginals
+    assert workspace.release_spec().label == "marginals" and chosen  # the best strategy chose weighted marginals
+    project = workspace.to_project()
+    assert (project.mechanism, project.strategies, project.marginals) == ("best", (), chosen)
+    path = tmp_path / "p.privelet"
+    save_project(project, path)
+    stored = json.loads(path.read_text())
+    assert stored["privacy"]["strategies"] == []
+    assert stored["privacy"]["marginals"] == [{"attributes": list(names), "weight": weight} for names, weight in chosen]
+    assert load_project(path) == project
+    reopened = Workspace()
+    reopened.strategy_search_inline = False  # as in the app: what it last chose is kept until chosen again
+    reopened.apply_project(load_project(path), path, workspace.summary)
+    assert reopened.to_project().marginals == chosen and reopened.to_project().strategies == ()
+    reopened.strategy_search_inline = True
+    assert reopened.release_spec().marginals == chosen
+    reopened.set_workload(MARGINALS.with_grain("age", 10))  # per-axis strategies or other marginals: recorded instead
+    again = reopened.best_strategy_result()
+    assert (reopened.to_project().strategies, reopened.to_project().marginals) == (again.strategies, again.spec.marginals)
+    assert reopened.to_project().marginals != chosen
+
+
+@pytest.mark.parametrize(("marginals", "message"), [
+    ({"age": 1}, r'"privacy.marginals" must be a list of weighted marginals'),
+    ([["age"]], r'"privacy.marginals\[0\]" must be an object with "attributes" and "weight"'),
+    ([{"attributes": ["age"], "weight": 1, "extra": 2}], r'"privacy.marginals\[0\]" must be an object'),
+    ([{"attributes": ["age"], "weight": 2}, {"attributes": "age", "weight": 1}],
+     r'"privacy.marginals\[1\].attributes" must be a list of distinct attribute names'),
+    ([{"attributes": ["age", "age"], "weight": 1}], r'"privacy.marginals\[0\].attributes" must be a list of distinct'),
+    ([{"attributes": ["age", ""], "weight": 1}], r'"privacy.marginals\[0\].attributes"'),
+    ([{"attributes": ["age"], "weight": 0}], r'"privacy.marginals\[0\].weight" must be a positive whole number'),
+    ([{"attributes": ["age"], "weight": 1.5}], r'"privacy.marginals\[0\].weight" must be a positive whole number'),
+    ([{"attributes": ["age"], "weight": True}], r'"privacy.marginals\[0\].weight" must be a positive whole number'),
+])
+def test_a_malformed_record_of_weighted_marginals_is_refused_naming_it(workspace, marginals, message):
+    workspace.set_workload(TWO_WAY)
+    good = project_to_json(workspace.to_project())
+    assert good["privacy"]["marginals"]
+    with pytest.raises(ProjectError, match=message):
+        project_from_json({**good, "privacy": {**good["privacy"], "marginals": marginals}})
+
+
+def test_a_project_cannot_record_both_strategies_and_marginals(workspace):
+    workspace.set_workload(TWO_WAY)
+    good = project_to_json(workspace.to_project())
+    both = {**good["privacy"], "strategies": ["identity"] * len(good["attribute_order"])}
+    with pytest.raises(ProjectError, match=r'"privacy.strategies" and "privacy.marginals" are both given'):
+        project_from_json({**good, "privacy": both})
+    with pytest.raises(ProjectError, match="not both"):
+        Project(strategies=("identity",), marginals=((("age",), 1),))
+    with pytest.raises(ProjectError, match="weight is a positive whole number"):
+        Project(marginals=((("age",), 0),))
+
+
+def test_projects_saved_without_a_record_of_marginals_still_load(workspace):
+    workspace.set_workload(TWO_WAY)
+    current = project_to_json(workspace.to_project())
+    del current["privacy"]["marginals"]  # saved before the record existed (same version)
+    assert current["version"] == 5
+    project = project_from_json(current)
+    assert (project.mechanism, project.strategies, project.marginals) == ("best", (), ())
+    for version in (3, 4):
+        old = {**current, "version": version}
+        assert project_from_json(old).marginals == ()
+
+
 def test_projects_saved_before_keep_their_mechanism(workspace):
     workspace.set_privacy(mechanism="privelet")
     old = project_to_json(workspace.to_project())
