@@ -190,6 +190,36 @@ def test_the_release_step_names_each_attribute_s_strategy_shortly(sample_window,
     assert "stacked/" not in text
 
 
+def test_a_release_of_biased_weighted_marginals_offers_no_standard_error(sample_window, qtbot, tmp_path):
+    window = sample_window
+    doc = window.document
+    panel = window.release_panel
+    doc.set_workload(TWO_WAY)
+    assert wait_for_best_strategy(window, qtbot).spec.label == "marginals"
+    window.go_to("release")
+    panel.standard_errors.setChecked(True)
+    with qtbot.waitSignal(window.releaseFinished, timeout=120_000) as finished:
+        assert window.run_release()
+    assert finished.args[0].release.mechanism == "marginals"
+    box = panel.standard_errors
+    assert not box.isEnabled() and not panel.standard_error()
+    assert "weighted marginals answers single cells with a bias" in box.toolTip()
+    assert "export it without the standard error, or query the marginals it measured" in box.toolTip()
+    panel.counts.setCurrentIndex(panel.counts.findData("integer"))
+    panel.counts.setCurrentIndex(panel.counts.findData("noisy"))
+    assert not box.isEnabled()  # the counts kind does not turn it back on
+    path = tmp_path / "cells.csv"
+    with qtbot.waitSignal(window.exportFinished, timeout=60_000):
+        assert window.export_release("csv", path)
+    header = path.read_text().splitlines()[0]
+    assert header.endswith("noisy_count") and "standard_error" not in header  # every cell, no inf
+    doc.set_workload(PAPER_AND_MARGINALS)  # per-axis strategies: every cell has its standard error
+    wait_for_best_strategy(window, qtbot)
+    with qtbot.waitSignal(window.releaseFinished, timeout=120_000):
+        assert window.run_release()
+    assert box.isEnabled() and panel.standard_error() and "exact standard deviation" in box.toolTip()
+
+
 def test_a_workload_of_marginals_is_released_with_the_weighted_marginals_shown(sample_window, qtbot, tmp_path):
     window = sample_window
     doc = window.document
