@@ -87,6 +87,7 @@ __all__ = [
     "MAX_CELLS",
     "MAX_DEFAULT_VALUES",
     "MECHANISM_CHOICE_NAMES",
+    "STRATEGY_SEARCH_CANCELLED",
     "AttributeConfig",
     "Workspace",
     "WorkspaceEvents",
@@ -108,6 +109,9 @@ MAX_DEFAULT_VALUES = 1000
 MEASURED_QUERIES = 200_000
 #: A switch to nominal starts from a flat tree of the values when there are at most this many.
 MAX_TREE_VALUES = 100_000
+#: Why nothing is chosen under the best strategy after the custodian cancelled its search (the
+#: Privacy step's "Search again" starts it again).
+STRATEGY_SEARCH_CANCELLED = "the search for the best strategy was cancelled: choose Search again"
 #: Columns are included by default while the matrix has at most this many cells per row of the
 #: table (and at most MAX_CELLS): beyond it most cells are empty and the noise swamps them.
 DEFAULT_CELLS_PER_ROW = 10
@@ -474,6 +478,7 @@ class Workspace:
         # scripts and tests have them chosen when asked.
         self._strategies: ResultCache[SearchKey, StrategyChoice | str] = ResultCache()
         self.strategy_search_inline = True
+        self._strategy_cancelled: SearchKey | None = None  # the settings whose search the custodian cancelled
         self._last_strategies: tuple[str, ...] = ()  # chosen last (what a saved project records)
         self._last_marginals: tuple[tuple[tuple[str, ...], int], ...] = ()  # or the weighted marginals
         self.measure_error = True  # a preference of this session, not part of the project
@@ -626,11 +631,27 @@ class Workspace:
         if key == self.best_sa_key():
             self._privacy_changed()
 
+    def cancel_best_strategy(self, key: SearchKey | None) -> None:
+        """The app's search of the best strategy for the settings ``key`` was cancelled (None:
+        it is searched again): nothing is chosen for them, and until it is the release and the
+        Privacy step say so (:meth:`best_strategy_cancelled`) instead of "not chosen yet"."""
+        if key != self._strategy_cancelled:
+            self._strategy_cancelled = key
+            self._privacy_changed()
+
+    def best_strategy_cancelled(self) -> bool:
+        """Whether the search of the best strategy for the current settings was cancelled and
+        nothing is chosen for them (:meth:`cancel_best_strategy`)."""
+        key = self._strategy_cancelled
+        return key is not None and key == self.best_sa_key() and self._strategies.get(key) is None
+
     def best_strategy_problem(self) -> str | None:
         """Why a release must wait under the best strategy (None: it need not)."""
         if self.mechanism != BEST_STRATEGY or self.schema() is None:
             return None
         result = self.best_strategy_result()
+        if result is None and self.best_strategy_cancelled():
+            return f"{STRATEGY_SEARCH_CANCELLED} (Privacy step), or release with Privelet+, Privelet or Basic"
         if result is None:
             return "the best strategy for the workload is not chosen yet (Privacy step)"
         if isinstance(result, str):
@@ -908,6 +929,7 @@ class Workspace:
         self._sa, self.sa_rule, self.workload = (), "recommended", WorkloadChoice()
         self._last_best_sa = None
         self._last_strategies, self._last_marginals = (), ()
+        self._strategy_cancelled = None
         self.outcome, self.outcome_saved = None, False
         self.project_path = None
         self._dirty = False
@@ -932,6 +954,7 @@ class Workspace:
         self._budget = None
         self._last_best_sa = None  # a stand-in from another table's schema would mislead
         self._last_strategies, self._last_marginals = (), ()
+        self._strategy_cancelled = None
         if project is not None:
             self._apply_project(project)
         else:
@@ -982,6 +1005,7 @@ class Workspace:
         self.neighbours = project.neighbours
         self.mechanism = project.mechanism
         self._last_strategies, self._last_marginals = project.strategies, project.marginals
+        self._strategy_cancelled = None
         self.sampler = project.sampler
         self.dataset = project.dataset
         self.invalid = project.invalid

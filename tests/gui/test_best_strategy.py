@@ -117,13 +117,48 @@ def test_cancelling_leaves_no_choice_and_the_release_waits_until_chosen_again(sa
     with qtbot.waitSignal(box.lane.cancelled, timeout=10_000):
         box.cancel_button.click()
     assert box.again_button.isVisible() and not box.cancel_button.isVisible()
-    assert "Cancelled" in box.summary.text() and "the release waits" in box.summary.text()
+    assert "Cancelled" in box.summary.text() and "the release and the advisor below wait" in box.summary.text()
     assert doc.best_strategy_result() is None and box.axes.rowCount() == 0
     assert not window.run_release()  # says why, draws nothing
     assert window.dialogs.errors[-1][0] == "Not ready to release"
     box.again_button.click()
     box = wait_shown(window, qtbot)
     assert box.result.strategies == engine_choice(doc).strategies
+
+
+def test_a_cancelled_search_is_said_so_everywhere_and_the_advisor_resumes_on_search_again(sample_window, qtbot):
+    window = sample_window
+    doc = window.document
+    panel = window.privacy_panel
+    advisor = panel.advisor
+    window.go_to("privacy")
+    box = wait_shown(window, qtbot)
+    doc.set_workload(MARGINALS)
+    with qtbot.waitSignal(box.lane.cancelled, timeout=10_000):
+        box.cancel_button.click()
+    assert doc.best_strategy_result() is None and doc.best_strategy_cancelled()
+    assert "The search for the best strategy was cancelled: choose Search again." in box.summary.text()
+    assert box.again_button.isVisible() and box.again_button.text() == "Search again"
+    assert panel.displayed("best", 2) == "cancelled"  # not "choosing...": nothing is being chosen
+    # the advisor waits for the search above (it does not run one of its own, which nothing could cancel)
+    assert advisor.status.text().startswith("Waiting for the best strategy")
+    cancelled = "the search for the best strategy was cancelled: choose Search again"
+    assert doc.best_strategy_problem().startswith(cancelled)
+    assert doc.step_status("privacy").message.startswith(cancelled)
+    window.go_to("release")
+    assert cancelled in window.release_panel.blockers.text() and not window.release_panel.run_button.isEnabled()
+    assert "its search was cancelled" in window.release_panel.setup_labels["mechanism"].text()
+    window.go_to("privacy")  # coming back does not undo the cancel: still said, nothing searched
+    assert box.again_button.isVisible() and not box.lane.busy and doc.best_strategy_cancelled()
+    box.again_button.click()
+    assert not doc.best_strategy_cancelled() and box.progress.isVisible()
+    box = wait_shown(window, qtbot)
+    assert box.result.strategies == engine_choice(doc).strategies
+    assert panel.displayed("best", 2) != "cancelled" and doc.best_strategy_problem() is None
+    # the advisor, which waited for the search, computes its advice from the chosen strategy
+    qtbot.waitUntil(lambda: not advisor.status.text().startswith("Waiting for the best strategy"), timeout=30_000)
+    doc.set_workload(TWO_WAY)  # other settings: searched anew, not cancelled
+    assert not doc.best_strategy_cancelled() and box.cancel_button.isVisible()
 
 
 def test_a_release_from_the_app_writes_the_chosen_strategies_and_the_choice(sample_window, qtbot, tmp_path):

@@ -87,6 +87,33 @@ def test_the_app_chooses_on_a_worker_and_the_release_waits_for_the_current_choic
     assert not release_blockers(workspace)
 
 
+def test_a_cancelled_search_blocks_the_release_saying_so_until_searched_again_or_chosen(workspace):
+    workspace.strategy_search_inline = False  # as in the app
+    workspace.set_workload(MARGINALS)
+    key = workspace.best_sa_key()
+    announced: list[bool] = []
+    workspace.events.privacy_changed.connect(lambda: announced.append(True))
+    workspace.cancel_best_strategy(key)
+    assert announced and workspace.best_strategy_cancelled() and workspace.best_strategy_result() is None
+    cancelled = ("the search for the best strategy was cancelled: choose Search again (Privacy step), "
+                 "or release with Privelet+, Privelet or Basic")
+    assert release_blockers(workspace) == [cancelled]
+    assert workspace.step_status("privacy").message == cancelled
+    workspace.set_workload(WorkloadChoice())  # other settings: not cancelled (the app searches them)
+    assert not workspace.best_strategy_cancelled()
+    assert release_blockers(workspace) == ["the best strategy for the workload is not chosen yet (Privacy step)"]
+    workspace.set_workload(MARGINALS)  # back to the cancelled ones: still cancelled
+    assert workspace.best_strategy_cancelled()
+    workspace.cancel_best_strategy(None)  # Search again
+    assert not workspace.best_strategy_cancelled() and "not chosen yet" in release_blockers(workspace)[0]
+    workspace.cancel_best_strategy(key)
+    workspace.store_best_strategy(key, find_best_strategy(key))  # chosen after all (a search finished)
+    assert not workspace.best_strategy_cancelled() and not release_blockers(workspace)
+    workspace.cancel_best_strategy(key)
+    workspace.reset()  # a new project forgets it
+    assert workspace._strategy_cancelled is None
+
+
 def test_a_workload_of_marginals_releases_weighted_marginals_and_its_script_names_them(workspace, tmp_path):
     workspace.set_workload(MARGINALS)
     expected = engine_choice(workspace)

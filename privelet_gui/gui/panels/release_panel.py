@@ -374,7 +374,9 @@ class ReleasePanel(QWidget):
                 same = " (S_A empty: this is Privelet)"
             if doc.mechanism == BEST_STRATEGY:
                 spec = doc.release_spec()
-                chosen = "not chosen yet (Privacy step)" if spec is None else describe_measurements(spec)
+                chosen = ("not chosen: its search was cancelled (Privacy step: Search again)"
+                          if spec is None and doc.best_strategy_cancelled()
+                          else "not chosen yet (Privacy step)" if spec is None else describe_measurements(spec))
                 what = f"{doc.mechanism_text()} for the workload: {chosen}"
             else:
                 what = f"{doc.mechanism_text()}, S_A = {{{', '.join(sa)}}}{same}"
