@@ -589,6 +589,23 @@ def test_marginals_named_on_the_command_line(capsys, tmp_path):
     assert "answered with a bias" in stdout and "inf" not in stdout
 
 
+def test_an_export_of_weighted_marginals_refuses_a_standard_error_its_cells_do_not_have(capsys, tmp_path):
+    out = tmp_path / "m.npz"
+    code, _, err = call(capsys, "release", "--demo", "--mechanism", "marginals", "--marginals", "age,sex=3; race",
+                        "--seed", "1", "--out", str(out), "--quiet")
+    assert code == 0, err
+    cells = tmp_path / "cells.csv"
+    for target in (str(cells), "-"):
+        code, stdout, err = call(capsys, "export", str(out), "--out", target, "--allow-seeded", "--standard-error")
+        assert_one_line_error(code, err, "weighted marginals answers single cells with a bias",
+                              "export it without the standard error, or query the marginals it measured")
+        assert stdout == ""  # not a row on standard output either
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.npz"]  # nothing written
+    code, _, err = call(capsys, "export", str(out), "--out", str(cells), "--allow-seeded")
+    assert code == 0, err
+    assert "inf" not in cells.read_text().splitlines()[0]
+
+
 @pytest.mark.parametrize(
     ("args", "needle"),
     [

@@ -56,7 +56,8 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
                    help="export a seeded (test, NOT private) release anyway; the file then says it is seeded")
     p.add_argument("--standard-error", action="store_true",
                    help="add each cell's exact noise standard deviation (column noisy_count_standard_error), worked "
-                        "out from the release's epsilon, S_A, mechanism and schema alone (noisy counts only)")
+                        "out from the release's epsilon, S_A, mechanism and schema alone (noisy counts only; refused "
+                        "for weighted marginals that answer single cells with a bias, which have none)")
     p.set_defaults(handler=_cmd_export)
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "STANDARD_ERROR_COLUMN",
     "ExportAxis",
     "ExportFormat",
+    "cell_standard_error_problem",
     "cell_standard_errors",
     "chunk_grid",
     "count_column",
@@ -205,13 +206,39 @@ STANDARD_ERROR_COLUMN = f"{COUNT_COLUMN}_standard_error"
 _ERROR_BATCH = 1 << 16
 
 
-def cell_standard_errors(release: Release, box: tuple[slice, ...] | None = None) -> np.ndarray:
+#: Why a release of weighted marginals has no standard error for its cells (its exports refuse one).
+BIASED_CELLS = ("a release of weighted marginals answers single cells with a bias that depends on the data (no "
+                "marginal it measured holds every attribute), so they have no standard error: export it without "
+                "the standard error, or query the marginals it measured")
+
+
+def cell_standard_error_problem(release: Release) -> str | None:
+    """Why the cells of ``release`` have no standard error (None: each has one,
+    :func:`cell_standard_errors`): it has no schema, or it answers them with a bias that
+    depends on the data (weighted marginals none of which holds every attribute of more than
+    one value), whose variance is ``inf``. Every single cell has the same support (each such
+    attribute), so its first cell answers for all of them: an export refuses the standard
+    error before writing anything, rather than write ``inf`` or leave cells without one."""
+    if release.schema is None:
+        return ("this release has no schema, so the noise of its cells cannot be worked out: "
+                "export it without the standard error")
+    first = cell_standard_errors(release, tuple(slice(0, 1) for _ in release.schema.shape), check=False)
+    if not np.isfinite(first).all():
+        return BIASED_CELLS if release.mechanism == "marginals" else (
+            "this release answers its single cells with a bias that depends on the data, so they have no "
+            "standard error: export it without the standard error")
+    return None
+
+
+def cell_standard_errors(release: Release, box: tuple[slice, ...] | None = None, *, check: bool = True) -> np.ndarray:
     """The exact standard deviation of the noise in each cell of ``box`` (default: the whole
     matrix), flat in C order: the square root of :meth:`~privelet_gui.engine.Release.variances`
     of the single-cell queries (of the release as it is, shifted to the public total or not).
 
     It depends on the schema, epsilon, S_A, the mechanism and the neighbours only: never on
-    the data, and never on the noisy counts themselves.
+    the data, and never on the noisy counts themselves. A cell answered with a bias (its
+    variance ``inf``, :func:`cell_standard_error_problem`) is refused with a PriveletError
+    unless ``check`` is False: a standard error is never ``inf``.
     """
     schema = release.schema
     if schema is None:
@@ -233,6 +260,8 @@ def cell_standard_errors(release: Release, box: tuple[slice, ...] | None = None)
         lo = np.stack([axis[cell] for axis, cell in zip(positions, cells, strict=True)], axis=1)
         node = np.stack([axis[cell] for axis, cell in zip(nodes, cells, strict=True)], axis=1)
         out[begin : begin + len(lo)] = release.variances(QueryBatch(lo, lo, node))
+    if check and not np.isfinite(out).all():
+        raise PriveletError(cell_standard_error_problem(release) or BIASED_CELLS)
     return np.sqrt(out)
 
 

@@ -3,7 +3,7 @@
 A project holds the table's path and reading options (texts meaning missing included), the schema (attributes with
 their domains and hierarchies, written with :func:`schema_to_json`), the privacy
 settings (epsilon, S_A and how it was chosen, neighbouring notion, mechanism or "best" with
-the strategies last chosen, noise sampler), the counting policy and the workload the custodian expects users to ask
+the strategies or weighted marginals last chosen, noise sampler), the counting policy and the workload the custodian expects users to ask
 (:class:`WorkloadChoice`: it chooses S_A under the ``"best"`` rule and guides the
 advisor). It never holds data or counts. Hierarchies that are being edited and are not valid
 yet (an empty group, a duplicate label) are kept as *drafts* so that nothing the
@@ -166,8 +166,11 @@ class Project:
     ``"recommended"`` the app keeps it equal to the recommended S_A of the current schema, with
     ``"best"`` equal to the best subset for ``workload`` (``sa`` then records the S_A at saving
     time), with ``"given"`` it is ``sa``, the custodian's. ``mechanism``
-    ``"best"`` releases the per-axis strategies with the least expected error on ``workload``;
-    ``strategies`` records those chosen at saving time (the app chooses them again on opening).
+    ``"best"`` releases the per-axis strategies with the least expected error on ``workload``
+    (or, for a workload of marginals, possibly weighted marginals); ``strategies`` records the
+    per-axis strategies chosen at saving time and ``marginals`` the weighted marginals (each
+    marginal's attribute names and its positive integer weight), at most one of the two not
+    empty (the app chooses them again on opening).
     """
 
     table_path: Path | None = None
@@ -181,6 +184,7 @@ class Project:
     sampler: Sampler = SAMPLER
     invalid: InvalidPolicy = "error"
     strategies: tuple[str, ...] = ()
+    marginals: tuple[tuple[tuple[str, ...], int], ...] = ()
     dataset: str | None = None
     attribute_order: tuple[str, ...] = ()
     drafts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -204,6 +208,9 @@ class Project:
         object.__setattr__(self, "strategies", tuple(self.strategies))
         if not all(isinstance(name, str) and name for name in self.strategies):
             raise ProjectError(f"the strategies are names, one per attribute, got {list(self.strategies)!r}")
+        object.__setattr__(self, "marginals", _checked_marginals(self.marginals))
+        if self.strategies and self.marginals:
+            raise ProjectError("the best strategy is per-axis strategies or weighted marginals, not both")
         if self.sampler not in SAMPLERS:
             raise ProjectError(f"sampler must be one of {SAMPLERS}, got {self.sampler!r}")
         if self.sa_rule not in SA_RULES:
@@ -293,6 +300,7 @@ def project_to_json(project: Project, base_dir: str | os.PathLike[str] | None = 
             "neighbours": project.neighbours,
             "mechanism": project.mechanism,
             "strategies": list(project.strategies),
+            "marginals": [{"attributes": list(names), "weight": weight} for names, weight in project.marginals],
             "sampler": project.sampler,
             "dataset": project.dataset,
         },
@@ -337,6 +345,42 @@ def _workload_from_json(obj: Any, base: Path | None) -> WorkloadChoice:
     )
 
 
+def _checked_marginals(marginals: Any) -> tuple[tuple[tuple[str, ...], int], ...]:
+    """``Project.marginals`` as tuples, each marginal's names and weight checked."""
+    checked = []
+    for entry in marginals:
+        try:
+            names, weight = entry
+            names = tuple(names)
+        except (TypeError, ValueError):
+            raise ProjectError(f"each weighted marginal is (attribute names, weight), got {entry!r}") from None
+        if not all(isinstance(name, str) and name for name in names) or len(set(names)) != len(names):
+            raise ProjectError(f"each weighted marginal names distinct attributes, got {list(names)!r}")
+        if isinstance(weight, bool) or not isinstance(weight, int) or weight < 1:
+            raise ProjectError(f"each weighted marginal's weight is a positive whole number, got {weight!r}")
+        checked.append((names, weight))
+    return tuple(checked)
+
+
+def _marginals_from_json(obj: Any) -> tuple[tuple[tuple[str, ...], int], ...]:
+    """``"privacy.marginals"``: a list of ``{"attributes": [names], "weight": n}``."""
+    if not isinstance(obj, list):
+        raise ProjectError(f'"privacy.marginals" must be a list of weighted marginals, got {shown(obj)}')
+    marginals = []
+    for index, entry in enumerate(obj):
+        where = f'"privacy.marginals[{index}]'
+        if not isinstance(entry, Mapping) or set(entry) != {"attributes", "weight"}:
+            raise ProjectError(f'{where}" must be an object with "attributes" and "weight" only, got {shown(entry)}')
+        names, weight = entry["attributes"], entry["weight"]
+        if (not isinstance(names, list) or not all(isinstance(name, str) and name for name in names)
+                or len(set(names)) != len(names)):
+            raise ProjectError(f'{where}.attributes" must be a list of distinct attribute names, got {shown(names)}')
+        if isinstance(weight, bool) or not isinstance(weight, int) or weight < 1:
+            raise ProjectError(f'{where}.weight" must be a positive whole number, got {shown(weight)}')
+        marginals.append((tuple(names), weight))
+    return tuple(marginals)
+
+
 def migrate_project(obj: Any) -> dict[str, Any]:
     """Bring a project object of any known version to the current one."""
     if not isinstance(obj, Mapping) or obj.get("format") != PROJECT_FORMAT:
@@ -376,6 +420,9 @@ def migrate_project(obj: Any) -> dict[str, Any]:
         # Version 5 names the S_A rules as the command line and release files do: the
         # custodian's own S_A is "given" (it was "chosen"). An older Privelet Studio must not
         # open a version 5 project, whose rule it would not know.
+        # "privacy.marginals" (the weighted marginals the best strategy chose) came later
+        # without a new version: it is a record, chosen again on opening, that a project
+        # without it reads as none and an older Privelet Studio may ignore unharmed.
         privacy = migrated.get("privacy")
         if isinstance(privacy, Mapping) and privacy.get("sa_rule", "chosen") == "chosen":
             migrated["privacy"] = {**privacy, "sa_rule": "given"}
@@ -411,6 +458,9 @@ def project_from_json(obj: Any, base_dir: str | os.PathLike[str] | None = None) 
     strategies = privacy.get("strategies", [])
     if not isinstance(strategies, list) or not all(isinstance(name, str) and name for name in strategies):
         raise ProjectError(f'"privacy.strategies" must be a list of strategy names, got {shown(strategies)}')
+    marginals = _marginals_from_json(privacy.get("marginals", []))
+    if strategies and marginals:
+        raise ProjectError('"privacy.strategies" and "privacy.marginals" are both given: the best strategy chose one')
     dataset = privacy.get("dataset")
     if dataset is not None:
         if not isinstance(dataset, str):
@@ -432,6 +482,7 @@ def project_from_json(obj: Any, base_dir: str | os.PathLike[str] | None = None) 
         neighbours=_choice(privacy, "neighbours", "replace", NEIGHBOURS, "privacy"),
         mechanism=_choice(privacy, "mechanism", "privelet+", MECHANISM_CHOICES, "privacy"),
         strategies=tuple(strategies),
+        marginals=marginals,
         dataset=dataset,
         sampler=_choice(privacy, "sampler", SAMPLER, SAMPLERS, "privacy"),
         invalid=_choice(counting, "invalid", "error", INVALID_POLICIES, "counting"),

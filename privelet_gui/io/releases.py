@@ -78,6 +78,7 @@ from .long_format import (
     SLAB_CELLS,
     STANDARD_ERROR_COLUMN,
     ExportFormat,
+    cell_standard_error_problem,
     cell_standard_errors,
     count_column,
     export_metadata,
@@ -118,6 +119,7 @@ __all__ = [
     "QueryAnswer",
     "ReleaseWarning",
     "answer_query",
+    "cell_standard_error_problem",
     "cell_standard_errors",
     "count_column",
     "export_metadata",
@@ -346,9 +348,9 @@ def _check_standard_error(release: Release, counts: str, standard_error: bool) -
             f"a standard error describes the noise of the release's own counts, not {counts} counts (post-processed, "
             "biased): export the noisy counts with the standard error, or these counts without it"
         )
-    if release.schema is None:
-        raise PriveletError("this release has no schema, so the noise of its cells cannot be worked out: "
-                            "export it without the standard error")
+    problem = cell_standard_error_problem(release)  # no schema, or cells answered with a bias
+    if problem is not None:
+        raise PriveletError(problem)
 
 
 def export_release(

@@ -87,6 +87,7 @@ __all__ = [
     "MAX_CELLS",
     "MAX_DEFAULT_VALUES",
     "MECHANISM_CHOICE_NAMES",
+    "STRATEGY_SEARCH_CANCELLED",
     "AttributeConfig",
     "Workspace",
     "WorkspaceEvents",
@@ -108,6 +109,9 @@ MAX_DEFAULT_VALUES = 1000
 MEASURED_QUERIES = 200_000
 #: A switch to nominal starts from a flat tree of the values when there are at most this many.
 MAX_TREE_VALUES = 100_000
+#: Why nothing is chosen under the best strategy after the custodian cancelled its search (the
+#: Privacy step's "Search again" starts it again).
+STRATEGY_SEARCH_CANCELLED = "the search for the best strategy was cancelled: choose Search again"
 #: Columns are included by default while the matrix has at most this many cells per row of the
 #: table (and at most MAX_CELLS): beyond it most cells are empty and the noise swamps them.
 DEFAULT_CELLS_PER_ROW = 10
@@ -474,7 +478,9 @@ class Workspace:
         # scripts and tests have them chosen when asked.
         self._strategies: ResultCache[SearchKey, StrategyChoice | str] = ResultCache()
         self.strategy_search_inline = True
+        self._strategy_cancelled: SearchKey | None = None  # the settings whose search the custodian cancelled
         self._last_strategies: tuple[str, ...] = ()  # chosen last (what a saved project records)
+        self._last_marginals: tuple[tuple[tuple[str, ...], int], ...] = ()  # or the weighted marginals
         self.measure_error = True  # a preference of this session, not part of the project
         self.outcome: ReleaseOutcome | None = None
         self.outcome_saved = False  # the last release was written to a file (release, CSV or Parquet)
@@ -605,7 +611,7 @@ class Workspace:
             self._strategies.put(key, result)
         if not isinstance(result, StrategyChoice):
             return result
-        self._last_strategies = result.strategies
+        self._last_strategies, self._last_marginals = result.strategies, result.spec.marginals
         scale = 1.0 / self.epsilon**2
 
         def here(spec: ReleaseSpec) -> ReleaseSpec:
@@ -627,11 +633,27 @@ class Workspace:
         if key == self.best_sa_key():
             self._privacy_changed()
 
+    def cancel_best_strategy(self, key: SearchKey | None) -> None:
+        """The app's search of the best strategy for the settings ``key`` was cancelled (None:
+        it is searched again): nothing is chosen for them, and until it is the release and the
+        Privacy step say so (:meth:`best_strategy_cancelled`) instead of "not chosen yet"."""
+        if key != self._strategy_cancelled:
+            self._strategy_cancelled = key
+            self._privacy_changed()
+
+    def best_strategy_cancelled(self) -> bool:
+        """Whether the search of the best strategy for the current settings was cancelled and
+        nothing is chosen for them (:meth:`cancel_best_strategy`)."""
+        key = self._strategy_cancelled
+        return key is not None and key == self.best_sa_key() and self._strategies.get(key) is None
+
     def best_strategy_problem(self) -> str | None:
         """Why a release must wait under the best strategy (None: it need not)."""
         if self.mechanism != BEST_STRATEGY or self.schema() is None:
             return None
         result = self.best_strategy_result()
+        if result is None and self.best_strategy_cancelled():
+            return f"{STRATEGY_SEARCH_CANCELLED} (Privacy step), or release with Privelet+, Privelet or Basic"
         if result is None:
             return "the best strategy for the workload is not chosen yet (Privacy step)"
         if isinstance(result, str):
@@ -908,7 +930,8 @@ class Workspace:
         self._budget = None
         self._sa, self.sa_rule, self.workload = (), "recommended", WorkloadChoice()
         self._last_best_sa = None
-        self._last_strategies = ()
+        self._last_strategies, self._last_marginals = (), ()
+        self._strategy_cancelled = None
         self.outcome, self.outcome_saved = None, False
         self.project_path = None
         self._dirty = False
@@ -932,7 +955,8 @@ class Workspace:
         self.outcome, self.outcome_saved = None, False
         self._budget = None
         self._last_best_sa = None  # a stand-in from another table's schema would mislead
-        self._last_strategies = ()
+        self._last_strategies, self._last_marginals = (), ()
+        self._strategy_cancelled = None
         if project is not None:
             self._apply_project(project)
         else:
@@ -982,7 +1006,8 @@ class Workspace:
         self.sa_rule = project.sa_rule
         self.neighbours = project.neighbours
         self.mechanism = project.mechanism
-        self._last_strategies = project.strategies
+        self._last_strategies, self._last_marginals = project.strategies, project.marginals
+        self._strategy_cancelled = None
         self.sampler = project.sampler
         self.dataset = project.dataset
         self.invalid = project.invalid
@@ -1043,6 +1068,7 @@ class Workspace:
                     draft["values"] = [str(v) for v in config.values]
                 drafts[config.name] = draft
         schema = Schema(valid) if valid else None
+        chosen = self._chosen_strategies() if self.mechanism == BEST_STRATEGY else ((), ())
         return Project(
             table_path=self.table_path,
             table_options=self.table_options,
@@ -1052,7 +1078,8 @@ class Workspace:
             sa_rule=self.sa_rule,
             neighbours=self.neighbours,
             mechanism=self.mechanism,
-            strategies=self._chosen_strategies() if self.mechanism == BEST_STRATEGY else (),
+            strategies=chosen[0],
+            marginals=chosen[1],
             sampler=self.sampler,
             dataset=self.dataset,
             invalid=self.invalid,
@@ -1061,11 +1088,13 @@ class Workspace:
             workload=self.workload,
         )
 
-    def _chosen_strategies(self) -> tuple[str, ...]:
-        """The best strategies for the current settings, or those chosen last while they are
-        being chosen again (a project records them for reproducibility)."""
+    def _chosen_strategies(self) -> tuple[tuple[str, ...], tuple[tuple[tuple[str, ...], int], ...]]:
+        """The best per-axis strategies or weighted marginals for the current settings, or those
+        chosen last while they are being chosen again (a project records them for reproducibility)."""
         result = self.best_strategy_result()
-        return result.strategies if isinstance(result, StrategyChoice) else self._last_strategies
+        if isinstance(result, StrategyChoice):
+            return result.strategies, result.spec.marginals
+        return self._last_strategies, self._last_marginals
 
     # -- edits (undoable) ---------------------------------------------------------------------------
     def set_attribute(self, column: str, text: str | None = None, *, merge: str | None = None, **changes: Any) -> None:

@@ -121,13 +121,50 @@ def test_cancelling_leaves_no_choice_and_the_release_waits_until_chosen_again(sa
     with qtbot.waitSignal(box.lane.cancelled, timeout=10_000):
         box.cancel_button.click()
     assert box.again_button.isVisible() and not box.cancel_button.isVisible()
-    assert "Cancelled" in box.summary.text() and "the release waits" in box.summary.text()
+    assert "Cancelled" in box.summary.text() and "the release and the advisor below wait" in box.summary.text()
     assert doc.best_strategy_result() is None and box.axes.rowCount() == 0
     assert not window.run_release()  # says why, draws nothing
     assert window.dialogs.errors[-1][0] == "Not ready to release"
     box.again_button.click()
     box = wait_shown(window, qtbot)
     assert box.result.strategies == engine_choice(doc).strategies
+
+
+def test_a_cancelled_search_is_said_so_everywhere_and_the_advisor_resumes_on_search_again(sample_window, qtbot):
+    window = sample_window
+    doc = window.document
+    panel = window.privacy_panel
+    advisor = panel.advisor
+    window.go_to("privacy")
+    box = wait_shown(window, qtbot)
+    doc.set_workload(MARGINALS)
+    with qtbot.waitSignal(box.lane.cancelled, timeout=10_000):
+        box.cancel_button.click()
+    assert doc.best_strategy_result() is None and doc.best_strategy_cancelled()
+    assert "The search for the best strategy was cancelled: choose Search again." in box.summary.text()
+    assert box.again_button.isVisible() and box.again_button.text() == "Search again"
+    assert panel.displayed("best", 2) == "cancelled"  # not "choosing...": nothing is being chosen
+    # the advisor waits for the search above (it does not run one of its own, which nothing could
+    # cancel), and says it was cancelled
+    cancelled = "the search for the best strategy was cancelled: choose Search again"
+    qtbot.waitUntil(lambda: advisor.status.text() == f"No advice yet: {cancelled} (above).", timeout=5_000)
+    assert doc.best_strategy_problem().startswith(cancelled)
+    assert doc.step_status("privacy").message.startswith(cancelled)
+    window.go_to("release")
+    assert cancelled in window.release_panel.blockers.text() and not window.release_panel.run_button.isEnabled()
+    assert "its search was cancelled" in window.release_panel.setup_labels["mechanism"].text()
+    window.go_to("privacy")  # coming back does not undo the cancel: still said, nothing searched
+    assert box.again_button.isVisible() and not box.lane.busy and doc.best_strategy_cancelled()
+    box.again_button.click()
+    assert not doc.best_strategy_cancelled() and box.progress.isVisible()
+    box = wait_shown(window, qtbot)
+    assert box.result.strategies == engine_choice(doc).strategies
+    assert panel.displayed("best", 2) != "cancelled" and doc.best_strategy_problem() is None
+    # the advisor, which waited for the search, computes its advice from the chosen strategy
+    qtbot.waitUntil(lambda: not advisor.status.text().startswith(("Waiting for the best strategy", "No advice yet")),
+                    timeout=30_000)
+    doc.set_workload(TWO_WAY)  # other settings: searched anew, not cancelled
+    assert not doc.best_strategy_cancelled() and box.cancel_button.isVisible()
 
 
 def test_a_release_from_the_app_writes_the_chosen_strategies_and_the_choice(sample_window, qtbot, tmp_path):
@@ -192,6 +229,36 @@ def test_the_release_step_names_each_attribute_s_strategy_shortly(sample_window,
     for attribute, name in zip(choice.spec.schema, choice.strategies, strict=True):
         assert f"{attribute.name} {short_strategy_name(name)}" in text
     assert "stacked/" not in text
+
+
+def test_a_release_of_biased_weighted_marginals_offers_no_standard_error(sample_window, qtbot, tmp_path):
+    window = sample_window
+    doc = window.document
+    panel = window.release_panel
+    doc.set_workload(TWO_WAY)
+    assert wait_for_best_strategy(window, qtbot).spec.label == "marginals"
+    window.go_to("release")
+    panel.standard_errors.setChecked(True)
+    with qtbot.waitSignal(window.releaseFinished, timeout=120_000) as finished:
+        assert window.run_release()
+    assert finished.args[0].release.mechanism == "marginals"
+    box = panel.standard_errors
+    assert not box.isEnabled() and not panel.standard_error()
+    assert "weighted marginals answers single cells with a bias" in box.toolTip()
+    assert "export it without the standard error, or query the marginals it measured" in box.toolTip()
+    panel.counts.setCurrentIndex(panel.counts.findData("integer"))
+    panel.counts.setCurrentIndex(panel.counts.findData("noisy"))
+    assert not box.isEnabled()  # the counts kind does not turn it back on
+    path = tmp_path / "cells.csv"
+    with qtbot.waitSignal(window.exportFinished, timeout=60_000):
+        assert window.export_release("csv", path)
+    header = path.read_text().splitlines()[0]
+    assert header.endswith("noisy_count") and "standard_error" not in header  # every cell, no inf
+    doc.set_workload(PAPER_AND_MARGINALS)  # per-axis strategies: every cell has its standard error
+    wait_for_best_strategy(window, qtbot)
+    with qtbot.waitSignal(window.releaseFinished, timeout=120_000):
+        assert window.run_release()
+    assert box.isEnabled() and panel.standard_error() and "exact standard deviation" in box.toolTip()
 
 
 def test_a_workload_of_marginals_is_released_with_the_weighted_marginals_shown(sample_window, qtbot, tmp_path):

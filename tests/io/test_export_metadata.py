@@ -4,6 +4,7 @@ spreadsheet formulas, and clamped or open bins in exports (issue 39, items 9, 10
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from privelet_gui.engine import (
     OrdinalAttribute,
     PriveletError,
     RangeQuery,
+    ReleaseSpec,
     Schema,
     privelet_plus,
 )
@@ -32,7 +34,12 @@ from privelet_gui.io import (
     write_export,
 )
 from privelet_gui.io.atomic import atomic_files
-from privelet_gui.io.releases import STANDARD_ERROR_COLUMN, cell_standard_errors, spreadsheet_safe
+from privelet_gui.io.releases import (
+    STANDARD_ERROR_COLUMN,
+    cell_standard_error_problem,
+    cell_standard_errors,
+    spreadsheet_safe,
+)
 
 JOBS = Hierarchy.from_nested({"*": {"Office": ["=HYPERLINK(\"http://x\")", "clerk"], "Field": ["@farmer"]}})
 SCHEMA = Schema([
@@ -173,6 +180,41 @@ def test_a_standard_error_is_refused_for_post_processed_counts(release, tmp_path
     with pytest.raises(PriveletError, match="not nonnegative counts"):
         export_release(release, tmp_path / "c.csv", counts="nonnegative", standard_error=True)
     assert list(tmp_path.iterdir()) == []
+
+
+def _marginals_release(marginals):
+    counts = np.random.default_rng(5).integers(0, 20, SCHEMA.shape).astype(np.float64)
+    return ReleaseSpec(SCHEMA, 0.8, "marginals", marginals=marginals).run(counts)  # unseeded: exports allowed
+
+
+def test_a_release_of_weighted_marginals_answering_cells_with_a_bias_exports_no_standard_error(tmp_path):
+    release = _marginals_release(((("income", "job"), 2), (("delta", "wage"), 1)))  # no marginal holds a cell
+    problem = cell_standard_error_problem(release)
+    assert problem is not None and problem.startswith("a release of weighted marginals answers single cells with a bias")
+    assert "export it without the standard error, or query the marginals it measured" in problem
+    out = tmp_path / "cells.csv"
+    for fmt, path in (("csv", out), ("parquet", tmp_path / "cells.parquet")):
+        with pytest.raises(PriveletError, match="answers single cells with a bias"):
+            export_release(release, path, format=fmt, standard_error=True)
+    assert list(tmp_path.iterdir()) == []  # nothing written, not even a description
+    stream = io.BytesIO()
+    with pytest.raises(PriveletError, match="answers single cells with a bias"):
+        write_export(release, stream, standard_error=True)
+    assert stream.getvalue() == b""  # refused before the first row
+    with pytest.raises(PriveletError, match="answers single cells with a bias"):
+        cell_standard_errors(release)  # never inf
+    assert export_release(release, out) == SCHEMA.size  # without the standard error: every cell
+    assert STANDARD_ERROR_COLUMN not in pd.read_csv(out).columns
+
+
+def test_a_release_of_weighted_marginals_holding_every_attribute_exports_its_standard_errors(tmp_path):
+    release = _marginals_release(((("income", "job", "delta", "wage"), 1), (("income",), 3)))
+    assert cell_standard_error_problem(release) is None
+    out = tmp_path / "cells.csv"
+    export_release(release, out, standard_error=True)
+    errors = pd.read_csv(out, keep_default_na=False)[STANDARD_ERROR_COLUMN].to_numpy()
+    assert np.isfinite(errors).all() and (errors > 0).all()
+    assert errors == pytest.approx(cell_standard_errors(release), rel=1e-12)
 
 
 def test_cell_standard_errors_of_a_box_follow_the_whole_matrix(release):

@@ -66,7 +66,7 @@ def test_file_is_versioned_json_with_a_relative_table_path(tmp_path):
     assert obj["format"] == PROJECT_FORMAT and obj["version"] == PROJECT_VERSION
     assert obj["table"]["path"] == "t.csv"  # the project folder can move as a whole
     assert obj["privacy"] == {"epsilon": 1.0, "sa": [], "sa_rule": "given", "neighbours": "replace",
-                              "mechanism": "privelet+", "strategies": [], "sampler": "exact", "dataset": None}
+                              "mechanism": "privelet+", "strategies": [], "marginals": [], "sampler": "exact", "dataset": None}
     assert [a["name"] for a in obj["schema"]["attributes"]] == ["age", "occupation", "income", "grade"]
     moved = tmp_path / "moved"
     moved.mkdir()

@@ -87,6 +87,33 @@ def test_the_app_chooses_on_a_worker_and_the_release_waits_for_the_current_choic
     assert not release_blockers(workspace)
 
 
+def test_a_cancelled_search_blocks_the_release_saying_so_until_searched_again_or_chosen(workspace):
+    workspace.strategy_search_inline = False  # as in the app
+    workspace.set_workload(MARGINALS)
+    key = workspace.best_sa_key()
+    announced: list[bool] = []
+    workspace.events.privacy_changed.connect(lambda: announced.append(True))
+    workspace.cancel_best_strategy(key)
+    assert announced and workspace.best_strategy_cancelled() and workspace.best_strategy_result() is None
+    cancelled = ("the search for the best strategy was cancelled: choose Search again (Privacy step), "
+                 "or release with Privelet+, Privelet or Basic")
+    assert release_blockers(workspace) == [cancelled]
+    assert workspace.step_status("privacy").message == cancelled
+    workspace.set_workload(WorkloadChoice())  # other settings: not cancelled (the app searches them)
+    assert not workspace.best_strategy_cancelled()
+    assert release_blockers(workspace) == ["the best strategy for the workload is not chosen yet (Privacy step)"]
+    workspace.set_workload(MARGINALS)  # back to the cancelled ones: still cancelled
+    assert workspace.best_strategy_cancelled()
+    workspace.cancel_best_strategy(None)  # Search again
+    assert not workspace.best_strategy_cancelled() and "not chosen yet" in release_blockers(workspace)[0]
+    workspace.cancel_best_strategy(key)
+    workspace.store_best_strategy(key, find_best_strategy(key))  # chosen after all (a search finished)
+    assert not workspace.best_strategy_cancelled() and not release_blockers(workspace)
+    workspace.cancel_best_strategy(key)
+    workspace.reset()  # a new project forgets it
+    assert workspace._strategy_cancelled is None
+
+
 def test_a_workload_of_marginals_releases_weighted_marginals_and_its_script_names_them(workspace, tmp_path):
     workspace.set_workload(MARGINALS)
     expected = engine_choice(workspace)
@@ -194,6 +221,77 @@ def test_projects_store_the_best_strategy_and_what_it_chose(workspace, tmp_path)
     assert reopened.mechanism == "best" and reopened.to_project().strategies == chosen
     reopened.strategy_search_inline = True
     assert reopened.release_spec().axis_strategies == chosen
+
+
+TWO_WAY = WorkloadChoice(paper=None, ways=(2,))
+
+
+def test_projects_record_the_weighted_marginals_the_best_strategy_chose(workspace, tmp_path):
+    workspace.set_workload(TWO_WAY)
+    chosen = workspace.release_spec().marginals
+    assert workspace.release_spec().label == "marginals" and chosen  # the best strategy chose weighted marginals
+    project = workspace.to_project()
+    assert (project.mechanism, project.strategies, project.marginals) == ("best", (), chosen)
+    path = tmp_path / "p.privelet"
+    save_project(project, path)
+    stored = json.loads(path.read_text())
+    assert stored["privacy"]["strategies"] == []
+    assert stored["privacy"]["marginals"] == [{"attributes": list(names), "weight": weight} for names, weight in chosen]
+    assert load_project(path) == project
+    reopened = Workspace()
+    reopened.strategy_search_inline = False  # as in the app: what it last chose is kept until chosen again
+    reopened.apply_project(load_project(path), path, workspace.summary)
+    assert reopened.to_project().marginals == chosen and reopened.to_project().strategies == ()
+    reopened.strategy_search_inline = True
+    assert reopened.release_spec().marginals == chosen
+    reopened.set_workload(MARGINALS.with_grain("age", 10))  # per-axis strategies or other marginals: recorded instead
+    again = reopened.best_strategy_result()
+    assert (reopened.to_project().strategies, reopened.to_project().marginals) == (again.strategies, again.spec.marginals)
+    assert reopened.to_project().marginals != chosen
+
+
+@pytest.mark.parametrize(("marginals", "message"), [
+    ({"age": 1}, r'"privacy.marginals" must be a list of weighted marginals'),
+    ([["age"]], r'"privacy.marginals\[0\]" must be an object with "attributes" and "weight"'),
+    ([{"attributes": ["age"], "weight": 1, "extra": 2}], r'"privacy.marginals\[0\]" must be an object'),
+    ([{"attributes": ["age"], "weight": 2}, {"attributes": "age", "weight": 1}],
+     r'"privacy.marginals\[1\].attributes" must be a list of distinct attribute names'),
+    ([{"attributes": ["age", "age"], "weight": 1}], r'"privacy.marginals\[0\].attributes" must be a list of distinct'),
+    ([{"attributes": ["age", ""], "weight": 1}], r'"privacy.marginals\[0\].attributes"'),
+    ([{"attributes": ["age"], "weight": 0}], r'"privacy.marginals\[0\].weight" must be a positive whole number'),
+    ([{"attributes": ["age"], "weight": 1.5}], r'"privacy.marginals\[0\].weight" must be a positive whole number'),
+    ([{"attributes": ["age"], "weight": True}], r'"privacy.marginals\[0\].weight" must be a positive whole number'),
+])
+def test_a_malformed_record_of_weighted_marginals_is_refused_naming_it(workspace, marginals, message):
+    workspace.set_workload(TWO_WAY)
+    good = project_to_json(workspace.to_project())
+    assert good["privacy"]["marginals"]
+    with pytest.raises(ProjectError, match=message):
+        project_from_json({**good, "privacy": {**good["privacy"], "marginals": marginals}})
+
+
+def test_a_project_cannot_record_both_strategies_and_marginals(workspace):
+    workspace.set_workload(TWO_WAY)
+    good = project_to_json(workspace.to_project())
+    both = {**good["privacy"], "strategies": ["identity"] * len(good["attribute_order"])}
+    with pytest.raises(ProjectError, match=r'"privacy.strategies" and "privacy.marginals" are both given'):
+        project_from_json({**good, "privacy": both})
+    with pytest.raises(ProjectError, match="not both"):
+        Project(strategies=("identity",), marginals=((("age",), 1),))
+    with pytest.raises(ProjectError, match="weight is a positive whole number"):
+        Project(marginals=((("age",), 0),))
+
+
+def test_projects_saved_without_a_record_of_marginals_still_load(workspace):
+    workspace.set_workload(TWO_WAY)
+    current = project_to_json(workspace.to_project())
+    del current["privacy"]["marginals"]  # saved before the record existed (same version)
+    assert current["version"] == 5
+    project = project_from_json(current)
+    assert (project.mechanism, project.strategies, project.marginals) == ("best", (), ())
+    for version in (3, 4):
+        old = {**current, "version": version}
+        assert project_from_json(old).marginals == ()
 
 
 def test_projects_saved_before_keep_their_mechanism(workspace):

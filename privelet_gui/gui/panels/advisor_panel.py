@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 from ...engine import Advice, PriveletError, SaRule, Suggestion, margin95, mechanism_name
 from ...io.project import BEST_STRATEGY
 from ...qt.widgets import Banner, fmt_count, fmt_number
+from ...workspace.model import STRATEGY_SEARCH_CANCELLED
 from ...workspace.workload import AdviceKey, ResultCache, find_advice, scaled_advice
 from ..document import Document
 from ..tasks import CancelFunction, ProgressFunction, TaskFunction, TaskRunner, TaskService
@@ -224,7 +225,10 @@ class AdvisorBox(QGroupBox):
         found = self._results.get(key)
         if found is None and self._doc.mechanism == BEST_STRATEGY and self._doc.best_strategy_result() is None:
             # The advice starts from the current schema's best strategy: wait for its search (above).
-            self._clear("Waiting for the best strategy for this workload (above)...", keep=True)
+            if self._doc.best_strategy_cancelled():
+                self._clear(f"No advice yet: {STRATEGY_SEARCH_CANCELLED} (above).", keep=True)
+            else:
+                self._clear("Waiting for the best strategy for this workload (above)...", keep=True)
             return
         if found is None:
             if self._jobs.running != key:  # a search under way keeps showing its progress

@@ -76,7 +76,14 @@ from ...io.project import BEST_STRATEGY, MechanismChoice, WorkloadChoice
 from ...qt import icons
 from ...qt.plots import COVERAGE_GROUPS_TIP, AttributeFactorPlot, ErrorByCoveragePlot
 from ...qt.widgets import Banner, StepHeader, fit_columns, fmt_count, fmt_number, hint_label
-from ...workspace.model import EPSILON_FORMAT_TEXT, MECHANISM_CHOICE_NAMES, SAMPLER_TEXT, epsilon_text, parse_epsilon
+from ...workspace.model import (
+    EPSILON_FORMAT_TEXT,
+    MECHANISM_CHOICE_NAMES,
+    SAMPLER_TEXT,
+    STRATEGY_SEARCH_CANCELLED,
+    epsilon_text,
+    parse_epsilon,
+)
 from ...workspace.workload import (
     REFERENCE_NAMES,
     BestSa,
@@ -869,7 +876,8 @@ class PrivacyPanel(QWidget):
         styles = {column: table_is_scientific(entry[column] for entry in self.bounds.values()
                                               if entry.get(column) is not None)
                   for column in ("paper", "exact", "margin")}
-        no_choice = "no workload" if isinstance(self._doc.best_strategy_result(), str) else "choosing..."
+        no_choice = ("no workload" if isinstance(self._doc.best_strategy_result(), str)
+                     else "cancelled" if self._doc.best_strategy_cancelled() else "choosing...")
         for row, (key, title, tip) in enumerate(MECHANISMS):
             spec = specs[key]
             entry = self.bounds.get(key, {})
@@ -971,6 +979,9 @@ class PrivacyPanel(QWidget):
                 if isinstance(choice, str):
                     names[name] += ": none"
                     notes.append(f"No best strategy: {choice}.")
+                elif self._doc.best_strategy_cancelled():
+                    names[name] += ": cancelled"
+                    notes.append(f"No best strategy: {STRATEGY_SEARCH_CANCELLED} (above) to draw its line.")
                 else:
                     names[name] += ": choosing..."
                     notes.append("The best strategy is being chosen (above); its line follows.")

@@ -55,7 +55,7 @@ from ...engine import (
 )
 from ...engine.descriptions import describe_measurements
 from ...io.project import BEST_STRATEGY
-from ...io.releases import STANDARD_ERROR_COLUMN, count_column, standard_error_fits
+from ...io.releases import STANDARD_ERROR_COLUMN, cell_standard_error_problem, count_column, standard_error_fits
 from ...qt import icons
 from ...qt.widgets import Banner, StepHeader, fmt_count, fmt_number
 from ...workspace.jobs import MEASURE_MAX_CELLS, ReleaseJob, ReleaseOutcome, check_table_budget
@@ -80,6 +80,12 @@ COUNT_TEXTS = {
                             "Non-negative and rounded, keeping the total: for users who need both; biased as the "
                             "non-negative counts are (big sums too low)."),
 }
+
+#: The standard error box's tip (a release whose cells have none says why instead).
+_STANDARD_ERROR_TIP = (
+    f"Add the column {STANDARD_ERROR_COLUMN}: the exact standard deviation of each cell's noise, worked out "
+    "from epsilon, S_A, the mechanism and the domains alone (never from the data). For noisy counts only."
+)
 
 
 def post_processing_text(spec: ReleaseSpec) -> str:
@@ -287,10 +293,8 @@ class ReleasePanel(QWidget):
         self.counts.currentIndexChanged.connect(self._counts_changed)
         counts_row.addWidget(self.counts)
         self.standard_errors = QCheckBox("With each cell's standard error")
-        self.standard_errors.setToolTip(
-            f"Add the column {STANDARD_ERROR_COLUMN}: the exact standard deviation of each cell's noise, worked out "
-            "from epsilon, S_A, the mechanism and the domains alone (never from the data). For noisy counts only."
-        )
+        self.standard_errors.setToolTip(_STANDARD_ERROR_TIP)
+        self._no_standard_error: tuple[Release, str | None] | None = None  # why the release held has none
         counts_row.addWidget(self.standard_errors)
         counts_row.addStretch(1)
         result_layout.addLayout(counts_row)
@@ -370,7 +374,9 @@ class ReleasePanel(QWidget):
                 same = " (S_A empty: this is Privelet)"
             if doc.mechanism == BEST_STRATEGY:
                 spec = doc.release_spec()
-                chosen = "not chosen yet (Privacy step)" if spec is None else describe_measurements(spec)
+                chosen = ("not chosen: its search was cancelled (Privacy step: Search again)"
+                          if spec is None and doc.best_strategy_cancelled()
+                          else "not chosen yet (Privacy step)" if spec is None else describe_measurements(spec))
                 what = f"{doc.mechanism_text()} for the workload: {chosen}"
             else:
                 what = f"{doc.mechanism_text()}, S_A = {{{', '.join(sa)}}}{same}"
@@ -462,6 +468,7 @@ class ReleasePanel(QWidget):
 
     def _show_outcome(self, outcome: ReleaseOutcome | None) -> None:
         self.result_box.setVisible(outcome is not None)
+        self._sync_standard_errors()
         self._refresh_opened()
         if outcome is None:
             return
@@ -510,7 +517,24 @@ class ReleasePanel(QWidget):
         kind = self.counts_kind()
         column = count_column(kind)
         self.counts_note.setText(f"{COUNT_TEXTS[kind][1]} Column: {column}.")
-        self.standard_errors.setEnabled(standard_error_fits(kind))
+        self._sync_standard_errors()
+
+    def _sync_standard_errors(self) -> None:
+        """The standard error box: for noisy counts, of a release whose cells have one (a release
+        of weighted marginals may answer them with a bias: the box is then off and says why)."""
+        outcome = self._doc.outcome
+        problem = None
+        if outcome is not None:
+            if self._no_standard_error is None or self._no_standard_error[0] is not outcome.release:
+                try:
+                    found = cell_standard_error_problem(outcome.release)
+                except PriveletError as exc:
+                    found = str(exc)
+                self._no_standard_error = (outcome.release, found)
+            problem = self._no_standard_error[1]
+        self.standard_errors.setEnabled(standard_error_fits(self.counts_kind()) and problem is None)
+        self.standard_errors.setToolTip(_STANDARD_ERROR_TIP if problem is None
+                                        else f"No standard error: {problem}.")
 
     def _dataset_edited(self) -> None:
         try:

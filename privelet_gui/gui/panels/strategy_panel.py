@@ -8,7 +8,11 @@ while the release needs it ("Best strategy" selected). Each search first waits
 :data:`SETTLE_SECONDS` on the worker, where a newer request cancels it: a burst of edits (a
 spin box held down) starts one search, not one per step. Until the choice for the current
 settings is known, nothing of an older one is shown and the release waits
-(:meth:`~privelet_gui.workspace.Workspace.best_strategy_problem`).
+(:meth:`~privelet_gui.workspace.Workspace.best_strategy_problem`). A search the custodian
+cancels stays cancelled for those settings (the workspace's
+:meth:`~privelet_gui.workspace.Workspace.cancel_best_strategy`: the release and the Privacy step
+say so, and this box says that the advisor below waits for it) until "Search again" or new
+settings start one.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from ...engine import MARGINALS, Cancelled, PriveletError, StrategyChoice, margi
 from ...engine.descriptions import describe_axis_strategy
 from ...io.project import BEST_STRATEGY
 from ...qt.widgets import Banner, fmt_count
+from ...workspace.model import STRATEGY_SEARCH_CANCELLED
 from ...workspace.workload import SearchKey, find_best_strategy
 from ..document import Document
 from ..tasks import CancelFunction, ProgressFunction, TaskService
@@ -87,7 +92,6 @@ class StrategyBox(QGroupBox):
         document.strategy_search_inline = False  # chosen on this box's lane, never on the GUI thread
         self.lane = tasks.lane("best strategy")
         self._running: SearchKey | None = None  # the key being searched
-        self._cancelled: SearchKey | None = None  # the key whose search the custodian cancelled
         self.result: StrategyChoice | None = None  # as shown: at the current settings
 
         layout = QVBoxLayout(self)
@@ -101,10 +105,12 @@ class StrategyBox(QGroupBox):
         self.progress.setAccessibleName("Choosing the best strategy")
         working.addWidget(self.progress, 1)
         self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setToolTip("Stop choosing; a release with the best strategy then waits")
+        self.cancel_button.setToolTip("Stop choosing; a release with the best strategy and the advisor then wait "
+                                      "until you search again")
         self.cancel_button.clicked.connect(self.cancel)
         working.addWidget(self.cancel_button)
-        self.again_button = QPushButton("Choose the strategy")
+        self.again_button = QPushButton("Search again")
+        self.again_button.setToolTip("Choose the best strategy for the current settings")
         self.again_button.clicked.connect(self.choose_again)
         working.addWidget(self.again_button)
         layout.addLayout(working)
@@ -149,9 +155,11 @@ class StrategyBox(QGroupBox):
         result = doc.best_strategy_result()
         if result is None:
             needed = doc.mechanism == BEST_STRATEGY
-            if key == self._cancelled:
-                self._show_waiting("Cancelled: no strategy is chosen for these settings"
-                                   + (", and the release waits until one is." if needed else "."), again=True)
+            if doc.best_strategy_cancelled():
+                waits = ", and the release and the advisor below wait until one is" if needed else ""
+                self._show_waiting(f"Cancelled: no strategy is chosen for these settings{waits}. "
+                                   f"{STRATEGY_SEARCH_CANCELLED[:1].upper()}{STRATEGY_SEARCH_CANCELLED[1:]}.",
+                                   again=True)
             elif needed or self.isVisible():
                 self._request(key)
                 self._show_waiting("Choosing the best strategy for this workload...", working=True)
@@ -191,7 +199,7 @@ class StrategyBox(QGroupBox):
 
     def _stopped(self, key: SearchKey) -> None:
         self._running = None
-        self._cancelled = key
+        self._doc.cancel_best_strategy(key)  # announced: this box, the release and the Privacy step say so
         self.refresh()
 
     def cancel(self) -> None:
@@ -199,8 +207,8 @@ class StrategyBox(QGroupBox):
         self.lane.cancel()
 
     def choose_again(self) -> None:
-        """Choose the strategy for the current settings after a cancel."""
-        self._cancelled = None
+        """Choose the strategy for the current settings after a cancel ("Search again")."""
+        self._doc.cancel_best_strategy(None)
         self.refresh()
 
     # -- views -----------------------------------------------------------------------------------
