@@ -235,3 +235,27 @@ def test_the_page_fits_a_modest_window_and_each_column_has_one_number_style(samp
         texts = [panel.table.item(row, column).text() for row in range(panel.table.rowCount())]
         texts = [text for text in texts if text != "—"]  # the paper's bound is of its own mechanisms only
         assert len({"×" in text for text in texts}) == 1, texts
+
+
+def test_the_page_still_fits_when_the_best_strategy_shows_weighted_marginals(sample_window, qtbot):
+    from PySide6.QtWidgets import QBoxLayout, QScrollArea
+
+    from privelet_gui.workspace.workload import WorkloadChoice
+
+    window = sample_window
+    window.resize(1200, 800)
+    window.show()
+    window.go_to("privacy")
+    panel = window.privacy_panel
+    scroll = panel.findChild(QScrollArea)
+    window.document.set_workload(WorkloadChoice(paper=None, ways=(2,)))  # a long table of marginals and weights
+    qtbot.waitUntil(lambda: panel.strategy_box.result is not None, timeout=60_000)
+    assert panel.strategy_box.result.spec.mechanism == "marginals"
+    # new contents widen a column: the columns are fitted again, and nothing is cut off on the right
+    qtbot.waitUntil(lambda: scroll.widget().minimumSizeHint().width() <= scroll.viewport().width(), timeout=5_000)
+    # any new contents that widen a column (here a long line that cannot wrap) put the columns one under the other
+    assert panel.columns.direction() == QBoxLayout.Direction.LeftToRight
+    panel.bounds_note.setWordWrap(False)
+    panel.bounds_note.setText("a line that cannot wrap " * 4)
+    qtbot.waitUntil(lambda: panel.columns.direction() == QBoxLayout.Direction.TopToBottom, timeout=5_000)
+    qtbot.waitUntil(lambda: scroll.widget().minimumSizeHint().width() <= scroll.viewport().width(), timeout=5_000)

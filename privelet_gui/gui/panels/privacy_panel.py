@@ -25,7 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QSignalBlocker, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, QSignalBlocker, Qt, Signal
 from PySide6.QtGui import QFont, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -548,6 +548,7 @@ class PrivacyPanel(QWidget):
         columns.setSpacing(16)
         layout.addLayout(columns, 1)
         self.page, self._page_layout = scroll, layout
+        body.installEventFilter(self)  # new contents can widen a column: fit them again
         left = QVBoxLayout()
         right = QVBoxLayout()
         columns.addLayout(left, 1)
@@ -770,6 +771,11 @@ class PrivacyPanel(QWidget):
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
         self._fit_columns()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.page.widget() and event.type() == QEvent.Type.LayoutRequest:
+            self._fit_columns()
+        return super().eventFilter(watched, event)
 
     def _fit_columns(self) -> None:
         """Each pair of columns side by side where the page's width holds them, else one under the

@@ -121,6 +121,7 @@ class StrategyBox(QGroupBox):
         columns.setSpacing(16)
         left = QVBoxLayout()
         self.axes_title = QLabel(_AXES_TITLE)
+        self.axes_title.setWordWrap(True)
         left.addWidget(self.axes_title)
         self.axes = rows_table(list(_AXES_COLUMNS))
         left.addWidget(self.axes)
