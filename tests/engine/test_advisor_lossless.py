@@ -100,6 +100,19 @@ def _dense_variance(spec: ReleaseSpec, weights: list[np.ndarray]) -> float:
     return unit * (own - 2 * share * (w @ sigma @ ones) + share**2 * (ones @ sigma @ ones))
 
 
+def _weight_vectors(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A query ``lo..hi`` on (age 0..39, sex) answered on bins of 5 ages: its age weights spread
+    over the bins, rounded out to whole bins, and its sex weights."""
+    spread = np.zeros(8)
+    for value in range(lo[0], hi[0] + 1):
+        spread[value // 5] += 1 / 5
+    rounded = np.zeros(8)
+    rounded[lo[0] // 5:hi[0] // 5 + 1] = 1
+    sex = np.zeros(2)
+    sex[lo[1]:hi[1] + 1] = 1
+    return spread, rounded, sex
+
+
 @pytest.mark.parametrize("public_total", [True, False])
 @pytest.mark.parametrize("sa", [(), ("age",)])
 def test_spreading_has_the_exact_variance_of_its_linear_query(public_total, sa):
@@ -116,15 +129,9 @@ def test_spreading_has_the_exact_variance_of_its_linear_query(public_total, sa):
     for index in range(len(queries)):
         one = Workload.of_queries(fine, QueryBatch(lo[index:index + 1], hi[index:index + 1], queries.nodes[index:index + 1]))
         single = coarsen(one, coarse, 0, BinsCoarsening(5, 40))
-        w_age = np.zeros(8)
-        for value in range(lo[index, 0], hi[index, 0] + 1):
-            w_age[value // 5] += 1 / 5
-        w_sex = np.zeros(2)
-        w_sex[lo[index, 1]:hi[index, 1] + 1] = 1
+        w_age, rounded, w_sex = _weight_vectors(lo[index], hi[index])
         dense = _dense_variance(spec, [w_age, w_sex])
         assert single.expected_error(spec) == pytest.approx(dense, rel=1e-9)
-        rounded = np.zeros(8)
-        rounded[lo[index, 0] // 5:hi[index, 0] // 5 + 1] = 1
         assert single.expected_error(spec, answering="round-out") == pytest.approx(
             _dense_variance(spec, [rounded, w_sex]), rel=1e-9)
     assert coarsened.expected_error(spec, objective="worst") == pytest.approx(
@@ -180,15 +187,9 @@ def test_spreading_under_weighted_marginals_has_the_exact_variance_of_its_linear
     for index in range(len(lo)):
         one = Workload.of_queries(fine, QueryBatch(lo[index:index + 1], hi[index:index + 1], nodes[index:index + 1]))
         single = coarsen(one, coarse, 0, BinsCoarsening(5, 40))
-        w_age = np.zeros(8)
-        for value in range(lo[index, 0], hi[index, 0] + 1):
-            w_age[value // 5] += 1 / 5
-        w_sex = np.zeros(2)
-        w_sex[lo[index, 1]:hi[index, 1] + 1] = 1
+        w_age, rounded, w_sex = _weight_vectors(lo[index], hi[index])
         figures.append(single.expected_error(spec))
         assert figures[-1] == pytest.approx(_dense_marginals_variance(spec, [w_age, w_sex]), rel=1e-9)
-        rounded = np.zeros(8)
-        rounded[lo[index, 0] // 5:hi[index, 0] // 5 + 1] = 1
         assert single.expected_error(spec, answering="round-out") == pytest.approx(
             _dense_marginals_variance(spec, [rounded, w_sex]), rel=1e-9)
     # with 2-way marginals measured every query is unbiased; with 1-way ones only those of one attribute

@@ -209,23 +209,33 @@ def test_the_release_step_shows_the_worst_case_once_its_factors_are_computed(sam
     assert bound.text().startswith(f"variance {fmt_number(spec.worst_case_variance())}, about ± ")
 
 
-def test_the_page_fits_a_modest_window_and_each_column_has_one_number_style(sample_window, qtbot):
-    from PySide6.QtWidgets import QBoxLayout, QScrollArea
+def _privacy_page(window):
+    """The Privacy step in a 1200 x 800 window, and its scroll area."""
+    from PySide6.QtWidgets import QScrollArea
 
-    window = sample_window
     window.resize(1200, 800)
     window.show()
     window.go_to("privacy")
-    panel = window.privacy_panel
-    qtbot.waitUntil(lambda: "exact" in panel.bounds.get("best", {}), timeout=60_000)
-    scroll = panel.findChild(QScrollArea)
+    return window.privacy_panel, window.privacy_panel.findChild(QScrollArea)
+
+
+def _page_fits(scroll) -> bool:
     # Horizontal scrolling is off: a page wider than its viewport would be cut off on the right.
-    assert scroll.widget().minimumSizeHint().width() <= scroll.viewport().width()
+    return scroll.widget().minimumSizeHint().width() <= scroll.viewport().width()
+
+
+def test_the_page_fits_a_modest_window_and_each_column_has_one_number_style(sample_window, qtbot):
+    from PySide6.QtWidgets import QBoxLayout
+
+    window = sample_window
+    panel, scroll = _privacy_page(window)
+    qtbot.waitUntil(lambda: "exact" in panel.bounds.get("best", {}), timeout=60_000)
+    assert _page_fits(scroll)
     # where the two columns do not fit side by side they go one under the other, and still fit
     for width, direction in ((1000, QBoxLayout.Direction.TopToBottom), (1900, QBoxLayout.Direction.LeftToRight)):
         window.resize(width, 800)
         qtbot.waitUntil(lambda direction=direction: panel.columns.direction() == direction, timeout=5_000)
-        qtbot.waitUntil(lambda: scroll.widget().minimumSizeHint().width() <= scroll.viewport().width(), timeout=5_000)
+        qtbot.waitUntil(lambda: _page_fits(scroll), timeout=5_000)
         # the S_A table stays as tall as its rows when they rewrap at the new width
         table = panel.workload_box.table
         qtbot.waitUntil(lambda table=table: table.height() == table.horizontalHeader().sizeHint().height()
@@ -238,24 +248,20 @@ def test_the_page_fits_a_modest_window_and_each_column_has_one_number_style(samp
 
 
 def test_the_page_still_fits_when_the_best_strategy_shows_weighted_marginals(sample_window, qtbot):
-    from PySide6.QtWidgets import QBoxLayout, QScrollArea
+    from PySide6.QtWidgets import QBoxLayout
 
     from privelet_gui.workspace.workload import WorkloadChoice
 
     window = sample_window
-    window.resize(1200, 800)
-    window.show()
-    window.go_to("privacy")
-    panel = window.privacy_panel
-    scroll = panel.findChild(QScrollArea)
+    panel, scroll = _privacy_page(window)
     window.document.set_workload(WorkloadChoice(paper=None, ways=(2,)))  # a long table of marginals and weights
     qtbot.waitUntil(lambda: panel.strategy_box.result is not None, timeout=60_000)
     assert panel.strategy_box.result.spec.mechanism == "marginals"
     # new contents widen a column: the columns are fitted again, and nothing is cut off on the right
-    qtbot.waitUntil(lambda: scroll.widget().minimumSizeHint().width() <= scroll.viewport().width(), timeout=5_000)
+    qtbot.waitUntil(lambda: _page_fits(scroll), timeout=5_000)
     # any new contents that widen a column (here a long line that cannot wrap) put the columns one under the other
     assert panel.columns.direction() == QBoxLayout.Direction.LeftToRight
     panel.bounds_note.setWordWrap(False)
     panel.bounds_note.setText("a line that cannot wrap " * 4)
     qtbot.waitUntil(lambda: panel.columns.direction() == QBoxLayout.Direction.TopToBottom, timeout=5_000)
-    qtbot.waitUntil(lambda: scroll.widget().minimumSizeHint().width() <= scroll.viewport().width(), timeout=5_000)
+    qtbot.waitUntil(lambda: _page_fits(scroll), timeout=5_000)

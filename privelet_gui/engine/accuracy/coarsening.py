@@ -48,8 +48,8 @@ from .workloads import (
     Workload,
     axis_table,
     check_objective,
+    components_error,
     tables_error,
-    unit_variance,
     workload_components,
 )
 
@@ -304,10 +304,8 @@ class Coarsened:
                 parts.append((np.array([m.mean()]), np.array([c.mean()])) if product else (m, c))
             mean[:, self.axis] = np.concatenate([m for m, _ in parts])
             contrast[:, self.axis] = np.concatenate([c for _, c in parts])
-        strategy = spec.marginals_strategy
-        values = strategy.component_variances(mean, contrast, public_total=spec.uses_public_total)
-        scale = unit_variance(spec.epsilon, spec.neighbours) * float(strategy.rho) ** 2
-        return scale * (float(np.dot(weights, values) / weights.sum()) if average else float(values.max()))
+        return components_error(spec.marginals_strategy, weights, mean, contrast, epsilon=spec.epsilon,
+                                neighbours=spec.neighbours, public_total=spec.uses_public_total, average=average)
 
 
 def coarsen(fine: Workload, schema: Schema, axis: int, coarsening: AxisCoarsening | None) -> Coarsened:

@@ -707,6 +707,17 @@ def marginals_expected_error(
         raise SchemaError(f"the workload {workload.name!r} is on another shape than the marginals strategy")
     average = check_objective(objective) == "mean"
     weights, mean, contrast = workload_components(workload, average=average)
+    return components_error(strategy, weights, mean, contrast, epsilon=epsilon, neighbours=neighbours,
+                            public_total=public_total, average=average)
+
+
+def components_error(
+    strategy: MarginalsStrategy, weights: np.ndarray, mean: np.ndarray, contrast: np.ndarray, *, epsilon: float,
+    neighbours: Neighbours, public_total: bool, average: bool,
+) -> float:
+    """The expected square error under ``strategy`` of rows of per-axis mean and contrast parts
+    (:func:`workload_components`; row ``r`` standing for ``weights[r]`` queries): their
+    weighted mean, or (``average`` False) the largest."""
     values = strategy.component_variances(mean, contrast, public_total=public_total)
     scale = unit_variance(epsilon, neighbours) * float(strategy.rho) ** 2
     return scale * (float(np.dot(weights, values) / weights.sum()) if average else float(values.max()))
