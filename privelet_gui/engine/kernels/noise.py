@@ -38,6 +38,7 @@ SEARCH_FLAG = 1 << 31
 
 _LOWER_MASK = np.uint64((1 << LOWER_PREFIX_BITS) - 1)
 _PREFIX_MASK = np.uint64((1 << V_PREFIX_BITS) - 1)
+_GUIDE_MASK = np.uint64((1 << GUIDE_BITS) - 1)
 _MANTISSA = np.uint64((1 << 52) - 1)
 _U64 = np.uint64
 _ONE = np.uint64(1)
@@ -79,7 +80,7 @@ def exact_noise(
     inverse_rows: np.ndarray, inverse_cols: np.ndarray, grid_exponent: int, words: np.ndarray, low_bits: int,
     word_guide: np.ndarray, zero_threshold: np.uint64, v_thresholds: np.ndarray, v_remainders: np.ndarray,
     q_thresholds: np.ndarray, lower_first: np.ndarray, lower_next: np.ndarray, pending: np.ndarray,
-    high: np.ndarray, low: np.ndarray,
+    high: np.ndarray, low: np.ndarray, entries: np.ndarray,
 ) -> int:  # pragma: no cover - compiled
     """The exact sampler's draws from block 0 and their noisy measurements for the chunk of flat
     indices from ``start`` (row ``i`` of ``words`` is block 0 of index ``start + i``).
@@ -91,26 +92,38 @@ def exact_noise(
     V tie or search, C not proved 0, or "-0"); every measurement ``(units + Z) 2**k`` into
     ``out``; then the full protocol on the same words for the pending ones. A draw that needs
     more words or exact comparisons keeps its chunk row in ``pending`` (``out[f]`` is then
-    rewritten by the caller). Returns how many did."""
+    rewritten by the caller). Returns how many did. ``entries`` (uint32, the chunk's length) holds
+    the guide entries: read in a loop of their own, they leave the common draw's loop free of the
+    table lookup, so that it vectorises."""
     n = words.shape[0]
     low_mask = (_ONE << _U64(low_bits)) - _ONE
-    unsure_count = 0
+    flat = words.reshape(-1)  # (a flat index vectorises where a 2-D one does not)
+    for i in range(n):  # V's prefix's top bits are word a's bits 47..62
+        entries[i] = word_guide[np.intp((flat[2 * i] >> _U64(63 - GUIDE_BITS)) & _GUIDE_MASK)]
+    unsure_any = np.int64(0)
     for i in range(n):
-        a = words[i, 0]
-        b = words[i, 1]
+        a = flat[2 * i]
+        b = flat[2 * i + 1]
         prefix = np.uint32((a >> _U64(LOWER_PREFIX_BITS)) & _PREFIX_MASK)
-        entry = word_guide[prefix >> np.uint32(32 - GUIDE_BITS)] - prefix
+        entry = entries[i] - prefix
         quotient = np.int64(entry >> np.uint32(16))
         digits = np.int64(b & low_mask)
         negative = np.int64(a >> _U64(63))
-        sign = 1 - 2 * negative
-        high[i] = sign * quotient
-        low[i] = sign * digits
+        flip = -negative  # all ones for a negative draw: x ^ flip - flip is -x
+        high[i] = (quotient ^ flip) - flip
+        low[i] = (digits ^ flip) - flip
         # a tie (low half 0xFFFF) or a flagged cell (bit 31) make this at least 0x7FFFFFFF
-        unsure = (entry | np.uint32(0x7FFF0000)) >= np.uint32(0x7FFFFFFF)
-        opened = (b >> _U64(low_bits)) >= zero_threshold  # (for M = 0 the threshold is 2**64 - 1)
-        pending[unsure_count] = i
-        unsure_count += unsure | opened | ((negative == 1) & (quotient == 0) & (digits == 0))
+        unsure = np.int64((entry | np.uint32(0x7FFF0000)) >= np.uint32(0x7FFFFFFF))
+        opened = np.int64((b >> _U64(low_bits)) >= zero_threshold)  # (for M = 0 the threshold is 2**64 - 1)
+        minus_zero = negative & np.int64((quotient | digits) == 0)
+        pending[i] = unsure | opened | minus_zero
+        unsure_any |= pending[i]
+    unsure_count = 0
+    if unsure_any:
+        for i in range(n):  # the flags become the list of undecided rows, in place
+            flag = pending[i]
+            pending[unsure_count] = i
+            unsure_count += flag
     grid = math.ldexp(1.0, grid_exponent)
     row, column = divmod(start, cols)
     i = 0

@@ -28,8 +28,8 @@ __all__ = ["FLOAT_SCALE_BITS", "NoiseSampler", "SamplerSizing", "StandardParamet
 # Draws per chunk: their AES blocks and statuses stay in the CPU cache.
 CHUNK = 1 << 15
 #: What noising holds per thread: a chunk's AES inputs, its blocks (and OpenSSL's buffer), the
-#: draws' two parts and statuses.
-CHUNK_BYTES = CHUNK * (16 + 16 + 16 + 3 * 8)
+#: draws' two parts, statuses and guide entries.
+CHUNK_BYTES = CHUNK * (16 + 16 + 16 + 3 * 8 + 4)
 # Blocks of a draw's stream read at once when block 0 did not suffice.
 _MORE_BLOCKS = 2
 #: The default ``float_scale_bits`` of :class:`StandardParameters`: up to a scale of 2**this (grid
@@ -119,13 +119,14 @@ class NoiseSampler:
         high = np.empty(size, dtype=np.int64)
         low = np.empty(size, dtype=np.int64)
         status = np.empty(size, dtype=np.int64)  # the exact sampler: its pending draws
+        entries = np.empty(size, dtype=np.uint32)  # the exact sampler: its guide entries
         for start in range(0, z.size, CHUNK):
             count = min(CHUNK, z.size - start)
             kernels.fill_inputs(inputs[:count], start, cols, positions_rows, positions_cols)
             words = cipher.blocks(inputs[:count])
             if self._exact_noise is not None:
                 undecided = status[:self._exact_noise(z, out, start, *layout[:6], words, pending=status, high=high,
-                                                      low=low)]
+                                                      low=low, entries=entries[:count])]
             else:
                 self._draws(words, high=high[:count], low=low[:count], status=status[:count])
                 kernels.noisy_values(z, out, *layout, high[:count], low[:count], status[:count], start, _NO_FLAT)
