@@ -199,30 +199,48 @@ def _prefix_sums(x: np.ndarray, o: int, prefix: np.ndarray) -> None:  # pragma: 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def nominal_forward(
-    x: np.ndarray, out: np.ndarray, low: np.ndarray, high: np.ndarray, parent_low: np.ndarray,
-    parent_high: np.ndarray, fanout: np.ndarray,
+    x: np.ndarray, out: np.ndarray, internal: np.ndarray, first_child: np.ndarray, fanout: np.ndarray,
+    node_row: np.ndarray, node_slot: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
-    """Nominal numerators (docs/math.md, "The nominal wavelet"): for measurement row r, the node
-    covering leaves ``low[r]`` to ``high[r]`` (half-open) and its parent covering ``parent_low[r]``
-    to ``parent_high[r]`` with ``fanout[r]`` children, ``f leafsum(node) - leafsum(parent)``; row 0 (``fanout`` 0) is
-    the root's leaf-sum. Leaf-sums are differences of prefix sums along the axis."""
-    outer, size, inner = x.shape
-    rows = out.shape[1]
-    prefix = np.empty((size + 1, inner), np.int64)
+    """Nominal numerators (docs/math.md, "The nominal wavelet"), bottom-up: the leaf-sums of the
+    internal nodes from their children's (``internal`` lists them in level order, so in reverse
+    children come first), then in every sibling group of f > 1 nodes ``f leafsum(child) -
+    leafsum(parent)`` into the child's row ``node_row[child]``; row 0 is the root's leaf-sum.
+    ``node_slot`` is as in :func:`nominal_reconstruct`. Only the internal nodes' sums are held
+    (a few rows), not a prefix sum of the whole axis."""
+    outer, _, inner = x.shape
+    sums = np.empty((max(internal.shape[0], 1), inner), np.int64)
     for o in range(outer):
-        _prefix_sums(x, o, prefix)
-        for r in range(rows):
-            lo = low[r]
-            hi = high[r]
-            f = fanout[r]
-            if f == 0:
+        if internal.shape[0] == 0:  # a single value: the root is a leaf
+            for t in range(inner):
+                out[o, 0, t] = x[o, 0, t]
+            continue
+        for k in range(internal.shape[0] - 1, -1, -1):
+            node = internal[k]
+            start = first_child[node]
+            total = sums[k]  # an internal node's slot is its place in ``internal``
+            for t in range(inner):
+                total[t] = 0
+            for child in range(start, start + fanout[node]):
+                slot = node_slot[child]
+                source = sums[slot] if slot >= 0 else x[o, -1 - slot]
                 for t in range(inner):
-                    out[o, r, t] = prefix[hi, t] - prefix[lo, t]
-            else:
-                plo = parent_low[r]
-                phi = parent_high[r]
+                    total[t] += source[t]
+        for t in range(inner):
+            out[o, 0, t] = sums[0, t]
+        for k in range(internal.shape[0]):
+            node = internal[k]
+            f = fanout[node]
+            if f == 1:
+                continue  # an only child is not measured
+            start = first_child[node]
+            parent = sums[k]
+            for child in range(start, start + f):
+                slot = node_slot[child]
+                source = sums[slot] if slot >= 0 else x[o, -1 - slot]
+                target = out[o, node_row[child]]
                 for t in range(inner):
-                    out[o, r, t] = f * (prefix[hi, t] - prefix[lo, t]) - (prefix[phi, t] - prefix[plo, t])
+                    target[t] = f * source[t] - parent[t]
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

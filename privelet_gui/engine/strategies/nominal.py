@@ -91,14 +91,8 @@ class NominalTransform(AxisStrategy):
         return max(1, int(self.hierarchy.layout.fanout.max()) - 1)
 
     @cached_property
-    def _forward_tables(self) -> tuple[np.ndarray, ...]:
-        lay = self.hierarchy.layout
-        parents = np.where(self.nodes > 0, lay.parent[self.nodes], 0)
-        return (lay.lo[self.nodes].astype(np.int64), lay.hi[self.nodes].astype(np.int64),
-                lay.lo[parents].astype(np.int64), lay.hi[parents].astype(np.int64), self._fanout_of_parent)
-
-    @cached_property
-    def _reconstruct_tables(self) -> tuple[np.ndarray, ...]:
+    def _tables(self) -> tuple[np.ndarray, ...]:
+        """The tree as both kernels walk it (:func:`~privelet_gui.engine.kernels.transforms.nominal_forward`)."""
         lay = self.hierarchy.layout
         internal = np.flatnonzero(lay.fanout > 0).astype(np.int64)
         slot = -1 - lay.lo.astype(np.int64)  # a leaf: its position in the output
@@ -106,10 +100,10 @@ class NominalTransform(AxisStrategy):
         return (internal, lay.first_child.astype(np.int64), lay.fanout.astype(np.int64), self._node_row, slot)
 
     def forward(self, x: np.ndarray, out: np.ndarray) -> None:
-        transforms.nominal_forward(x, out, *self._forward_tables)
+        transforms.nominal_forward(x, out, *self._tables)
 
     def reconstruct(self, y: np.ndarray, out: np.ndarray) -> None:
-        transforms.nominal_reconstruct(y, out, *self._reconstruct_tables)
+        transforms.nominal_reconstruct(y, out, *self._tables)
 
     # -- accuracy: the predicates of a nominal axis are its nodes ------------------------------
     @cached_property
