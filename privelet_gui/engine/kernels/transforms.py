@@ -358,6 +358,61 @@ def tree_reconstruct(
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def tree_rows_forward(
+    x: np.ndarray, out: np.ndarray, low: np.ndarray, high: np.ndarray, weight: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """:func:`tree_forward` along the last axis: ``x`` (int64 ``(rows, size)``) row by row into
+    ``out`` (``(rows, measurements)``), each row's prefix sums in one short buffer."""
+    rows, size = x.shape
+    prefix = np.empty(size + 1, np.int64)
+    prefix[0] = 0
+    for o in range(rows):
+        values = x[o]
+        for i in range(size):
+            prefix[i + 1] = prefix[i] + values[i]
+        target = out[o]
+        for r in range(target.shape[0]):
+            target[r] = weight[r] * (prefix[high[r]] - prefix[low[r]])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def tree_rows_reconstruct(
+    y: np.ndarray, out: np.ndarray, row: np.ndarray, own: np.ndarray, children_share: np.ndarray,
+    spread: np.ndarray, first_child: np.ndarray, fanout: np.ndarray, position: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """:func:`tree_reconstruct` along the last axis: ``y`` (float64 ``(rows, measurements)``) row
+    by row into ``out`` (``(rows, size)``), with the same operations in the same order (the same
+    floats)."""
+    nodes = row.shape[0]
+    estimate = np.empty(nodes)
+    children_sum = np.empty(nodes)
+    for o in range(y.shape[0]):
+        values = y[o]
+        target = out[o]
+        for v in range(nodes - 1, -1, -1):
+            f = fanout[v]
+            r = row[v]
+            if f == 0:
+                estimate[v] = own[v] * values[r]
+                continue
+            first = first_child[v]
+            total = estimate[first]
+            for c in range(first + 1, first + f):
+                total += estimate[c]
+            children_sum[v] = total
+            estimate[v] = own[v] * values[r] + children_share[v] * total if r >= 0 else total
+        for v in range(nodes):
+            f = fanout[v]
+            if f == 0:
+                target[position[v]] = estimate[v]
+                continue
+            first = first_child[v]
+            difference = estimate[v] - children_sum[v]
+            for c in range(first, first + f):
+                estimate[c] += spread[c] * difference
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def stacked_forward(x: np.ndarray, out: np.ndarray, diagonal: np.ndarray, rows: np.ndarray) -> None:  # pragma: no cover - compiled
     """Numerators of a strategy that stacks a weighted identity on dense rows (docs/math.md,
     "Optimised identity"): ``out[:, i] = diagonal[i] x[i]`` for every value, then

@@ -221,9 +221,16 @@ class TreeStrategy(AxisStrategy):
     def growth(self) -> int:
         return int(self._node_weight.max())
 
-    def forward(self, x: np.ndarray, out: np.ndarray) -> None:
+    @cached_property
+    def _forward_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         measured = self._measured
-        transforms.tree_forward(x, out, self._low[measured], self._high[measured], self._node_weight[measured])
+        return self._low[measured], self._high[measured], self._node_weight[measured]
+
+    def forward(self, x: np.ndarray, out: np.ndarray) -> None:
+        if x.shape[2] == 1 and x.flags.c_contiguous and out.flags.c_contiguous:  # the last axis: row by row
+            transforms.tree_rows_forward(x[:, :, 0], out[:, :, 0], *self._forward_tables)
+        else:
+            transforms.tree_forward(x, out, *self._forward_tables)
 
     @cached_property
     def _reconstruct_tables(self) -> tuple[np.ndarray, ...]:
@@ -258,7 +265,10 @@ class TreeStrategy(AxisStrategy):
         return self._row, own, share, spread, self._first_child, self._fanout, position
 
     def reconstruct(self, y: np.ndarray, out: np.ndarray) -> None:
-        transforms.tree_reconstruct(y, out, *self._reconstruct_tables)
+        if y.shape[2] == 1 and y.flags.c_contiguous and out.flags.c_contiguous:  # the last axis: row by row
+            transforms.tree_rows_reconstruct(y[:, :, 0], out[:, :, 0], *self._reconstruct_tables)
+        else:
+            transforms.tree_reconstruct(y, out, *self._reconstruct_tables)
 
     def reconstruction_matrix(self) -> np.ndarray:
         """R, built a block of columns at a time (the kernel holds two values per node and column).
