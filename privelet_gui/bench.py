@@ -192,16 +192,21 @@ def bench_counting(schema: Schema, rows: int, repeat: int) -> np.ndarray:
     return frequency_matrix(table, schema)
 
 
+def release_specs(schema: Schema, epsilon: float) -> dict[str, ReleaseSpec]:
+    """The releases timed and measured: Basic, Privelet+ (S_A = {Age, Gender}), Privelet, and
+    Best, the release's default (the best strategy for the paper's workload)."""
+    plus = ReleaseSpec(schema, epsilon, "privelet+", ("Age", "Gender"))
+    return {
+        "Basic": ReleaseSpec(schema, epsilon, "basic"),
+        "Privelet+": plus,
+        "Privelet": ReleaseSpec(schema, epsilon, "privelet"),
+        "Best": best_strategy(plus, paper_workload(schema), marginals=True).spec,
+    }
+
+
 def bench_releases(schema: Schema, matrix: np.ndarray, epsilon: float, repeat: int) -> None:
     """Basic, Privelet+, Privelet and the best strategy at 1, 2 and all cores (and the default), timed in turns."""
-    plus_spec = ReleaseSpec(schema, epsilon, "privelet+", ("Age", "Gender"))
-    best_spec = best_strategy(plus_spec, paper_workload(schema), marginals=True).spec
-    specs = {
-        "Basic": ReleaseSpec(schema, epsilon, "basic"),
-        "Privelet+": plus_spec,
-        "Privelet": ReleaseSpec(schema, epsilon, "privelet"),
-        "Best": best_spec,
-    }
+    specs = release_specs(schema, epsilon)
     threads = thread_choices()
     timers: dict[tuple[str, int | None], Callable[[], float]] = {}
     for name, spec in specs.items():
@@ -211,7 +216,7 @@ def bench_releases(schema: Schema, matrix: np.ndarray, epsilon: float, repeat: i
     default = thread_count(matrix.size)
     print(f"releases at Brazil scale ({matrix.size:,} cells), best of {repeat} in turns "
           f"(the default is {default} thread{'s' if default > 1 else ''} here; Best is the release's default, "
-          f"the best strategy for the paper's workload: {describe_measurements(best_spec)}):")
+          f"the best strategy for the paper's workload: {describe_measurements(specs['Best'])}):")
     for name in specs:
         cells = ", ".join(f"{workers} thread{'s' if workers > 1 else ''} {best[name, workers]:.3f} s" for workers in threads)
         print(f"  {name:9s}: {cells}, default {best[name, None]:.3f} s")
@@ -228,14 +233,7 @@ def bench_releases(schema: Schema, matrix: np.ndarray, epsilon: float, repeat: i
 
 def bench_memory(schema: Schema, matrix: np.ndarray, epsilon: float, big: bool) -> None:
     """Peak additional memory of each mechanism against M's bytes (target <= 2)."""
-    plus_spec = ReleaseSpec(schema, epsilon, "privelet+", ("Age", "Gender"))
-    best_spec = best_strategy(plus_spec, paper_workload(schema), marginals=True).spec
-    specs = {
-        "Basic": ReleaseSpec(schema, epsilon, "basic"),
-        "Privelet+": plus_spec,
-        "Privelet": ReleaseSpec(schema, epsilon, "privelet"),
-        "Best": best_spec,
-    }
+    specs = release_specs(schema, epsilon)
     for name, spec in specs.items():
         peak = peak_additional_bytes(partial(spec.run, matrix))
         print(f"memory, {name}: peak additional {peak / 2**20:,.0f} MiB for M of {matrix.nbytes / 2**20:,.0f} MiB, "
