@@ -8,7 +8,9 @@ in the same run:
 - Basic, Privelet+ (S_A = {Age, Gender}), Privelet (S_A empty) and the release's default (the
   best strategy for the paper's workload) at Brazil scale on one thread, two threads and every
   core, timed in turns, with the ratios Privelet+ / Basic, Privelet / Privelet+ and
-  best / Privelet+, and the default number of threads against one;
+  best / Privelet+, and the default number of threads against one; on one thread also the user
+  CPU time, which leaves out the system's (the page faults of fresh memory, which vary a lot on
+  some machines);
 - the peak additional memory of each mechanism against the bytes of M (``--big`` adds Privelet
   at about 4 x 10^8 cells);
 - the threads on a small release (2-D 1024 x 1024 Privelet) at 1, 2 and every core, and the
@@ -208,10 +210,19 @@ def bench_releases(schema: Schema, matrix: np.ndarray, epsilon: float, repeat: i
     """Basic, Privelet+, Privelet and the best strategy at 1, 2 and all cores (and the default), timed in turns."""
     specs = release_specs(schema, epsilon)
     threads = thread_choices()
-    timers: dict[tuple[str, int | None], Callable[[], float]] = {}
-    for name, spec in specs.items():
-        for workers in (*threads, None):
-            timers[name, workers] = partial(best_of, 1, partial(spec.run, matrix, workers=workers))
+    user_cpu: dict[str, float] = {}  # one thread: the best user CPU seconds (page faults are system time)
+
+    def timed(name: str, spec: ReleaseSpec, workers: int | None) -> float:
+        gc.collect()
+        user, started = os.times().user, time.perf_counter()
+        spec.run(matrix, workers=workers)
+        seconds = time.perf_counter() - started
+        if workers == 1:
+            user_cpu[name] = min(user_cpu.get(name, math.inf), os.times().user - user)
+        return seconds
+
+    timers = {(name, workers): partial(timed, name, spec, workers)
+              for name, spec in specs.items() for workers in (*threads, None)}
     best = best_in_turn(repeat, timers)
     default = thread_count(matrix.size)
     print(f"releases at Brazil scale ({matrix.size:,} cells), best of {repeat} in turns "
@@ -219,7 +230,11 @@ def bench_releases(schema: Schema, matrix: np.ndarray, epsilon: float, repeat: i
           f"the best strategy for the paper's workload: {describe_measurements(specs['Best'])}):")
     for name in specs:
         cells = ", ".join(f"{workers} thread{'s' if workers > 1 else ''} {best[name, workers]:.3f} s" for workers in threads)
-        print(f"  {name:9s}: {cells}, default {best[name, None]:.3f} s")
+        print(f"  {name:9s}: {cells}, default {best[name, None]:.3f} s; one thread's user CPU {user_cpu[name]:.3f} s")
+    print(f"  one thread's user CPU (without the system's time, page faults included): "
+          f"Privelet+ / Basic = {user_cpu['Privelet+'] / user_cpu['Basic']:.2f}, "
+          f"Privelet / Privelet+ = {user_cpu['Privelet'] / user_cpu['Privelet+']:.2f}, "
+          f"Best / Privelet+ = {user_cpu['Best'] / user_cpu['Privelet+']:.2f}")
     for workers in (*threads, None):
         label = "default" if workers is None else f"{workers} thread{'s' if workers > 1 else ''}"
         plus, basic, plain = best["Privelet+", workers], best["Basic", workers], best["Privelet", workers]
