@@ -231,7 +231,7 @@ def bench_releases(schema: Schema, matrix: np.ndarray, epsilon: float, repeat: i
     for name in specs:
         cells = ", ".join(f"{workers} thread{'s' if workers > 1 else ''} {best[name, workers]:.3f} s" for workers in threads)
         print(f"  {name:9s}: {cells}, default {best[name, None]:.3f} s; one thread's user CPU {user_cpu[name]:.3f} s")
-    print(f"  one thread's user CPU (without the system's time, page faults included): "
+    print(f"  one thread's user CPU (the system's time, page faults among it, left out): "
           f"Privelet+ / Basic = {user_cpu['Privelet+'] / user_cpu['Basic']:.2f}, "
           f"Privelet / Privelet+ = {user_cpu['Privelet'] / user_cpu['Privelet+']:.2f}, "
           f"Best / Privelet+ = {user_cpu['Best'] / user_cpu['Privelet+']:.2f}")
