@@ -32,7 +32,14 @@ from functools import cached_property
 
 import numpy as np
 
-__all__ = ["AxisStrategy"]
+__all__ = ["AxisStrategy", "is_last_axis"]
+
+
+def is_last_axis(values: np.ndarray, out: np.ndarray) -> bool:
+    """Whether the kernels' views ``(outer, axis, inner)`` of ``values`` and ``out`` run along the
+    last axis of C-contiguous arrays: then a strategy's row kernels take ``values[:, :, 0]`` and
+    ``out[:, :, 0]``, whose contiguous rows let the loops vectorise."""
+    return values.shape[2] == 1 and values.flags.c_contiguous and out.flags.c_contiguous
 
 
 class AxisStrategy(ABC):

@@ -16,7 +16,7 @@ from functools import cached_property
 import numpy as np
 
 from ..kernels import transforms
-from .base import AxisStrategy
+from .base import AxisStrategy, is_last_axis
 
 __all__ = ["HaarTransform"]
 
@@ -86,13 +86,13 @@ class HaarTransform(AxisStrategy):
         return w
 
     def forward(self, x: np.ndarray, out: np.ndarray) -> None:
-        if x.shape[2] == 1 and x.flags.c_contiguous and out.flags.c_contiguous:  # the last axis: row by row
+        if is_last_axis(x, out):
             transforms.haar_rows_forward(x[:, :, 0], out[:, :, 0], self.level_offsets)
         else:
             transforms.haar_forward(x, out, self.level_offsets)
 
     def reconstruct(self, y: np.ndarray, out: np.ndarray) -> None:
-        if y.shape[2] == 1 and y.flags.c_contiguous and out.flags.c_contiguous:  # the last axis: row by row
+        if is_last_axis(y, out):
             transforms.haar_rows_reconstruct(y[:, :, 0], out[:, :, 0], self.level_offsets)
         else:
             transforms.haar_reconstruct(y, out, self.level_offsets)

@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import SchemaError
 from ..kernels import transforms
 from ..model.hierarchy import Hierarchy
-from .base import AxisStrategy
+from .base import AxisStrategy, is_last_axis
 
 __all__ = ["TreeStrategy"]
 
@@ -227,7 +227,7 @@ class TreeStrategy(AxisStrategy):
         return self._low[measured], self._high[measured], self._node_weight[measured]
 
     def forward(self, x: np.ndarray, out: np.ndarray) -> None:
-        if x.shape[2] == 1 and x.flags.c_contiguous and out.flags.c_contiguous:  # the last axis: row by row
+        if is_last_axis(x, out):
             transforms.tree_rows_forward(x[:, :, 0], out[:, :, 0], *self._forward_tables)
         else:
             transforms.tree_forward(x, out, *self._forward_tables)
@@ -265,7 +265,7 @@ class TreeStrategy(AxisStrategy):
         return self._row, own, share, spread, self._first_child, self._fanout, position
 
     def reconstruct(self, y: np.ndarray, out: np.ndarray) -> None:
-        if y.shape[2] == 1 and y.flags.c_contiguous and out.flags.c_contiguous:  # the last axis: row by row
+        if is_last_axis(y, out):
             transforms.tree_rows_reconstruct(y[:, :, 0], out[:, :, 0], *self._reconstruct_tables)
         else:
             transforms.tree_reconstruct(y, out, *self._reconstruct_tables)
