@@ -257,6 +257,10 @@ def test_the_page_still_fits_when_the_best_strategy_shows_weighted_marginals(sam
     window.document.set_workload(WorkloadChoice(paper=None, ways=(2,)))  # a long table of marginals and weights
     qtbot.waitUntil(lambda: panel.strategy_box.result is not None, timeout=60_000)
     assert panel.strategy_box.result.spec.mechanism == "marginals"
+    # the exact variances and the expected errors of the new strategy rewrite the note made wide
+    # below: wait for both
+    qtbot.waitUntil(lambda: "exact" in panel.bounds.get("best", {}) and panel.coverage_result is not None,
+                    timeout=60_000)
     # new contents widen a column: the columns are fitted again, and nothing is cut off on the right
     qtbot.waitUntil(lambda: _page_fits(scroll), timeout=5_000)
     # any new contents that widen a column (here a long line that cannot wrap) put the columns one under the other
