@@ -15,6 +15,7 @@ import numpy as np
 
 from ..formatting import counted
 from .errors import DomainError, SchemaError
+from .kernels.counts import count_cells
 from .memory import available_memory, byte_size
 from .model.schema import Attribute, Schema
 from .pipeline import thread_count, usable_cores
@@ -29,13 +30,8 @@ InvalidPolicy = Literal["error", "drop"]
 #: What counting may do with a row outside the domains: stop with an error, or drop it.
 INVALID_POLICIES: tuple[InvalidPolicy, ...] = ("error", "drop")
 
-# Below this many rows per cell, scattering a chunk with np.add.at beats a full-size bincount
-# (plus adding it to the counts so far).
-_ADD_AT_RATIO = 16
-
-# From this many rows on, a chunk's cell indices and bincount weights are computed on
-# several threads (numpy releases the GIL in those loops), the weights while the columns are
-# encoded. A file's chunks (at most 2**19 rows) stay serial.
+# From this many rows on, a chunk's cell indices are computed on several threads (numpy
+# releases the GIL in those loops). A file's chunks (at most 2**19 rows) stay serial.
 _PARALLEL_ROWS = 1 << 20
 
 
@@ -148,9 +144,7 @@ class FrequencyCounter:
     ``invalid="error"`` (default) raises :class:`DomainError` on the first value
     outside an attribute's domain; ``invalid="drop"`` drops such rows and
     counts them in :attr:`report`. An attribute's own ``out_of_range="drop"``
-    policy drops its out-of-range numbers in either mode. ``chunked=True`` says
-    that many small chunks will come (a file read in pieces): the matrix is then
-    allocated at once and chunks much smaller than it are scattered into it.
+    policy drops its out-of-range numbers in either mode.
     ``encode_only=True`` says that only :meth:`flat_codes` will be called (the counts are
     gathered elsewhere, e.g. on a cluster): the matrix need not fit in this machine's memory.
     A chunk of ``parallel_rows`` rows or more is indexed on ``workers`` threads (default: one per
@@ -161,8 +155,6 @@ class FrequencyCounter:
     schema : Schema
         The attributes; columns are matched by each attribute's ``source_column``.
     invalid : {"error", "drop"}, default "error", keyword-only
-        See above.
-    chunked : bool, default False, keyword-only
         See above.
     encode_only : bool, default False, keyword-only
         See above.
@@ -185,7 +177,6 @@ class FrequencyCounter:
         schema: Schema,
         *,
         invalid: InvalidPolicy = "error",
-        chunked: bool = False,
         encode_only: bool = False,
         workers: int | None = None,
         parallel_rows: int = _PARALLEL_ROWS,
@@ -200,7 +191,6 @@ class FrequencyCounter:
             )
         self.schema = schema
         self.invalid = invalid
-        self.chunked = chunked
         self.workers = usable_cores() if workers is None else thread_count(0, workers)
         self.parallel_rows = parallel_rows
         self.report = CountReport(
@@ -209,7 +199,6 @@ class FrequencyCounter:
         )
         self._counts: np.ndarray | None = None
         self._categories_memos: dict[str, dict[str, object]] = {a.name: {} for a in schema}
-        self._weights = np.ones(0)
 
     def add(self, table: pd.DataFrame) -> None:
         """Count the rows of one chunk.
@@ -229,47 +218,12 @@ class FrequencyCounter:
             examples and how many.
         """
         _check_table(table)
-        m = self.schema.size
-        scatter = self._counts is not None or self.chunked
-        rows = len(table)
-        threads = self.workers if rows >= self.parallel_rows else 1
+        threads = self.workers if len(table) >= self.parallel_rows else 1
         with ThreadPoolExecutor(threads, thread_name_prefix="privelet-count") if threads > 1 else nullcontext() as executor:
-            pool = None if executor is None else _Pool(executor, threads)
-            # the weights of a bincount, made ready while the columns are encoded (none where
-            # the rows are surely few for the cells)
-            ones = None if scatter and rows * _ADD_AT_RATIO < m else self._ones(rows, pool)
-            flat = self._flat_codes(table, pool)
-            weights = None if ones is None else ones()
-        if weights is None or (scatter and len(flat) * _ADD_AT_RATIO < m):  # few rows for many cells
-            if self._counts is None:
-                self._counts = np.zeros(m)
-            np.add.at(self._counts, flat, 1.0)  # scatter them
-            return
-        # Weighted bincount returns float64 counts directly (exact below 2^53).
-        counts = np.bincount(flat, weights=weights[: len(flat)], minlength=m)
+            flat = self._flat_codes(table, None if executor is None else _Pool(executor, threads))
         if self._counts is None:
-            self._counts = counts
-        else:
-            self._counts += counts
-
-    def _ones(self, n: int, pool: _Pool | None) -> Callable[[], np.ndarray]:
-        """At least ``n`` weights of one (kept for the next chunks); call the result for them.
-
-        With a ``pool``, a new array's parts are filled on its threads (the first touch of
-        its pages with them) while the caller goes on.
-        """
-        if len(self._weights) >= n:
-            weights = self._weights
-            return lambda: weights
-        fresh = np.empty(n)
-        filled = _in_parts(lambda start, stop: fresh[start:stop].fill(1.0), n, pool)
-
-        def ready() -> np.ndarray:
-            filled()
-            self._weights = fresh
-            return fresh
-
-        return ready
+            self._counts = np.zeros(self.schema.size)
+        count_cells(flat, self._counts)  # float64 counts, exact below 2^53
 
     def flat_codes(self, table: pd.DataFrame) -> np.ndarray:
         """Flat (C-order) cell index of every valid row of ``table``; updates the report.
@@ -509,9 +463,7 @@ def frequency_matrix(
     """
     import pandas as pd
 
-    single = isinstance(table, pd.DataFrame)
-    counter = FrequencyCounter(schema, invalid=invalid, chunked=not single, workers=workers,
-                               parallel_rows=parallel_rows)
+    counter = FrequencyCounter(schema, invalid=invalid, workers=workers, parallel_rows=parallel_rows)
     steps = Progress(progress, should_cancel)
     chunks: Iterable[pd.DataFrame] = [table] if isinstance(table, pd.DataFrame) else table
     for chunk in chunks:

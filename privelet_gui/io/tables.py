@@ -1238,7 +1238,7 @@ def _count(
     steps: Progress,
     shown: list[float],
 ) -> FrequencyCounter:
-    counter = FrequencyCounter(schema, invalid=invalid, chunked=True)
+    counter = FrequencyCounter(schema, invalid=invalid)
     # Categorical chunks: the engine encodes each distinct value once and gathers the rows.
     chunks = read_ahead(*producers)
     try:

@@ -1,11 +1,13 @@
 """The counting's fast paths give exactly what the plain computation gives: int32 cell
-indices below 2**31 cells and intp from there on, rows indexed on several threads, the
-bincount weights filled on them and reused by the next chunks."""
+indices below 2**31 cells and intp from there on, rows indexed on several threads, chunks of
+every size added up; the rows are counted without holding the GIL."""
 
 import threading
+import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
+import numba
 import numpy as np
 import pandas as pd
 import pytest
@@ -148,19 +150,44 @@ def test_an_error_on_threads_is_the_serial_one_and_leaves_no_thread():
     assert count_threads() == []
 
 
-def test_weights_filled_on_threads_are_reused_by_later_chunks():
-    schema, table = brazil_like(25_000, seed=3, incomes=10)  # 80,800 cells: chunks of 5,050 rows are bincounted
+def test_chunks_of_every_size_add_up_to_the_matrix_of_the_whole_table():
+    schema, table = brazil_like(25_000, seed=3, incomes=10)
     table = table[table["age"].lt(101) & table["job"].cat.codes.lt(40)]
     counter = FrequencyCounter(schema, workers=2, parallel_rows=1000)
-    counter.add(table.iloc[:6000])  # weights filled on the threads
-    first = counter._weights
-    assert len(first) == 6000 and np.all(first == 1.0)
-    counter.add(table.iloc[6000:11_100])  # fewer rows: the same weights
-    assert counter._weights is first
-    counter.add(table.iloc[11_100:])  # more rows: new ones
-    assert len(counter._weights) == len(table) - 11_100 > 6000 and np.all(counter._weights == 1.0)
+    for start, stop in ((0, 6000), (6000, 6001), (6001, 6001), (6001, 11_100), (11_100, len(table))):
+        counter.add(table.iloc[start:stop])  # indexed on threads from 1,000 rows on, serially below
     np.testing.assert_array_equal(counter.matrix(), expected_counts(schema, table))
     assert counter.report.rows_read == counter.report.rows_counted == len(table)
+
+
+@pytest.mark.skipif(numba.config.DISABLE_JIT, reason="NUMBA_DISABLE_JIT: the loop is Python's, which takes turns with the GIL")
+def test_rows_are_counted_without_the_gil():
+    """The first touch of a large matrix's pages can take seconds: another thread (the app's
+    window) runs meanwhile. Had the counting held the GIL, this thread would stop for all of it."""
+    from privelet_gui.engine.kernels.counts import count_cells
+
+    cells = np.random.default_rng(5).integers(0, 1 << 22, 1 << 25)
+    count_cells(cells[:10], np.zeros(1 << 22))  # compiled (or loaded) before it is timed
+    counts = np.zeros(1 << 22)
+    done = threading.Event()
+
+    def count() -> None:
+        count_cells(cells, counts)
+        done.set()
+
+    worker = threading.Thread(target=count)
+    began = last = time.perf_counter()
+    longest = 0.0
+    worker.start()
+    while not done.is_set():
+        now = time.perf_counter()
+        last, longest = now, max(longest, now - last)
+    ended = time.perf_counter()  # a held GIL shows here: this thread waited until the counting was over
+    longest, elapsed = max(longest, ended - last), ended - began
+    worker.join()
+    assert counts.sum() == len(cells)
+    assert elapsed > 0.05, elapsed  # long enough for a held GIL to show
+    assert longest < elapsed / 2, (longest, elapsed)
 
 
 def test_flat_codes_of_a_matrix_past_2_to_the_31_cells_from_a_table():
