@@ -1,9 +1,9 @@
 """How long the app's GUI thread stops answering during a release (the workflow issue's
 "no stall over 50 ms" target). A benchmark, not a test: the figures depend on the machine.
 
-``python -m privelet_gui.gui.stall_bench [--rows N] [--data DIR]`` writes (once) a synthetic
-Brazil-shaped CSV of N rows (default 10 million: the Brazil census matrix, 101 x 2 x 512 x
-1001 cells), opens it in a main window (offscreen unless a display is set), runs a Privelet+
+``python -m privelet_gui.gui.stall_bench [--rows N] [--ages A] [--data DIR]`` writes (once) a
+synthetic Brazil-shaped CSV of N rows (default 10 million) over A ages (default 101: the
+Brazil census matrix, 101 x 2 x 512 x 1001 cells), opens it in a main window (offscreen unless a display is set), runs a Privelet+
 release with S_A = {Age, Gender} and prints the gaps between the ticks of a 10 ms timer on
 the GUI thread: the longest, the 99th percentile, how many passed 50 ms, and for each of the
 longest the stage the release was in and where the GUI thread was (sampled by a watchdog
@@ -39,6 +39,8 @@ def _gui_thread_stack(thread_id: int) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--rows", type=int, default=10_000_000, help="rows of the synthetic table (default 10 million)")
+    parser.add_argument("--ages", type=int, default=101,
+                        help="values of Age (default 101, the Brazil matrix; fewer make a smaller one)")
     parser.add_argument("--data", type=Path, default=Path(tempfile.gettempdir()) / "privelet-stall-bench",
                         help="folder that keeps the table between runs")
     parser.add_argument("--show", type=int, default=5, help="how many of the longest gaps to describe")
@@ -55,10 +57,13 @@ def main(argv: list[str] | None = None) -> int:
     from ..io.bench import write_brazil_csv
 
     args.data.mkdir(parents=True, exist_ok=True)
-    table = args.data / f"brazil-{args.rows}.csv"
+    schema = brazil_schema(ages=args.ages)
+    table = args.data / f"brazil-{args.rows}-{args.ages}-ages.csv"
     if not table.exists():
         print(f"writing {table} ({args.rows:,} rows)...", flush=True)
-        write_brazil_csv(table, args.rows)
+        partial = table.with_suffix(".partial")  # an interrupted run leaves no table to be read as whole
+        write_brazil_csv(partial, args.rows, ages=args.ages)
+        partial.replace(table)
 
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
@@ -71,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     window.show()
     loaded = threading.Event()
     window.tableLoaded.connect(lambda *_: loaded.set())
-    window.open_table(table, pio.sniff_table(table), schema=brazil_schema())
+    window.open_table(table, pio.sniff_table(table), schema=schema)
     while not loaded.is_set():
         app.processEvents()
         time.sleep(0.01)
@@ -121,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     watchdog.join()
     gaps = sorted(((b[0] - a[0]) * 1000, i + 1, b[1]) for i, (a, b) in enumerate(itertools.pairwise(ticks)))
     values = [g for g, _, _ in gaps]
-    print(f"release of {args.rows:,} rows into {brazil_schema().size:,} cells: {elapsed:.2f} s, "
+    print(f"release of {args.rows:,} rows into {schema.size:,} cells: {elapsed:.2f} s, "
           f"{len(ticks):,} ticks of {_TICK_MS} ms asked")
     print(f"GUI thread gaps: longest {values[-1]:.0f} ms, 99th percentile {values[int(0.99 * (len(values) - 1))]:.0f} ms, "
           f"{sum(v > STALL_MS for v in values)} over {STALL_MS:.0f} ms")

@@ -38,14 +38,15 @@ __all__ = ["main", "write_brazil_csv"]
 COLUMNS = ("Age", "Gender", "Occupation", "Income")
 
 
-def write_brazil_csv(path: Path, rows: int, *, seed: int = 1, block: int = 2_000_000) -> None:
-    """Write the synthetic table (header + ``rows`` rows, comma-separated, LF) to ``path``."""
+def write_brazil_csv(path: Path, rows: int, *, ages: int = 101, seed: int = 1, block: int = 2_000_000) -> None:
+    """Write the synthetic table (header + ``rows`` rows, comma-separated, LF) of
+    ``brazil_schema(ages=ages)`` to ``path``."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
     from ..bench import brazil_schema, brazil_table
 
-    schema = brazil_schema()
+    schema = brazil_schema(ages=ages)
     options = pacsv.WriteOptions(include_header=False, quoting_style="none")
     with open(path, "wb") as f:
         f.write((",".join(COLUMNS) + "\n").encode())
