@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 import numpy as np
 
 from ..formatting import counted
-from .errors import DomainError, SchemaError
+from .errors import DomainError, InternalError, SchemaError
 from .kernels.counts import count_cells
 from .memory import available_memory, byte_size
 from .model.schema import Attribute, Schema
@@ -223,7 +223,8 @@ class FrequencyCounter:
             flat = self._flat_codes(table, None if executor is None else _Pool(executor, threads))
         if self._counts is None:
             self._counts = np.zeros(self.schema.size)
-        count_cells(flat, self._counts)  # float64 counts, exact below 2^53
+        if count_cells(flat, self._counts) != len(flat):  # float64 counts, exact below 2^53
+            raise InternalError("a row's cell index fell outside the frequency matrix")
 
     def flat_codes(self, table: pd.DataFrame) -> np.ndarray:
         """Flat (C-order) cell index of every valid row of ``table``; updates the report.

@@ -207,3 +207,24 @@ def test_workers_must_be_a_positive_integer():
     schema, table = brazil_like(10, seed=0)
     with pytest.raises(PriveletError, match="workers must be a positive integer, got 0"):
         frequency_matrix(table, schema, workers=0)
+
+
+@pytest.mark.parametrize("bad", [-1, 3, 1 << 40])
+def test_a_cell_outside_the_matrix_is_never_written(bad):
+    from privelet_gui.engine.kernels.counts import count_cells
+
+    counts = np.zeros(3)
+    assert count_cells(np.array([0, 2, bad, 1], dtype=np.intp), counts) == 2
+    np.testing.assert_array_equal(counts, [1.0, 0.0, 1.0])
+    assert count_cells(np.array([2, 2, 1], dtype=np.intp), counts) == 3
+    np.testing.assert_array_equal(counts, [1.0, 1.0, 3.0])
+
+
+def test_a_cell_index_outside_the_matrix_is_a_bug_not_a_data_error(monkeypatch):
+    from privelet_gui.engine.errors import InternalError
+
+    schema, table = brazil_like(100, seed=1)
+    counter = FrequencyCounter(schema)
+    monkeypatch.setattr(counter, "_flat_codes", lambda table, pool: np.array([0, schema.size], dtype=np.intp))
+    with pytest.raises(InternalError, match="outside the frequency matrix"):
+        counter.add(table)

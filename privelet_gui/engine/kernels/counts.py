@@ -45,8 +45,15 @@ def checked_counts(counts: np.ndarray, out: np.ndarray) -> tuple[int, np.int64]:
 
 
 @njit(cache=True, nogil=True)
-def count_cells(cells: np.ndarray, counts: np.ndarray) -> None:  # pragma: no cover - compiled
-    """Add one to ``counts[c]`` (float64, flat) for each ``c`` in ``cells``. Without the GIL: the
-    first touch of a large matrix's pages can take seconds, and the app's window goes on."""
+def count_cells(cells: np.ndarray, counts: np.ndarray) -> int:  # pragma: no cover - compiled
+    """Add one to ``counts[c]`` (float64, flat) for each ``c`` in ``cells``; returns how many were
+    counted: all, or those before the first outside ``counts`` (a bug upstream, never a write
+    outside the matrix). Without the GIL: the first touch of a large matrix's pages can take
+    seconds, and other threads (the app's window) go on meanwhile."""
+    size = counts.shape[0]
     for i in range(cells.shape[0]):
-        counts[cells[i]] += 1.0
+        cell = cells[i]
+        if cell < 0 or cell >= size:
+            return i
+        counts[cell] += 1.0
+    return cells.shape[0]
