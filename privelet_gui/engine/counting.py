@@ -339,21 +339,17 @@ class _Pool(NamedTuple):
     threads: int
 
 
-def _in_parts(task: Callable[[int, int], object], rows: int, pool: _Pool | None) -> Callable[[], None]:
+def _in_parts(task: Callable[[int, int], object], rows: int, pool: _Pool | None) -> None:
     """Run ``task(start, stop)`` over ``range(rows)``: with a ``pool``, one range per thread,
-    and the result waits for them (and raises what they raised); without, here and now."""
+    waiting for them all (and raising what they raised); without, here and now."""
     if pool is None:
         task(0, rows)
-        return lambda: None
+        return
     parts: list[Future[object]] = [
         pool.executor.submit(task, rows * i // pool.threads, rows * (i + 1) // pool.threads) for i in range(pool.threads)
     ]
-
-    def wait() -> None:
-        for part in parts:
-            part.result()
-
-    return wait
+    for part in parts:
+        part.result()
 
 
 def cell_indices(codes: list[np.ndarray], shape: tuple[int, ...], *, pool: _Pool | None = None) -> np.ndarray:
@@ -370,7 +366,7 @@ def cell_indices(codes: list[np.ndarray], shape: tuple[int, ...], *, pool: _Pool
     # a valid row's partial sums are below the product of the axes so far, at most
     # 2**31 - 1. A row with a code of -1 may wrap around; it is dropped anyway.
     scratch = np.dtype(np.int32) if math.prod(shape) < _INT32_CELLS else flat.dtype
-    _in_parts(lambda start, stop: _horner(codes, shape, flat, start, stop, scratch), len(flat), pool)()
+    _in_parts(lambda start, stop: _horner(codes, shape, flat, start, stop, scratch), len(flat), pool)
     return flat
 
 
